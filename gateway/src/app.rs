@@ -1,0 +1,218 @@
+//! The request pipeline. pingora calls `request_filter` for every request; each step either
+//! passes the request on or answers it, and every answer, error or not, leaves through
+//! [`App::write`] with the same headers.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use pingora::http::ResponseHeader;
+use pingora::prelude::HttpPeer;
+use pingora::proxy::{ProxyHttp, Session};
+use switchboard_kit::{ErrorKind, ServiceError};
+use tokio::sync::OnceCell;
+
+use crate::auth::{self, Authenticator};
+use crate::call::{Call, HandlerResult, Reply};
+use crate::config::GatewayConfig;
+use crate::limits::{self, Decision, RateLimiter};
+use crate::router::{Match, Router};
+use crate::routes::{self, Body, Method};
+use crate::scope::{self, Scoper};
+use crate::services::Services;
+
+pub struct App {
+    config: GatewayConfig,
+    router: Router,
+    auth: Authenticator,
+    scoper: Scoper,
+    limiter: Arc<RateLimiter>,
+    /// Created on the first request, on the runtime that serves requests.
+    services: OnceCell<Services>,
+    in_flight: Arc<AtomicUsize>,
+}
+
+/// Per-request state.
+pub struct RequestCtx {
+    request_id: String,
+    decision: Option<Decision>,
+    /// Close the connection after answering (the body was not read to its end).
+    close: bool,
+    _in_flight: InFlight,
+}
+
+/// Counts a request as in flight for as long as its context lives.
+struct InFlight(Arc<AtomicUsize>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl App {
+    pub fn new(config: GatewayConfig, in_flight: Arc<AtomicUsize>) -> anyhow::Result<Self> {
+        Ok(Self {
+            router: Router::new(routes::table()),
+            auth: Authenticator::new(config.auth_cache_ttl),
+            scoper: Scoper::new(config.auth_cache_ttl),
+            limiter: RateLimiter::new(&config)?,
+            services: OnceCell::new(),
+            in_flight,
+            config,
+        })
+    }
+
+    async fn services(&self) -> Result<Services, ServiceError> {
+        self.services
+            .get_or_try_init(|| async { Services::connect(&self.config) })
+            .await
+            .cloned()
+            .map_err(ServiceError::internal)
+    }
+
+    async fn pipeline(&self, session: &mut Session, ctx: &mut RequestCtx) -> HandlerResult {
+        let header = session.req_header();
+        let path = header.uri.path().to_owned();
+        if path == "/healthz" {
+            return Ok(Reply::json(200, serde_json::json!({ "status": "ok" })));
+        }
+        let method = Method::parse(header.method.as_str());
+        let (route, params) = match self.router.find(method, &path) {
+            Match::Found(route, params) => (route, params),
+            Match::MethodNotAllowed(allowed) => {
+                let allowed: Vec<&str> = allowed.iter().map(|m| m.as_str()).collect();
+                let error = ServiceError::new(ErrorKind::MethodNotAllowed, "Method not allowed")
+                    .with_hint(format!("This path accepts {}.", allowed.join(", ")));
+                return Ok(Reply::error(&error).with_header("Allow", allowed.join(", ")));
+            }
+            Match::NotFound => {
+                return Err(ServiceError::not_found("Route not found")
+                    .with_hint("See /v1/openapi.json for the available operations."));
+            }
+        };
+        let query: Vec<(String, String)> = header
+            .uri
+            .query()
+            .map(|q| url::form_urlencoded::parse(q.as_bytes()).into_owned().collect())
+            .unwrap_or_default();
+
+        let services = self.services().await?;
+        let principal = self.auth.authenticate(&services, auth::presented_key(session.req_header(), route)).await?;
+
+        let decision = self.limiter.check(&principal.team.id, route.class).await;
+        ctx.decision = Some(decision);
+        if !decision.allowed {
+            let (body, retry_after) = limits::too_many_requests(&decision);
+            return Ok(Reply::json(429, body).with_header(retry_after.0, retry_after.1));
+        }
+
+        let team_id = query.iter().find(|(k, _)| k == "teamId").map(|(_, v)| v.as_str());
+        let team = self.scoper.effective_team(&services, &principal, team_id).await?;
+        scope::check_access(route, &principal)?;
+        check_path_ids(&params)?;
+
+        let body = match route.body {
+            Body::Json => {
+                let read = crate::body::read_json(session, self.config.max_body_bytes).await;
+                if read.as_ref().is_err_and(|e| e.kind == ErrorKind::PayloadTooLarge) {
+                    ctx.close = true;
+                }
+                read?
+            }
+            Body::None => None,
+        };
+        let call = Call { services, principal, team, params, query, body };
+        (route.handler)(call).await
+    }
+
+    async fn write(&self, session: &mut Session, ctx: &RequestCtx, reply: Reply) -> pingora::Result<()> {
+        let body = Bytes::from(serde_json::to_vec(&reply.body).unwrap_or_default());
+        let mut header = ResponseHeader::build(reply.status, Some(12))?;
+        header.insert_header("Content-Type", "application/json")?;
+        header.insert_header("Content-Length", body.len().to_string())?;
+        header.insert_header("X-Request-Id", ctx.request_id.as_str())?;
+        header.insert_header("Cache-Control", "no-store")?;
+        if let Some(decision) = &ctx.decision {
+            for (name, value) in limits::rate_limit_headers(decision) {
+                header.insert_header(name, value)?;
+            }
+        }
+        for (name, value) in reply.headers {
+            header.insert_header(name, value)?;
+        }
+        if ctx.close {
+            session.set_keepalive(None);
+        }
+        session.write_response_header(Box::new(header), false).await?;
+        session.write_response_body(Some(body), true).await
+    }
+}
+
+/// Every path parameter of the API is a UUID; anything else is a 400, not a lookup.
+fn check_path_ids(params: &[(&'static str, String)]) -> Result<(), ServiceError> {
+    let violations: Vec<_> = params
+        .iter()
+        .filter(|(_, value)| uuid::Uuid::parse_str(value).is_err())
+        .map(|(name, _)| switchboard_kit::FieldViolation::new(*name, "must be a UUID"))
+        .collect();
+    if violations.is_empty() { Ok(()) } else { Err(ServiceError::validation(violations)) }
+}
+
+/// A request id from the client is kept when it is short and printable, so that callers
+/// can correlate; otherwise a new one is made.
+fn request_id(session: &Session) -> String {
+    session
+        .req_header()
+        .headers
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 128 && v.chars().all(|c| c.is_ascii_graphic()))
+        .map(str::to_owned)
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
+}
+
+#[async_trait]
+impl ProxyHttp for App {
+    type CTX = RequestCtx;
+
+    fn new_ctx(&self) -> RequestCtx {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        RequestCtx {
+            request_id: String::new(),
+            decision: None,
+            close: false,
+            _in_flight: InFlight(self.in_flight.clone()),
+        }
+    }
+
+    async fn request_filter(&self, session: &mut Session, ctx: &mut RequestCtx) -> pingora::Result<bool> {
+        ctx.request_id = request_id(session);
+        let span = tracing::info_span!("request", id = %ctx.request_id);
+        let reply = tracing::Instrument::instrument(self.pipeline(session, ctx), span).await.unwrap_or_else(|error| {
+            if error.kind == ErrorKind::Internal || error.kind == ErrorKind::Unavailable {
+                tracing::warn!(request_id = %ctx.request_id, %error, "request failed");
+            }
+            Reply::error(&error)
+        });
+        self.write(session, ctx, reply).await?;
+        Ok(true)
+    }
+
+    /// Every request is answered in `request_filter`; nothing is proxied.
+    async fn upstream_peer(&self, _session: &mut Session, _ctx: &mut RequestCtx) -> pingora::Result<Box<HttpPeer>> {
+        Err(pingora::Error::new_str("no upstream"))
+    }
+
+    async fn logging(&self, session: &mut Session, _error: Option<&pingora::Error>, ctx: &mut RequestCtx) {
+        let status = session.response_written().map_or(0, |r| r.status.as_u16());
+        tracing::debug!(
+            request_id = %ctx.request_id,
+            method = %session.req_header().method,
+            path = %session.req_header().uri.path(),
+            status,
+            "request"
+        );
+    }
+}

@@ -1,0 +1,79 @@
+//! `X-API-Key` authentication. The gateway hashes the presented key and asks the identity
+//! service; answers (valid or not) are cached for `auth_cache_ttl`, so a revoked key is
+//! refused within that time. Keys are never logged: only their hash leaves this module.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pingora::http::RequestHeader;
+use switchboard_kit::apikey::hash_key;
+use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
+use switchboard_proto::v1::AuthenticateRequest;
+
+use crate::cache::TtlCache;
+use crate::call::Principal;
+use crate::routes::Route;
+use crate::services::{Services, traced};
+
+/// Longer values are not keys; they are refused without a lookup.
+const MAX_KEY_LEN: usize = 256;
+
+pub struct Authenticator {
+    /// By key hash: the principal, or `None` for a key the identity service refused.
+    cache: TtlCache<String, Option<Arc<Principal>>>,
+}
+
+fn missing() -> ServiceError {
+    ServiceError::new(ErrorKind::Unauthorized, "Missing X-API-Key header")
+}
+
+fn invalid() -> ServiceError {
+    ServiceError::new(ErrorKind::Unauthorized, "Invalid API key")
+}
+
+/// The key a request presents: `X-API-Key`, or `X-AGENCY-KEY` on the agency routes.
+pub fn presented_key<'h>(header: &'h RequestHeader, route: &Route) -> Option<&'h str> {
+    let value = header
+        .headers
+        .get("x-api-key")
+        .or_else(|| route.agency_key_header.then(|| header.headers.get("x-agency-key")).flatten())?;
+    Some(value.to_str().unwrap_or("\u{0}").trim()).filter(|v| !v.is_empty())
+}
+
+impl Authenticator {
+    pub fn new(ttl: Duration) -> Self {
+        Self { cache: TtlCache::new(ttl, 100_000) }
+    }
+
+    pub async fn authenticate(&self, services: &Services, key: Option<&str>) -> ServiceResult<Arc<Principal>> {
+        let key = key.ok_or_else(missing)?;
+        if key.len() > MAX_KEY_LEN || !key.is_ascii() {
+            return Err(invalid());
+        }
+        let hash = hash_key(key);
+        if let Some(cached) = self.cache.get(&hash) {
+            return cached.ok_or_else(invalid);
+        }
+        let answer =
+            services.identity.clone().authenticate(traced(AuthenticateRequest { key_hash: hash.clone() })).await;
+        match answer {
+            Ok(response) => {
+                let response = response.into_inner();
+                let (Some(key), Some(team)) = (response.key, response.team) else {
+                    return Err(ServiceError::internal(anyhow::anyhow!("identity answered without key or team")));
+                };
+                let principal = Arc::new(Principal { key, team });
+                self.cache.insert(hash, Some(principal.clone()));
+                Ok(principal)
+            }
+            Err(status) => {
+                let error = ServiceError::from_status(&status);
+                if error.kind == ErrorKind::Unauthorized {
+                    self.cache.insert(hash, None);
+                    return Err(invalid());
+                }
+                Err(error)
+            }
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! What a handler receives (the authenticated, scoped request) and what it returns.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use switchboard_kit::{ServiceError, ServiceResult};
+use switchboard_proto::v1::{ApiKey, Team};
+
+use crate::services::Services;
+use crate::validate::{Fields, Query};
+
+/// The key behind a request and the team that owns it.
+#[derive(Debug)]
+pub struct Principal {
+    pub key: ApiKey,
+    pub team: Team,
+}
+
+pub struct Call {
+    pub services: Services,
+    pub principal: Arc<Principal>,
+    /// The team the request acts on: the key's own, or a client subteam chosen by `teamId`.
+    pub team: Arc<Team>,
+    pub params: Vec<(&'static str, String)>,
+    pub query: Vec<(String, String)>,
+    pub body: Option<Value>,
+}
+
+impl Call {
+    pub fn team_id(&self) -> &str {
+        &self.team.id
+    }
+
+    /// True when an agency key acts on one of its subteams through `teamId`.
+    pub fn via_agency(&self) -> bool {
+        self.team.id != self.principal.team.id
+    }
+
+    pub fn param(&self, name: &str) -> &str {
+        self.params.iter().find(|(key, _)| *key == name).map(|(_, value)| value.as_str()).unwrap_or_default()
+    }
+
+    pub fn query(&self) -> Query<'_> {
+        Query::new(&self.query)
+    }
+
+    pub fn fields(&self) -> ServiceResult<Fields<'_>> {
+        match &self.body {
+            Some(body) => Fields::of(body),
+            None => Err(crate::body::body_required()),
+        }
+    }
+}
+
+/// A JSON answer: status, body and any headers beyond the ones every response gets.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub body: Value,
+    pub headers: Vec<(&'static str, String)>,
+}
+
+impl Reply {
+    pub fn json(status: u16, body: Value) -> Self {
+        Self { status, body, headers: Vec::new() }
+    }
+
+    /// `200 {"data": ...}`
+    pub fn data(data: Value) -> Self {
+        Self::json(200, serde_json::json!({ "data": data }))
+    }
+
+    /// `201 {"data": ..., "message": ...}`
+    pub fn created(data: Value, message: &str) -> Self {
+        Self::json(201, serde_json::json!({ "data": data, "message": message }))
+    }
+
+    /// `200 {"data": ..., "message": ...}`
+    pub fn updated(data: Value, message: &str) -> Self {
+        Self::json(200, serde_json::json!({ "data": data, "message": message }))
+    }
+
+    pub fn with_header(mut self, name: &'static str, value: String) -> Self {
+        self.headers.push((name, value));
+        self
+    }
+
+    /// The public error envelope: `{error, code, hint?, details?}`.
+    pub fn error(error: &ServiceError) -> Self {
+        if let Some(source) = &error.source {
+            tracing::error!(error = format!("{source:#}"), "internal error");
+        }
+        let mut body = serde_json::json!({
+            "error": error.message,
+            "code": error.kind.code(),
+        });
+        if let Some(hint) = &error.hint {
+            body["hint"] = Value::from(hint.as_str());
+        }
+        if !error.details.is_empty() {
+            body["details"] =
+                error.details.iter().map(|v| serde_json::json!({ "field": v.field, "message": v.message })).collect();
+        }
+        Self::json(error.kind.http_status(), body)
+    }
+}
+
+pub type HandlerResult = Result<Reply, ServiceError>;

@@ -1,0 +1,43 @@
+//! Gateway settings. The binary fills them from the config file and the environment; the
+//! defaults are the spec's values.
+
+use std::time::Duration;
+
+use crate::limits::RateLimits;
+
+#[derive(Debug, Clone)]
+pub struct GatewayConfig {
+    /// `host:port` to serve HTTP on; port 0 picks a free one.
+    pub listen: String,
+    /// gRPC endpoint of the identity service, e.g. `http://127.0.0.1:50051`.
+    pub identity_url: String,
+    /// Rate-limit buckets live in this Redis when set, in process otherwise.
+    pub redis_url: Option<String>,
+    pub rate_limits: RateLimits,
+    /// Requests whose body is larger are answered 413.
+    pub max_body_bytes: usize,
+    /// How long the gateway waits on a service before answering 503.
+    pub request_timeout: Duration,
+    /// How long a successful key lookup is trusted; a revoked key stops working within it.
+    pub auth_cache_ttl: Duration,
+    /// How long a Redis call may take before the in-process limiter answers instead.
+    pub redis_timeout: Duration,
+    /// On SIGTERM: how long requests in flight get to finish.
+    pub drain_timeout: Duration,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8080".to_owned(),
+            identity_url: "http://127.0.0.1:50051".to_owned(),
+            redis_url: None,
+            rate_limits: RateLimits::default(),
+            max_body_bytes: 1024 * 1024,
+            request_timeout: Duration::from_secs(10),
+            auth_cache_ttl: Duration::from_secs(2),
+            redis_timeout: Duration::from_millis(50),
+            drain_timeout: Duration::from_secs(30),
+        }
+    }
+}

@@ -1,0 +1,5 @@
+//! One module per endpoint group; each handler turns a checked [`crate::call::Call`] into
+//! gRPC calls and a [`crate::call::Reply`].
+
+pub mod agency;
+pub mod identity;

@@ -1,0 +1,105 @@
+//! Rate limits per key-owning team and rate class.
+//!
+//! Each (team, class) has a bucket of `limit` tokens that is refilled in full when its
+//! one-minute window ends; a request takes one token. This is what the spec's "N requests
+//! per minute" promises (request N+1 inside the minute is refused) and what the hosted
+//! product's `retryAfter`/`resetAt` describe. The bucket lives in Redis when configured,
+//! updated by one Lua script on the server's clock, so every gateway replica shares it;
+//! when Redis is absent, slow or down the same algorithm runs in process.
+
+mod bucket;
+mod headers;
+mod local;
+mod redis;
+
+use std::sync::Arc;
+
+pub use bucket::Decision;
+pub use headers::{rate_limit_headers, too_many_requests};
+
+use crate::config::GatewayConfig;
+
+pub const WINDOW_MS: i64 = 60_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RateClass {
+    Standard,
+    Write,
+    Search,
+    Bulk,
+}
+
+impl RateClass {
+    pub const ALL: [RateClass; 4] = [RateClass::Standard, RateClass::Write, RateClass::Search, RateClass::Bulk];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RateClass::Standard => "standard",
+            RateClass::Write => "write",
+            RateClass::Search => "search",
+            RateClass::Bulk => "bulk",
+        }
+    }
+}
+
+/// Requests per minute for each class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimits {
+    pub standard: u32,
+    pub write: u32,
+    pub search: u32,
+    pub bulk: u32,
+}
+
+impl Default for RateLimits {
+    fn default() -> Self {
+        Self { standard: 100, write: 60, search: 30, bulk: 10 }
+    }
+}
+
+impl RateLimits {
+    pub fn of(&self, class: RateClass) -> u32 {
+        match class {
+            RateClass::Standard => self.standard,
+            RateClass::Write => self.write,
+            RateClass::Search => self.search,
+            RateClass::Bulk => self.bulk,
+        }
+    }
+
+    pub fn set(&mut self, class: RateClass, per_minute: u32) {
+        match class {
+            RateClass::Standard => self.standard = per_minute,
+            RateClass::Write => self.write = per_minute,
+            RateClass::Search => self.search = per_minute,
+            RateClass::Bulk => self.bulk = per_minute,
+        }
+    }
+}
+
+pub struct RateLimiter {
+    limits: RateLimits,
+    local: local::LocalBuckets,
+    redis: Option<redis::RedisBuckets>,
+}
+
+impl RateLimiter {
+    pub fn new(config: &GatewayConfig) -> anyhow::Result<Arc<Self>> {
+        let redis = match &config.redis_url {
+            Some(url) => Some(redis::RedisBuckets::new(url, config.redis_timeout)?),
+            None => None,
+        };
+        Ok(Arc::new(Self { limits: config.rate_limits, local: local::LocalBuckets::default(), redis }))
+    }
+
+    /// Takes a token from the team's bucket of this class.
+    pub async fn check(&self, team_id: &str, class: RateClass) -> Decision {
+        let limit = self.limits.of(class);
+        if let Some(redis) = &self.redis
+            && let Some(decision) = redis.take(team_id, class, limit).await
+        {
+            return decision;
+        }
+        self.local.take(team_id, class, limit, switchboard_kit::time::now_ms())
+    }
+}

@@ -1,0 +1,124 @@
+//! Finds the route of a request: by path first, then by method, so that a known path with
+//! the wrong method is a 405 that names the allowed ones.
+
+use crate::routes::{Method, Route};
+
+pub struct Router {
+    routes: Vec<(Vec<Segment>, Route)>,
+}
+
+enum Segment {
+    Literal(&'static str),
+    Param(&'static str),
+}
+
+pub enum Match<'r> {
+    Found(&'r Route, Vec<(&'static str, String)>),
+    MethodNotAllowed(Vec<Method>),
+    NotFound,
+}
+
+impl Router {
+    pub fn new(routes: Vec<Route>) -> Self {
+        let routes = routes
+            .into_iter()
+            .map(|route| {
+                let segments = route
+                    .path
+                    .trim_start_matches('/')
+                    .split('/')
+                    .map(|segment| match segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+                        Some(name) => Segment::Param(name),
+                        None => Segment::Literal(segment),
+                    })
+                    .collect();
+                (segments, route)
+            })
+            .collect();
+        Self { routes }
+    }
+
+    pub fn find(&self, method: Option<Method>, path: &str) -> Match<'_> {
+        let path = path.strip_suffix('/').filter(|p| !p.is_empty()).unwrap_or(path);
+        let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        let mut allowed = Vec::new();
+        for (segments, route) in &self.routes {
+            let Some(params) = match_segments(segments, &parts) else {
+                continue;
+            };
+            if Some(route.method) == method {
+                return Match::Found(route, params);
+            }
+            allowed.push(route.method);
+        }
+        if allowed.is_empty() { Match::NotFound } else { Match::MethodNotAllowed(allowed) }
+    }
+}
+
+fn match_segments(segments: &[Segment], parts: &[&str]) -> Option<Vec<(&'static str, String)>> {
+    if segments.len() != parts.len() {
+        return None;
+    }
+    let mut params = Vec::new();
+    for (segment, part) in segments.iter().zip(parts) {
+        match segment {
+            Segment::Literal(literal) if literal == part => {}
+            Segment::Literal(_) => return None,
+            Segment::Param(_) if part.is_empty() => return None,
+            Segment::Param(name) => params.push((*name, percent_decode(part))),
+        }
+    }
+    Some(params)
+}
+
+fn percent_decode(part: &str) -> String {
+    url::form_urlencoded::parse(format!("x={}", part.replace('+', "%2B")).as_bytes())
+        .next()
+        .map(|(_, value)| value.into_owned())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::call::Call;
+    use crate::routes::HandlerFuture;
+
+    fn nothing(_: Call) -> HandlerFuture {
+        Box::pin(async { Err(switchboard_kit::ServiceError::not_found("x")) })
+    }
+
+    fn router() -> Router {
+        Router::new(vec![
+            Route::get("/v1/agents", nothing),
+            Route::get("/v1/agents/{agentId}/instructions", nothing),
+            Route::put("/v1/agents/{agentId}/instructions", nothing),
+        ])
+    }
+
+    #[test]
+    fn params_are_extracted() {
+        match router().find(Some(Method::Put), "/v1/agents/abc/instructions") {
+            Match::Found(route, params) => {
+                assert_eq!(route.method, Method::Put);
+                assert_eq!(params, vec![("agentId", "abc".to_owned())]);
+            }
+            _ => panic!("no match"),
+        }
+    }
+
+    #[test]
+    fn wrong_method_lists_the_allowed_ones() {
+        match router().find(Some(Method::Delete), "/v1/agents/abc/instructions") {
+            Match::MethodNotAllowed(allowed) => assert_eq!(allowed, vec![Method::Get, Method::Put]),
+            _ => panic!("expected 405"),
+        }
+    }
+
+    #[test]
+    fn unknown_paths_and_empty_params_are_not_found() {
+        assert!(matches!(router().find(Some(Method::Get), "/v1/nope"), Match::NotFound));
+        assert!(matches!(router().find(Some(Method::Get), "/v1/agents//instructions"), Match::NotFound));
+        assert!(matches!(router().find(Some(Method::Get), "/v1/agents/"), Match::Found(..)));
+    }
+}

@@ -1,0 +1,94 @@
+//! Agency scoping: `?teamId=` makes a request act on a client subteam of the key's team.
+//! Access flags of a subteam limit the subteam's own keys, not its agency acting on it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use switchboard_kit::{ServiceError, ServiceResult};
+use switchboard_proto::v1::{ResolveTeamRequest, Team};
+
+use crate::cache::TtlCache;
+use crate::call::Principal;
+use crate::routes::Route;
+use crate::services::{Services, traced};
+
+pub struct Scoper {
+    /// By (agency team, subteam).
+    cache: TtlCache<(String, String), Arc<Team>>,
+}
+
+fn team_not_found() -> ServiceError {
+    ServiceError::not_found("Team not found")
+}
+
+impl Scoper {
+    pub fn new(ttl: Duration) -> Self {
+        Self { cache: TtlCache::new(ttl, 100_000) }
+    }
+
+    /// The team a request acts on.
+    pub async fn effective_team(
+        &self,
+        services: &Services,
+        principal: &Principal,
+        team_id: Option<&str>,
+    ) -> ServiceResult<Arc<Team>> {
+        let Some(team_id) = team_id else {
+            if principal.team.deleted {
+                return Err(team_not_found());
+            }
+            return Ok(Arc::new(principal.team.clone()));
+        };
+        if uuid::Uuid::parse_str(team_id).is_err() {
+            return Err(ServiceError::invalid_field("teamId", "must be a UUID"));
+        }
+        if principal.team.deleted {
+            return Err(team_not_found());
+        }
+        if team_id == principal.team.id {
+            return Ok(Arc::new(principal.team.clone()));
+        }
+        if !principal.team.owns_agency {
+            return Err(ServiceError::forbidden("This API key's team does not own an agency")
+                .with_hint("teamId can only be used with the key of an agency team."));
+        }
+        let cache_key = (principal.team.id.clone(), team_id.to_owned());
+        if let Some(team) = self.cache.get(&cache_key) {
+            return Ok(team);
+        }
+        let team = services
+            .identity
+            .clone()
+            .resolve_team(traced(ResolveTeamRequest {
+                agency_team_id: principal.team.id.clone(),
+                team_id: team_id.to_owned(),
+            }))
+            .await
+            .map_err(|status| ServiceError::from_status(&status))?
+            .into_inner();
+        let team = Arc::new(team);
+        self.cache.insert(cache_key, team.clone());
+        Ok(team)
+    }
+}
+
+/// Read-only keys may not write; a subteam's own keys may not use what its access flags
+/// switch off.
+pub fn check_access(route: &Route, principal: &Principal) -> ServiceResult<()> {
+    use switchboard_proto::v1::KeyAccess;
+    if route.write && principal.key.access() == KeyAccess::ReadOnly {
+        return Err(ServiceError::forbidden("This API key is read-only")
+            .with_hint("Use a key with full access for write operations."));
+    }
+    if let (Some(feature), Some(_parent), Some(access)) =
+        (route.feature, &principal.team.parent_team_id, &principal.team.access)
+        && !feature.allowed_by(access)
+    {
+        return Err(ServiceError::forbidden(format!(
+            "This team's access configuration does not allow {}",
+            feature.name()
+        ))
+        .with_hint("The agency that manages this team can change its access configuration."));
+    }
+    Ok(())
+}

@@ -1,0 +1,75 @@
+//! Runs the gateway's pingora service on the caller's tokio runtime.
+//!
+//! The listening socket is bound here and handed to pingora as an inherited descriptor, so
+//! that `:0` yields a known port with no bind race, and shutdown is ours: stop accepting,
+//! let the requests in flight finish (up to `drain_timeout`), then return.
+
+use std::net::SocketAddr;
+use std::os::fd::IntoRawFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use pingora::server::configuration::ServerConf;
+use pingora::server::{Fds, ListenFds};
+use pingora::services::Service as _;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::app::App;
+use crate::config::GatewayConfig;
+
+pub struct RunningGateway {
+    pub address: SocketAddr,
+    shutdown: watch::Sender<bool>,
+    task: JoinHandle<()>,
+    in_flight: Arc<AtomicUsize>,
+    drain_timeout: Duration,
+}
+
+/// Binds `config.listen` and starts serving. Must be called inside a tokio runtime.
+pub async fn start(config: GatewayConfig) -> anyhow::Result<RunningGateway> {
+    let listener = std::net::TcpListener::bind(&config.listen).with_context(|| format!("binding {}", config.listen))?;
+    let address = listener.local_addr().context("reading the bound address")?;
+    // pingora adopts the descriptor as is; a blocking one would stall a runtime worker in
+    // accept().
+    listener.set_nonblocking(true).context("making the listener non-blocking")?;
+    let mut fds = Fds::new();
+    fds.add(address.to_string(), listener.into_raw_fd());
+    let fds: ListenFds = Arc::new(parking_lot::Mutex::new(fds));
+
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let drain_timeout = config.drain_timeout;
+    let app = App::new(config, in_flight.clone())?;
+    let server_conf = Arc::new(ServerConf::default());
+    let mut service = pingora::proxy::http_proxy_service_with_name(&server_conf, app, "switchboard-gateway");
+    service.add_tcp(&address.to_string());
+
+    let (shutdown, shutdown_watch) = watch::channel(false);
+    let task = tokio::spawn(async move {
+        service.start_service(Some(fds), shutdown_watch, 1).await;
+    });
+    tracing::info!(%address, "gateway listening");
+    Ok(RunningGateway { address, shutdown, task, in_flight, drain_timeout })
+}
+
+impl RunningGateway {
+    /// Stops accepting connections, then waits for the requests in flight.
+    pub async fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        if let Err(error) = self.task.await {
+            tracing::warn!(%error, "gateway listener ended abnormally");
+        }
+        let started = Instant::now();
+        while self.in_flight.load(Ordering::Acquire) > 0 && started.elapsed() < self.drain_timeout {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let left = self.in_flight.load(Ordering::Acquire);
+        if left > 0 {
+            tracing::warn!(left, "drain timeout reached with requests still in flight");
+        } else {
+            tracing::info!("gateway drained");
+        }
+    }
+}

@@ -1,0 +1,41 @@
+//! gRPC clients of the services behind the gateway. Channels connect lazily and reconnect
+//! by themselves; a service that is down or slow answers `UNAVAILABLE` or times out, which
+//! the error table turns into a 503 within the request timeout.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use switchboard_proto::v1::identity_service_client::IdentityServiceClient;
+use tonic::transport::{Channel, Endpoint};
+
+use crate::config::GatewayConfig;
+
+#[derive(Clone)]
+pub struct Services {
+    pub identity: IdentityServiceClient<Channel>,
+}
+
+impl Services {
+    /// Must run inside the tokio runtime that will drive the connections.
+    pub fn connect(config: &GatewayConfig) -> anyhow::Result<Self> {
+        Ok(Self { identity: IdentityServiceClient::new(channel(&config.identity_url, config.request_timeout)?) })
+    }
+}
+
+fn channel(url: &str, timeout: Duration) -> anyhow::Result<Channel> {
+    Ok(Endpoint::from_shared(url.to_owned())
+        .with_context(|| format!("invalid service URL {url}"))?
+        .connect_timeout(Duration::from_secs(2).min(timeout))
+        .timeout(timeout)
+        .tcp_nodelay(true)
+        .http2_keep_alive_interval(Duration::from_secs(30))
+        .keep_alive_while_idle(true)
+        .connect_lazy())
+}
+
+/// A request carrying the current trace context.
+pub fn traced<T>(message: T) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    switchboard_kit::telemetry::inject(&mut request);
+    request
+}

@@ -1,0 +1,151 @@
+//! The gRPC face of the identity store: unpacks requests, calls the store, maps errors.
+
+use switchboard_kit::ServiceError;
+use switchboard_proto::v1::identity_service_server::{IdentityService, IdentityServiceServer};
+use switchboard_proto::v1::*;
+use tonic::service::Routes;
+use tonic::{Request, Response, Status};
+
+use crate::store::{IdentityStore, NewSubteam, NewTeam};
+
+pub struct IdentityApi {
+    store: IdentityStore,
+}
+
+/// The identity service's routes, ready for `switchboard_kit::grpc::serve`.
+pub fn routes(store: IdentityStore) -> Routes {
+    Routes::new(IdentityServiceServer::new(IdentityApi { store }))
+}
+
+type Reply<T> = Result<Response<T>, Status>;
+
+fn reply<T>(result: Result<T, ServiceError>) -> Reply<T> {
+    result.map(Response::new).map_err(Status::from)
+}
+
+fn required<T>(value: Option<T>, field: &str) -> Result<T, Status> {
+    value.ok_or_else(|| ServiceError::invalid_field(field, "is required").into())
+}
+
+#[tonic::async_trait]
+impl IdentityService for IdentityApi {
+    async fn authenticate(&self, request: Request<AuthenticateRequest>) -> Reply<AuthenticateResponse> {
+        let request = request.into_inner();
+        reply(
+            self.store
+                .authenticate(&request.key_hash)
+                .await
+                .map(|(key, team)| AuthenticateResponse { key: Some(key), team: Some(team) }),
+        )
+    }
+
+    async fn resolve_team(&self, request: Request<ResolveTeamRequest>) -> Reply<Team> {
+        let request = request.into_inner();
+        reply(self.store.resolve_subteam(&request.agency_team_id, &request.team_id).await)
+    }
+
+    async fn get_identity(&self, request: Request<GetIdentityRequest>) -> Reply<Identity> {
+        reply(self.store.identity(&request.into_inner().team_id).await)
+    }
+
+    async fn get_team(&self, request: Request<GetTeamRequest>) -> Reply<Team> {
+        reply(self.store.team(&request.into_inner().team_id).await)
+    }
+
+    async fn create_team(&self, request: Request<CreateTeamRequest>) -> Reply<Team> {
+        let request = request.into_inner();
+        reply(
+            self.store
+                .create_team(NewTeam {
+                    name: request.name,
+                    owns_agency: request.owns_agency,
+                    parent_team_id: request.parent_team_id,
+                    initial_credits: request.initial_credits,
+                    access: request.access,
+                    plan: Some(request.plan).filter(|p| !p.is_empty()),
+                })
+                .await,
+        )
+    }
+
+    async fn delete_team(&self, request: Request<DeleteTeamRequest>) -> Reply<Team> {
+        reply(self.store.delete_team(&request.into_inner().team_id).await)
+    }
+
+    async fn create_subteam(&self, request: Request<CreateSubteamRequest>) -> Reply<Subteam> {
+        let request = request.into_inner();
+        let user = required(request.user, "user")?;
+        reply(
+            self.store
+                .create_subteam(NewSubteam {
+                    agency_team_id: request.agency_team_id,
+                    team_name: request.team_name,
+                    user,
+                    total_monthly_credits: request.total_monthly_credits,
+                    access: request.access,
+                })
+                .await,
+        )
+    }
+
+    async fn list_subteams(&self, request: Request<ListSubteamsRequest>) -> Reply<ListSubteamsResponse> {
+        let request = request.into_inner();
+        let page = request.page.unwrap_or_default();
+        reply(
+            self.store
+                .list_subteams(&request.agency_team_id, &page)
+                .await
+                .map(|(subteams, page)| ListSubteamsResponse { subteams, page: Some(page) }),
+        )
+    }
+
+    async fn create_user(&self, request: Request<CreateUserRequest>) -> Reply<User> {
+        let request = request.into_inner();
+        let user = required(request.user, "user")?;
+        reply(self.store.create_user(&request.team_id, &user).await)
+    }
+
+    async fn list_users(&self, request: Request<ListUsersRequest>) -> Reply<ListUsersResponse> {
+        reply(self.store.list_users(&request.into_inner().team_id).await.map(|users| ListUsersResponse { users }))
+    }
+
+    async fn create_api_key(&self, request: Request<CreateApiKeyRequest>) -> Reply<CreatedApiKey> {
+        let request = request.into_inner();
+        let access = request.access();
+        reply(self.store.create_key(&request.team_id, &request.name, access).await)
+    }
+
+    async fn list_api_keys(&self, request: Request<ListApiKeysRequest>) -> Reply<ListApiKeysResponse> {
+        reply(self.store.list_keys(&request.into_inner().team_id).await.map(|keys| ListApiKeysResponse { keys }))
+    }
+
+    async fn revoke_api_key(&self, request: Request<RevokeApiKeyRequest>) -> Reply<ApiKey> {
+        let request = request.into_inner();
+        reply(self.store.revoke_key(&request.key_id, request.team_id.as_deref()).await)
+    }
+
+    async fn get_balance(&self, request: Request<GetBalanceRequest>) -> Reply<Balance> {
+        let team_id = request.into_inner().team_id;
+        reply(self.store.balance(&team_id).await.map(|balance| Balance { team_id, balance }))
+    }
+
+    async fn debit_credits(&self, request: Request<DebitCreditsRequest>) -> Reply<CreditEntry> {
+        let request = request.into_inner();
+        reply(self.store.debit(&request.team_id, request.amount, &request.reason).await)
+    }
+
+    async fn refund_credits(&self, request: Request<RefundCreditsRequest>) -> Reply<CreditEntry> {
+        let request = request.into_inner();
+        reply(self.store.refund(&request.debit_entry_id, &request.team_id, &request.reason).await)
+    }
+
+    async fn grant_credits(&self, request: Request<GrantCreditsRequest>) -> Reply<CreditEntry> {
+        let request = request.into_inner();
+        reply(self.store.grant(&request.team_id, request.amount, &request.reason).await)
+    }
+
+    async fn transfer_credits(&self, request: Request<TransferCreditsRequest>) -> Reply<TransferCreditsResponse> {
+        let request = request.into_inner();
+        reply(self.store.transfer(&request.from_team_id, &request.to_team_id, request.amount, &request.reason).await)
+    }
+}

@@ -1,0 +1,208 @@
+//! Credit balances and their append-only ledger. A balance changes only through
+//! [`apply`], which moves it with one conditional `UPDATE` (so it can never go below zero,
+//! whatever runs concurrently) and writes the ledger row in the same transaction.
+
+use sqlx::any::AnyRow;
+use sqlx::{AnyConnection, Row};
+use switchboard_kit::time::now_ms;
+use switchboard_kit::{ServiceError, ServiceResult};
+use switchboard_proto::v1::{CreditEntry, TransferCreditsResponse};
+
+use super::{IdentityStore, check_id, team_not_found};
+use crate::validate;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Kind {
+    Grant,
+    Debit,
+    Refund,
+    TransferIn,
+    TransferOut,
+}
+
+impl Kind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Kind::Grant => "grant",
+            Kind::Debit => "debit",
+            Kind::Refund => "refund",
+            Kind::TransferIn => "transfer_in",
+            Kind::TransferOut => "transfer_out",
+        }
+    }
+}
+
+const ENTRY_COLUMNS: &str = "id, team_id, delta, balance_after, kind, reason, reference_id, created_at";
+
+fn entry_from_row(row: &AnyRow) -> Result<CreditEntry, sqlx::Error> {
+    Ok(CreditEntry {
+        id: row.try_get("id")?,
+        team_id: row.try_get("team_id")?,
+        delta: row.try_get("delta")?,
+        balance_after: row.try_get("balance_after")?,
+        kind: row.try_get("kind")?,
+        reason: row.try_get("reason")?,
+        reference_id: row.try_get("reference_id")?,
+        created_at_ms: row.try_get("created_at")?,
+    })
+}
+
+/// Moves `team_id`'s balance by `delta` and records it. A debit larger than the balance
+/// fails with `INSUFFICIENT_CREDITS` and changes nothing.
+pub(super) async fn apply(
+    conn: &mut AnyConnection,
+    team_id: &str,
+    delta: i64,
+    kind: Kind,
+    reason: &str,
+    reference_id: Option<&str>,
+) -> ServiceResult<CreditEntry> {
+    let now = now_ms();
+    let updated = sqlx::query(
+        "UPDATE credit_balances SET balance = balance + $1, updated_at = $2 \
+         WHERE team_id = $3 AND balance + $1 >= 0 RETURNING balance",
+    )
+    .bind(delta)
+    .bind(now)
+    .bind(team_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some(updated) = updated else {
+        let exists = sqlx::query("SELECT 1 FROM credit_balances WHERE team_id = $1")
+            .bind(team_id)
+            .fetch_optional(&mut *conn)
+            .await?;
+        return Err(if exists.is_some() { ServiceError::insufficient_credits() } else { team_not_found() });
+    };
+    let balance_after: i64 = updated.try_get("balance")?;
+    let entry = CreditEntry {
+        id: uuid::Uuid::new_v4().to_string(),
+        team_id: team_id.to_owned(),
+        delta,
+        balance_after,
+        kind: kind.as_str().to_owned(),
+        reason: reason.to_owned(),
+        reference_id: reference_id.map(str::to_owned),
+        created_at_ms: now,
+    };
+    sqlx::query(&format!("INSERT INTO credit_ledger ({ENTRY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"))
+        .bind(&entry.id)
+        .bind(&entry.team_id)
+        .bind(entry.delta)
+        .bind(entry.balance_after)
+        .bind(&entry.kind)
+        .bind(&entry.reason)
+        .bind(&entry.reference_id)
+        .bind(entry.created_at_ms)
+        .execute(&mut *conn)
+        .await
+        .map_err(|error| {
+            if switchboard_kit::db::is_unique_violation(&error) {
+                ServiceError::conflict("This debit has already been refunded")
+            } else {
+                error.into()
+            }
+        })?;
+    Ok(entry)
+}
+
+/// The balance row every team gets at creation, at zero; grants then go through [`apply`].
+pub(super) async fn open_account(conn: &mut AnyConnection, team_id: &str) -> ServiceResult<()> {
+    sqlx::query("INSERT INTO credit_balances (team_id, balance, updated_at) VALUES ($1, 0, $2)")
+        .bind(team_id)
+        .bind(now_ms())
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+impl IdentityStore {
+    pub async fn balance(&self, team_id: &str) -> ServiceResult<i64> {
+        check_id("teamId", team_id)?;
+        let row = sqlx::query("SELECT balance FROM credit_balances WHERE team_id = $1")
+            .bind(team_id)
+            .fetch_optional(self.db.pool())
+            .await?
+            .ok_or_else(team_not_found)?;
+        Ok(row.try_get("balance")?)
+    }
+
+    pub async fn debit(&self, team_id: &str, amount: i64, reason: &str) -> ServiceResult<CreditEntry> {
+        validate::all([validate::uuid("teamId", team_id), validate::positive("amount", amount)])?;
+        let mut tx = self.db.begin_write().await?;
+        let entry = apply(&mut tx, team_id, -amount, Kind::Debit, reason, None).await?;
+        tx.commit().await?;
+        Ok(entry)
+    }
+
+    pub async fn grant(&self, team_id: &str, amount: i64, reason: &str) -> ServiceResult<CreditEntry> {
+        validate::all([validate::uuid("teamId", team_id), validate::positive("amount", amount)])?;
+        let mut tx = self.db.begin_write().await?;
+        let entry = apply(&mut tx, team_id, amount, Kind::Grant, reason, None).await?;
+        tx.commit().await?;
+        Ok(entry)
+    }
+
+    /// Gives back the credits of one debit of `team_id`. A second refund of the same debit
+    /// is a conflict, so a retried refund cannot mint credits.
+    pub async fn refund(&self, debit_entry_id: &str, team_id: &str, reason: &str) -> ServiceResult<CreditEntry> {
+        validate::all([validate::uuid("debitEntryId", debit_entry_id), validate::uuid("teamId", team_id)])?;
+        let mut tx = self.db.begin_write().await?;
+        let debit = sqlx::query(&format!(
+            "SELECT {ENTRY_COLUMNS} FROM credit_ledger WHERE id = $1 AND team_id = $2 AND kind = 'debit'"
+        ))
+        .bind(debit_entry_id)
+        .bind(team_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| ServiceError::not_found("Debit not found"))?;
+        let debit = entry_from_row(&debit)?;
+        let entry = apply(&mut tx, team_id, -debit.delta, Kind::Refund, reason, Some(&debit.id)).await?;
+        tx.commit().await?;
+        Ok(entry)
+    }
+
+    /// Moves credits from an agency to one of its own subteams.
+    pub async fn transfer(
+        &self,
+        from_team_id: &str,
+        to_team_id: &str,
+        amount: i64,
+        reason: &str,
+    ) -> ServiceResult<TransferCreditsResponse> {
+        validate::all([
+            validate::uuid("fromTeamId", from_team_id),
+            validate::uuid("toTeamId", to_team_id),
+            validate::positive("amount", amount),
+        ])?;
+        let mut tx = self.db.begin_write().await?;
+        let parent: Option<String> =
+            sqlx::query("SELECT parent_team_id FROM teams WHERE id = $1 AND deleted_at IS NULL")
+                .bind(to_team_id)
+                .fetch_optional(&mut *tx)
+                .await?
+                .ok_or_else(team_not_found)?
+                .try_get("parent_team_id")?;
+        if parent.as_deref() != Some(from_team_id) {
+            return Err(ServiceError::forbidden("Credits can only be transferred from an agency to its own subteams"));
+        }
+        let debit = apply(&mut tx, from_team_id, -amount, Kind::TransferOut, reason, Some(to_team_id)).await?;
+        let credit = apply(&mut tx, to_team_id, amount, Kind::TransferIn, reason, Some(from_team_id)).await?;
+        tx.commit().await?;
+        Ok(TransferCreditsResponse { debit: Some(debit), credit: Some(credit) })
+    }
+
+    /// The ledger of a team, newest first.
+    pub async fn ledger(&self, team_id: &str, limit: i64) -> ServiceResult<Vec<CreditEntry>> {
+        check_id("teamId", team_id)?;
+        let rows = sqlx::query(&format!(
+            "SELECT {ENTRY_COLUMNS} FROM credit_ledger WHERE team_id = $1 \
+             ORDER BY created_at DESC, id DESC LIMIT $2"
+        ))
+        .bind(team_id)
+        .bind(limit)
+        .fetch_all(self.db.pool())
+        .await?;
+        Ok(rows.iter().map(entry_from_row).collect::<Result<_, _>>()?)
+    }
+}

@@ -1,0 +1,71 @@
+//! The identity store. SQL is written once for both engines (see `switchboard_kit::db`);
+//! rows come back as the proto messages the service answers with, so there is one model.
+
+mod credits;
+mod keys;
+mod teams;
+mod users;
+
+use sqlx::Row;
+use sqlx::any::AnyRow;
+use switchboard_kit::db::Db;
+use switchboard_kit::{ServiceError, ServiceResult};
+use switchboard_proto::v1::{AccessConfig, Team};
+
+pub use teams::{NewSubteam, NewTeam};
+
+#[derive(Clone, Debug)]
+pub struct IdentityStore {
+    db: Db,
+}
+
+/// The columns that make a [`Team`], in the order [`team_from_row`] reads them.
+const TEAM_COLUMNS: &str = "t.id, t.name, t.parent_team_id, t.owns_agency, t.monthly_credits, \
+     t.access_users, t.access_instructions, t.access_instructions_write, t.access_testing, \
+     t.access_knowledge_base, t.access_agent_configuration, t.access_agent_creation, \
+     t.created_at, t.deleted_at";
+
+impl IdentityStore {
+    pub async fn open(url: &str) -> anyhow::Result<Self> {
+        Ok(Self { db: Db::connect(url, &crate::MIGRATIONS).await? })
+    }
+
+    pub fn from_db(db: Db) -> Self {
+        Self { db }
+    }
+
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+}
+
+fn team_from_row(row: &AnyRow) -> Result<Team, sqlx::Error> {
+    let flag = |name: &str| -> Result<bool, sqlx::Error> { Ok(row.try_get::<i64, _>(name)? != 0) };
+    Ok(Team {
+        id: row.try_get("id")?,
+        name: row.try_get("name")?,
+        parent_team_id: row.try_get("parent_team_id")?,
+        owns_agency: flag("owns_agency")?,
+        monthly_credits: row.try_get("monthly_credits")?,
+        access: Some(AccessConfig {
+            users: flag("access_users")?,
+            instructions: flag("access_instructions")?,
+            instructions_write: flag("access_instructions_write")?,
+            testing: flag("access_testing")?,
+            knowledge_base: flag("access_knowledge_base")?,
+            agent_configuration: flag("access_agent_configuration")?,
+            agent_creation: flag("access_agent_creation")?,
+        }),
+        created_at_ms: row.try_get("created_at")?,
+        deleted: row.try_get::<Option<i64>, _>("deleted_at")?.is_some(),
+    })
+}
+
+fn team_not_found() -> ServiceError {
+    ServiceError::not_found("Team not found")
+}
+
+/// Ids arrive as strings from any gRPC consumer; a malformed one can match no row.
+fn check_id(field: &str, id: &str) -> ServiceResult<()> {
+    crate::validate::all([crate::validate::uuid(field, id)])
+}

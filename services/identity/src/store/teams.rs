@@ -1,0 +1,368 @@
+//! Teams, the agency tree (an agency team and its client subteams) and subscriptions.
+
+use sqlx::{AnyConnection, Row};
+use switchboard_kit::time::now_ms;
+use switchboard_kit::{ServiceError, ServiceResult};
+use switchboard_proto::v1::{
+    AccessConfig, Identity, NewUser, PageInfo, PageRequest, Subscription, Subteam, Team, TeamRef, User,
+};
+
+use super::credits::{self, Kind};
+use super::{IdentityStore, TEAM_COLUMNS, check_id, team_from_row, team_not_found};
+use crate::validate;
+
+pub const DEFAULT_PLAN: &str = "self-hosted";
+const BILLING_PERIOD_MS: i64 = 30 * 24 * 60 * 60 * 1000;
+const TEAM_NAME_MAX: usize = 100;
+
+#[derive(Debug, Clone, Default)]
+pub struct NewTeam {
+    pub name: String,
+    pub owns_agency: bool,
+    pub parent_team_id: Option<String>,
+    pub initial_credits: i64,
+    pub access: Option<AccessConfig>,
+    pub plan: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewSubteam {
+    pub agency_team_id: String,
+    pub team_name: String,
+    pub user: NewUser,
+    pub total_monthly_credits: i64,
+    pub access: Option<AccessConfig>,
+}
+
+pub fn full_access() -> AccessConfig {
+    AccessConfig {
+        users: true,
+        instructions: true,
+        instructions_write: true,
+        testing: true,
+        knowledge_base: true,
+        agent_configuration: true,
+        agent_creation: true,
+    }
+}
+
+async fn insert_team(conn: &mut AnyConnection, new: &NewTeam, monthly_credits: i64) -> ServiceResult<Team> {
+    let access = new.access.unwrap_or_else(full_access);
+    let team = Team {
+        id: uuid::Uuid::new_v4().to_string(),
+        name: new.name.trim().to_owned(),
+        created_at_ms: now_ms(),
+        parent_team_id: new.parent_team_id.clone(),
+        owns_agency: new.owns_agency,
+        access: Some(access),
+        monthly_credits,
+        deleted: false,
+    };
+    let flag = switchboard_kit::db::flag;
+    sqlx::query(
+        "INSERT INTO teams (id, name, parent_team_id, owns_agency, monthly_credits, access_users, \
+         access_instructions, access_instructions_write, access_testing, access_knowledge_base, \
+         access_agent_configuration, access_agent_creation, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+    )
+    .bind(&team.id)
+    .bind(&team.name)
+    .bind(&team.parent_team_id)
+    .bind(flag(team.owns_agency))
+    .bind(monthly_credits)
+    .bind(flag(access.users))
+    .bind(flag(access.instructions))
+    .bind(flag(access.instructions_write))
+    .bind(flag(access.testing))
+    .bind(flag(access.knowledge_base))
+    .bind(flag(access.agent_configuration))
+    .bind(flag(access.agent_creation))
+    .bind(team.created_at_ms)
+    .execute(&mut *conn)
+    .await?;
+    credits::open_account(conn, &team.id).await?;
+    sqlx::query("INSERT INTO subscriptions (team_id, plan, status, current_period_end) VALUES ($1, $2, 'active', $3)")
+        .bind(&team.id)
+        .bind(new.plan.as_deref().unwrap_or(DEFAULT_PLAN))
+        .bind(team.created_at_ms + BILLING_PERIOD_MS)
+        .execute(&mut *conn)
+        .await?;
+    Ok(team)
+}
+
+async fn team_in(conn: &mut AnyConnection, team_id: &str) -> ServiceResult<Option<Team>> {
+    let row = sqlx::query(&format!("SELECT {TEAM_COLUMNS} FROM teams t WHERE t.id = $1"))
+        .bind(team_id)
+        .fetch_optional(conn)
+        .await?;
+    Ok(row.as_ref().map(team_from_row).transpose()?)
+}
+
+/// The end of the billing period that contains `now`: periods follow each other every 30
+/// days from the stored end, so the value never goes stale without a writer.
+fn current_period_end(stored_end: i64, now: i64) -> i64 {
+    if stored_end > now {
+        return stored_end;
+    }
+    let elapsed_periods = (now - stored_end) / BILLING_PERIOD_MS + 1;
+    stored_end + elapsed_periods * BILLING_PERIOD_MS
+}
+
+impl IdentityStore {
+    pub async fn create_team(&self, new: NewTeam) -> ServiceResult<Team> {
+        validate::all([
+            validate::text("name", &new.name, TEAM_NAME_MAX),
+            (new.initial_credits < 0)
+                .then(|| switchboard_kit::FieldViolation::new("initialCredits", "must not be negative")),
+            new.parent_team_id.as_deref().and_then(|id| validate::uuid("parentTeamId", id)),
+        ])?;
+        let mut tx = self.db.begin_write().await?;
+        if let Some(parent) = &new.parent_team_id {
+            let parent = team_in(&mut tx, parent).await?.filter(|t| !t.deleted).ok_or_else(team_not_found)?;
+            if !parent.owns_agency {
+                return Err(ServiceError::forbidden("The parent team does not own an agency"));
+            }
+        }
+        let team = insert_team(&mut tx, &new, new.initial_credits).await?;
+        if new.initial_credits > 0 {
+            credits::apply(&mut tx, &team.id, new.initial_credits, Kind::Grant, "initial credits", None).await?;
+        }
+        tx.commit().await?;
+        Ok(team)
+    }
+
+    /// A live team. Deleted or unknown teams are NotFound.
+    pub async fn team(&self, team_id: &str) -> ServiceResult<Team> {
+        check_id("teamId", team_id)?;
+        let mut conn = self.db.pool().acquire().await?;
+        team_in(&mut conn, team_id).await?.filter(|t| !t.deleted).ok_or_else(team_not_found)
+    }
+
+    /// Soft delete: the team's rows stay for the ledger, its keys now meet "team not found".
+    pub async fn delete_team(&self, team_id: &str) -> ServiceResult<Team> {
+        check_id("teamId", team_id)?;
+        let updated = sqlx::query("UPDATE teams SET deleted_at = $1 WHERE id = $2 AND deleted_at IS NULL")
+            .bind(now_ms())
+            .bind(team_id)
+            .execute(self.db.pool())
+            .await?;
+        if updated.rows_affected() == 0 {
+            return Err(team_not_found());
+        }
+        let mut conn = self.db.pool().acquire().await?;
+        team_in(&mut conn, team_id).await?.ok_or_else(team_not_found)
+    }
+
+    pub async fn count_teams(&self) -> ServiceResult<i64> {
+        let row = sqlx::query("SELECT COUNT(*) AS n FROM teams").fetch_one(self.db.pool()).await?;
+        Ok(row.try_get("n")?)
+    }
+
+    /// The subteam `team_id` of the agency `agency_team_id`: Forbidden when the agency owns
+    /// no agency or the team is not one of its clients (whether or not it exists, so that
+    /// team ids of others cannot be probed), NotFound when it was one and has been deleted.
+    pub async fn resolve_subteam(&self, agency_team_id: &str, team_id: &str) -> ServiceResult<Team> {
+        validate::all([validate::uuid("agencyTeamId", agency_team_id), validate::uuid("teamId", team_id)])?;
+        let mut conn = self.db.pool().acquire().await?;
+        let agency = team_in(&mut conn, agency_team_id).await?.filter(|t| !t.deleted).ok_or_else(team_not_found)?;
+        if team_id == agency.id {
+            return Ok(agency);
+        }
+        if !agency.owns_agency {
+            return Err(ServiceError::forbidden("This API key's team does not own an agency")
+                .with_hint("teamId can only be used with the key of an agency team."));
+        }
+        let team = team_in(&mut conn, team_id)
+            .await?
+            .filter(|t| t.parent_team_id.as_deref() == Some(agency_team_id))
+            .ok_or_else(|| ServiceError::forbidden("teamId is not a client subteam of this agency"))?;
+        if team.deleted {
+            return Err(team_not_found());
+        }
+        Ok(team)
+    }
+
+    /// Creates a client subteam, its first user (the owner) and its credit allowance, taken
+    /// from the agency's balance: all of it or nothing.
+    pub async fn create_subteam(&self, new: NewSubteam) -> ServiceResult<Subteam> {
+        validate::all([
+            validate::uuid("agencyTeamId", &new.agency_team_id),
+            validate::text("teamName", &new.team_name, 50),
+            validate::text("firstName", &new.user.first_name, 50),
+            validate::text("lastName", &new.user.last_name, 50),
+            validate::email("email", &new.user.email),
+            (new.total_monthly_credits < 0)
+                .then(|| switchboard_kit::FieldViolation::new("totalMonthlyCredits", "must not be negative")),
+        ])?;
+        let mut tx = self.db.begin_write().await?;
+        let agency = team_in(&mut tx, &new.agency_team_id).await?.filter(|t| !t.deleted).ok_or_else(team_not_found)?;
+        if !agency.owns_agency {
+            return Err(ServiceError::forbidden("This API key's team does not own an agency"));
+        }
+        let team = insert_team(
+            &mut tx,
+            &NewTeam {
+                name: new.team_name.clone(),
+                parent_team_id: Some(agency.id.clone()),
+                access: new.access,
+                ..NewTeam::default()
+            },
+            new.total_monthly_credits,
+        )
+        .await?;
+        let user =
+            super::users::insert_user(&mut tx, &team.id, &NewUser { role: "owner".to_owned(), ..new.user.clone() })
+                .await?;
+        let mut balance = 0;
+        if new.total_monthly_credits > 0 {
+            let reason = "subteam monthly credits";
+            credits::apply(&mut tx, &agency.id, -new.total_monthly_credits, Kind::TransferOut, reason, Some(&team.id))
+                .await
+                .map_err(|e| match e.kind {
+                    switchboard_kit::ErrorKind::InsufficientCredits => e.with_hint(
+                        "The agency's balance is smaller than totalMonthlyCredits; lower it or add credits.",
+                    ),
+                    _ => e,
+                })?;
+            balance = credits::apply(
+                &mut tx,
+                &team.id,
+                new.total_monthly_credits,
+                Kind::TransferIn,
+                reason,
+                Some(&agency.id),
+            )
+            .await?
+            .balance_after;
+        }
+        tx.commit().await?;
+        Ok(Subteam { team: Some(team), credit_balance: balance, users: vec![user] })
+    }
+
+    pub async fn list_subteams(
+        &self,
+        agency_team_id: &str,
+        page: &PageRequest,
+    ) -> ServiceResult<(Vec<Subteam>, PageInfo)> {
+        check_id("agencyTeamId", agency_team_id)?;
+        let agency = self.team(agency_team_id).await?;
+        if !agency.owns_agency {
+            return Err(ServiceError::forbidden("This API key's team does not own an agency"));
+        }
+        let (limit, page_number) = (i64::from(page.limit.clamp(1, 100)), i64::from(page.page.max(1)));
+        let order_column = match page.sort_by.as_str() {
+            "name" => "t.name",
+            _ => "t.created_at",
+        };
+        let direction = if page.ascending { "ASC" } else { "DESC" };
+        let total: i64 =
+            sqlx::query("SELECT COUNT(*) AS n FROM teams WHERE parent_team_id = $1 AND deleted_at IS NULL")
+                .bind(agency_team_id)
+                .fetch_one(self.db.pool())
+                .await?
+                .try_get("n")?;
+        let rows = sqlx::query(&format!(
+            "SELECT {TEAM_COLUMNS}, b.balance FROM teams t JOIN credit_balances b ON b.team_id = t.id \
+             WHERE t.parent_team_id = $1 AND t.deleted_at IS NULL \
+             ORDER BY {order_column} {direction}, t.id {direction} LIMIT $2 OFFSET $3"
+        ))
+        .bind(agency_team_id)
+        .bind(limit)
+        .bind((page_number - 1) * limit)
+        .fetch_all(self.db.pool())
+        .await?;
+        let mut subteams = Vec::with_capacity(rows.len());
+        for row in &rows {
+            subteams.push(Subteam {
+                team: Some(team_from_row(row)?),
+                credit_balance: row.try_get("balance")?,
+                users: Vec::new(),
+            });
+        }
+        let team_ids: Vec<String> = subteams.iter().filter_map(|s| s.team.as_ref().map(|t| t.id.clone())).collect();
+        let mut users = self.users_of(&team_ids).await?;
+        for subteam in &mut subteams {
+            let id = subteam.team.as_ref().map(|t| t.id.as_str()).unwrap_or_default();
+            subteam.users = users.remove(id).unwrap_or_default();
+        }
+        let total_pages = u32::try_from((total + limit - 1) / limit).unwrap_or(u32::MAX);
+        Ok((
+            subteams,
+            PageInfo {
+                page: u32::try_from(page_number).unwrap_or(1),
+                limit: u32::try_from(limit).unwrap_or(20),
+                total_count: u64::try_from(total).unwrap_or(0),
+                total_pages,
+            },
+        ))
+    }
+
+    /// What `GET /me` shows of a team.
+    pub async fn identity(&self, team_id: &str) -> ServiceResult<Identity> {
+        let team = self.team(team_id).await?;
+        let row = sqlx::query(
+            "SELECT b.balance, s.plan, s.status, s.current_period_end \
+             FROM credit_balances b JOIN subscriptions s ON s.team_id = b.team_id WHERE b.team_id = $1",
+        )
+        .bind(team_id)
+        .fetch_optional(self.db.pool())
+        .await?
+        .ok_or_else(team_not_found)?;
+        let stored_end: Option<i64> = row.try_get("current_period_end")?;
+        let agency_team = match &team.parent_team_id {
+            Some(parent) => {
+                let mut conn = self.db.pool().acquire().await?;
+                team_in(&mut conn, parent).await?.map(|t| TeamRef { id: t.id, name: t.name })
+            }
+            None => None,
+        };
+        Ok(Identity {
+            credit_balance: row.try_get("balance")?,
+            subscription: Some(Subscription {
+                plan: row.try_get("plan")?,
+                status: row.try_get("status")?,
+                current_period_end_ms: stored_end.map(|end| current_period_end(end, now_ms())),
+            }),
+            agency_team,
+            team: Some(team),
+        })
+    }
+
+    pub(super) async fn users_of(
+        &self,
+        team_ids: &[String],
+    ) -> ServiceResult<std::collections::HashMap<String, Vec<User>>> {
+        let mut by_team: std::collections::HashMap<String, Vec<User>> = std::collections::HashMap::new();
+        if team_ids.is_empty() {
+            return Ok(by_team);
+        }
+        let placeholders: Vec<String> = (1..=team_ids.len()).map(|i| format!("${i}")).collect();
+        let sql = format!(
+            "SELECT {} FROM users WHERE team_id IN ({}) ORDER BY created_at, id",
+            super::users::USER_COLUMNS,
+            placeholders.join(", ")
+        );
+        let mut query = sqlx::query(&sql);
+        for id in team_ids {
+            query = query.bind(id);
+        }
+        for row in query.fetch_all(self.db.pool()).await? {
+            let user = super::users::user_from_row(&row)?;
+            by_team.entry(user.team_id.clone()).or_default().push(user);
+        }
+        Ok(by_team)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn billing_periods_roll_forward() {
+        let end = 1_000;
+        assert_eq!(current_period_end(end, 500), end);
+        assert_eq!(current_period_end(end, end), end + BILLING_PERIOD_MS);
+        assert_eq!(current_period_end(end, end + BILLING_PERIOD_MS + 1), end + 2 * BILLING_PERIOD_MS);
+    }
+}

@@ -1,0 +1,148 @@
+//! One database handle for SQLite and PostgreSQL, picked by the URL scheme.
+//!
+//! Stores write their SQL once, against sqlx's `Any` driver, using `$1`-style placeholders
+//! (SQLite accepts them too), TEXT ids, BIGINT millisecond timestamps and 0/1 integers for
+//! flags. Where the engines truly differ (row locking, say) a store asks [`Db::engine`].
+//! Each service embeds one migrations folder per engine and they are applied at connect.
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use anyhow::Context;
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::migrate::Migrator;
+use sqlx::{AnyPool, Executor};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    Sqlite,
+    Postgres,
+}
+
+impl Engine {
+    pub fn from_url(url: &str) -> anyhow::Result<Engine> {
+        if url.starts_with("sqlite:") {
+            Ok(Engine::Sqlite)
+        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            Ok(Engine::Postgres)
+        } else {
+            anyhow::bail!("unsupported database URL scheme (use sqlite: or postgres:)")
+        }
+    }
+}
+
+/// The migrations of one service, one folder per engine.
+pub struct Migrations {
+    pub sqlite: &'static Migrator,
+    pub postgres: &'static Migrator,
+}
+
+#[derive(Clone, Debug)]
+pub struct Db {
+    pool: AnyPool,
+    engine: Engine,
+}
+
+/// `sqlite://<path>?mode=rwc`: the file is created when missing.
+pub fn sqlite_url(path: &Path) -> String {
+    format!("sqlite://{}?mode=rwc", path.display())
+}
+
+impl Db {
+    pub async fn connect(url: &str, migrations: &Migrations) -> anyhow::Result<Db> {
+        sqlx::any::install_default_drivers();
+        let engine = Engine::from_url(url)?;
+        let options = AnyConnectOptions::from_str(url).context("parsing the database URL")?;
+        let pool = match engine {
+            Engine::Sqlite => {
+                AnyPoolOptions::new()
+                    // One writer at a time is SQLite's rule; readers run beside it in WAL mode.
+                    .max_connections(8)
+                    .acquire_timeout(Duration::from_secs(10))
+                    .after_connect(|conn, _meta| {
+                        Box::pin(async move {
+                            conn.execute(
+                                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+                                 PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;",
+                            )
+                            .await?;
+                            Ok(())
+                        })
+                    })
+                    .connect_with(options)
+                    .await
+            }
+            Engine::Postgres => {
+                AnyPoolOptions::new()
+                    .max_connections(max_connections_from_env())
+                    .acquire_timeout(Duration::from_secs(10))
+                    .connect_with(options)
+                    .await
+            }
+        }
+        .with_context(|| format!("connecting to the {engine:?} database"))?;
+
+        let migrator = match engine {
+            Engine::Sqlite => migrations.sqlite,
+            Engine::Postgres => migrations.postgres,
+        };
+        migrator.run(&pool).await.context("applying database migrations")?;
+        Ok(Db { pool, engine })
+    }
+
+    pub fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    pub fn engine(&self) -> Engine {
+        self.engine
+    }
+
+    /// Appended to a `SELECT` that must lock the rows it reads until the transaction ends.
+    /// SQLite needs nothing: a write transaction already excludes other writers.
+    pub fn for_update(&self) -> &'static str {
+        match self.engine {
+            Engine::Sqlite => "",
+            Engine::Postgres => " FOR UPDATE",
+        }
+    }
+
+    /// Like [`Db::for_update`], but rows locked by another worker are passed over: how job
+    /// workers claim jobs without blocking each other.
+    pub fn for_update_skip_locked(&self) -> &'static str {
+        match self.engine {
+            Engine::Sqlite => "",
+            Engine::Postgres => " FOR UPDATE SKIP LOCKED",
+        }
+    }
+
+    /// Starts a transaction that will write. On SQLite it takes the write lock at once
+    /// (`BEGIN IMMEDIATE`), so that a transaction that reads before it writes waits for its
+    /// turn instead of failing with `SQLITE_BUSY` when another writer got there first.
+    pub async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
+        match self.engine {
+            Engine::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
+            Engine::Postgres => self.pool.begin().await,
+        }
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+fn max_connections_from_env() -> u32 {
+    std::env::var("SWITCHBOARD_DB_MAX_CONNECTIONS").ok().and_then(|v| v.parse().ok()).filter(|n| *n > 0).unwrap_or(10)
+}
+
+/// True when the error is a unique-constraint violation, which stores turn into client
+/// errors (a duplicate) rather than internal ones.
+pub fn is_unique_violation(error: &sqlx::Error) -> bool {
+    error.as_database_error().is_some_and(|e| e.is_unique_violation())
+}
+
+/// `0/1` integers are how flags are stored on both engines.
+pub fn flag(value: bool) -> i64 {
+    i64::from(value)
+}

@@ -1,0 +1,275 @@
+//! The one error type of every Switchboard service and of the gateway.
+//!
+//! Each [`ErrorKind`] names its stable public code, its HTTP status and its gRPC code in one
+//! table, so that a service error survives the trip service → gRPC → gateway → HTTP without a
+//! second mapping anywhere. Field violations and hints travel in the status details as a
+//! `switchboard.v1.ErrorDetail` message.
+
+use std::fmt;
+
+use prost::Message;
+use switchboard_proto::v1::{ErrorDetail, FieldViolation as ProtoViolation};
+use tonic::Code;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    Validation,
+    MalformedJson,
+    Unauthorized,
+    Forbidden,
+    InsufficientCredits,
+    NotFound,
+    MethodNotAllowed,
+    Conflict,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    Unprocessable,
+    RateLimited,
+    Unavailable,
+    Internal,
+}
+
+/// `(kind, public code, HTTP status, gRPC code)`: the single source of the mapping.
+const TABLE: &[(ErrorKind, &str, u16, Code)] = &[
+    (ErrorKind::Validation, "VALIDATION_ERROR", 400, Code::InvalidArgument),
+    (ErrorKind::MalformedJson, "INVALID_JSON", 400, Code::InvalidArgument),
+    (ErrorKind::Unauthorized, "UNAUTHORIZED", 401, Code::Unauthenticated),
+    (ErrorKind::Forbidden, "FORBIDDEN", 403, Code::PermissionDenied),
+    (ErrorKind::InsufficientCredits, "INSUFFICIENT_CREDITS", 402, Code::FailedPrecondition),
+    (ErrorKind::NotFound, "NOT_FOUND", 404, Code::NotFound),
+    (ErrorKind::MethodNotAllowed, "METHOD_NOT_ALLOWED", 405, Code::Unimplemented),
+    (ErrorKind::Conflict, "CONFLICT", 409, Code::Aborted),
+    (ErrorKind::PayloadTooLarge, "PAYLOAD_TOO_LARGE", 413, Code::OutOfRange),
+    (ErrorKind::UnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE", 415, Code::InvalidArgument),
+    (ErrorKind::Unprocessable, "UNPROCESSABLE_ENTITY", 422, Code::InvalidArgument),
+    (ErrorKind::RateLimited, "RATE_LIMITED", 429, Code::ResourceExhausted),
+    (ErrorKind::Unavailable, "SERVICE_UNAVAILABLE", 503, Code::Unavailable),
+    (ErrorKind::Internal, "INTERNAL_ERROR", 500, Code::Internal),
+];
+
+impl ErrorKind {
+    fn row(self) -> &'static (ErrorKind, &'static str, u16, Code) {
+        TABLE.iter().find(|row| row.0 == self).unwrap_or(&TABLE[TABLE.len() - 1])
+    }
+
+    pub fn code(self) -> &'static str {
+        self.row().1
+    }
+
+    pub fn http_status(self) -> u16 {
+        self.row().2
+    }
+
+    pub fn grpc_code(self) -> Code {
+        self.row().3
+    }
+
+    pub fn from_code(code: &str) -> Option<ErrorKind> {
+        TABLE.iter().find(|row| row.1 == code).map(|row| row.0)
+    }
+
+    /// For statuses that did not come from a Switchboard service (no details attached).
+    fn from_grpc(code: Code) -> ErrorKind {
+        match code {
+            Code::InvalidArgument | Code::OutOfRange => ErrorKind::Validation,
+            Code::Unauthenticated => ErrorKind::Unauthorized,
+            Code::PermissionDenied => ErrorKind::Forbidden,
+            Code::NotFound => ErrorKind::NotFound,
+            Code::AlreadyExists | Code::Aborted => ErrorKind::Conflict,
+            Code::FailedPrecondition => ErrorKind::Conflict,
+            Code::ResourceExhausted => ErrorKind::RateLimited,
+            Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled => ErrorKind::Unavailable,
+            _ => ErrorKind::Internal,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldViolation {
+    pub field: String,
+    pub message: String,
+}
+
+impl FieldViolation {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { field: field.into(), message: message.into() }
+    }
+}
+
+/// An error as a client may see it, plus (for internal errors) a cause that is logged and
+/// never shown.
+#[derive(Debug)]
+pub struct ServiceError {
+    pub kind: ErrorKind,
+    pub message: String,
+    pub hint: Option<String>,
+    pub details: Vec<FieldViolation>,
+    pub source: Option<anyhow::Error>,
+}
+
+pub type ServiceResult<T> = Result<T, ServiceError>;
+
+impl ServiceError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self { kind, message: message.into(), hint: None, details: Vec::new(), source: None }
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::NotFound, message)
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Forbidden, message)
+    }
+
+    pub fn conflict(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Conflict, message)
+    }
+
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Unavailable, message)
+    }
+
+    /// A validation failure with its per-field issues.
+    pub fn validation(details: Vec<FieldViolation>) -> Self {
+        Self { details, ..Self::new(ErrorKind::Validation, "Validation error") }
+    }
+
+    /// A validation failure of a single field.
+    pub fn invalid_field(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::validation(vec![FieldViolation::new(field, message)])
+    }
+
+    pub fn insufficient_credits() -> Self {
+        Self::new(ErrorKind::InsufficientCredits, "Insufficient credits")
+            .with_hint("Add credits to the team's balance, then retry.")
+    }
+
+    /// An internal failure: the cause is kept for the log, the client sees a generic text.
+    pub fn internal(source: impl Into<anyhow::Error>) -> Self {
+        Self { source: Some(source.into()), ..Self::new(ErrorKind::Internal, "Internal server error") }
+    }
+
+    pub fn to_status(&self) -> tonic::Status {
+        if let Some(source) = &self.source {
+            tracing::error!(error = format!("{source:#}"), "internal error");
+        }
+        let detail = ErrorDetail {
+            code: self.kind.code().to_owned(),
+            hint: self.hint.clone().unwrap_or_default(),
+            violations: self
+                .details
+                .iter()
+                .map(|v| ProtoViolation { field: v.field.clone(), message: v.message.clone() })
+                .collect(),
+        };
+        tonic::Status::with_details(self.kind.grpc_code(), self.message.clone(), detail.encode_to_vec().into())
+    }
+
+    /// Rebuilds the service's error from a status; statuses without Switchboard details
+    /// (transport failures, timeouts) are classified by their gRPC code.
+    pub fn from_status(status: &tonic::Status) -> Self {
+        let detail = ErrorDetail::decode(status.details()).ok();
+        let kind = detail
+            .as_ref()
+            .and_then(|d| ErrorKind::from_code(&d.code))
+            .unwrap_or_else(|| ErrorKind::from_grpc(status.code()));
+        let message = match kind {
+            ErrorKind::Unavailable if detail.is_none() => "Service unavailable".to_owned(),
+            ErrorKind::Internal if detail.is_none() => "Internal server error".to_owned(),
+            _ => status.message().to_owned(),
+        };
+        let mut error = Self::new(kind, message);
+        if let Some(detail) = detail {
+            error.hint = Some(detail.hint).filter(|h| !h.is_empty());
+            error.details = detail.violations.into_iter().map(|v| FieldViolation::new(v.field, v.message)).collect();
+        } else if kind == ErrorKind::Internal {
+            error.source = Some(anyhow::anyhow!("upstream status: {status}"));
+        }
+        error
+    }
+}
+
+impl fmt::Display for ServiceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind.code(), self.message)?;
+        if let Some(source) = &self.source {
+            write!(f, " ({source:#})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ServiceError {}
+
+impl From<ServiceError> for tonic::Status {
+    fn from(error: ServiceError) -> Self {
+        error.to_status()
+    }
+}
+
+impl From<tonic::Status> for ServiceError {
+    fn from(status: tonic::Status) -> Self {
+        ServiceError::from_status(&status)
+    }
+}
+
+impl From<sqlx::Error> for ServiceError {
+    fn from(error: sqlx::Error) -> Self {
+        ServiceError::internal(anyhow::Error::new(error).context("database"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_round_trips_through_a_grpc_status() {
+        for (kind, code, _, _) in TABLE {
+            let original = ServiceError::new(*kind, "something happened").with_hint("try again");
+            let back = ServiceError::from_status(&original.to_status());
+            assert_eq!(back.kind, *kind, "{code}");
+            assert_eq!(back.message, "something happened");
+            assert_eq!(back.hint.as_deref(), Some("try again"));
+        }
+    }
+
+    #[test]
+    fn field_violations_survive_the_trip() {
+        let original = ServiceError::validation(vec![
+            FieldViolation::new("question", "must be 1 to 5000 characters"),
+            FieldViolation::new("answer", "is required"),
+        ]);
+        let back = ServiceError::from_status(&original.to_status());
+        assert_eq!(back.details, original.details);
+        assert_eq!(back.kind.http_status(), 400);
+    }
+
+    #[test]
+    fn internal_causes_are_not_sent() {
+        let status = ServiceError::internal(anyhow::anyhow!("password=hunter2")).to_status();
+        assert!(!status.message().contains("hunter2"));
+    }
+
+    #[test]
+    fn foreign_statuses_are_classified_by_code() {
+        let back = ServiceError::from_status(&tonic::Status::unavailable("tcp connect error"));
+        assert_eq!(back.kind, ErrorKind::Unavailable);
+        assert_eq!(back.message, "Service unavailable");
+        assert_eq!(back.kind.http_status(), 503);
+    }
+
+    #[test]
+    fn codes_are_unique() {
+        let mut codes: Vec<_> = TABLE.iter().map(|row| row.1).collect();
+        codes.sort_unstable();
+        codes.dedup();
+        assert_eq!(codes.len(), TABLE.len());
+    }
+}

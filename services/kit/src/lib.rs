@@ -1,0 +1,12 @@
+//! What two or more Switchboard crates share: the error type, the database layer,
+//! the gRPC server bootstrap, telemetry, time formatting and API-key hashing.
+
+pub mod apikey;
+pub mod db;
+pub mod error;
+pub mod grpc;
+pub mod shutdown;
+pub mod telemetry;
+pub mod time;
+
+pub use error::{ErrorKind, FieldViolation, ServiceError, ServiceResult};

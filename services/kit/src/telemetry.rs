@@ -1,0 +1,97 @@
+//! Logs through `tracing` everywhere; traces exported over OTLP/HTTP when
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` is set; W3C trace context carried from the gateway to the
+//! services in gRPC metadata so that one request is one trace.
+
+use std::collections::HashMap;
+
+use opentelemetry::propagation::TextMapPropagator;
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+/// Keeps the trace exporter alive; dropping it flushes the spans not yet sent.
+pub struct Telemetry {
+    provider: Option<SdkTracerProvider>,
+}
+
+impl Drop for Telemetry {
+    fn drop(&mut self) {
+        if let Some(provider) = self.provider.take()
+            && let Err(error) = provider.shutdown()
+        {
+            eprintln!("flushing traces failed: {error}");
+        }
+    }
+}
+
+/// Installs the global subscriber. `RUST_LOG` filters (default `info`);
+/// `SWITCHBOARD_LOG_FORMAT=json` switches to one JSON object a line. Safe to call twice
+/// (the second call keeps the first subscriber), which tests rely on.
+pub fn init(service_name: &str) -> Telemetry {
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info,pingora_core=warn,pingora_proxy=warn,sqlx=warn"));
+    let json = std::env::var("SWITCHBOARD_LOG_FORMAT").is_ok_and(|v| v == "json");
+    let provider = otlp_provider(service_name);
+    let otel_layer = provider
+        .as_ref()
+        .map(|provider| tracing_opentelemetry::layer().with_tracer(provider.tracer(service_name.to_owned())));
+    let (text, json_layer) = if json {
+        (None, Some(tracing_subscriber::fmt::layer().json().with_writer(std::io::stderr)))
+    } else {
+        (Some(tracing_subscriber::fmt::layer().with_writer(std::io::stderr)), None)
+    };
+    let _ = tracing_subscriber::registry().with(filter).with(text).with(json_layer).with(otel_layer).try_init();
+    opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
+    Telemetry { provider }
+}
+
+fn otlp_provider(service_name: &str) -> Option<SdkTracerProvider> {
+    let endpoint = std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok()?;
+    use opentelemetry_otlp::WithExportConfig;
+    // The HTTP exporter wants the full traces URL; the variable holds the collector's base.
+    let traces_url = format!("{}/v1/traces", endpoint.trim_end_matches('/'));
+    let exporter = match opentelemetry_otlp::SpanExporter::builder().with_http().with_endpoint(traces_url).build() {
+        Ok(exporter) => exporter,
+        Err(error) => {
+            eprintln!("OTLP exporter disabled: {error}");
+            return None;
+        }
+    };
+    let resource = opentelemetry_sdk::Resource::builder().with_service_name(service_name.to_owned()).build();
+    Some(SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource).build())
+}
+
+/// The span of one incoming gRPC call, child of the caller's span when the call carries a
+/// `traceparent`.
+pub fn grpc_server_span(service: &'static str, request: &http::Request<()>) -> tracing::Span {
+    let span = tracing::info_span!("grpc", service, path = %request.uri().path());
+    let carrier: HashMap<String, String> = request
+        .headers()
+        .iter()
+        .filter_map(|(name, value)| Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned())))
+        .collect();
+    let parent = TraceContextPropagator::new().extract(&carrier);
+    // Fails only when the span is disabled by the filter, and then there is nothing to link.
+    let _ = span.set_parent(parent);
+    span
+}
+
+/// The `traceparent` (and `tracestate`) of the current span, to send along with a call.
+pub fn current_trace_headers() -> HashMap<String, String> {
+    let mut carrier = HashMap::new();
+    TraceContextPropagator::new().inject_context(&tracing::Span::current().context(), &mut carrier);
+    carrier
+}
+
+/// Copies the current trace context into the metadata of an outgoing gRPC request.
+pub fn inject<T>(request: &mut tonic::Request<T>) {
+    for (name, value) in current_trace_headers() {
+        if let (Ok(key), Ok(value)) = (tonic::metadata::MetadataKey::from_bytes(name.as_bytes()), value.parse()) {
+            request.metadata_mut().insert(key, value);
+        }
+    }
+}

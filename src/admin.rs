@@ -1,0 +1,137 @@
+//! `switchboard admin ...`: operator commands against the identity database, printing JSON.
+//! They work with the platform running or stopped (SQLite in WAL mode, or PostgreSQL).
+
+use std::path::Path;
+
+use clap::Subcommand;
+use serde_json::{Value, json};
+use switchboard_identity::IdentityStore;
+use switchboard_identity::store::NewTeam;
+use switchboard_kit::time::iso_ms;
+use switchboard_proto::v1::{ApiKey, KeyAccess, Team};
+
+use crate::config::{self, FileConfig};
+
+#[derive(Subcommand)]
+pub enum AdminCommand {
+    /// Create a team.
+    CreateTeam {
+        #[arg(long)]
+        name: String,
+        /// The team owns an agency and may act on client subteams.
+        #[arg(long)]
+        agency: bool,
+        /// Make it a client subteam of this agency team.
+        #[arg(long)]
+        parent: Option<String>,
+        /// Credits granted at creation.
+        #[arg(long, default_value_t = 0)]
+        credits: i64,
+        #[arg(long)]
+        plan: Option<String>,
+    },
+    /// Create an API key; the key is printed once.
+    CreateKey {
+        #[arg(long)]
+        team: String,
+        #[arg(long, default_value = "API key")]
+        name: String,
+        #[arg(long)]
+        read_only: bool,
+    },
+    /// List a team's keys (never their secrets).
+    ListKeys {
+        #[arg(long)]
+        team: String,
+    },
+    /// Revoke a key; it stops working within seconds.
+    RevokeKey { id: String },
+    /// Add credits to a team's balance.
+    GrantCredits {
+        #[arg(long)]
+        team: String,
+        amount: i64,
+    },
+    /// Delete a team (soft: its ledger stays; its keys meet "Team not found").
+    DeleteTeam { id: String },
+}
+
+fn team_json(team: &Team) -> Value {
+    json!({
+        "id": team.id,
+        "name": team.name,
+        "createdAt": iso_ms(team.created_at_ms),
+        "ownsAgency": team.owns_agency,
+        "parentTeamId": team.parent_team_id,
+    })
+}
+
+fn key_json(key: &ApiKey) -> Value {
+    json!({
+        "id": key.id,
+        "teamId": key.team_id,
+        "name": key.name,
+        "prefix": key.prefix,
+        "access": if key.access() == KeyAccess::ReadOnly { "read_only" } else { "full" },
+        "createdAt": iso_ms(key.created_at_ms),
+        "lastUsedAt": key.last_used_at_ms.map(iso_ms),
+        "revokedAt": key.revoked_at_ms.map(iso_ms),
+    })
+}
+
+pub async fn run(
+    file: &FileConfig,
+    data_dir: Option<&Path>,
+    database_url: Option<String>,
+    command: AdminCommand,
+) -> anyhow::Result<()> {
+    let url = match (database_url, data_dir) {
+        (Some(url), _) => url,
+        (None, Some(dir)) => {
+            std::fs::create_dir_all(dir)?;
+            switchboard_kit::db::sqlite_url(&dir.join("identity.db"))
+        }
+        (None, None) => config::identity_database_url(file, &config::data_dir(file, None))?,
+    };
+    let store = IdentityStore::open(&url).await?;
+    let output = execute(&store, command).await;
+    store.db().close().await;
+    println!("{}", serde_json::to_string_pretty(&output?)?);
+    Ok(())
+}
+
+async fn execute(store: &IdentityStore, command: AdminCommand) -> anyhow::Result<Value> {
+    Ok(match command {
+        AdminCommand::CreateTeam { name, agency, parent, credits, plan } => {
+            let team = store
+                .create_team(NewTeam {
+                    name,
+                    owns_agency: agency,
+                    parent_team_id: parent,
+                    initial_credits: credits,
+                    access: None,
+                    plan,
+                })
+                .await?;
+            let mut view = team_json(&team);
+            view["credits"] = json!({ "balance": store.balance(&team.id).await? });
+            view
+        }
+        AdminCommand::CreateKey { team, name, read_only } => {
+            let access = if read_only { KeyAccess::ReadOnly } else { KeyAccess::Full };
+            let created = store.create_key(&team, &name, access).await?;
+            let mut view = key_json(&created.key.unwrap_or_default());
+            view["key"] = Value::from(created.secret);
+            view
+        }
+        AdminCommand::ListKeys { team } => {
+            Value::from(store.list_keys(&team).await?.iter().map(key_json).collect::<Vec<_>>())
+        }
+        AdminCommand::RevokeKey { id } => key_json(&store.revoke_key(&id, None).await?),
+        AdminCommand::GrantCredits { team, amount } => {
+            let entry = store.grant(&team, amount, "granted by an operator").await?;
+            json!({ "teamId": team, "balance": entry.balance_after, "entryId": entry.id })
+        }
+        AdminCommand::DeleteTeam { id } => team_json(&store.delete_team(&id).await?),
+    })
+}
