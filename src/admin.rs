@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use switchboard_identity::IdentityStore;
 use switchboard_identity::store::NewTeam;
 use switchboard_kit::time::iso_ms;
-use switchboard_proto::v1::{ApiKey, KeyAccess, Team};
+use switchboard_proto::v1::{ApiKey, KeyAccess, NewUser, Team};
 
 use crate::config::{self, FileConfig};
 
@@ -51,6 +51,20 @@ pub enum AdminCommand {
         #[arg(long)]
         team: String,
         amount: i64,
+    },
+    /// Add a user to a team.
+    CreateUser {
+        #[arg(long)]
+        team: String,
+        #[arg(long)]
+        first_name: String,
+        #[arg(long)]
+        last_name: String,
+        #[arg(long)]
+        email: String,
+        /// owner, admin or member.
+        #[arg(long, default_value = "member")]
+        role: String,
     },
     /// Delete a team (soft: its ledger stays; its keys meet "Team not found").
     DeleteTeam { id: String },
@@ -131,6 +145,17 @@ async fn execute(store: &IdentityStore, command: AdminCommand) -> anyhow::Result
         AdminCommand::GrantCredits { team, amount } => {
             let entry = store.grant(&team, amount, "granted by an operator").await?;
             json!({ "teamId": team, "balance": entry.balance_after, "entryId": entry.id })
+        }
+        AdminCommand::CreateUser { team, first_name, last_name, email, role } => {
+            let user = store.create_user(&team, &NewUser { first_name, last_name, email, role }).await?;
+            json!({
+                "id": user.id,
+                "teamId": user.team_id,
+                "firstName": user.first_name,
+                "lastName": user.last_name,
+                "email": user.email,
+                "role": user.role,
+            })
         }
         AdminCommand::DeleteTeam { id } => team_json(&store.delete_team(&id).await?),
     })

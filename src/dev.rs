@@ -12,6 +12,9 @@ use tokio::sync::watch;
 
 use crate::config::{self, FileConfig};
 
+const DEMO_TEAM: &str = "Demo Team";
+const DEMO_CREDITS: i64 = 1000;
+
 pub async fn run(file: &FileConfig, data_dir: Option<&Path>, listen: &str) -> anyhow::Result<()> {
     let _telemetry = switchboard_kit::telemetry::init("switchboard");
     let data_dir = config::data_dir(file, data_dir);
@@ -42,7 +45,7 @@ pub async fn run(file: &FileConfig, data_dir: Option<&Path>, listen: &str) -> an
     writeln!(out, "  identity gRPC:  {identity_url}")?;
     writeln!(out, "  data directory: {}", data_dir.display())?;
     if let Some((team, secret)) = demo {
-        writeln!(out, "Created the demo team {} ({team}), an agency with 1000 credits.", "Demo Team")?;
+        writeln!(out, "Created the demo team {DEMO_TEAM} ({team}), an agency with {DEMO_CREDITS} credits.")?;
         writeln!(out, "  API key (shown once, keep it): {secret}")?;
     }
     writeln!(out, "Stop with Ctrl-C.")?;
@@ -64,9 +67,9 @@ async fn wait_for(mut stopped: watch::Receiver<bool>) {
 async fn create_demo_team(identity: &IdentityStore) -> anyhow::Result<(String, String)> {
     let team = identity
         .create_team(NewTeam {
-            name: "Demo Team".to_owned(),
+            name: DEMO_TEAM.to_owned(),
             owns_agency: true,
-            initial_credits: 1000,
+            initial_credits: DEMO_CREDITS,
             ..NewTeam::default()
         })
         .await?;

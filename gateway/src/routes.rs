@@ -164,12 +164,17 @@ impl Route {
 
 /// Every public operation.
 pub fn table() -> Vec<Route> {
-    use handlers::{agency, identity};
+    use handlers::{agency, identity, users};
     vec![
         Route::get("/v1/me", identity::me).doc(
             "getMe",
             "Identity",
             "The key's team, whether it owns an agency, its credit balance and subscription",
+        ),
+        Route::get("/v1/users", users::list).feature(Feature::Users).doc(
+            "listUsers",
+            "Identity",
+            "The team's users (their ids are what contact assignments take)",
         ),
         Route::get("/v1/agency/subteams", agency::list_subteams).doc(
             "listSubteams",

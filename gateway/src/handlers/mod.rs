@@ -3,3 +3,4 @@
 
 pub mod agency;
 pub mod identity;
+pub mod users;

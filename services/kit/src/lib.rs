@@ -7,6 +7,7 @@ pub mod error;
 pub mod grpc;
 pub mod shutdown;
 pub mod telemetry;
+pub mod testdb;
 pub mod time;
 
 pub use error::{ErrorKind, FieldViolation, ServiceError, ServiceResult};

@@ -1,0 +1,54 @@
+# Shared by scripts/dev, scripts/test and .ci/run: idempotent machine setup.
+# Sourced, not run.
+
+SWITCHBOARD_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/switchboard-target}"
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# ensure_packages PKG... : installs the Debian packages that are missing.
+ensure_packages() {
+  local missing=()
+  for package in "$@"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "installing: ${missing[*]}" >&2
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null \
+      || { as_root apt-get update -q >/dev/null && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null; }
+  fi
+}
+
+# What building needs: pingora's zlib-ng wants cmake.
+ensure_build_tools() {
+  ensure_packages cmake pkg-config build-essential
+}
+
+# Starts the local PostgreSQL cluster and exports TEST_DATABASE_URL for a role that may
+# create databases (one per store test).
+ensure_postgres() {
+  if [ -n "${TEST_DATABASE_URL:-}" ]; then return 0; fi
+  ensure_packages postgresql
+  local version
+  version="$(ls /etc/postgresql 2>/dev/null | sort -V | tail -n 1)"
+  [ -n "$version" ] || { echo "no PostgreSQL cluster found" >&2; return 1; }
+  as_root pg_ctlcluster "$version" main start 2>/dev/null || true
+  for _ in $(seq 1 50); do
+    as_root su postgres -c "psql -qAtc 'select 1'" >/dev/null 2>&1 && break
+    sleep 0.2
+  done
+  as_root su postgres -c "psql -qAtc \"select 1 from pg_roles where rolname = 'switchboard'\"" | grep -q 1 \
+    || as_root su postgres -c "psql -qc \"create role switchboard login createdb password 'switchboard'\""
+  as_root su postgres -c "psql -qAtc \"select 1 from pg_database where datname = 'switchboard'\"" | grep -q 1 \
+    || as_root su postgres -c "psql -qc 'create database switchboard owner switchboard'"
+  export TEST_DATABASE_URL="postgres://switchboard:switchboard@127.0.0.1:5432/switchboard"
+}
+
+# Drops the databases earlier store-test runs created.
+drop_test_databases() {
+  [ -n "${TEST_DATABASE_URL:-}" ] || return 0
+  psql "$TEST_DATABASE_URL" -qAtc "select datname from pg_database where datname like 'sbtest_%'" 2>/dev/null \
+    | while read -r name; do psql "$TEST_DATABASE_URL" -qc "drop database if exists $name" >/dev/null 2>&1 || true; done
+}

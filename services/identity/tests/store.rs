@@ -1,0 +1,301 @@
+//! The identity store's behaviour, on SQLite and on PostgreSQL (when `TEST_DATABASE_URL` is
+//! set): every test runs once per engine on a fresh database.
+
+#![allow(clippy::unwrap_used)]
+
+use std::future::Future;
+
+use switchboard_identity::IdentityStore;
+use switchboard_identity::store::{NewSubteam, NewTeam};
+use switchboard_kit::ErrorKind;
+use switchboard_kit::apikey::hash_key;
+use switchboard_kit::testdb;
+use switchboard_proto::v1::{AccessConfig, KeyAccess, NewUser, PageRequest};
+
+async fn on_every_engine<F, Fut>(test: F)
+where
+    F: Fn(IdentityStore) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    for database in testdb::all().await.expect("test databases") {
+        let store = IdentityStore::open(&database.url).await.expect("open store");
+        eprintln!("engine: {:?}", database.engine);
+        test(store.clone()).await;
+        store.db().close().await;
+    }
+}
+
+async fn team(store: &IdentityStore, name: &str, agency: bool, credits: i64) -> String {
+    store
+        .create_team(NewTeam { name: name.into(), owns_agency: agency, initial_credits: credits, ..NewTeam::default() })
+        .await
+        .expect("create team")
+        .id
+}
+
+fn user(email: &str) -> NewUser {
+    NewUser { first_name: "Ada".into(), last_name: "Lovelace".into(), email: email.into(), role: String::new() }
+}
+
+fn subteam(agency: &str, name: &str, credits: i64) -> NewSubteam {
+    NewSubteam {
+        agency_team_id: agency.into(),
+        team_name: name.into(),
+        user: user("owner@client.example"),
+        total_monthly_credits: credits,
+        access: None,
+    }
+}
+
+#[tokio::test]
+async fn a_new_team_has_its_balance_and_an_active_subscription() {
+    on_every_engine(|store| async move {
+        let id = team(&store, "Acme", false, 250).await;
+        let identity = store.identity(&id).await.unwrap();
+        assert_eq!(identity.team.unwrap().name, "Acme");
+        assert_eq!(identity.credit_balance, 250);
+        let subscription = identity.subscription.unwrap();
+        assert_eq!(subscription.status, "active");
+        assert!(subscription.current_period_end_ms.unwrap() > switchboard_kit::time::now_ms());
+        assert!(identity.agency_team.is_none());
+        let ledger = store.ledger(&id, 10).await.unwrap();
+        assert_eq!(ledger.len(), 1);
+        assert_eq!((ledger[0].kind.as_str(), ledger[0].delta), ("grant", 250));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn keys_are_found_by_hash_listed_without_secret_and_revoked_for_good() {
+    on_every_engine(|store| async move {
+        let id = team(&store, "Acme", false, 0).await;
+        let created = store.create_key(&id, "ci", KeyAccess::ReadOnly).await.unwrap();
+        let key = created.key.unwrap();
+        assert!(created.secret.starts_with("ew_"));
+        assert!(created.secret.starts_with(&key.prefix));
+
+        let (found, owner) = store.authenticate(&hash_key(&created.secret)).await.unwrap();
+        assert_eq!(found.id, key.id);
+        assert_eq!(found.access(), KeyAccess::ReadOnly);
+        assert_eq!(owner.id, id);
+        assert!(found.last_used_at_ms.is_some());
+
+        let listed = store.list_keys(&id).await.unwrap();
+        assert_eq!(listed.len(), 1);
+        assert!(listed[0].last_used_at_ms.is_some());
+
+        let revoked = store.revoke_key(&key.id, Some(&id)).await.unwrap();
+        assert!(revoked.revoked_at_ms.is_some());
+        let error = store.authenticate(&hash_key(&created.secret)).await.unwrap_err();
+        assert_eq!(error.kind, ErrorKind::Unauthorized);
+        let unknown = store.authenticate(&hash_key("ew_unknown")).await.unwrap_err();
+        assert_eq!(unknown.kind, ErrorKind::Unauthorized);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_key_of_another_team_cannot_be_revoked_through_this_team() {
+    on_every_engine(|store| async move {
+        let mine = team(&store, "Mine", false, 0).await;
+        let theirs = team(&store, "Theirs", false, 0).await;
+        let key = store.create_key(&theirs, "k", KeyAccess::Full).await.unwrap().key.unwrap();
+        let error = store.revoke_key(&key.id, Some(&mine)).await.unwrap_err();
+        assert_eq!(error.kind, ErrorKind::NotFound);
+        assert!(store.list_keys(&mine).await.unwrap().is_empty());
+        assert!(store.list_keys(&theirs).await.unwrap()[0].revoked_at_ms.is_none());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn concurrent_debits_never_drive_a_balance_below_zero() {
+    on_every_engine(|store| async move {
+        let id = team(&store, "Busy", false, 20).await;
+        let debits = (0..50).map(|_| {
+            let store = store.clone();
+            let id = id.clone();
+            tokio::spawn(async move { store.debit(&id, 1, "search").await })
+        });
+        let mut succeeded = 0;
+        for debit in debits {
+            match debit.await.unwrap() {
+                Ok(entry) => {
+                    assert!(entry.balance_after >= 0);
+                    succeeded += 1;
+                }
+                Err(error) => assert_eq!(error.kind, ErrorKind::InsufficientCredits),
+            }
+        }
+        assert_eq!(succeeded, 20);
+        assert_eq!(store.balance(&id).await.unwrap(), 0);
+        let ledger = store.ledger(&id, 100).await.unwrap();
+        assert_eq!(ledger.iter().filter(|e| e.kind == "debit").count(), 20);
+        assert_eq!(ledger.iter().map(|e| e.delta).sum::<i64>(), 0);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_debit_is_refunded_once() {
+    on_every_engine(|store| async move {
+        let id = team(&store, "Acme", false, 5).await;
+        let debit = store.debit(&id, 2, "search").await.unwrap();
+        assert_eq!(debit.balance_after, 3);
+        let refund = store.refund(&debit.id, &id, "search failed").await.unwrap();
+        assert_eq!(refund.balance_after, 5);
+        let again = store.refund(&debit.id, &id, "search failed").await.unwrap_err();
+        assert_eq!(again.kind, ErrorKind::Conflict);
+        assert_eq!(store.balance(&id).await.unwrap(), 5);
+
+        let other = team(&store, "Other", false, 0).await;
+        let foreign = store.refund(&debit.id, &other, "x").await.unwrap_err();
+        assert_eq!(foreign.kind, ErrorKind::NotFound);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_subteam_takes_its_credits_from_the_agency_all_or_nothing() {
+    on_every_engine(|store| async move {
+        let agency = team(&store, "Agency", true, 1000).await;
+        let created = store.create_subteam(subteam(&agency, "Client", 300)).await.unwrap();
+        let client = created.team.unwrap();
+        assert_eq!(client.parent_team_id.as_deref(), Some(agency.as_str()));
+        assert_eq!(created.credit_balance, 300);
+        assert_eq!(created.users[0].role, "owner");
+        assert_eq!(store.balance(&agency).await.unwrap(), 700);
+        let identity = store.identity(&client.id).await.unwrap();
+        assert_eq!(identity.agency_team.unwrap().id, agency);
+
+        let teams_before = store.count_teams().await.unwrap();
+        let error = store.create_subteam(subteam(&agency, "Too big", 701)).await.unwrap_err();
+        assert_eq!(error.kind, ErrorKind::InsufficientCredits);
+        assert_eq!(store.count_teams().await.unwrap(), teams_before);
+        assert_eq!(store.balance(&agency).await.unwrap(), 700);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn only_agencies_create_subteams() {
+    on_every_engine(|store| async move {
+        let plain = team(&store, "Plain", false, 1000).await;
+        let error = store.create_subteam(subteam(&plain, "Client", 10)).await.unwrap_err();
+        assert_eq!(error.kind, ErrorKind::Forbidden);
+        let invalid = store
+            .create_subteam(NewSubteam { user: user("not-an-email"), ..subteam(&plain, "", 10) })
+            .await
+            .unwrap_err();
+        assert_eq!(invalid.kind, ErrorKind::Validation);
+        let fields: Vec<_> = invalid.details.iter().map(|d| d.field.as_str()).collect();
+        assert_eq!(fields, ["teamName", "email"]);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn subteams_resolve_only_for_their_own_agency() {
+    on_every_engine(|store| async move {
+        let agency = team(&store, "Agency", true, 100).await;
+        let rival = team(&store, "Rival", true, 100).await;
+        let plain = team(&store, "Plain", false, 0).await;
+        let client = store.create_subteam(subteam(&agency, "Client", 10)).await.unwrap().team.unwrap();
+
+        assert_eq!(store.resolve_subteam(&agency, &client.id).await.unwrap().id, client.id);
+        assert_eq!(store.resolve_subteam(&rival, &client.id).await.unwrap_err().kind, ErrorKind::Forbidden);
+        assert_eq!(store.resolve_subteam(&plain, &client.id).await.unwrap_err().kind, ErrorKind::Forbidden);
+        let unknown = uuid::Uuid::new_v4().to_string();
+        assert_eq!(store.resolve_subteam(&agency, &unknown).await.unwrap_err().kind, ErrorKind::Forbidden);
+
+        store.delete_team(&client.id).await.unwrap();
+        assert_eq!(store.resolve_subteam(&agency, &client.id).await.unwrap_err().kind, ErrorKind::NotFound);
+        assert_eq!(store.identity(&client.id).await.unwrap_err().kind, ErrorKind::NotFound);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn subteam_lists_are_paginated_sorted_and_private() {
+    on_every_engine(|store| async move {
+        let agency = team(&store, "Agency", true, 1000).await;
+        let rival = team(&store, "Rival", true, 1000).await;
+        for name in ["Charlie", "Alpha", "Bravo"] {
+            store.create_subteam(subteam(&agency, name, 1)).await.unwrap();
+        }
+        store.create_subteam(subteam(&rival, "Secret", 1)).await.unwrap();
+
+        let by_name = PageRequest { page: 1, limit: 2, sort_by: "name".into(), ascending: true };
+        let (first, page) = store.list_subteams(&agency, &by_name).await.unwrap();
+        let names: Vec<_> = first.iter().map(|s| s.team.as_ref().unwrap().name.as_str()).collect();
+        assert_eq!(names, ["Alpha", "Bravo"]);
+        assert_eq!((page.total_count, page.total_pages), (3, 2));
+        assert_eq!(first[0].users.len(), 1);
+
+        let (second, _) = store.list_subteams(&agency, &PageRequest { page: 2, ..by_name }).await.unwrap();
+        assert_eq!(second.len(), 1);
+        assert_eq!(second[0].team.as_ref().unwrap().name, "Charlie");
+
+        let (rivals, _) = store.list_subteams(&rival, &PageRequest { page: 1, limit: 20, ..Default::default() }).await.unwrap();
+        assert_eq!(rivals.len(), 1);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn access_flags_are_stored_as_given() {
+    on_every_engine(|store| async move {
+        let agency = team(&store, "Agency", true, 100).await;
+        let access = AccessConfig { knowledge_base: false, instructions_write: false, ..full() };
+        let created =
+            store.create_subteam(NewSubteam { access: Some(access), ..subteam(&agency, "Client", 0) }).await.unwrap();
+        let stored = store.team(&created.team.unwrap().id).await.unwrap().access.unwrap();
+        assert_eq!(stored, access);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn transfers_go_only_from_an_agency_to_its_subteams() {
+    on_every_engine(|store| async move {
+        let agency = team(&store, "Agency", true, 100).await;
+        let rival = team(&store, "Rival", true, 100).await;
+        let client = store.create_subteam(subteam(&agency, "Client", 0)).await.unwrap().team.unwrap();
+        let moved = store.transfer(&agency, &client.id, 40, "top-up").await.unwrap();
+        assert_eq!(moved.debit.unwrap().balance_after, 60);
+        assert_eq!(moved.credit.unwrap().balance_after, 40);
+        assert_eq!(store.transfer(&rival, &client.id, 1, "x").await.unwrap_err().kind, ErrorKind::Forbidden);
+        assert_eq!(
+            store.transfer(&agency, &client.id, 61, "x").await.unwrap_err().kind,
+            ErrorKind::InsufficientCredits
+        );
+        assert_eq!(store.balance(&client.id).await.unwrap(), 40);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn users_are_unique_per_team_by_email() {
+    on_every_engine(|store| async move {
+        let id = team(&store, "Acme", false, 0).await;
+        store.create_user(&id, &user("ada@example.com")).await.unwrap();
+        let error = store.create_user(&id, &user("ADA@example.com")).await.unwrap_err();
+        assert_eq!(error.kind, ErrorKind::Conflict);
+        let other = team(&store, "Other", false, 0).await;
+        store.create_user(&other, &user("ada@example.com")).await.unwrap();
+        assert_eq!(store.list_users(&id).await.unwrap().len(), 1);
+    })
+    .await;
+}
+
+fn full() -> AccessConfig {
+    AccessConfig {
+        users: true,
+        instructions: true,
+        instructions_write: true,
+        testing: true,
+        knowledge_base: true,
+        agent_configuration: true,
+        agent_creation: true,
+    }
+}

@@ -1,0 +1,34 @@
+use crate::auth::subteam_body;
+use crate::common::Stack;
+
+#[tokio::test]
+async fn fifty_concurrent_subteams_never_overdraw_the_agency() {
+    let stack = Stack::start().await;
+    let agency = stack.team("Agency", true, 100).await;
+    let api = stack.client(&agency.key);
+    let requests = (0..50).map(|i| {
+        let api = api.clone();
+        tokio::spawn(async move { api.post("/agency/subteams", subteam_body(&format!("Client {i}"))).await })
+    });
+    let mut created = 0;
+    for request in requests {
+        let response = request.await.unwrap();
+        match response.status {
+            201 => created += 1,
+            402 => assert_eq!(response.body["code"], "INSUFFICIENT_CREDITS"),
+            other => panic!("unexpected {other}: {}", response.text),
+        }
+    }
+    assert_eq!(created, 10);
+    assert_eq!(api.get("/me").await.body["data"]["credits"]["balance"], 0);
+    assert_eq!(api.get("/agency/subteams").await.body["pagination"]["totalCount"], 10);
+}
+
+#[tokio::test]
+async fn granted_credits_show_on_me() {
+    let stack = Stack::start().await;
+    let team = stack.team("Acme", false, 0).await;
+    let granted = stack.admin(&["grant-credits", "--team", &team.id, "250"]).await;
+    assert_eq!(granted["balance"], 250);
+    assert_eq!(stack.client(&team.key).get("/me").await.body["data"]["credits"]["balance"], 250);
+}

@@ -1,0 +1,85 @@
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::common::{Api, Process, Stack, admin};
+
+#[tokio::test]
+async fn dev_prints_a_demo_key_once_and_keeps_its_data() {
+    let stack = Stack::start().await;
+    assert!(stack.demo_key.starts_with("ew_"));
+    let me = stack.client(&stack.demo_key).get("/me").await;
+    let demo_team = me.expect(200)["data"]["team"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(me.body["data"]["ownsAgency"], true);
+
+    let Stack { process, data_dir, demo_key, .. } = stack;
+    assert_eq!(process.terminate().await, Some(0));
+    let again = Stack::start_in(data_dir, &[]).await;
+    assert!(again.demo_key.is_empty(), "the demo key is printed on first start only");
+    let me = again.client(&demo_key).get("/me").await;
+    assert_eq!(me.expect(200)["data"]["team"]["id"], demo_team.as_str());
+}
+
+#[tokio::test]
+async fn sigterm_lets_the_request_in_flight_finish_then_exits_zero() {
+    let stack = Stack::start().await;
+    let team = stack.team("Agency", true, 100).await;
+    let address = stack.base.trim_start_matches("http://").trim_end_matches("/v1").to_owned();
+    let body = serde_json::to_vec(&crate::auth::subteam_body("Slow")).unwrap();
+
+    // The request is in flight: headers and half the body are sent before SIGTERM.
+    let mut socket = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let head = format!(
+        "POST /v1/agency/subteams HTTP/1.1\r\nHost: {address}\r\nX-API-Key: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        team.key,
+        body.len()
+    );
+    socket.write_all(head.as_bytes()).await.unwrap();
+    socket.write_all(&body[..10]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let Stack { process, data_dir, .. } = stack;
+    let exit = tokio::spawn(process.terminate());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    socket.write_all(&body[10..]).await.unwrap();
+    let mut response = String::new();
+    socket.read_to_string(&mut response).await.unwrap();
+    assert!(response.starts_with("HTTP/1.1 201"), "{response}");
+    assert_eq!(exit.await.unwrap(), Some(0));
+
+    // It was really written.
+    let keys = admin(&["--data-dir", data_dir.path().to_str().unwrap()], &["list-keys", "--team", &team.id]).await;
+    assert_eq!(keys.as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn the_components_run_as_separate_services_on_postgres() {
+    let Some(database) = switchboard_kit::testdb::postgres().await.unwrap() else {
+        return;
+    };
+    let identity = Process::start(
+        &["serve", "identity"],
+        &[("DATABASE_URL", &database.url), ("SWITCHBOARD_GRPC_LISTEN", "127.0.0.1:0")],
+        "identity gRPC listening on",
+    )
+    .await;
+    let identity_url = format!("http://{}", identity.line_after("identity gRPC listening on").unwrap());
+    let gateway = Process::start(
+        &["serve", "gateway"],
+        &[("SWITCHBOARD_LISTEN", "127.0.0.1:0"), ("SWITCHBOARD_IDENTITY_URL", &identity_url)],
+        "gateway listening on",
+    )
+    .await;
+    let base = gateway.line_after("gateway listening on").unwrap();
+
+    let location = ["--database-url", database.url.as_str()];
+    let team = admin(&location, &["create-team", "--name", "On Postgres", "--credits", "7"]).await;
+    let team_id = team["id"].as_str().unwrap();
+    let key = admin(&location, &["create-key", "--team", team_id]).await["key"].as_str().unwrap().to_owned();
+    let me = Api::new(&base, Some(&key)).get("/me").await;
+    assert_eq!(me.expect(200)["data"]["team"]["name"], "On Postgres");
+    assert_eq!(me.body["data"]["credits"]["balance"], 7);
+
+    assert_eq!(gateway.terminate().await, Some(0));
+    assert_eq!(identity.terminate().await, Some(0));
+}

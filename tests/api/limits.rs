@@ -1,0 +1,130 @@
+use std::time::Duration;
+
+use crate::auth::subteam_body;
+use crate::common::{Api, Process, Redis, Stack};
+
+fn assert_rate_headers(response: &crate::common::Response, limit: &str) {
+    assert_eq!(response.header("x-ratelimit-limit"), Some(limit));
+    assert!(response.header("x-ratelimit-remaining").unwrap().parse::<u32>().is_ok());
+    let reset: i64 = response.header("x-ratelimit-reset").unwrap().parse().unwrap();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    assert!(reset >= now && reset <= now + 61, "reset {reset} now {now}");
+    assert!(response.header("ratelimit-policy").unwrap().contains(&format!("q={limit};w=60")));
+    assert!(response.header("ratelimit").unwrap().contains(";r="));
+}
+
+#[tokio::test]
+async fn the_101st_standard_request_in_a_minute_is_429() {
+    let stack = Stack::start().await;
+    let team = stack.team("Busy", false, 0).await;
+    let api = stack.client(&team.key);
+    for i in 0..100 {
+        let response = api.get("/me").await;
+        assert_eq!(response.status, 200, "request {}", i + 1);
+        assert_eq!(response.header("x-ratelimit-remaining"), Some((99 - i).to_string().as_str()));
+        assert_rate_headers(&response, "100");
+    }
+    let refused = api.get("/me").await;
+    assert_eq!(refused.status, 429);
+    assert_eq!(refused.body["error"], "Rate limit exceeded");
+    assert_eq!(refused.body["code"], "RATE_LIMITED");
+    let retry_after: i64 = refused.header("retry-after").unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry_after));
+    assert_eq!(refused.body["retryAfter"], retry_after);
+    assert!(refused.body["resetAt"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(refused.header("x-ratelimit-remaining"), Some("0"));
+    assert_rate_headers(&refused, "100");
+
+    // Writes have their own bucket, and other teams are untouched.
+    let agency = stack.team("Other", true, 100).await;
+    stack.client(&agency.key).get("/me").await.expect(200);
+}
+
+#[tokio::test]
+async fn classes_have_their_own_limits_and_the_key_team_pays_for_team_id() {
+    let stack = Stack::start_with(&[("SWITCHBOARD_RATE_LIMIT_STANDARD", "5"), ("SWITCHBOARD_RATE_LIMIT_WRITE", "2")]).await;
+    let agency = stack.team("Agency", true, 100).await;
+    let api = stack.client(&agency.key);
+    let subteam = api.post("/agency/subteams", subteam_body("Client")).await;
+    let subteam_id = subteam.expect(201)["data"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(subteam.header("x-ratelimit-limit"), Some("2"));
+    api.post("/agency/subteams", subteam_body("Client 2")).await.expect(201);
+    assert_eq!(api.post("/agency/subteams", subteam_body("Client 3")).await.status, 429);
+
+    for _ in 0..3 {
+        api.get(&format!("/me?teamId={subteam_id}")).await.expect(200);
+    }
+    api.get("/me").await.expect(200);
+    api.get("/me").await.expect(200);
+    let refused = api.get(&format!("/me?teamId={subteam_id}")).await;
+    assert_eq!(refused.status, 429, "teamId must not give the agency a second bucket");
+
+    let subteam_key = stack.key(&subteam_id, false).await;
+    stack.client(&subteam_key).get("/me").await.expect(200);
+}
+
+async fn second_gateway(stack: &Stack, redis: &Redis, limit: &str) -> (Process, String) {
+    let url = redis.url();
+    let gateway = Process::start(
+        &["serve", "gateway"],
+        &[
+            ("SWITCHBOARD_LISTEN", "127.0.0.1:0"),
+            ("SWITCHBOARD_IDENTITY_URL", &stack.identity_url),
+            ("REDIS_URL", &url),
+            ("SWITCHBOARD_RATE_LIMIT_STANDARD", limit),
+        ],
+        "gateway listening on",
+    )
+    .await;
+    let base = gateway.line_after("gateway listening on").unwrap();
+    (gateway, base)
+}
+
+#[tokio::test]
+async fn two_gateways_on_one_redis_share_the_limit() {
+    let redis = Redis::start().await;
+    let url = redis.url();
+    let stack = Stack::start_with(&[("REDIS_URL", &url), ("SWITCHBOARD_RATE_LIMIT_STANDARD", "10")]).await;
+    let (_gateway, other_base) = second_gateway(&stack, &redis, "10").await;
+    let team = stack.team("Shared", false, 0).await;
+    let first = stack.client(&team.key);
+    let second = Api::new(&other_base, Some(&team.key));
+    for _ in 0..5 {
+        first.get("/me").await.expect(200);
+        second.get("/me").await.expect(200);
+    }
+    assert_eq!(first.get("/me").await.status, 429);
+    assert_eq!(second.get("/me").await.status, 429);
+    assert_eq!(redis.cli(&["HGET", &format!("switchboard:ratelimit:standard:{}", team.id), "tokens"]), "0");
+}
+
+#[tokio::test]
+async fn requests_keep_flowing_when_redis_dies_and_share_again_when_it_returns() {
+    let mut redis = Redis::start().await;
+    let url = redis.url();
+    let stack = Stack::start_with(&[("REDIS_URL", &url)]).await;
+    let team = stack.team("Resilient", false, 0).await;
+    let api = stack.client(&team.key);
+    api.get("/me").await.expect(200);
+    let key = format!("switchboard:ratelimit:standard:{}", team.id);
+    assert_eq!(redis.cli(&["HGET", &key, "tokens"]), "99");
+
+    redis.kill();
+    for _ in 0..20 {
+        let response = api.get("/me").await;
+        assert_eq!(response.status, 200, "{}", response.text);
+        assert!(response.header("x-ratelimit-remaining").is_some());
+    }
+
+    redis.restart().await;
+    let mut back = false;
+    for _ in 0..50 {
+        api.get("/me").await.expect(200);
+        if !redis.cli(&["HGET", &key, "tokens"]).is_empty() {
+            back = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(back, "the gateway did not go back to Redis");
+}

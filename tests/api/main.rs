@@ -1,0 +1,15 @@
+//! Integration tests: the real platform started on ephemeral ports, used over HTTP.
+
+#![allow(clippy::unwrap_used)]
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod admin;
+mod auth;
+mod credits;
+mod errors;
+mod isolation;
+mod lifecycle;
+mod limits;
+mod scoping;

@@ -1,0 +1,328 @@
+//! Starts the real platform for integration tests: the `switchboard` binary on ephemeral
+//! ports with its own data directory, driven over HTTP like any client would.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
+
+/// A running `switchboard dev` (or `serve`) process.
+pub struct Process {
+    pub child: Child,
+    /// Lines the process printed on stdout before it was ready.
+    pub banner: Vec<String>,
+}
+
+impl Process {
+    /// Starts `switchboard <args>` and waits until it prints a line starting with `ready`.
+    pub async fn start(args: &[&str], env: &[(&str, &str)], ready: &str) -> Process {
+        let mut command = Command::new(BIN);
+        command.args(args).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
+        command.env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()));
+        // Only what a test asks for: CI exports these for other purposes.
+        for inherited in ["REDIS_URL", "DATABASE_URL", "SWITCHBOARD_CONFIG", "SWITCHBOARD_DATA_DIR"] {
+            command.env_remove(inherited);
+        }
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let mut child = command.spawn().expect("spawn switchboard");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let mut banner = Vec::new();
+        let wait = async {
+            while let Some(line) = lines.next_line().await.expect("read stdout") {
+                let done = line.trim_start().starts_with(ready);
+                banner.push(line);
+                if done {
+                    return;
+                }
+            }
+            panic!("switchboard exited before printing {ready:?}: {banner:?}");
+        };
+        tokio::time::timeout(Duration::from_secs(60), wait).await.expect("switchboard did not start in time");
+        // Keep draining stdout so that the process never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Process { child, banner }
+    }
+
+    pub fn line_after(&self, label: &str) -> Option<String> {
+        self.banner.iter().find_map(|line| line.trim().strip_prefix(label).map(|rest| rest.trim().to_owned()))
+    }
+
+    /// Sends SIGTERM and returns the exit code.
+    pub async fn terminate(mut self) -> Option<i32> {
+        let pid = self.child.id().expect("pid");
+        let status = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status().expect("kill");
+        assert!(status.success());
+        let exit = tokio::time::timeout(Duration::from_secs(40), self.child.wait()).await.expect("exit in time");
+        exit.expect("wait").code()
+    }
+}
+
+/// `switchboard dev` with a fresh data directory.
+pub struct Stack {
+    pub process: Process,
+    pub base: String,
+    pub identity_url: String,
+    pub demo_key: String,
+    pub data_dir: tempfile::TempDir,
+}
+
+impl Stack {
+    pub async fn start() -> Stack {
+        Self::start_with(&[]).await
+    }
+
+    pub async fn start_with(env: &[(&str, &str)]) -> Stack {
+        let data_dir = tempfile::tempdir().expect("tempdir");
+        Self::start_in(data_dir, env).await
+    }
+
+    pub async fn start_in(data_dir: tempfile::TempDir, env: &[(&str, &str)]) -> Stack {
+        let dir = data_dir.path().to_str().expect("utf-8 path").to_owned();
+        let process = Process::start(&["dev", "--data-dir", &dir, "--listen", "127.0.0.1:0"], env, "Stop with").await;
+        let base = process.line_after("API base URL:").expect("base URL line");
+        let identity_url = process.line_after("identity gRPC:").expect("identity line");
+        let demo_key = process.line_after("API key (shown once, keep it):").unwrap_or_default();
+        Stack { process, base, identity_url, demo_key, data_dir }
+    }
+
+    pub fn data_path(&self) -> &Path {
+        self.data_dir.path()
+    }
+
+    /// `switchboard admin --data-dir <this stack's> <args>`, parsed JSON output.
+    pub async fn admin(&self, args: &[&str]) -> Value {
+        admin(&["--data-dir", self.data_path().to_str().expect("path")], args).await
+    }
+
+    /// A new team with a full-access key.
+    pub async fn team(&self, name: &str, agency: bool, credits: i64) -> Team {
+        let credits = credits.to_string();
+        let mut args = vec!["create-team", "--name", name, "--credits", &credits];
+        if agency {
+            args.push("--agency");
+        }
+        let team = self.admin(&args).await;
+        let id = team["id"].as_str().expect("team id").to_owned();
+        let key = self.key(&id, false).await;
+        Team { id, key }
+    }
+
+    pub async fn key(&self, team_id: &str, read_only: bool) -> String {
+        let mut args = vec!["create-key", "--team", team_id, "--name", "test"];
+        if read_only {
+            args.push("--read-only");
+        }
+        self.admin(&args).await["key"].as_str().expect("key").to_owned()
+    }
+
+    pub fn client(&self, key: &str) -> Api {
+        Api::new(&self.base, Some(key))
+    }
+
+    pub fn anonymous(&self) -> Api {
+        Api::new(&self.base, None)
+    }
+}
+
+pub async fn admin(location: &[&str], args: &[&str]) -> Value {
+    let output = Command::new(BIN)
+        .arg("admin")
+        .args(location)
+        .args(args)
+        .env("RUST_LOG", "error")
+        .env_remove("DATABASE_URL")
+        .output()
+        .await
+        .expect("run admin");
+    assert!(output.status.success(), "admin {args:?} failed: {}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).expect("admin prints JSON")
+}
+
+pub struct Team {
+    pub id: String,
+    pub key: String,
+}
+
+/// A thin HTTP client with the key already set.
+#[derive(Clone)]
+pub struct Api {
+    http: reqwest::Client,
+    pub base: String,
+    key: Option<String>,
+    header: &'static str,
+}
+
+pub struct Response {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Value,
+    pub text: String,
+}
+
+impl Response {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    #[track_caller]
+    pub fn expect(&self, status: u16) -> &Value {
+        assert_eq!(self.status, status, "unexpected status; body: {}", self.text);
+        &self.body
+    }
+
+    /// The error envelope's `code`, after checking the status.
+    #[track_caller]
+    pub fn error_code(&self, status: u16) -> &str {
+        let body = self.expect(status);
+        assert!(body["error"].is_string(), "error envelope without error: {}", self.text);
+        body["code"].as_str().expect("code")
+    }
+
+    pub fn fields(&self) -> Vec<String> {
+        self.body["details"]
+            .as_array()
+            .map(|d| d.iter().filter_map(|v| v["field"].as_str().map(str::to_owned)).collect())
+            .unwrap_or_default()
+    }
+}
+
+impl Api {
+    pub fn new(base: &str, key: Option<&str>) -> Api {
+        Api {
+            http: reqwest::Client::builder().timeout(Duration::from_secs(30)).build().expect("client"),
+            base: base.to_owned(),
+            key: key.map(str::to_owned),
+            header: "X-API-Key",
+        }
+    }
+
+    pub fn with_header(mut self, header: &'static str) -> Api {
+        self.header = header;
+        self
+    }
+
+    pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let mut request = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(key) = &self.key {
+            request = request.header(self.header, key);
+        }
+        request
+    }
+
+    pub async fn send(&self, request: reqwest::RequestBuilder) -> Response {
+        let response = request.send().await.expect("request");
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let text = response.text().await.expect("body");
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Response { status, headers, body, text }
+    }
+
+    pub async fn get(&self, path: &str) -> Response {
+        self.send(self.request(reqwest::Method::GET, path)).await
+    }
+
+    pub async fn delete(&self, path: &str) -> Response {
+        self.send(self.request(reqwest::Method::DELETE, path)).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> Response {
+        self.send(self.request(reqwest::Method::POST, path).json(&body)).await
+    }
+
+    pub async fn put(&self, path: &str, body: Value) -> Response {
+        self.send(self.request(reqwest::Method::PUT, path).json(&body)).await
+    }
+
+    pub async fn raw(&self, method: &str, path: &str, content_type: Option<&str>, body: Vec<u8>) -> Response {
+        let mut request = self.request(reqwest::Method::from_bytes(method.as_bytes()).expect("method"), path).body(body);
+        if let Some(content_type) = content_type {
+            request = request.header("Content-Type", content_type);
+        }
+        self.send(request).await
+    }
+}
+
+/// A throwaway Redis server on a free port, killed when dropped.
+pub struct Redis {
+    pub port: u16,
+    child: Option<std::process::Child>,
+    dir: tempfile::TempDir,
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+fn redis_server() -> PathBuf {
+    for candidate in ["/usr/bin/redis-server", "/usr/local/bin/redis-server"] {
+        if Path::new(candidate).exists() {
+            return PathBuf::from(candidate);
+        }
+    }
+    panic!("redis-server is not installed; the test command installs it (apt-get install redis-server)")
+}
+
+impl Redis {
+    pub async fn start() -> Redis {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut redis = Redis { port: free_port(), child: None, dir };
+        redis.restart().await;
+        redis
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    pub async fn restart(&mut self) {
+        let child = std::process::Command::new(redis_server())
+            .args(["--port", &self.port.to_string(), "--save", "", "--appendonly", "no", "--bind", "127.0.0.1"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start redis-server");
+        self.child = Some(child);
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("redis-server did not start");
+    }
+
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// `redis-cli <args>` against this server.
+    pub fn cli(&self, args: &[&str]) -> String {
+        let output = std::process::Command::new("redis-cli")
+            .args(["-p", &self.port.to_string()])
+            .args(args)
+            .output()
+            .expect("redis-cli");
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
