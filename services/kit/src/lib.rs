@@ -5,6 +5,7 @@ pub mod apikey;
 pub mod db;
 pub mod error;
 pub mod grpc;
+pub mod jobs;
 pub mod shutdown;
 pub mod telemetry;
 pub mod testdb;

@@ -36,9 +36,8 @@ pub async fn postgres() -> anyhow::Result<Option<TestDatabase>> {
     };
     sqlx::any::install_default_drivers();
     let name = format!("sbtest_{}", uuid::Uuid::new_v4().simple());
-    let mut admin = sqlx::AnyConnection::connect(&admin_url)
-        .await
-        .with_context(|| "connecting to TEST_DATABASE_URL".to_owned())?;
+    let mut admin =
+        sqlx::AnyConnection::connect(&admin_url).await.with_context(|| "connecting to TEST_DATABASE_URL".to_owned())?;
     sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin).await.context("creating a test database")?;
     admin.close().await?;
     let mut url = url::Url::parse(&admin_url).context("parsing TEST_DATABASE_URL")?;

@@ -1,0 +1,15 @@
+//! The agents service: agents, their instructions with a version history, and the
+//! runtime prompt that the prompt-optimisation job builds after every change.
+
+pub mod prompt;
+pub mod service;
+pub mod store;
+
+pub use service::routes;
+pub use store::AgentStore;
+
+pub static MIGRATIONS: switchboard_kit::db::Migrations =
+    switchboard_kit::db::Migrations { sqlite: &SQLITE_MIGRATIONS, postgres: &POSTGRES_MIGRATIONS };
+
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");

@@ -1,0 +1,135 @@
+//! The gRPC face of the agents store.
+
+use switchboard_kit::ServiceError;
+use switchboard_proto::v1::agents_service_server::{AgentsService, AgentsServiceServer};
+use switchboard_proto::v1::*;
+use tonic::service::Routes;
+use tonic::{Request, Response, Status};
+
+use crate::store::{AgentChanges, AgentStore, NewAgent};
+
+pub struct AgentsApi {
+    store: AgentStore,
+    /// Rung after a job is committed, so that the runner starts it at once.
+    wake: std::sync::Arc<tokio::sync::Notify>,
+}
+
+pub fn routes(store: AgentStore, wake: std::sync::Arc<tokio::sync::Notify>) -> Routes {
+    Routes::new(AgentsServiceServer::new(AgentsApi { store, wake }))
+}
+
+type Reply<T> = Result<Response<T>, Status>;
+
+fn reply<T>(result: Result<T, ServiceError>) -> Reply<T> {
+    result.map(Response::new).map_err(Status::from)
+}
+
+fn change(kind: FieldChange, value: String) -> Option<Option<String>> {
+    match kind {
+        FieldChange::Keep => None,
+        FieldChange::Set => Some(Some(value)),
+        FieldChange::Clear => Some(None),
+    }
+}
+
+#[tonic::async_trait]
+impl AgentsService for AgentsApi {
+    async fn list_agents(&self, request: Request<ListAgentsRequest>) -> Reply<ListAgentsResponse> {
+        let team_id = request.into_inner().team_id;
+        reply(self.store.list(&team_id).await.map(|agents| ListAgentsResponse { agents }))
+    }
+
+    async fn get_agent(&self, request: Request<GetAgentRequest>) -> Reply<Agent> {
+        let request = request.into_inner();
+        reply(self.store.get(&request.team_id, &request.agent_id).await)
+    }
+
+    async fn create_agent(&self, request: Request<CreateAgentRequest>) -> Reply<Agent> {
+        let request = request.into_inner();
+        let agent_type = request.r#type();
+        let created = self
+            .store
+            .create(
+                &request.team_id,
+                NewAgent {
+                    name: request.name,
+                    description: request.description,
+                    agent_type,
+                    instructions: request.instructions,
+                    knowledgebase_id: request.knowledgebase_id,
+                },
+            )
+            .await;
+        self.wake.notify_one();
+        reply(created)
+    }
+
+    async fn update_agent(&self, request: Request<UpdateAgentRequest>) -> Reply<Agent> {
+        let request = request.into_inner();
+        let (description_change, knowledgebase_change) = (request.description_change(), request.knowledgebase_change());
+        let changes = AgentChanges {
+            description: change(description_change, request.description),
+            knowledgebase_id: change(knowledgebase_change, request.knowledgebase_id),
+            name: request.name,
+        };
+        reply(self.store.update(&request.team_id, &request.agent_id, changes).await)
+    }
+
+    async fn delete_agent(&self, request: Request<GetAgentRequest>) -> Reply<Agent> {
+        let request = request.into_inner();
+        reply(self.store.delete(&request.team_id, &request.agent_id).await)
+    }
+
+    async fn get_instructions(&self, request: Request<GetAgentRequest>) -> Reply<Instructions> {
+        let request = request.into_inner();
+        reply(self.store.instructions(&request.team_id, &request.agent_id).await)
+    }
+
+    async fn update_instructions(&self, request: Request<UpdateInstructionsRequest>) -> Reply<Instructions> {
+        let request = request.into_inner();
+        let updated = self.store.replace_instructions(&request.team_id, &request.agent_id, &request.instructions).await;
+        self.wake.notify_one();
+        reply(updated)
+    }
+
+    async fn list_instruction_versions(
+        &self,
+        request: Request<GetAgentRequest>,
+    ) -> Reply<ListInstructionVersionsResponse> {
+        let request = request.into_inner();
+        reply(
+            self.store
+                .history(&request.team_id, &request.agent_id)
+                .await
+                .map(|versions| ListInstructionVersionsResponse { versions }),
+        )
+    }
+
+    async fn restore_instruction_version(
+        &self,
+        request: Request<RestoreInstructionVersionRequest>,
+    ) -> Reply<Instructions> {
+        let request = request.into_inner();
+        let restored = self.store.restore(&request.team_id, &request.agent_id, request.version).await;
+        self.wake.notify_one();
+        reply(restored)
+    }
+
+    async fn get_runtime_prompt(&self, request: Request<GetAgentRequest>) -> Reply<RuntimePrompt> {
+        let request = request.into_inner();
+        reply(self.store.runtime_prompt(&request.team_id, &request.agent_id).await)
+    }
+
+    async fn unlink_knowledgebase(
+        &self,
+        request: Request<UnlinkKnowledgebaseRequest>,
+    ) -> Reply<UnlinkKnowledgebaseResponse> {
+        let request = request.into_inner();
+        reply(
+            self.store
+                .unlink_knowledgebase(&request.team_id, &request.knowledgebase_id)
+                .await
+                .map(|unlinked| UnlinkKnowledgebaseResponse { unlinked }),
+        )
+    }
+}

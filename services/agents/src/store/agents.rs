@@ -1,0 +1,232 @@
+//! Agents: create, read, update (name, description, linked knowledge base), delete.
+
+use sqlx::Row;
+use sqlx::any::AnyRow;
+use switchboard_kit::jobs::{self, NewJob};
+use switchboard_kit::time::now_ms;
+use switchboard_kit::{FieldViolation, ServiceError, ServiceResult};
+use switchboard_proto::v1::{Agent, AgentType};
+
+use super::{AgentStore, agent_not_found, check_ids};
+use crate::prompt::OPTIMIZE_PROMPT;
+
+pub(super) const AGENT_COLUMNS: &str = "id, team_id, name, description, type, knowledgebase_id, created_at, updated_at";
+pub const NAME_MAX: usize = 255;
+pub const DESCRIPTION_MAX: usize = 5000;
+pub const INSTRUCTIONS_MAX: usize = 100_000;
+
+pub(super) fn agent_from_row(row: &AnyRow) -> Result<Agent, sqlx::Error> {
+    let kind: String = row.try_get("type")?;
+    Ok(Agent {
+        id: row.try_get("id")?,
+        team_id: row.try_get("team_id")?,
+        name: row.try_get("name")?,
+        description: row.try_get("description")?,
+        r#type: if kind == "phone" { AgentType::Phone } else { AgentType::Chat }.into(),
+        knowledgebase_id: row.try_get("knowledgebase_id")?,
+        created_at_ms: row.try_get("created_at")?,
+        updated_at_ms: row.try_get("updated_at")?,
+    })
+}
+
+#[derive(Debug, Clone)]
+pub struct NewAgent {
+    pub name: String,
+    pub description: Option<String>,
+    pub agent_type: AgentType,
+    pub instructions: Option<String>,
+    pub knowledgebase_id: Option<String>,
+}
+
+/// A partial update; `Some(None)` clears a nullable field.
+#[derive(Debug, Clone, Default)]
+pub struct AgentChanges {
+    pub name: Option<String>,
+    pub description: Option<Option<String>>,
+    pub knowledgebase_id: Option<Option<String>>,
+}
+
+fn text_violation(field: &str, value: &str, min: usize, max: usize) -> Option<FieldViolation> {
+    let chars = value.chars().count();
+    (chars < min || chars > max || (min > 0 && value.trim().is_empty()))
+        .then(|| FieldViolation::new(field, format!("must be {min} to {max} characters")))
+}
+
+pub(super) fn type_str(agent_type: AgentType) -> Option<&'static str> {
+    match agent_type {
+        AgentType::Phone => Some("phone"),
+        AgentType::Chat => Some("chat"),
+        AgentType::Unspecified => None,
+    }
+}
+
+impl AgentStore {
+    /// Newest first.
+    pub async fn list(&self, team_id: &str) -> ServiceResult<Vec<Agent>> {
+        check_ids(&[("teamId", team_id)])?;
+        let rows = sqlx::query(&format!(
+            "SELECT {AGENT_COLUMNS} FROM agents WHERE team_id = $1 ORDER BY created_at DESC, id DESC"
+        ))
+        .bind(team_id)
+        .fetch_all(self.db.pool())
+        .await?;
+        Ok(rows.iter().map(agent_from_row).collect::<Result<_, _>>()?)
+    }
+
+    pub async fn get(&self, team_id: &str, agent_id: &str) -> ServiceResult<Agent> {
+        check_ids(&[("teamId", team_id), ("agentId", agent_id)])?;
+        let row = sqlx::query(&format!("SELECT {AGENT_COLUMNS} FROM agents WHERE id = $1 AND team_id = $2"))
+            .bind(agent_id)
+            .bind(team_id)
+            .fetch_optional(self.db.pool())
+            .await?
+            .ok_or_else(agent_not_found)?;
+        Ok(agent_from_row(&row)?)
+    }
+
+    /// Creates an agent; with instructions they are version 1. A prompt job is queued
+    /// either way, so that the agent has a runtime prompt from the start.
+    pub async fn create(&self, team_id: &str, new: NewAgent) -> ServiceResult<Agent> {
+        check_ids(&[("teamId", team_id)])?;
+        let kind = type_str(new.agent_type);
+        let instructions = new.instructions.unwrap_or_default();
+        let violations = [
+            text_violation("name", &new.name, 1, NAME_MAX),
+            new.description.as_deref().and_then(|d| text_violation("description", d, 0, DESCRIPTION_MAX)),
+            kind.is_none().then(|| FieldViolation::new("type", "must be phone or chat")),
+            (!instructions.is_empty())
+                .then(|| text_violation("instructions", &instructions, 1, INSTRUCTIONS_MAX))
+                .flatten(),
+            new.knowledgebase_id.as_deref().and_then(|id| {
+                uuid::Uuid::parse_str(id).is_err().then(|| FieldViolation::new("knowledgebaseId", "must be a UUID"))
+            }),
+        ];
+        let violations: Vec<_> = violations.into_iter().flatten().collect();
+        if !violations.is_empty() {
+            return Err(ServiceError::validation(violations));
+        }
+        let now = now_ms();
+        let id = uuid::Uuid::now_v7().to_string();
+        let version = i64::from(!instructions.is_empty());
+        let mut tx = self.db.begin_write().await?;
+        sqlx::query(
+            "INSERT INTO agents (id, team_id, name, description, type, knowledgebase_id, instructions, \
+             instructions_version, instructions_updated_at, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $9)",
+        )
+        .bind(&id)
+        .bind(team_id)
+        .bind(new.name.trim())
+        .bind(new.description.as_deref())
+        .bind(kind.unwrap_or("chat"))
+        .bind(new.knowledgebase_id.as_deref())
+        .bind(&instructions)
+        .bind(version)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        jobs::enqueue(
+            &mut tx,
+            NewJob {
+                kind: OPTIMIZE_PROMPT,
+                team_id,
+                subject_id: &id,
+                payload: serde_json::json!({ "version": version }),
+                max_attempts: 5,
+            },
+        )
+        .await?;
+        let row = sqlx::query(&format!("SELECT {AGENT_COLUMNS} FROM agents WHERE id = $1"))
+            .bind(&id)
+            .fetch_one(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(agent_from_row(&row)?)
+    }
+
+    pub async fn update(&self, team_id: &str, agent_id: &str, changes: AgentChanges) -> ServiceResult<Agent> {
+        check_ids(&[("teamId", team_id), ("agentId", agent_id)])?;
+        let violations = [
+            changes.name.as_deref().and_then(|n| text_violation("name", n, 1, NAME_MAX)),
+            changes
+                .description
+                .as_ref()
+                .and_then(|d| d.as_deref().and_then(|d| text_violation("description", d, 0, DESCRIPTION_MAX))),
+            changes.knowledgebase_id.as_ref().and_then(|k| {
+                k.as_deref().and_then(|id| {
+                    uuid::Uuid::parse_str(id).is_err().then(|| FieldViolation::new("knowledgebaseId", "must be a UUID"))
+                })
+            }),
+        ];
+        let violations: Vec<_> = violations.into_iter().flatten().collect();
+        if !violations.is_empty() {
+            return Err(ServiceError::validation(violations));
+        }
+        let mut tx = self.db.begin_write().await?;
+        let current = sqlx::query(&format!(
+            "SELECT {AGENT_COLUMNS} FROM agents WHERE id = $1 AND team_id = $2{}",
+            self.db.for_update()
+        ))
+        .bind(agent_id)
+        .bind(team_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(agent_not_found)?;
+        let current = agent_from_row(&current)?;
+        let name = changes.name.map_or(current.name, |n| n.trim().to_owned());
+        let description = changes.description.unwrap_or(current.description);
+        let knowledgebase_id = changes.knowledgebase_id.unwrap_or(current.knowledgebase_id);
+        sqlx::query(
+            "UPDATE agents SET name = $1, description = $2, knowledgebase_id = $3, updated_at = $4 \
+             WHERE id = $5 AND team_id = $6",
+        )
+        .bind(&name)
+        .bind(description.as_deref())
+        .bind(knowledgebase_id.as_deref())
+        .bind(now_ms())
+        .bind(agent_id)
+        .bind(team_id)
+        .execute(&mut *tx)
+        .await?;
+        let row = sqlx::query(&format!("SELECT {AGENT_COLUMNS} FROM agents WHERE id = $1"))
+            .bind(agent_id)
+            .fetch_one(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(agent_from_row(&row)?)
+    }
+
+    /// Deletes the agent with its history and runtime prompt.
+    pub async fn delete(&self, team_id: &str, agent_id: &str) -> ServiceResult<Agent> {
+        let agent = self.get(team_id, agent_id).await?;
+        let mut tx = self.db.begin_write().await?;
+        for table in ["instruction_versions", "runtime_prompts"] {
+            sqlx::query(&format!("DELETE FROM {table} WHERE agent_id = $1 AND team_id = $2"))
+                .bind(agent_id)
+                .bind(team_id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        sqlx::query("DELETE FROM agents WHERE id = $1 AND team_id = $2")
+            .bind(agent_id)
+            .bind(team_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(agent)
+    }
+
+    /// Unlinks every agent of the team from a knowledge base that is going away.
+    pub async fn unlink_knowledgebase(&self, team_id: &str, knowledgebase_id: &str) -> ServiceResult<i64> {
+        check_ids(&[("teamId", team_id), ("knowledgebaseId", knowledgebase_id)])?;
+        let result = sqlx::query(
+            "UPDATE agents SET knowledgebase_id = NULL, updated_at = $1 WHERE team_id = $2 AND knowledgebase_id = $3",
+        )
+        .bind(now_ms())
+        .bind(team_id)
+        .bind(knowledgebase_id)
+        .execute(self.db.pool())
+        .await?;
+        Ok(i64::try_from(result.rows_affected()).unwrap_or(i64::MAX))
+    }
+}
