@@ -104,6 +104,8 @@ pub struct ServiceError {
     pub message: String,
     pub hint: Option<String>,
     pub details: Vec<FieldViolation>,
+    /// For a 429 of a per-resource limit: when the action is allowed again (ms since epoch).
+    pub retry_at_ms: Option<i64>,
     pub source: Option<anyhow::Error>,
 }
 
@@ -111,7 +113,7 @@ pub type ServiceResult<T> = Result<T, ServiceError>;
 
 impl ServiceError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into(), hint: None, details: Vec::new(), source: None }
+        Self { kind, message: message.into(), hint: None, details: Vec::new(), retry_at_ms: None, source: None }
     }
 
     pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
@@ -145,6 +147,11 @@ impl ServiceError {
         Self::validation(vec![FieldViolation::new(field, message)])
     }
 
+    /// A per-resource limit (not the request rate): allowed again at `retry_at_ms`.
+    pub fn limited_until(message: impl Into<String>, retry_at_ms: i64) -> Self {
+        Self { retry_at_ms: Some(retry_at_ms), ..Self::new(ErrorKind::RateLimited, message) }
+    }
+
     pub fn insufficient_credits() -> Self {
         Self::new(ErrorKind::InsufficientCredits, "Insufficient credits")
             .with_hint("Add credits to the team's balance, then retry.")
@@ -167,6 +174,7 @@ impl ServiceError {
                 .iter()
                 .map(|v| ProtoViolation { field: v.field.clone(), message: v.message.clone() })
                 .collect(),
+            retry_at_ms: self.retry_at_ms,
         };
         tonic::Status::with_details(self.kind.grpc_code(), self.message.clone(), detail.encode_to_vec().into())
     }
@@ -187,6 +195,7 @@ impl ServiceError {
         let mut error = Self::new(kind, message);
         if let Some(detail) = detail {
             error.hint = Some(detail.hint).filter(|h| !h.is_empty());
+            error.retry_at_ms = detail.retry_at_ms;
             error.details = detail.violations.into_iter().map(|v| FieldViolation::new(v.field, v.message)).collect();
         } else if kind == ErrorKind::Internal {
             error.source = Some(anyhow::anyhow!("upstream status: {status}"));

@@ -174,6 +174,12 @@ impl Runner {
         self
     }
 
+    /// Uses a waker made before the runner (by the service that queues the jobs).
+    pub fn with_waker(mut self, wake: Arc<Notify>) -> Self {
+        self.wake = wake;
+        self
+    }
+
     /// Ring it after committing a job so that it starts now rather than at the next poll.
     pub fn waker(&self) -> Arc<Notify> {
         self.wake.clone()
