@@ -1,0 +1,85 @@
+//! Latency and throughput of the local embedding model, through the async `Embedder` API.
+//!
+//! `cargo run --release -p switchboard-knowledgebase --example embed_bench`
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use switchboard_knowledgebase::embed::{self, BertEmbedder, Embedder};
+
+const QUERY_RUNS: usize = 300;
+const PASSAGES: usize = 320;
+const PASSAGE_BATCH: usize = 16;
+
+/// A Q&A reference of about 60 tokens: a question plus a short answer.
+fn passage(i: usize) -> String {
+    let topics = ["refund", "delivery", "password", "invoice", "subscription", "warranty", "account", "booking"];
+    let topic = topics[i % topics.len()];
+    format!(
+        "Q: How long does the {topic} process take for request number {i}? \
+         A: Most {topic} requests are handled within two working days. If yours takes longer, \
+         contact our support team with your reference number and we will look into it right away."
+    )
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let rank = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[rank.min(sorted.len() - 1)]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let dir = embed::default_model_dir();
+    let started = Instant::now();
+    let model = BertEmbedder::load(&dir).context("cannot load the model")?;
+    let load_time = started.elapsed();
+
+    let query = "How do I reset my password?".to_string();
+    for _ in 0..20 {
+        model.embed(vec![query.clone()]).await?;
+    }
+    model.embed((0..PASSAGE_BATCH).map(passage).collect()).await?;
+
+    let mut latencies = Vec::with_capacity(QUERY_RUNS);
+    for _ in 0..QUERY_RUNS {
+        let started = Instant::now();
+        model.embed(vec![query.clone()]).await?;
+        latencies.push(started.elapsed());
+    }
+    latencies.sort();
+
+    let passages: Vec<String> = (0..PASSAGES).map(passage).collect();
+    let mut tokenizer =
+        tokenizers::Tokenizer::from_file(dir.join("tokenizer.json")).map_err(|e| anyhow::anyhow!("{e}"))?;
+    tokenizer.with_padding(None);
+    let mut tokens = 0;
+    for text in &passages {
+        tokens += tokenizer.encode(text.as_str(), true).map_err(|e| anyhow::anyhow!("{e}"))?.get_ids().len();
+    }
+    let query_tokens = tokenizer.encode(query.as_str(), true).map_err(|e| anyhow::anyhow!("{e}"))?.get_ids().len();
+    let started = Instant::now();
+    for batch in passages.chunks(PASSAGE_BATCH) {
+        model.embed(batch.to_vec()).await?;
+    }
+    let passage_time = started.elapsed();
+    let throughput = PASSAGES as f64 / passage_time.as_secs_f64();
+
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    println!("all-MiniLM-L6-v2, candle CPU F32, {threads} threads, model loaded in {:.0} ms\n", ms(load_time));
+    println!("| measurement | value |");
+    println!("|---|---|");
+    println!(
+        "| query latency p50 ({query_tokens} tokens, {QUERY_RUNS} runs) | {:.1} ms |",
+        ms(percentile(&latencies, 0.50))
+    );
+    println!("| query latency p99 | {:.1} ms |", ms(percentile(&latencies, 0.99)));
+    println!(
+        "| passage throughput ({} tokens on average, batches of {PASSAGE_BATCH}, {PASSAGES} passages) | {throughput:.0} passages/s |",
+        tokens / PASSAGES
+    );
+    Ok(())
+}

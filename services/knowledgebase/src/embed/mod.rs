@@ -1,0 +1,56 @@
+//! Sentence embeddings. The default is all-MiniLM-L6-v2 run in process with candle
+//! (`bert.rs`); an OpenAI-compatible `/v1/embeddings` endpoint is the configurable
+//! alternative (`openai.rs`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Turns texts into L2-normalised vectors, so that a dot product is the cosine similarity.
+#[async_trait::async_trait]
+pub trait Embedder: Send + Sync + 'static {
+    /// One vector per text, in order, each `dimensions()` long.
+    async fn embed(&self, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>>;
+    fn dimensions(&self) -> usize;
+    /// A name of the model, stored with each vector so that a model change can be detected.
+    fn model(&self) -> &str;
+}
+
+#[derive(Debug, Clone)]
+pub struct OpenAiConfig {
+    /// Base URL, e.g. `https://api.openai.com/v1`; `/embeddings` is appended.
+    pub url: String,
+    pub model: String,
+    pub api_key: Option<String>,
+    pub dimensions: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct EmbeddingConfig {
+    /// Directory holding `config.json`, `tokenizer.json` and `model.safetensors`.
+    pub model_dir: PathBuf,
+    /// When set, this endpoint is used instead of the local model.
+    pub openai: Option<OpenAiConfig>,
+}
+
+pub mod bert;
+pub mod openai;
+
+pub use bert::BertEmbedder;
+pub use openai::OpenAiEmbedder;
+
+/// The directory `scripts/lib.sh` (`ensure_model`) downloads the local model to.
+pub fn default_model_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("SWITCHBOARD_EMBEDDING_MODEL_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+    home.join(".cache/switchboard/models/all-MiniLM-L6-v2")
+}
+
+/// The configured endpoint wins over the local model, which is loaded (about 90 MB) only when needed.
+pub fn load(config: &EmbeddingConfig) -> anyhow::Result<Arc<dyn Embedder>> {
+    Ok(match &config.openai {
+        Some(openai) => Arc::new(OpenAiEmbedder::new(openai.clone())?),
+        None => Arc::new(BertEmbedder::load(&config.model_dir)?),
+    })
+}

@@ -1,0 +1,181 @@
+//! The jobs that turn sources into searchable entries: scraping a webpage and extracting
+//! an uploaded document. Both are idempotent (a source's entries are replaced as a whole),
+//! so a job that runs again after a crash does no harm.
+//!
+//! A failure marks the source `failed` with its reason at once, keeping the entries of the
+//! last good run; failures that may pass (timeouts, 5xx, network errors) are retried by
+//! the job runner with backoff, the others are final.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use switchboard_kit::jobs::{Job, JobHandler};
+
+use crate::knowledge::Knowledge;
+use crate::sources::fetch::{ContentKind, FetchError, Fetcher};
+use crate::sources::html::Section;
+use crate::sources::llm::ChatExtractor;
+use crate::sources::qa::{self, QaPair};
+use crate::sources::{documents, html};
+use crate::store::{EXTRACT_DOCUMENT, EntryText, ExtractedEntry, SCRAPE_WEBPAGE, SourceKind};
+
+/// Entries embedded per call to the embedder.
+const EMBED_BATCH: usize = 64;
+
+pub struct Ingest {
+    knowledge: Arc<Knowledge>,
+    fetcher: Fetcher,
+    chat: Option<ChatExtractor>,
+}
+
+/// How a job attempt ended when it did not succeed.
+enum Failure {
+    /// Worth another attempt.
+    Transient(String),
+    /// Final: the source stays `failed`.
+    Final(String),
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(error: anyhow::Error) -> Self {
+        Failure::Transient(format!("{error:#}"))
+    }
+}
+
+impl From<switchboard_kit::ServiceError> for Failure {
+    fn from(error: switchboard_kit::ServiceError) -> Self {
+        Failure::Transient(error.to_string())
+    }
+}
+
+fn is_transient(error: &FetchError) -> bool {
+    match error {
+        FetchError::Timeout(_) | FetchError::Network(_) | FetchError::RobotsUnavailable(..) => true,
+        FetchError::HttpStatus(status) => *status >= 500 || *status == 429 || *status == 408,
+        _ => false,
+    }
+}
+
+impl Ingest {
+    pub fn new(knowledge: Arc<Knowledge>, fetcher: Fetcher, chat: Option<ChatExtractor>) -> Arc<Self> {
+        Arc::new(Self { knowledge, fetcher, chat })
+    }
+
+    async fn scrape(&self, webpage_id: &str) -> Result<(), Failure> {
+        let store = &self.knowledge.store;
+        let Some((webpage, _)) = store.webpage_by_id(webpage_id).await? else {
+            return Ok(());
+        };
+        let fetched = self.fetcher.fetch(&webpage.url).await.map_err(|error| {
+            if is_transient(&error) { Failure::Transient(error.to_string()) } else { Failure::Final(error.to_string()) }
+        })?;
+        let (title, sections) = tokio::task::spawn_blocking(move || match fetched.kind {
+            ContentKind::Html => {
+                let page = html::extract(&fetched.body);
+                (page.title, page.sections)
+            }
+            ContentKind::PlainText => (None, qa::plain_text_sections(&fetched.body)),
+        })
+        .await
+        .context("extracting the page's text")?;
+        let pairs = self.pairs(title.as_deref(), &webpage.name, &sections, Vec::new()).await;
+        if pairs.is_empty() {
+            return Err(Failure::Final("the page contains no text".to_owned()));
+        }
+        let entries = self.embed(pairs).await?;
+        if store.finish_scrape(webpage_id, &entries, self.knowledge.embedder.model()).await? {
+            self.knowledge.sync.apply_or_log().await;
+        }
+        Ok(())
+    }
+
+    async fn extract(&self, document_id: &str) -> Result<(), Failure> {
+        let store = &self.knowledge.store;
+        let Some((document, _, object_key)) = store.document_by_id(document_id).await? else {
+            return Ok(());
+        };
+        let format = documents::Format::from_file_name(&document.file_name)
+            .ok_or_else(|| Failure::Final(format!("unsupported file type; supported: {}", documents::SUPPORTED)))?;
+        let bytes = self.knowledge.objects.get(&object_key).await?;
+        let parsed = tokio::task::spawn_blocking(move || documents::parse(format, &bytes))
+            .await
+            .context("extracting the document's text")?
+            .map_err(Failure::Final)?;
+        let pairs = self.pairs(parsed.title.as_deref(), &document.name, &parsed.sections, parsed.pairs).await;
+        if pairs.is_empty() {
+            return Err(Failure::Final("the document contains no text".to_owned()));
+        }
+        let entries = self.embed(pairs).await?;
+        if store.finish_extraction(document_id, &entries, self.knowledge.embedder.model()).await? {
+            self.knowledge.sync.apply_or_log().await;
+        }
+        Ok(())
+    }
+
+    /// Q&A pairs of the sections (by the chat model when one is configured), after the
+    /// pairs a source gives ready-made.
+    async fn pairs(
+        &self,
+        title: Option<&str>,
+        name: &str,
+        sections: &[Section],
+        mut ready: Vec<QaPair>,
+    ) -> Vec<QaPair> {
+        let found = match &self.chat {
+            Some(chat) => chat.pairs(title, name, sections).await,
+            None => qa::from_sections(title, name, sections),
+        };
+        ready.extend(found);
+        ready.retain(|pair| !pair.question.trim().is_empty() && !pair.answer.trim().is_empty());
+        ready.truncate(qa::MAX_ENTRIES);
+        ready
+    }
+
+    async fn embed(&self, pairs: Vec<QaPair>) -> anyhow::Result<Vec<ExtractedEntry>> {
+        let mut entries = Vec::with_capacity(pairs.len());
+        for batch in pairs.chunks(EMBED_BATCH) {
+            let texts: Vec<EntryText> =
+                batch.iter().map(|p| EntryText { question: p.question.clone(), answer: p.answer.clone() }).collect();
+            let vectors = self
+                .knowledge
+                .embedder
+                .embed(texts.iter().map(EntryText::embedding_input).collect())
+                .await
+                .context("embedding extracted entries")?;
+            entries.extend(texts.into_iter().zip(vectors).map(|(text, embedding)| ExtractedEntry { text, embedding }));
+        }
+        Ok(entries)
+    }
+
+    fn source_kind(job: &Job) -> anyhow::Result<SourceKind> {
+        match job.kind.as_str() {
+            SCRAPE_WEBPAGE => Ok(SourceKind::Webpage),
+            EXTRACT_DOCUMENT => Ok(SourceKind::Document),
+            other => anyhow::bail!("no handler for jobs of kind {other}"),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl JobHandler for Ingest {
+    async fn run(&self, job: &Job) -> anyhow::Result<()> {
+        let kind = Self::source_kind(job)?;
+        let outcome = match kind {
+            SourceKind::Webpage => self.scrape(&job.subject_id).await,
+            SourceKind::Document => self.extract(&job.subject_id).await,
+        };
+        let (reason, retry) = match outcome {
+            Ok(()) => return Ok(()),
+            Err(Failure::Transient(reason)) => (reason, true),
+            Err(Failure::Final(reason)) => (reason, false),
+        };
+        tracing::warn!(job = %job.id, source = %job.subject_id, %reason, retry, "ingesting a source failed");
+        self.knowledge.store.fail_source(kind, &job.subject_id, &reason).await?;
+        if retry { Err(anyhow::anyhow!(reason)) } else { Ok(()) }
+    }
+
+    async fn gave_up(&self, job: &Job, error: &str) -> anyhow::Result<()> {
+        self.knowledge.store.fail_source(Self::source_kind(job)?, &job.subject_id, error).await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,352 @@
+//! What the service does, on top of the store: references are embedded before they are
+//! written, so that they are searchable as soon as the write answers; searches embed the
+//! query and read the matching entries back from SQL.
+
+use std::sync::Arc;
+
+use switchboard_kit::{ErrorKind, FieldViolation, ServiceError, ServiceResult};
+use switchboard_proto::v1::{Document, Knowledgebase, Reference, SearchHit, Webpage};
+use tokio::sync::Notify;
+
+use crate::embed::Embedder;
+use crate::objects::{self, Objects};
+use crate::sources::documents::{self, Format};
+use crate::store::{EntryText, KnowledgeStore, NewDocument, SourcePatch};
+use crate::sync::IndexSync;
+
+pub const QUERY_MAX: usize = 2000;
+pub const LIMIT_MAX: u32 = 50;
+/// An update retried this often when other writers keep changing the same reference.
+const UPDATE_ATTEMPTS: usize = 3;
+
+pub struct Knowledge {
+    pub store: KnowledgeStore,
+    pub embedder: Arc<dyn Embedder>,
+    pub sync: Arc<IndexSync>,
+    pub objects: Objects,
+    /// Uploaded files larger than this are refused.
+    pub max_upload_bytes: usize,
+    /// Rung after a job is queued so that the runner starts it now.
+    pub jobs: Arc<Notify>,
+    /// Held for as long as the service runs (see `startup`).
+    pub(crate) _index_lock: Option<std::fs::File>,
+}
+
+impl Knowledge {
+    async fn embed_one(&self, text: String) -> ServiceResult<Vec<f32>> {
+        self.embedder
+            .embed(vec![text])
+            .await
+            .map_err(|e| ServiceError::internal(e.context("embedding")))?
+            .pop()
+            .ok_or_else(|| ServiceError::internal(anyhow::anyhow!("the embedder returned no vector")))
+    }
+
+    pub async fn knowledgebase_with_content(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+    ) -> ServiceResult<Knowledgebase> {
+        let mut knowledgebase = self.store.knowledgebase(team_id, knowledgebase_id).await?;
+        knowledgebase.references = self.store.manual_references(team_id, knowledgebase_id).await?;
+        knowledgebase.webpages = self.store.webpages(team_id, knowledgebase_id).await?;
+        knowledgebase.documents = self.store.documents(team_id, knowledgebase_id).await?;
+        Ok(knowledgebase)
+    }
+
+    /// Deletes the knowledge base with everything in it, the uploaded files too.
+    pub async fn delete_knowledgebase(&self, team_id: &str, knowledgebase_id: &str) -> ServiceResult<Knowledgebase> {
+        let files = self.store.document_objects(team_id, knowledgebase_id).await?;
+        let deleted = self.store.delete_knowledgebase(team_id, knowledgebase_id).await?;
+        self.sync.apply_or_log().await;
+        for key in files {
+            self.delete_object(&key).await;
+        }
+        Ok(deleted)
+    }
+
+    async fn delete_object(&self, key: &str) {
+        if let Err(error) = self.objects.delete(key).await {
+            tracing::warn!(error = format!("{error:#}"), key, "an uploaded file could not be removed");
+        }
+    }
+
+    pub async fn create_webpage(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+        name: &str,
+        url: &str,
+        notes: Option<&str>,
+    ) -> ServiceResult<Webpage> {
+        let webpage = self.store.create_webpage(team_id, knowledgebase_id, name, url, notes).await?;
+        self.jobs.notify_one();
+        Ok(webpage)
+    }
+
+    pub async fn webpage(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+        webpage_id: &str,
+        content: bool,
+    ) -> ServiceResult<Webpage> {
+        let mut webpage = self.store.webpage(team_id, knowledgebase_id, webpage_id).await?;
+        if content {
+            webpage.content = self.store.source_entries(team_id, webpage_id).await?;
+        }
+        Ok(webpage)
+    }
+
+    pub async fn update_webpage(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+        webpage_id: &str,
+        patch: &SourcePatch,
+    ) -> ServiceResult<Webpage> {
+        self.store.update_webpage(team_id, knowledgebase_id, webpage_id, patch).await
+    }
+
+    pub async fn delete_webpage(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+        webpage_id: &str,
+    ) -> ServiceResult<Webpage> {
+        let deleted = self.store.delete_webpage(team_id, knowledgebase_id, webpage_id).await?;
+        self.sync.apply_or_log().await;
+        Ok(deleted)
+    }
+
+    pub async fn refresh_webpage(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+        webpage_id: &str,
+    ) -> ServiceResult<Webpage> {
+        let webpage =
+            self.store.request_refresh(team_id, knowledgebase_id, webpage_id, switchboard_kit::time::now_ms()).await?;
+        self.jobs.notify_one();
+        Ok(webpage)
+    }
+
+    /// Checks the file (type 415, size 413, content 422: nothing is stored for a file that
+    /// cannot be read), keeps it in object storage and queues its extraction.
+    pub async fn upload_document(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+        file_name: &str,
+        name: Option<&str>,
+        notes: Option<&str>,
+        content: Vec<u8>,
+    ) -> ServiceResult<Document> {
+        let file_name = file_name.rsplit(['/', '\\']).next().unwrap_or_default().trim().to_owned();
+        if file_name.is_empty() {
+            return Err(ServiceError::invalid_field("file", "must have a file name"));
+        }
+        let id = uuid::Uuid::now_v7().to_string();
+        let new = NewDocument {
+            object_key: objects::document_key(team_id, knowledgebase_id, &id, &file_name),
+            id,
+            name: name.map(str::to_owned).unwrap_or_else(|| file_name.clone()),
+            notes: notes.map(str::to_owned),
+            content_type: String::new(),
+            size_bytes: i64::try_from(content.len()).unwrap_or(i64::MAX),
+            file_name,
+        };
+        new.validate()?;
+        let format = Format::from_file_name(&new.file_name).ok_or_else(|| {
+            ServiceError::new(ErrorKind::UnsupportedMediaType, "Unsupported file type")
+                .with_hint(format!("Supported types: {}.", documents::SUPPORTED))
+        })?;
+        if content.len() > self.max_upload_bytes {
+            return Err(ServiceError::new(
+                ErrorKind::PayloadTooLarge,
+                format!("The file is larger than {} bytes", self.max_upload_bytes),
+            ));
+        }
+        if content.is_empty() {
+            return Err(
+                ServiceError::new(ErrorKind::Unprocessable, "The file cannot be read").with_hint("the file is empty")
+            );
+        }
+        self.store.knowledgebase(team_id, knowledgebase_id).await?;
+        let (content, parsed) = tokio::task::spawn_blocking(move || {
+            let parsed = documents::parse(format, &content);
+            (content, parsed)
+        })
+        .await
+        .map_err(|e| ServiceError::internal(anyhow::Error::new(e).context("parsing an upload")))?;
+        if let Err(reason) = parsed {
+            return Err(ServiceError::new(ErrorKind::Unprocessable, "The file cannot be read").with_hint(reason));
+        }
+        let new = NewDocument { content_type: format.content_type().to_owned(), ..new };
+        self.objects.put(&new.object_key, content).await.map_err(ServiceError::internal)?;
+        match self.store.create_document(team_id, knowledgebase_id, &new).await {
+            Ok(document) => {
+                self.jobs.notify_one();
+                Ok(document)
+            }
+            Err(error) => {
+                self.delete_object(&new.object_key).await;
+                Err(error)
+            }
+        }
+    }
+
+    pub async fn document(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+        document_id: &str,
+        content: bool,
+    ) -> ServiceResult<Document> {
+        let mut document = self.store.document(team_id, knowledgebase_id, document_id).await?;
+        if content {
+            document.content = self.store.source_entries(team_id, document_id).await?;
+        }
+        Ok(document)
+    }
+
+    pub async fn update_document(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+        document_id: &str,
+        patch: &SourcePatch,
+    ) -> ServiceResult<Document> {
+        if patch.url.is_some() {
+            return Err(ServiceError::invalid_field("url", "documents have no url"));
+        }
+        self.store.update_document(team_id, knowledgebase_id, document_id, patch).await
+    }
+
+    pub async fn delete_document(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+        document_id: &str,
+    ) -> ServiceResult<Document> {
+        let (deleted, key) = self.store.delete_document(team_id, knowledgebase_id, document_id).await?;
+        self.sync.apply_or_log().await;
+        self.delete_object(&key).await;
+        Ok(deleted)
+    }
+
+    pub async fn create_reference(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+        text: EntryText,
+    ) -> ServiceResult<Reference> {
+        text.validate()?;
+        // A missing knowledge base is a 404 before the model is asked for anything.
+        self.store.knowledgebase(team_id, knowledgebase_id).await?;
+        let vector = self.embed_one(text.embedding_input()).await?;
+        let reference =
+            self.store.insert_reference(team_id, knowledgebase_id, &text, &vector, self.embedder.model()).await?;
+        self.sync.apply_or_log().await;
+        Ok(reference)
+    }
+
+    /// A partial update: omitted fields keep their value; the vector is recomputed only
+    /// when the text changes.
+    pub async fn update_reference(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+        reference_id: &str,
+        question: Option<String>,
+        answer: Option<String>,
+    ) -> ServiceResult<Reference> {
+        self.store.knowledgebase(team_id, knowledgebase_id).await?;
+        for _ in 0..UPDATE_ATTEMPTS {
+            let current = self.store.reference(team_id, knowledgebase_id, reference_id).await?;
+            let before = EntryText { question: current.question.clone(), answer: current.answer.clone() };
+            let after = EntryText {
+                question: question.clone().unwrap_or_else(|| before.question.clone()),
+                answer: answer.clone().unwrap_or_else(|| before.answer.clone()),
+            };
+            after.validate()?;
+            let vector = if after == before { None } else { Some(self.embed_one(after.embedding_input()).await?) };
+            let embedding = vector.as_deref().map(|v| (v, self.embedder.model()));
+            let replaced = self
+                .store
+                .replace_reference_text(team_id, knowledgebase_id, reference_id, &before, &after, embedding)
+                .await?;
+            if let Some(reference) = replaced {
+                self.sync.apply_or_log().await;
+                return Ok(reference);
+            }
+        }
+        Err(ServiceError::conflict("The reference kept changing while it was being updated")
+            .with_hint("Retry the update."))
+    }
+
+    pub async fn delete_reference(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+        reference_id: &str,
+    ) -> ServiceResult<Reference> {
+        self.store.knowledgebase(team_id, knowledgebase_id).await?;
+        let deleted = self.store.delete_reference(team_id, knowledgebase_id, reference_id).await?;
+        self.sync.apply_or_log().await;
+        Ok(deleted)
+    }
+
+    pub async fn search(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+        query: &str,
+        limit: u32,
+        threshold: f32,
+    ) -> ServiceResult<Vec<SearchHit>> {
+        let chars = query.chars().count();
+        let mut problems = Vec::new();
+        if chars == 0 || chars > QUERY_MAX || query.trim().is_empty() {
+            problems.push(FieldViolation::new("query", format!("must be 1 to {QUERY_MAX} characters")));
+        }
+        if !(1..=LIMIT_MAX).contains(&limit) {
+            problems.push(FieldViolation::new("limit", format!("must be an integer from 1 to {LIMIT_MAX}")));
+        }
+        if !(0.0..=1.0).contains(&threshold) || threshold.is_nan() {
+            problems.push(FieldViolation::new("threshold", "must be a number from 0 to 1"));
+        }
+        if !problems.is_empty() {
+            return Err(ServiceError::validation(problems));
+        }
+        self.store.knowledgebase(team_id, knowledgebase_id).await?;
+        let vector = self.embed_one(query.to_owned()).await?;
+        let hits = self
+            .sync
+            .index()
+            .search(knowledgebase_id, vector, usize::try_from(limit).unwrap_or(10), threshold)
+            .await
+            .map_err(|e| ServiceError::internal(e.context("searching the index")))?;
+        let ids: Vec<String> = hits.iter().map(|hit| hit.id.to_string()).collect();
+        let mut references = self.store.references_by_ids(team_id, knowledgebase_id, &ids).await?;
+        // An entry deleted since the index saw it is dropped here rather than shown.
+        Ok(hits
+            .iter()
+            .filter_map(|hit| {
+                references
+                    .remove(&hit.id.to_string())
+                    .map(|reference| SearchHit { reference: Some(reference), similarity: hit.score })
+            })
+            .collect())
+    }
+
+    pub async fn reference(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+        reference_id: &str,
+    ) -> ServiceResult<Reference> {
+        self.store.knowledgebase(team_id, knowledgebase_id).await?;
+        self.store.reference(team_id, knowledgebase_id, reference_id).await
+    }
+}

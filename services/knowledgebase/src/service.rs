@@ -1,0 +1,190 @@
+//! The gRPC face of the knowledgebase service.
+
+use std::sync::Arc;
+
+use switchboard_kit::ServiceError;
+use switchboard_proto::v1::knowledgebase_service_server::{KnowledgebaseService, KnowledgebaseServiceServer};
+use switchboard_proto::v1::*;
+use tonic::service::Routes;
+use tonic::{Request, Response, Status};
+
+use crate::knowledge::Knowledge;
+use crate::store::{EntryText, SourcePatch};
+
+pub struct KnowledgebaseApi {
+    knowledge: Arc<Knowledge>,
+}
+
+/// Room for the largest upload plus the request's other fields.
+const MESSAGE_OVERHEAD: usize = 64 * 1024;
+
+pub fn routes(knowledge: Arc<Knowledge>) -> Routes {
+    let max_message = knowledge.max_upload_bytes.saturating_add(MESSAGE_OVERHEAD);
+    Routes::new(KnowledgebaseServiceServer::new(KnowledgebaseApi { knowledge }).max_decoding_message_size(max_message))
+}
+
+fn notes_patch(notes: Option<String>, clear: bool) -> Option<Option<String>> {
+    if clear { Some(None) } else { notes.map(Some) }
+}
+
+type Reply<T> = Result<Response<T>, Status>;
+
+fn reply<T>(result: Result<T, ServiceError>) -> Reply<T> {
+    result.map(Response::new).map_err(Status::from)
+}
+
+#[tonic::async_trait]
+impl KnowledgebaseService for KnowledgebaseApi {
+    async fn list_knowledgebases(
+        &self,
+        request: Request<ListKnowledgebasesRequest>,
+    ) -> Reply<ListKnowledgebasesResponse> {
+        let request = request.into_inner();
+        reply(
+            self.knowledge
+                .store
+                .list_knowledgebases(&request.team_id, &request.ids)
+                .await
+                .map(|knowledgebases| ListKnowledgebasesResponse { knowledgebases }),
+        )
+    }
+
+    async fn get_knowledgebase(&self, request: Request<GetKnowledgebaseRequest>) -> Reply<Knowledgebase> {
+        let request = request.into_inner();
+        if request.include_content {
+            reply(self.knowledge.knowledgebase_with_content(&request.team_id, &request.knowledgebase_id).await)
+        } else {
+            reply(self.knowledge.store.knowledgebase(&request.team_id, &request.knowledgebase_id).await)
+        }
+    }
+
+    async fn create_knowledgebase(&self, request: Request<CreateKnowledgebaseRequest>) -> Reply<Knowledgebase> {
+        let request = request.into_inner();
+        reply(
+            self.knowledge
+                .store
+                .create_knowledgebase(&request.team_id, &request.name, request.description.as_deref())
+                .await,
+        )
+    }
+
+    async fn update_knowledgebase(&self, request: Request<UpdateKnowledgebaseRequest>) -> Reply<Knowledgebase> {
+        let request = request.into_inner();
+        let description = if request.clear_description { Some(None) } else { request.description.as_deref().map(Some) };
+        reply(
+            self.knowledge
+                .store
+                .update_knowledgebase(&request.team_id, &request.knowledgebase_id, request.name.as_deref(), description)
+                .await,
+        )
+    }
+
+    async fn delete_knowledgebase(&self, request: Request<GetKnowledgebaseRequest>) -> Reply<Knowledgebase> {
+        let request = request.into_inner();
+        reply(self.knowledge.delete_knowledgebase(&request.team_id, &request.knowledgebase_id).await)
+    }
+
+    async fn create_reference(&self, request: Request<CreateReferenceRequest>) -> Reply<Reference> {
+        let request = request.into_inner();
+        let text = EntryText { question: request.question, answer: request.answer };
+        reply(self.knowledge.create_reference(&request.team_id, &request.knowledgebase_id, text).await)
+    }
+
+    async fn get_reference(&self, request: Request<GetReferenceRequest>) -> Reply<Reference> {
+        let request = request.into_inner();
+        reply(self.knowledge.reference(&request.team_id, &request.knowledgebase_id, &request.reference_id).await)
+    }
+
+    async fn update_reference(&self, request: Request<UpdateReferenceRequest>) -> Reply<Reference> {
+        let request = request.into_inner();
+        reply(
+            self.knowledge
+                .update_reference(
+                    &request.team_id,
+                    &request.knowledgebase_id,
+                    &request.reference_id,
+                    request.question,
+                    request.answer,
+                )
+                .await,
+        )
+    }
+
+    async fn delete_reference(&self, request: Request<GetReferenceRequest>) -> Reply<Reference> {
+        let request = request.into_inner();
+        reply(self.knowledge.delete_reference(&request.team_id, &request.knowledgebase_id, &request.reference_id).await)
+    }
+
+    async fn search(&self, request: Request<SearchRequest>) -> Reply<SearchResponse> {
+        let request = request.into_inner();
+        reply(
+            self.knowledge
+                .search(&request.team_id, &request.knowledgebase_id, &request.query, request.limit, request.threshold)
+                .await
+                .map(|hits| SearchResponse { hits }),
+        )
+    }
+
+    async fn reindex(&self, _request: Request<ReindexRequest>) -> Reply<ReindexResponse> {
+        let rebuilt = self.knowledge.sync.rebuild(self.knowledge.embedder.as_ref()).await;
+        reply(rebuilt.map(|entries| ReindexResponse { entries }).map_err(ServiceError::internal))
+    }
+
+    async fn create_webpage(&self, request: Request<CreateWebpageRequest>) -> Reply<Webpage> {
+        let r = request.into_inner();
+        reply(self.knowledge.create_webpage(&r.team_id, &r.knowledgebase_id, &r.name, &r.url, r.notes.as_deref()).await)
+    }
+
+    async fn get_webpage(&self, request: Request<GetSourceRequest>) -> Reply<Webpage> {
+        let r = request.into_inner();
+        reply(self.knowledge.webpage(&r.team_id, &r.knowledgebase_id, &r.source_id, r.include_content).await)
+    }
+
+    async fn update_webpage(&self, request: Request<UpdateWebpageRequest>) -> Reply<Webpage> {
+        let r = request.into_inner();
+        let patch = SourcePatch { name: r.name, url: r.url, notes: notes_patch(r.notes, r.clear_notes) };
+        reply(self.knowledge.update_webpage(&r.team_id, &r.knowledgebase_id, &r.webpage_id, &patch).await)
+    }
+
+    async fn delete_webpage(&self, request: Request<GetSourceRequest>) -> Reply<Webpage> {
+        let r = request.into_inner();
+        reply(self.knowledge.delete_webpage(&r.team_id, &r.knowledgebase_id, &r.source_id).await)
+    }
+
+    async fn refresh_webpage(&self, request: Request<GetSourceRequest>) -> Reply<Webpage> {
+        let r = request.into_inner();
+        reply(self.knowledge.refresh_webpage(&r.team_id, &r.knowledgebase_id, &r.source_id).await)
+    }
+
+    async fn upload_document(&self, request: Request<UploadDocumentRequest>) -> Reply<Document> {
+        let r = request.into_inner();
+        reply(
+            self.knowledge
+                .upload_document(
+                    &r.team_id,
+                    &r.knowledgebase_id,
+                    &r.file_name,
+                    r.name.as_deref(),
+                    r.notes.as_deref(),
+                    r.content,
+                )
+                .await,
+        )
+    }
+
+    async fn get_document(&self, request: Request<GetSourceRequest>) -> Reply<Document> {
+        let r = request.into_inner();
+        reply(self.knowledge.document(&r.team_id, &r.knowledgebase_id, &r.source_id, r.include_content).await)
+    }
+
+    async fn update_document(&self, request: Request<UpdateDocumentRequest>) -> Reply<Document> {
+        let r = request.into_inner();
+        let patch = SourcePatch { name: r.name, url: None, notes: notes_patch(r.notes, r.clear_notes) };
+        reply(self.knowledge.update_document(&r.team_id, &r.knowledgebase_id, &r.document_id, &patch).await)
+    }
+
+    async fn delete_document(&self, request: Request<GetSourceRequest>) -> Reply<Document> {
+        let r = request.into_inner();
+        reply(self.knowledge.delete_document(&r.team_id, &r.knowledgebase_id, &r.source_id).await)
+    }
+}

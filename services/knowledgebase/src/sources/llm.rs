@@ -1,0 +1,133 @@
+//! Q&A entries written by a chat model, when an OpenAI-compatible endpoint is configured
+//! (`SWITCHBOARD_LLM_URL`, `SWITCHBOARD_LLM_MODEL`, `SWITCHBOARD_LLM_API_KEY`). Each section
+//! is sent on its own and the model answers with JSON pairs; a section it cannot handle
+//! falls back to the heading-based pairs, so a flaky model never loses content.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::{Value, json};
+
+use super::html::Section;
+use super::qa::{self, QaPair};
+
+const SYSTEM_PROMPT: &str = "You turn a section of a web page or document into question and answer pairs \
+for a customer-service knowledge base. Write the questions a customer would ask that the section answers, and \
+answer each from the section only, completely and in the section's language. Reply with JSON only: \
+{\"pairs\": [{\"question\": \"...\", \"answer\": \"...\"}]}. Reply {\"pairs\": []} when the section holds no \
+useful facts.";
+
+#[derive(Debug, Clone)]
+pub struct ChatConfig {
+    /// Base URL, e.g. `https://api.openai.com/v1`; `/chat/completions` is appended.
+    pub url: String,
+    pub model: String,
+    pub api_key: Option<String>,
+}
+
+impl ChatConfig {
+    pub fn from_env() -> Option<Self> {
+        let url = std::env::var("SWITCHBOARD_LLM_URL").ok().filter(|v| !v.trim().is_empty())?;
+        Some(Self {
+            url,
+            model: std::env::var("SWITCHBOARD_LLM_MODEL").unwrap_or_else(|_| "gpt-4o-mini".to_owned()),
+            api_key: std::env::var("SWITCHBOARD_LLM_API_KEY").ok().filter(|v| !v.is_empty()),
+        })
+    }
+}
+
+pub struct ChatExtractor {
+    client: reqwest::Client,
+    config: ChatConfig,
+}
+
+impl ChatExtractor {
+    pub fn new(config: ChatConfig) -> anyhow::Result<Self> {
+        let client = reqwest::Client::builder().timeout(Duration::from_secs(60)).build()?;
+        Ok(Self { client, config })
+    }
+
+    /// The pairs of every section; a section the model fails on keeps its heading pairs.
+    pub async fn pairs(&self, title: Option<&str>, source_name: &str, sections: &[Section]) -> Vec<QaPair> {
+        let mut pairs = Vec::new();
+        for section in sections {
+            match self.section_pairs(title, section).await {
+                Ok(found) => pairs.extend(found),
+                Err(error) => {
+                    tracing::warn!(
+                        error = format!("{error:#}"),
+                        "the chat model failed on a section; using its heading"
+                    );
+                    pairs.extend(qa::from_sections(title, source_name, std::slice::from_ref(section)));
+                }
+            }
+            if pairs.len() >= qa::MAX_ENTRIES {
+                pairs.truncate(qa::MAX_ENTRIES);
+                break;
+            }
+        }
+        pairs
+    }
+
+    async fn section_pairs(&self, title: Option<&str>, section: &Section) -> anyhow::Result<Vec<QaPair>> {
+        let mut content = String::new();
+        if let Some(title) = title {
+            content.push_str(&format!("Title: {title}\n"));
+        }
+        if let Some(heading) = &section.heading {
+            content.push_str(&format!("Heading: {heading}\n"));
+        }
+        content.push('\n');
+        content.push_str(&section.text);
+        let body = json!({
+            "model": self.config.model,
+            "temperature": 0,
+            "response_format": { "type": "json_object" },
+            "messages": [
+                { "role": "system", "content": SYSTEM_PROMPT },
+                { "role": "user", "content": content },
+            ],
+        });
+        let mut request =
+            self.client.post(format!("{}/chat/completions", self.config.url.trim_end_matches('/'))).json(&body);
+        if let Some(key) = &self.config.api_key {
+            request = request.bearer_auth(key);
+        }
+        let response = request.send().await.context("calling the chat model")?;
+        let status = response.status();
+        let reply: Value = response.json().await.context("reading the chat model's reply")?;
+        anyhow::ensure!(status.is_success(), "the chat model answered {status}: {reply}");
+        let text = reply["choices"][0]["message"]["content"].as_str().context("the reply has no message content")?;
+        let parsed: Value = serde_json::from_str(strip_fences(text)).context("the model's content is not JSON")?;
+        let pairs = parsed["pairs"].as_array().context("the model's JSON has no pairs array")?;
+        Ok(pairs
+            .iter()
+            .filter_map(|pair| {
+                let question = pair["question"].as_str()?.trim();
+                let answer = pair["answer"].as_str()?.trim();
+                (!question.is_empty() && !answer.is_empty()).then(|| QaPair {
+                    question: question.chars().take(5000).collect(),
+                    answer: answer.chars().take(50_000).collect(),
+                })
+            })
+            .collect())
+    }
+}
+
+/// Some models wrap JSON in a Markdown code fence even when asked not to.
+fn strip_fences(text: &str) -> &str {
+    let text = text.trim();
+    let text = text.strip_prefix("```json").or_else(|| text.strip_prefix("```")).unwrap_or(text);
+    text.strip_suffix("```").unwrap_or(text).trim()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn code_fences_are_removed() {
+        assert_eq!(strip_fences("```json\n{\"pairs\": []}\n```"), "{\"pairs\": []}");
+        assert_eq!(strip_fences(" {\"a\": 1} "), "{\"a\": 1}");
+    }
+}

@@ -1,0 +1,98 @@
+//! Opening the service: the store, the embedder, the index (locked against a second
+//! process when it is the embedded shard), then the repair of what a crash left between
+//! SQL and the index.
+
+use std::fs::File;
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use switchboard_kit::jobs::{Runner, RunnerConfig};
+
+use crate::embed::{self, EmbeddingConfig};
+use crate::index::{self, IndexConfig};
+use crate::ingest::Ingest;
+use crate::knowledge::Knowledge;
+use crate::objects::{Objects, ObjectsConfig};
+use crate::sources::fetch::{FetchPolicy, Fetcher};
+use crate::sources::llm::{ChatConfig, ChatExtractor};
+use crate::store::{EXTRACT_DOCUMENT, KnowledgeStore, SCRAPE_WEBPAGE};
+use crate::sync::IndexSync;
+
+/// Uploaded files up to this size are accepted unless configured otherwise.
+pub const DEFAULT_MAX_UPLOAD_BYTES: usize = 20 * 1024 * 1024;
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub database_url: String,
+    pub index: IndexConfig,
+    pub embedding: EmbeddingConfig,
+    pub objects: ObjectsConfig,
+    pub max_upload_bytes: usize,
+    pub fetch: FetchPolicy,
+    /// Q&A pairs written by a chat model instead of taken from headings.
+    pub chat: Option<ChatConfig>,
+}
+
+/// The job runner that scrapes webpages and extracts documents.
+pub fn runner(knowledge: &Arc<Knowledge>, settings: &Settings, config: RunnerConfig) -> anyhow::Result<Runner> {
+    let fetcher = Fetcher::new(settings.fetch.clone()).context("building the page fetcher")?;
+    let chat = settings.chat.clone().map(ChatExtractor::new).transpose().context("building the chat client")?;
+    let ingest = Ingest::new(knowledge.clone(), fetcher, chat);
+    Ok(Runner::new(knowledge.store.db().clone(), config)
+        .with_waker(knowledge.jobs.clone())
+        .handle(SCRAPE_WEBPAGE, ingest.clone())
+        .handle(EXTRACT_DOCUMENT, ingest))
+}
+
+/// Opens everything; fails when another process holds the embedded index.
+pub async fn open(settings: Settings) -> anyhow::Result<Arc<Knowledge>> {
+    let lock = match &settings.index.qdrant_url {
+        Some(_) => None,
+        None => Some(lock_index(&settings.index)?),
+    };
+    let store = KnowledgeStore::open(&settings.database_url).await?;
+    let objects = Objects::open(&settings.objects)?;
+    let embedding = settings.embedding.clone();
+    let embedder =
+        tokio::task::spawn_blocking(move || embed::load(&embedding)).await.context("loading the embedding model")??;
+    let mut index_config = settings.index;
+    index_config.dimensions = embedder.dimensions();
+    let index = index::open(&index_config).await.context("opening the vector index")?;
+    let sync = IndexSync::new(store.clone(), index);
+    let repaired = sync.apply_pending().await.context("applying index changes left from the last run")?;
+    if repaired > 0 {
+        tracing::info!(repaired, "applied index changes left from the last run");
+    }
+    if !store.stale_embeddings(embedder.model(), 1).await?.is_empty() {
+        tracing::warn!(
+            model = embedder.model(),
+            "some entries were embedded by another model; run `switchboard admin reindex` to re-embed them"
+        );
+    }
+    Ok(Arc::new(Knowledge {
+        store,
+        embedder,
+        sync,
+        objects,
+        max_upload_bytes: settings.max_upload_bytes,
+        jobs: Arc::new(tokio::sync::Notify::new()),
+        _index_lock: lock,
+    }))
+}
+
+/// An exclusive lock next to the embedded index: the shard must have one writer process.
+fn lock_index(config: &IndexConfig) -> anyhow::Result<File> {
+    let parent = config.path.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+    std::fs::create_dir_all(&parent).with_context(|| format!("creating {}", parent.display()))?;
+    let path = config.path.with_extension("lock");
+    let file = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+    file.try_lock().map_err(|_| {
+        anyhow::anyhow!(
+            "the vector index at {} is in use by another Switchboard process \
+             (for `admin reindex` on a running platform, pass --url with its knowledgebase gRPC address)",
+            config.path.display()
+        )
+    })?;
+    Ok(file)
+}

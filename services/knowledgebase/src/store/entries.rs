@@ -1,0 +1,329 @@
+//! Knowledge entries: manual Q&A references, and (from the sources feature) entries
+//! extracted from webpages and documents. Every write records its index change in the
+//! outbox in the same transaction.
+
+use std::collections::HashMap;
+
+use sqlx::Row;
+use sqlx::any::AnyRow;
+use switchboard_kit::time::now_ms;
+use switchboard_kit::{ServiceError, ServiceResult};
+use switchboard_proto::v1::{Reference, Source};
+
+use super::outbox::{self, Op};
+use super::{
+    ANSWER_MAX, KnowledgeStore, QUESTION_MAX, check_ids, decode_vector, encode_vector, knowledgebase_not_found,
+    reference_not_found, text_violation, validate,
+};
+
+const ENTRY_COLUMNS: &str = "e.id, e.knowledgebase_id, e.source_type, e.source_id, e.question, e.answer, \
+     e.created_at, e.updated_at, COALESCE((SELECT w.name FROM webpages w WHERE w.id = e.source_id), \
+     (SELECT d.name FROM documents d WHERE d.id = e.source_id)) AS source_name";
+
+/// The text of an entry, and what of it is embedded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryText {
+    pub question: String,
+    pub answer: String,
+}
+
+impl EntryText {
+    pub fn validate(&self) -> ServiceResult<()> {
+        validate([
+            text_violation("question", &self.question, 1, QUESTION_MAX),
+            text_violation("answer", &self.answer, 1, ANSWER_MAX),
+        ])
+    }
+
+    /// The question comes first: the model reads 256 tokens at most, and the question is
+    /// what searches most resemble.
+    pub fn embedding_input(&self) -> String {
+        format!("{}\n{}", self.question, self.answer)
+    }
+}
+
+/// What the vector index needs of an entry.
+#[derive(Debug, Clone)]
+pub struct IndexedEntry {
+    pub id: String,
+    pub knowledgebase_id: String,
+    pub team_id: String,
+    pub embedding: Vec<f32>,
+    pub model: String,
+}
+
+fn reference_from_row(row: &AnyRow) -> Result<Reference, sqlx::Error> {
+    Ok(Reference {
+        id: row.try_get("id")?,
+        knowledgebase_id: row.try_get("knowledgebase_id")?,
+        question: row.try_get("question")?,
+        answer: row.try_get("answer")?,
+        source: Some(Source {
+            r#type: row.try_get("source_type")?,
+            id: row.try_get("source_id")?,
+            name: row.try_get("source_name")?,
+        }),
+        created_at_ms: row.try_get("created_at")?,
+        updated_at_ms: row.try_get("updated_at")?,
+    })
+}
+
+fn indexed_from_row(row: &AnyRow) -> Result<IndexedEntry, sqlx::Error> {
+    let bytes: Vec<u8> = row.try_get("embedding")?;
+    Ok(IndexedEntry {
+        id: row.try_get("id")?,
+        knowledgebase_id: row.try_get("knowledgebase_id")?,
+        team_id: row.try_get("team_id")?,
+        embedding: decode_vector(&bytes),
+        model: row.try_get("embedding_model")?,
+    })
+}
+
+fn extracted_is_read_only() -> ServiceError {
+    ServiceError::conflict("This entry was extracted from a webpage or document")
+        .with_hint("It changes when its source is refreshed; edit or add manual references instead.")
+}
+
+impl KnowledgeStore {
+    pub async fn insert_reference(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+        text: &EntryText,
+        embedding: &[f32],
+        model: &str,
+    ) -> ServiceResult<Reference> {
+        check_ids(&[("teamId", team_id), ("knowledgebaseId", knowledgebase_id)])?;
+        text.validate()?;
+        let id = uuid::Uuid::now_v7().to_string();
+        let now = now_ms();
+        let mut tx = self.db.begin_write().await?;
+        sqlx::query("SELECT id FROM knowledgebases WHERE id = $1 AND team_id = $2")
+            .bind(knowledgebase_id)
+            .bind(team_id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or_else(knowledgebase_not_found)?;
+        sqlx::query(
+            "INSERT INTO entries (id, team_id, knowledgebase_id, source_type, source_id, position, question, answer, \
+             embedding, embedding_model, created_at, updated_at) \
+             VALUES ($1, $2, $3, 'manual', NULL, 0, $4, $5, $6, $7, $8, $8)",
+        )
+        .bind(&id)
+        .bind(team_id)
+        .bind(knowledgebase_id)
+        .bind(&text.question)
+        .bind(&text.answer)
+        .bind(encode_vector(embedding))
+        .bind(model)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        outbox::record(&mut tx, &id, knowledgebase_id, Op::Upsert).await?;
+        tx.commit().await?;
+        self.reference(team_id, knowledgebase_id, &id).await
+    }
+
+    /// Any entry of the knowledge base, manual or extracted.
+    pub async fn reference(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+        reference_id: &str,
+    ) -> ServiceResult<Reference> {
+        check_ids(&[("teamId", team_id), ("knowledgebaseId", knowledgebase_id), ("referenceId", reference_id)])?;
+        let row = sqlx::query(&format!(
+            "SELECT {ENTRY_COLUMNS} FROM entries e WHERE e.id = $1 AND e.knowledgebase_id = $2 AND e.team_id = $3"
+        ))
+        .bind(reference_id)
+        .bind(knowledgebase_id)
+        .bind(team_id)
+        .fetch_optional(self.db.pool())
+        .await?
+        .ok_or_else(reference_not_found)?;
+        Ok(reference_from_row(&row)?)
+    }
+
+    /// Replaces the text of a manual reference if it still reads `expected`; `None` when
+    /// another writer changed it in between (the caller re-reads and retries, so that the
+    /// stored embedding always belongs to the stored text).
+    pub async fn replace_reference_text(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+        reference_id: &str,
+        expected: &EntryText,
+        new: &EntryText,
+        embedding: Option<(&[f32], &str)>,
+    ) -> ServiceResult<Option<Reference>> {
+        new.validate()?;
+        let current = self.reference(team_id, knowledgebase_id, reference_id).await?;
+        if current.source.as_ref().is_some_and(|s| s.r#type != "manual") {
+            return Err(extracted_is_read_only());
+        }
+        let mut tx = self.db.begin_write().await?;
+        let mut sql = "UPDATE entries SET question = $1, answer = $2, updated_at = $3".to_owned();
+        if embedding.is_some() {
+            sql.push_str(", embedding = $8, embedding_model = $9");
+        }
+        sql.push_str(" WHERE id = $4 AND team_id = $5 AND question = $6 AND answer = $7");
+        let mut query = sqlx::query(&sql)
+            .bind(&new.question)
+            .bind(&new.answer)
+            .bind(now_ms())
+            .bind(reference_id)
+            .bind(team_id)
+            .bind(&expected.question)
+            .bind(&expected.answer);
+        if let Some((vector, model)) = embedding {
+            query = query.bind(encode_vector(vector)).bind(model);
+        }
+        if query.execute(&mut *tx).await?.rows_affected() == 0 {
+            return Ok(None);
+        }
+        if embedding.is_some() {
+            outbox::record(&mut tx, reference_id, knowledgebase_id, Op::Upsert).await?;
+        }
+        tx.commit().await?;
+        Ok(Some(self.reference(team_id, knowledgebase_id, reference_id).await?))
+    }
+
+    pub async fn delete_reference(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+        reference_id: &str,
+    ) -> ServiceResult<Reference> {
+        let reference = self.reference(team_id, knowledgebase_id, reference_id).await?;
+        if reference.source.as_ref().is_some_and(|s| s.r#type != "manual") {
+            return Err(extracted_is_read_only());
+        }
+        let mut tx = self.db.begin_write().await?;
+        sqlx::query("DELETE FROM entries WHERE id = $1 AND team_id = $2")
+            .bind(reference_id)
+            .bind(team_id)
+            .execute(&mut *tx)
+            .await?;
+        outbox::record(&mut tx, reference_id, knowledgebase_id, Op::Delete).await?;
+        tx.commit().await?;
+        Ok(reference)
+    }
+
+    /// The manual references of a knowledge base, oldest first.
+    pub async fn manual_references(&self, team_id: &str, knowledgebase_id: &str) -> ServiceResult<Vec<Reference>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {ENTRY_COLUMNS} FROM entries e WHERE e.knowledgebase_id = $1 AND e.team_id = $2 \
+             AND e.source_type = 'manual' ORDER BY e.created_at, e.id"
+        ))
+        .bind(knowledgebase_id)
+        .bind(team_id)
+        .fetch_all(self.db.pool())
+        .await?;
+        Ok(rows.iter().map(reference_from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// The entries extracted from one webpage or document, in the order of the source.
+    pub async fn source_entries(&self, team_id: &str, source_id: &str) -> ServiceResult<Vec<Reference>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {ENTRY_COLUMNS} FROM entries e WHERE e.source_id = $1 AND e.team_id = $2 ORDER BY e.position, e.id"
+        ))
+        .bind(source_id)
+        .bind(team_id)
+        .fetch_all(self.db.pool())
+        .await?;
+        Ok(rows.iter().map(reference_from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Entries of one knowledge base by id, for search results.
+    pub async fn references_by_ids(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+        ids: &[String],
+    ) -> ServiceResult<HashMap<String, Reference>> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let placeholders: Vec<String> = (0..ids.len()).map(|i| format!("${}", i + 3)).collect();
+        let sql = format!(
+            "SELECT {ENTRY_COLUMNS} FROM entries e WHERE e.knowledgebase_id = $1 AND e.team_id = $2 AND e.id IN ({})",
+            placeholders.join(", ")
+        );
+        let mut query = sqlx::query(&sql).bind(knowledgebase_id).bind(team_id);
+        for id in ids {
+            query = query.bind(id);
+        }
+        let rows = query.fetch_all(self.db.pool()).await?;
+        let mut found = HashMap::with_capacity(rows.len());
+        for row in &rows {
+            let reference = reference_from_row(row)?;
+            found.insert(reference.id.clone(), reference);
+        }
+        Ok(found)
+    }
+
+    /// The stored vectors of these entries (missing ids are left out: they were deleted).
+    pub async fn indexed_entries(&self, ids: &[String]) -> ServiceResult<Vec<IndexedEntry>> {
+        let mut entries = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(500) {
+            let placeholders: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+            let sql = format!(
+                "SELECT id, knowledgebase_id, team_id, embedding, embedding_model FROM entries WHERE id IN ({})",
+                placeholders.join(", ")
+            );
+            let mut query = sqlx::query(&sql);
+            for id in chunk {
+                query = query.bind(id);
+            }
+            for row in query.fetch_all(self.db.pool()).await? {
+                entries.push(indexed_from_row(&row)?);
+            }
+        }
+        Ok(entries)
+    }
+
+    /// Every entry's vector, in id order, a page at a time (for a rebuild).
+    pub async fn indexed_page(&self, after_id: &str, limit: i64) -> ServiceResult<Vec<IndexedEntry>> {
+        let rows = sqlx::query(
+            "SELECT id, knowledgebase_id, team_id, embedding, embedding_model FROM entries WHERE id > $1 \
+             ORDER BY id LIMIT $2",
+        )
+        .bind(after_id)
+        .bind(limit)
+        .fetch_all(self.db.pool())
+        .await?;
+        Ok(rows.iter().map(indexed_from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Texts of entries whose vector was made by another model, a page at a time.
+    pub async fn stale_embeddings(&self, model: &str, limit: i64) -> ServiceResult<Vec<(String, EntryText)>> {
+        let rows =
+            sqlx::query("SELECT id, question, answer FROM entries WHERE embedding_model <> $1 ORDER BY id LIMIT $2")
+                .bind(model)
+                .bind(limit)
+                .fetch_all(self.db.pool())
+                .await?;
+        let mut stale = Vec::with_capacity(rows.len());
+        for row in rows {
+            stale.push((
+                row.try_get("id")?,
+                EntryText { question: row.try_get("question")?, answer: row.try_get("answer")? },
+            ));
+        }
+        Ok(stale)
+    }
+
+    pub async fn set_embedding(&self, entry_id: &str, embedding: &[f32], model: &str) -> ServiceResult<()> {
+        sqlx::query("UPDATE entries SET embedding = $1, embedding_model = $2 WHERE id = $3")
+            .bind(encode_vector(embedding))
+            .bind(model)
+            .bind(entry_id)
+            .execute(self.db.pool())
+            .await?;
+        Ok(())
+    }
+
+    pub async fn count_entries(&self) -> ServiceResult<i64> {
+        Ok(sqlx::query("SELECT COUNT(*) AS n FROM entries").fetch_one(self.db.pool()).await?.try_get("n")?)
+    }
+}

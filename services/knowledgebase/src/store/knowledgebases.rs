@@ -1,0 +1,155 @@
+//! Knowledge bases of a team.
+
+use sqlx::Row;
+use sqlx::any::AnyRow;
+use switchboard_kit::ServiceResult;
+use switchboard_kit::time::now_ms;
+use switchboard_proto::v1::{Knowledgebase, KnowledgebaseCounts};
+
+use super::{DESCRIPTION_MAX, KnowledgeStore, NAME_MAX, check_ids, knowledgebase_not_found, text_violation, validate};
+
+const KNOWLEDGEBASE_COLUMNS: &str = "k.id, k.team_id, k.name, k.description, k.created_at, k.updated_at, \
+     (SELECT COUNT(*) FROM entries e WHERE e.knowledgebase_id = k.id AND e.source_type = 'manual') AS reference_count, \
+     (SELECT COUNT(*) FROM webpages w WHERE w.knowledgebase_id = k.id) AS webpage_count, \
+     (SELECT COUNT(*) FROM documents d WHERE d.knowledgebase_id = k.id) AS document_count";
+
+fn knowledgebase_from_row(row: &AnyRow) -> Result<Knowledgebase, sqlx::Error> {
+    Ok(Knowledgebase {
+        id: row.try_get("id")?,
+        team_id: row.try_get("team_id")?,
+        name: row.try_get("name")?,
+        description: row.try_get("description")?,
+        created_at_ms: row.try_get("created_at")?,
+        updated_at_ms: row.try_get("updated_at")?,
+        references: Vec::new(),
+        counts: Some(KnowledgebaseCounts {
+            webpages: row.try_get("webpage_count")?,
+            documents: row.try_get("document_count")?,
+            references: row.try_get("reference_count")?,
+        }),
+        webpages: Vec::new(),
+        documents: Vec::new(),
+    })
+}
+
+impl KnowledgeStore {
+    pub async fn create_knowledgebase(
+        &self,
+        team_id: &str,
+        name: &str,
+        description: Option<&str>,
+    ) -> ServiceResult<Knowledgebase> {
+        check_ids(&[("teamId", team_id)])?;
+        validate([
+            text_violation("name", name, 1, NAME_MAX),
+            description.and_then(|d| text_violation("description", d, 0, DESCRIPTION_MAX)),
+        ])?;
+        let id = uuid::Uuid::now_v7().to_string();
+        let now = now_ms();
+        sqlx::query(
+            "INSERT INTO knowledgebases (id, team_id, name, description, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $5)",
+        )
+        .bind(&id)
+        .bind(team_id)
+        .bind(name.trim())
+        .bind(description)
+        .bind(now)
+        .execute(self.db.pool())
+        .await?;
+        self.knowledgebase(team_id, &id).await
+    }
+
+    /// The team's knowledge bases, newest first; with `ids`, only those.
+    pub async fn list_knowledgebases(&self, team_id: &str, ids: &[String]) -> ServiceResult<Vec<Knowledgebase>> {
+        check_ids(&[("teamId", team_id)])?;
+        let ids: Vec<&String> = ids.iter().filter(|id| uuid::Uuid::parse_str(id).is_ok()).collect();
+        let mut sql = format!("SELECT {KNOWLEDGEBASE_COLUMNS} FROM knowledgebases k WHERE k.team_id = $1");
+        if !ids.is_empty() {
+            let placeholders: Vec<String> = (0..ids.len()).map(|i| format!("${}", i + 2)).collect();
+            sql.push_str(&format!(" AND k.id IN ({})", placeholders.join(", ")));
+        }
+        sql.push_str(" ORDER BY k.created_at DESC, k.id DESC");
+        let mut query = sqlx::query(&sql).bind(team_id);
+        for id in ids {
+            query = query.bind(id);
+        }
+        let rows = query.fetch_all(self.db.pool()).await?;
+        let mut knowledgebases = rows.iter().map(knowledgebase_from_row).collect::<Result<Vec<_>, _>>()?;
+        for knowledgebase in &mut knowledgebases {
+            self.count_sources(knowledgebase).await?;
+        }
+        Ok(knowledgebases)
+    }
+
+    /// One knowledge base of the team, without its content.
+    pub async fn knowledgebase(&self, team_id: &str, knowledgebase_id: &str) -> ServiceResult<Knowledgebase> {
+        check_ids(&[("teamId", team_id), ("knowledgebaseId", knowledgebase_id)])?;
+        let row = sqlx::query(&format!(
+            "SELECT {KNOWLEDGEBASE_COLUMNS} FROM knowledgebases k WHERE k.id = $1 AND k.team_id = $2"
+        ))
+        .bind(knowledgebase_id)
+        .bind(team_id)
+        .fetch_optional(self.db.pool())
+        .await?
+        .ok_or_else(knowledgebase_not_found)?;
+        let mut knowledgebase = knowledgebase_from_row(&row)?;
+        self.count_sources(&mut knowledgebase).await?;
+        Ok(knowledgebase)
+    }
+
+    /// Webpage and document counts; their tables come with the sources feature.
+    async fn count_sources(&self, _knowledgebase: &mut Knowledgebase) -> ServiceResult<()> {
+        Ok(())
+    }
+
+    pub async fn update_knowledgebase(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+        name: Option<&str>,
+        description: Option<Option<&str>>,
+    ) -> ServiceResult<Knowledgebase> {
+        validate([
+            name.and_then(|n| text_violation("name", n, 1, NAME_MAX)),
+            description.flatten().and_then(|d| text_violation("description", d, 0, DESCRIPTION_MAX)),
+        ])?;
+        let current = self.knowledgebase(team_id, knowledgebase_id).await?;
+        let name = name.map(str::trim).map(str::to_owned).or(current.name);
+        let description = match description {
+            Some(description) => description.map(str::to_owned),
+            None => current.description,
+        };
+        sqlx::query(
+            "UPDATE knowledgebases SET name = $1, description = $2, updated_at = $3 WHERE id = $4 AND team_id = $5",
+        )
+        .bind(name)
+        .bind(description)
+        .bind(now_ms())
+        .bind(knowledgebase_id)
+        .bind(team_id)
+        .execute(self.db.pool())
+        .await?;
+        self.knowledgebase(team_id, knowledgebase_id).await
+    }
+
+    /// Deletes the knowledge base and its entries; the index follows through the outbox.
+    pub async fn delete_knowledgebase(&self, team_id: &str, knowledgebase_id: &str) -> ServiceResult<Knowledgebase> {
+        let knowledgebase = self.knowledgebase(team_id, knowledgebase_id).await?;
+        let mut tx = self.db.begin_write().await?;
+        sqlx::query("DELETE FROM entries WHERE knowledgebase_id = $1 AND team_id = $2")
+            .bind(knowledgebase_id)
+            .bind(team_id)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("DELETE FROM knowledgebases WHERE id = $1 AND team_id = $2")
+            .bind(knowledgebase_id)
+            .bind(team_id)
+            .execute(&mut *tx)
+            .await?;
+        super::outbox::record(&mut tx, knowledgebase_id, knowledgebase_id, super::outbox::Op::DeleteKnowledgebase)
+            .await?;
+        tx.commit().await?;
+        Ok(knowledgebase)
+    }
+}

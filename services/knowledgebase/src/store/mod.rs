@@ -1,0 +1,92 @@
+//! The knowledgebase store. SQL is written once for both engines (see
+//! `switchboard_kit::db`); rows come back as the proto messages the service answers with.
+
+mod documents;
+mod entries;
+mod extracted;
+mod knowledgebases;
+mod outbox;
+mod webpages;
+
+use switchboard_kit::db::Db;
+use switchboard_kit::{FieldViolation, ServiceError, ServiceResult};
+
+pub use documents::{EXTRACT_DOCUMENT, NewDocument};
+pub use entries::{EntryText, IndexedEntry};
+pub use extracted::{ExtractedEntry, SourceKind};
+pub use outbox::OutboxItem;
+pub use webpages::{REFRESH_INTERVAL_MS, SCRAPE_WEBPAGE, SourcePatch, URL_MAX, url_violation};
+
+pub const NAME_MAX: usize = 255;
+pub const DESCRIPTION_MAX: usize = 5000;
+pub const QUESTION_MAX: usize = 5000;
+pub const ANSWER_MAX: usize = 50_000;
+pub const NOTES_MAX: usize = 5000;
+
+#[derive(Clone, Debug)]
+pub struct KnowledgeStore {
+    db: Db,
+}
+
+impl KnowledgeStore {
+    pub async fn open(url: &str) -> anyhow::Result<Self> {
+        Ok(Self { db: Db::connect(url, &crate::MIGRATIONS).await? })
+    }
+
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+}
+
+pub fn knowledgebase_not_found() -> ServiceError {
+    ServiceError::not_found("Knowledgebase not found")
+}
+
+pub fn reference_not_found() -> ServiceError {
+    ServiceError::not_found("Reference not found")
+}
+
+pub(crate) fn check_ids(ids: &[(&str, &str)]) -> ServiceResult<()> {
+    let violations: Vec<_> = ids
+        .iter()
+        .filter(|(_, id)| uuid::Uuid::parse_str(id).is_err())
+        .map(|(field, _)| FieldViolation::new(*field, "must be a UUID"))
+        .collect();
+    if violations.is_empty() { Ok(()) } else { Err(ServiceError::validation(violations)) }
+}
+
+/// `min..=max` Unicode characters, not blank when required.
+pub(crate) fn text_violation(field: &str, value: &str, min: usize, max: usize) -> Option<FieldViolation> {
+    let chars = value.chars().count();
+    if chars < min || chars > max {
+        Some(FieldViolation::new(field, format!("must be {min} to {max} characters")))
+    } else if min > 0 && value.trim().is_empty() {
+        Some(FieldViolation::new(field, "must not be blank"))
+    } else {
+        None
+    }
+}
+
+pub(crate) fn validate(violations: impl IntoIterator<Item = Option<FieldViolation>>) -> ServiceResult<()> {
+    let found: Vec<_> = violations.into_iter().flatten().collect();
+    if found.is_empty() { Ok(()) } else { Err(ServiceError::validation(found)) }
+}
+
+pub(crate) fn encode_vector(vector: &[f32]) -> Vec<u8> {
+    vector.iter().flat_map(|value| value.to_le_bytes()).collect()
+}
+
+pub(crate) fn decode_vector(bytes: &[u8]) -> Vec<f32> {
+    bytes.chunks_exact(4).map(|chunk| f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]])).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vectors_round_trip_through_bytes() {
+        let vector = vec![0.5, -1.25, f32::MIN_POSITIVE, 3.0e-8];
+        assert_eq!(decode_vector(&encode_vector(&vector)), vector);
+    }
+}

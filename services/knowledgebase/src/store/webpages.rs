@@ -1,0 +1,328 @@
+//! Webpage sources and their refresh rule: at most one refresh per page per 24 hours, never
+//! while a scrape is under way. The rule is one conditional UPDATE, so that of two
+//! simultaneous refreshes exactly one wins.
+
+use sqlx::Row;
+use sqlx::any::AnyRow;
+use switchboard_kit::jobs::{self, NewJob};
+use switchboard_kit::time::now_ms;
+use switchboard_kit::{FieldViolation, ServiceError, ServiceResult};
+use switchboard_proto::v1::Webpage;
+
+use super::extracted::{self, ExtractedEntry, Owner, SourceKind};
+use super::{KnowledgeStore, NAME_MAX, NOTES_MAX, check_ids, knowledgebase_not_found, text_violation, validate};
+
+pub const SCRAPE_WEBPAGE: &str = "scrape_webpage";
+pub const REFRESH_INTERVAL_MS: i64 = 24 * 60 * 60 * 1000;
+pub const URL_MAX: usize = 2048;
+/// A scrape is tried this often before the page is left `failed`.
+const SCRAPE_ATTEMPTS: i64 = 4;
+
+const WEBPAGE_COLUMNS: &str = "w.id, w.team_id, w.knowledgebase_id, w.name, w.url, w.notes, w.status, \
+     w.failure_reason, w.last_scraped_at, w.last_refresh_requested_at, w.created_at, w.updated_at, \
+     (SELECT COUNT(*) FROM entries e WHERE e.source_id = w.id AND e.source_type = 'webpage') AS entry_count";
+
+fn webpage_not_found() -> ServiceError {
+    ServiceError::not_found("Webpage not found")
+}
+
+fn webpage_from_row(row: &AnyRow) -> Result<Webpage, sqlx::Error> {
+    Ok(Webpage {
+        id: row.try_get("id")?,
+        knowledgebase_id: row.try_get("knowledgebase_id")?,
+        name: row.try_get("name")?,
+        url: row.try_get("url")?,
+        notes: row.try_get("notes")?,
+        status: row.try_get("status")?,
+        failure_reason: row.try_get("failure_reason")?,
+        last_scraped_at_ms: row.try_get("last_scraped_at")?,
+        last_refresh_requested_at_ms: row.try_get("last_refresh_requested_at")?,
+        created_at_ms: row.try_get("created_at")?,
+        updated_at_ms: row.try_get("updated_at")?,
+        content: Vec::new(),
+        entry_count: row.try_get("entry_count")?,
+    })
+}
+
+/// An absolute http or https URL with a host, of at most [`URL_MAX`] characters.
+pub fn url_violation(url: &str) -> Option<FieldViolation> {
+    let problem = || Some(FieldViolation::new("url", "must be an absolute http or https URL"));
+    if url.chars().count() > URL_MAX {
+        return Some(FieldViolation::new("url", format!("must be at most {URL_MAX} characters")));
+    }
+    match url::Url::parse(url.trim()) {
+        Ok(parsed)
+            if matches!(parsed.scheme(), "http" | "https") && parsed.host_str().is_some_and(|h| !h.is_empty()) =>
+        {
+            None
+        }
+        _ => problem(),
+    }
+}
+
+/// A partial change of a webpage or document: `None` keeps the value.
+#[derive(Debug, Clone, Default)]
+pub struct SourcePatch {
+    pub name: Option<String>,
+    pub url: Option<String>,
+    /// `Some(None)` clears the notes.
+    pub notes: Option<Option<String>>,
+}
+
+impl SourcePatch {
+    pub(crate) fn validate(&self) -> ServiceResult<()> {
+        validate([
+            self.name.as_deref().and_then(|name| text_violation("name", name, 1, NAME_MAX)),
+            self.url.as_deref().and_then(url_violation),
+            self.notes
+                .as_ref()
+                .and_then(|notes| notes.as_deref())
+                .and_then(|n| text_violation("notes", n, 0, NOTES_MAX)),
+        ])
+    }
+}
+
+impl KnowledgeStore {
+    /// Adds a page and queues its first scrape in the same transaction.
+    pub async fn create_webpage(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+        name: &str,
+        url: &str,
+        notes: Option<&str>,
+    ) -> ServiceResult<Webpage> {
+        check_ids(&[("teamId", team_id), ("knowledgebaseId", knowledgebase_id)])?;
+        validate([
+            text_violation("name", name, 1, NAME_MAX),
+            url_violation(url),
+            notes.and_then(|n| text_violation("notes", n, 0, NOTES_MAX)),
+        ])?;
+        let id = uuid::Uuid::now_v7().to_string();
+        let now = now_ms();
+        let mut tx = self.db.begin_write().await?;
+        self.knowledgebase_in(&mut tx, team_id, knowledgebase_id).await?;
+        sqlx::query(
+            "INSERT INTO webpages (id, team_id, knowledgebase_id, name, url, notes, status, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7)",
+        )
+        .bind(&id)
+        .bind(team_id)
+        .bind(knowledgebase_id)
+        .bind(name.trim())
+        .bind(url.trim())
+        .bind(notes)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        enqueue_scrape(&mut tx, team_id, &id).await?;
+        tx.commit().await?;
+        self.webpage(team_id, knowledgebase_id, &id).await
+    }
+
+    pub async fn webpage(&self, team_id: &str, knowledgebase_id: &str, webpage_id: &str) -> ServiceResult<Webpage> {
+        check_ids(&[("teamId", team_id), ("knowledgebaseId", knowledgebase_id), ("webpageId", webpage_id)])?;
+        self.knowledgebase(team_id, knowledgebase_id).await?;
+        let row = sqlx::query(&format!(
+            "SELECT {WEBPAGE_COLUMNS} FROM webpages w WHERE w.id = $1 AND w.knowledgebase_id = $2 AND w.team_id = $3"
+        ))
+        .bind(webpage_id)
+        .bind(knowledgebase_id)
+        .bind(team_id)
+        .fetch_optional(self.db.pool())
+        .await?
+        .ok_or_else(webpage_not_found)?;
+        Ok(webpage_from_row(&row)?)
+    }
+
+    /// The knowledge base's pages, oldest first.
+    pub async fn webpages(&self, team_id: &str, knowledgebase_id: &str) -> ServiceResult<Vec<Webpage>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {WEBPAGE_COLUMNS} FROM webpages w WHERE w.knowledgebase_id = $1 AND w.team_id = $2 \
+             ORDER BY w.created_at, w.id"
+        ))
+        .bind(knowledgebase_id)
+        .bind(team_id)
+        .fetch_all(self.db.pool())
+        .await?;
+        Ok(rows.iter().map(webpage_from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// A page by id alone, for the scrape job (`None` once it is deleted).
+    pub async fn webpage_by_id(&self, webpage_id: &str) -> ServiceResult<Option<(Webpage, String)>> {
+        let row = sqlx::query(&format!("SELECT {WEBPAGE_COLUMNS} FROM webpages w WHERE w.id = $1"))
+            .bind(webpage_id)
+            .fetch_optional(self.db.pool())
+            .await?;
+        row.map(|row| Ok((webpage_from_row(&row)?, row.try_get::<String, _>("team_id")?))).transpose()
+    }
+
+    /// Changes name, url and notes; a new url is not scraped until the next refresh.
+    pub async fn update_webpage(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+        webpage_id: &str,
+        patch: &SourcePatch,
+    ) -> ServiceResult<Webpage> {
+        patch.validate()?;
+        self.webpage(team_id, knowledgebase_id, webpage_id).await?;
+        sqlx::query(
+            "UPDATE webpages SET name = COALESCE($1, name), url = COALESCE($2, url), \
+             notes = CASE WHEN $3 = 1 THEN $4 ELSE notes END, updated_at = $5 WHERE id = $6 AND team_id = $7",
+        )
+        .bind(patch.name.as_deref().map(str::trim))
+        .bind(patch.url.as_deref().map(str::trim))
+        .bind(i64::from(patch.notes.is_some()))
+        .bind(patch.notes.clone().flatten())
+        .bind(now_ms())
+        .bind(webpage_id)
+        .bind(team_id)
+        .execute(self.db.pool())
+        .await?;
+        self.webpage(team_id, knowledgebase_id, webpage_id).await
+    }
+
+    /// Removes the page and its entries (they leave the index through the outbox).
+    pub async fn delete_webpage(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+        webpage_id: &str,
+    ) -> ServiceResult<Webpage> {
+        let webpage = self.webpage(team_id, knowledgebase_id, webpage_id).await?;
+        let mut tx = self.db.begin_write().await?;
+        let owner = Owner { team_id, knowledgebase_id, kind: SourceKind::Webpage, source_id: webpage_id };
+        extracted::remove_entries(&mut tx, &owner).await?;
+        sqlx::query("DELETE FROM webpages WHERE id = $1 AND team_id = $2")
+            .bind(webpage_id)
+            .bind(team_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(webpage)
+    }
+
+    /// The spec's refresh at time `now`: 409 while a scrape is under way, 429 (with the time
+    /// it is allowed again) within 24 hours of the last accepted refresh, else the page
+    /// turns `refreshing` and a scrape is queued.
+    pub async fn request_refresh(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+        webpage_id: &str,
+        now: i64,
+    ) -> ServiceResult<Webpage> {
+        self.webpage(team_id, knowledgebase_id, webpage_id).await?;
+        let mut tx = self.db.begin_write().await?;
+        let accepted = sqlx::query(
+            "UPDATE webpages SET status = 'refreshing', last_refresh_requested_at = $1, updated_at = $1 \
+             WHERE id = $2 AND team_id = $3 AND status NOT IN ('pending', 'refreshing') \
+             AND (last_refresh_requested_at IS NULL OR last_refresh_requested_at <= $4)",
+        )
+        .bind(now)
+        .bind(webpage_id)
+        .bind(team_id)
+        .bind(now - REFRESH_INTERVAL_MS)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            == 1;
+        if accepted {
+            enqueue_scrape(&mut tx, team_id, webpage_id).await?;
+            tx.commit().await?;
+            return self.webpage(team_id, knowledgebase_id, webpage_id).await;
+        }
+        tx.rollback().await?;
+        let current = self.webpage(team_id, knowledgebase_id, webpage_id).await?;
+        if matches!(current.status.as_str(), "pending" | "refreshing") {
+            return Err(ServiceError::conflict("Webpage is already being refreshed")
+                .with_hint("Wait for the current refresh to finish; its status turns ready or failed."));
+        }
+        let next = current.last_refresh_requested_at_ms.unwrap_or(now) + REFRESH_INTERVAL_MS;
+        Err(ServiceError::limited_until("Webpage was refreshed within the last 24 hours", next)
+            .with_hint("A webpage can be refreshed once every 24 hours; see nextAvailableAt."))
+    }
+
+    /// Stores a successful scrape: the page's entries are replaced and it turns `ready`.
+    /// `false` when the page was deleted meanwhile.
+    pub async fn finish_scrape(
+        &self,
+        webpage_id: &str,
+        entries: &[ExtractedEntry],
+        model: &str,
+    ) -> ServiceResult<bool> {
+        let Some((webpage, team_id)) = self.webpage_by_id(webpage_id).await? else {
+            return Ok(false);
+        };
+        let now = now_ms();
+        let mut tx = self.db.begin_write().await?;
+        let updated = sqlx::query(
+            "UPDATE webpages SET status = 'ready', failure_reason = NULL, last_scraped_at = $1, updated_at = $1 \
+             WHERE id = $2",
+        )
+        .bind(now)
+        .bind(webpage_id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if updated == 0 {
+            return Ok(false);
+        }
+        let owner = Owner {
+            team_id: &team_id,
+            knowledgebase_id: &webpage.knowledgebase_id,
+            kind: SourceKind::Webpage,
+            source_id: webpage_id,
+        };
+        extracted::replace_entries(&mut tx, &owner, entries, model).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// A failed scrape: the page turns `failed` with the reason; its entries stay.
+    pub async fn fail_source(&self, kind: SourceKind, source_id: &str, reason: &str) -> ServiceResult<()> {
+        let reason: String = reason.chars().take(1000).collect();
+        sqlx::query(&format!(
+            "UPDATE {} SET status = 'failed', failure_reason = $1, updated_at = $2 WHERE id = $3",
+            kind.table()
+        ))
+        .bind(reason)
+        .bind(now_ms())
+        .bind(source_id)
+        .execute(self.db.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// The knowledge base exists for the team, checked inside a write.
+    pub(crate) async fn knowledgebase_in(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        team_id: &str,
+        knowledgebase_id: &str,
+    ) -> ServiceResult<()> {
+        sqlx::query("SELECT id FROM knowledgebases WHERE id = $1 AND team_id = $2")
+            .bind(knowledgebase_id)
+            .bind(team_id)
+            .fetch_optional(conn)
+            .await?
+            .ok_or_else(knowledgebase_not_found)?;
+        Ok(())
+    }
+}
+
+async fn enqueue_scrape(conn: &mut sqlx::AnyConnection, team_id: &str, webpage_id: &str) -> ServiceResult<()> {
+    jobs::enqueue(
+        conn,
+        NewJob {
+            kind: SCRAPE_WEBPAGE,
+            team_id,
+            subject_id: webpage_id,
+            payload: serde_json::json!({ "webpageId": webpage_id }),
+            max_attempts: SCRAPE_ATTEMPTS,
+        },
+    )
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,310 @@
+#![allow(clippy::unwrap_used)]
+//! The embedders against the real all-MiniLM-L6-v2 model and a real (minimal) HTTP server.
+
+use std::sync::{Arc, OnceLock};
+
+use switchboard_knowledgebase::embed::{self, BertEmbedder, Embedder, EmbeddingConfig, OpenAiConfig, OpenAiEmbedder};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+/// Loaded once: each test runs its own runtime, and loading takes a while in debug builds.
+fn model() -> Arc<BertEmbedder> {
+    static MODEL: OnceLock<Arc<BertEmbedder>> = OnceLock::new();
+    MODEL
+        .get_or_init(|| {
+            let dir = embed::default_model_dir();
+            Arc::new(BertEmbedder::load(&dir).unwrap_or_else(|e| panic!("{e:#}")))
+        })
+        .clone()
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+fn norm(a: &[f32]) -> f32 {
+    a.iter().map(|x| x * x).sum::<f32>().sqrt()
+}
+
+fn strings(texts: &[&str]) -> Vec<String> {
+    texts.iter().map(|t| t.to_string()).collect()
+}
+
+#[tokio::test]
+async fn bert_vectors_have_384_dimensions_and_unit_norm() {
+    let model = model();
+    assert_eq!(model.dimensions(), 384);
+    assert_eq!(model.model(), "all-MiniLM-L6-v2");
+    let vectors = model.embed(strings(&["How do I reset my password?", "Opening hours", ""])).await.unwrap();
+    assert_eq!(vectors.len(), 3);
+    for vector in &vectors {
+        assert_eq!(vector.len(), 384);
+        assert!((norm(vector) - 1.0).abs() < 1e-4, "norm {}", norm(vector));
+        assert!(vector.iter().all(|x| x.is_finite()));
+    }
+}
+
+#[tokio::test]
+async fn bert_paraphrases_are_close_and_unrelated_texts_are_not() {
+    let vectors = model()
+        .embed(strings(&[
+            "How do I reset my password?",
+            "What are the steps to change my password?",
+            "The weather in Lisbon is sunny today.",
+        ]))
+        .await
+        .unwrap();
+    let paraphrase = cosine(&vectors[0], &vectors[1]);
+    let unrelated = cosine(&vectors[0], &vectors[2]);
+    // The reference implementation gives 0.8228 and -0.0383.
+    assert!(paraphrase > 0.7, "paraphrase cosine {paraphrase}");
+    assert!(unrelated < 0.3, "unrelated cosine {unrelated}");
+}
+
+/// Reference values from an independent float64 NumPy implementation of BERT + mean pooling
+/// over the same weights and the Python `tokenizers` package (token ids
+/// `[101, 2129, 2079, 1045, 25141, 2026, 20786, 1029, 102]`).
+#[tokio::test]
+async fn bert_matches_a_reference_implementation() {
+    let vector = model().embed(strings(&["How do I reset my password?"])).await.unwrap().remove(0);
+    let expected = [0.006903, -0.063023, -0.072044, -0.032496, -0.042709, 0.070429, 0.009074, 0.015408];
+    for (i, (got, want)) in vector.iter().zip(expected).enumerate() {
+        assert!((got - want).abs() < 1e-4, "dimension {i}: {got} instead of {want}");
+    }
+}
+
+#[tokio::test]
+async fn bert_batches_give_the_same_vectors_as_one_by_one_in_order() {
+    let model = model();
+    // More than one internal batch of 16, with very different lengths so that padding differs.
+    let texts: Vec<String> = (0..37)
+        .map(|i| match i % 3 {
+            0 => format!("Question number {i}: can I bring my dog?"),
+            1 => format!("Refunds for order {i} are processed within five working days of receiving the item back."),
+            _ => "short".repeat(i % 5 + 1),
+        })
+        .collect();
+    let batched = model.embed(texts.clone()).await.unwrap();
+    assert_eq!(batched.len(), texts.len());
+    for (text, vector) in texts.iter().zip(&batched) {
+        let single = model.embed(vec![text.clone()]).await.unwrap();
+        let difference = single[0].iter().zip(vector).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        assert!(difference < 1e-4, "{text:?} differs by {difference}");
+    }
+}
+
+#[tokio::test]
+async fn bert_empty_input_gives_empty_output() {
+    assert!(model().embed(Vec::new()).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn bert_truncates_very_long_text() {
+    let long: String = (0..10_000).map(|i| format!("word{} ", i % 100)).collect();
+    let vectors = model().embed(vec![long, "short text".to_string()]).await.unwrap();
+    assert_eq!(vectors.len(), 2);
+    assert!((norm(&vectors[0]) - 1.0).abs() < 1e-4);
+}
+
+#[tokio::test]
+async fn bert_handles_unicode() {
+    let vectors = model()
+        .embed(strings(&["Wie setze ich mein Passwort zurück? Ça coûte 5 €.", "密码重置 🔑", "пароль", "\u{200b}\t\n"]))
+        .await
+        .unwrap();
+    assert_eq!(vectors.len(), 4);
+    for vector in &vectors {
+        assert!((norm(vector) - 1.0).abs() < 1e-4);
+    }
+}
+
+#[tokio::test]
+async fn load_picks_the_local_model_without_an_endpoint() {
+    let config = EmbeddingConfig { model_dir: embed::default_model_dir(), openai: None };
+    let embedder = embed::load(&config).unwrap();
+    assert_eq!(embedder.model(), "all-MiniLM-L6-v2");
+    assert_eq!(embedder.dimensions(), 384);
+}
+
+#[tokio::test]
+async fn load_reports_the_missing_file_and_how_to_get_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = EmbeddingConfig { model_dir: dir.path().to_path_buf(), openai: None };
+    let message = format!("{:#}", embed::load(&config).err().unwrap());
+    assert!(message.contains("config.json"), "{message}");
+    assert!(message.contains("SWITCHBOARD_EMBEDDING_MODEL_DIR"), "{message}");
+    assert!(message.contains("ensure_model"), "{message}");
+}
+
+// --- OpenAI-compatible endpoint -------------------------------------------------------------
+
+#[derive(Clone, Copy)]
+enum Behaviour {
+    /// Vector `i` is `[i + 1, 2, 0, ...]` (unnormalised), items listed in reverse order.
+    Reversed {
+        dimensions: usize,
+    },
+    Fail,
+}
+
+struct Request {
+    authorization: Option<String>,
+    body: serde_json::Value,
+}
+
+/// A one-route HTTP/1.1 server: enough for reqwest, and no extra dependency.
+async fn serve(behaviour: Behaviour) -> (String, mpsc::UnboundedReceiver<Request>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let (sender, receiver) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        loop {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let sender = sender.clone();
+            tokio::spawn(async move {
+                // reqwest may reuse the connection: answer requests until it closes.
+                let mut buffer = Vec::new();
+                loop {
+                    let header_end = loop {
+                        if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break at + 4;
+                        }
+                        let mut chunk = [0u8; 4096];
+                        let read = stream.read(&mut chunk).await.unwrap();
+                        if read == 0 {
+                            return;
+                        }
+                        buffer.extend_from_slice(&chunk[..read]);
+                    };
+                    let head = String::from_utf8(buffer[..header_end].to_vec()).unwrap();
+                    assert!(head.starts_with("POST /v1/embeddings HTTP/1.1\r\n"), "{head}");
+                    let header = |name: &str| {
+                        head.lines().find_map(|line| {
+                            let (key, value) = line.split_once(':')?;
+                            key.eq_ignore_ascii_case(name).then(|| value.trim().to_string())
+                        })
+                    };
+                    let length: usize = header("content-length").unwrap().parse().unwrap();
+                    while buffer.len() < header_end + length {
+                        let mut chunk = [0u8; 4096];
+                        let read = stream.read(&mut chunk).await.unwrap();
+                        assert!(read > 0, "connection closed mid-body");
+                        buffer.extend_from_slice(&chunk[..read]);
+                    }
+                    let body: serde_json::Value =
+                        serde_json::from_slice(&buffer[header_end..header_end + length]).unwrap();
+                    buffer.drain(..header_end + length);
+
+                    let (status, response) = match behaviour {
+                        Behaviour::Reversed { dimensions } => {
+                            let count = body["input"].as_array().unwrap().len();
+                            let data: Vec<serde_json::Value> = (0..count)
+                                .rev()
+                                .map(|i| {
+                                    let mut embedding = vec![0.0f32; dimensions];
+                                    embedding[0] = (i + 1) as f32;
+                                    embedding[1] = 2.0;
+                                    serde_json::json!({ "object": "embedding", "index": i, "embedding": embedding })
+                                })
+                                .collect();
+                            ("200 OK", serde_json::json!({ "object": "list", "data": data }).to_string())
+                        }
+                        Behaviour::Fail => {
+                            ("500 Internal Server Error", r#"{"error":{"message":"model overloaded"}}"#.to_string())
+                        }
+                    };
+                    sender.send(Request { authorization: header("authorization"), body }).unwrap();
+                    let reply = format!(
+                        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{response}",
+                        response.len()
+                    );
+                    stream.write_all(reply.as_bytes()).await.unwrap();
+                }
+            });
+        }
+    });
+    (url, receiver)
+}
+
+fn openai(url: String, api_key: Option<&str>, dimensions: usize) -> OpenAiEmbedder {
+    OpenAiEmbedder::new(OpenAiConfig {
+        url,
+        model: "text-embedding-3-small".to_string(),
+        api_key: api_key.map(str::to_string),
+        dimensions,
+    })
+    .unwrap()
+}
+
+#[tokio::test]
+async fn openai_restores_order_normalises_and_sends_the_key() {
+    let (url, mut requests) = serve(Behaviour::Reversed { dimensions: 8 }).await;
+    let embedder = openai(url, Some("sk-test"), 8);
+    assert_eq!(embedder.dimensions(), 8);
+    assert_eq!(embedder.model(), "text-embedding-3-small");
+
+    // 70 inputs: two requests of at most 64.
+    let texts: Vec<String> = (0..70).map(|i| format!("text {i}")).collect();
+    let vectors = embedder.embed(texts.clone()).await.unwrap();
+    assert_eq!(vectors.len(), 70);
+    for (position, vector) in vectors.iter().enumerate() {
+        // Index within its request of 64.
+        let i = (position % 64) as f32;
+        let expected_norm = ((i + 1.0) * (i + 1.0) + 4.0).sqrt();
+        assert!((vector[0] - (i + 1.0) / expected_norm).abs() < 1e-6, "vector {position}: {vector:?}");
+        assert!((vector[1] - 2.0 / expected_norm).abs() < 1e-6);
+        assert!((norm(vector) - 1.0).abs() < 1e-5);
+    }
+
+    let first = requests.recv().await.unwrap();
+    let second = requests.recv().await.unwrap();
+    assert_eq!(first.authorization.as_deref(), Some("Bearer sk-test"));
+    assert_eq!(first.body["model"], "text-embedding-3-small");
+    let inputs = |request: &Request| -> Vec<String> {
+        request.body["input"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(inputs(&first), texts[..64]);
+    assert_eq!(inputs(&second), texts[64..]);
+}
+
+#[tokio::test]
+async fn openai_sends_no_authorization_without_a_key() {
+    let (url, mut requests) = serve(Behaviour::Reversed { dimensions: 4 }).await;
+    let vectors = openai(url, None, 4).embed(strings(&["a", "b"])).await.unwrap();
+    assert_eq!(vectors.len(), 2);
+    assert_eq!(requests.recv().await.unwrap().authorization, None);
+}
+
+#[tokio::test]
+async fn openai_reports_a_server_error() {
+    let (url, _requests) = serve(Behaviour::Fail).await;
+    let error = openai(url, None, 4).embed(strings(&["a"])).await.unwrap_err();
+    let message = format!("{error:#}");
+    assert!(message.contains("500"), "{message}");
+    assert!(message.contains("model overloaded"), "{message}");
+}
+
+#[tokio::test]
+async fn openai_reports_a_wrong_dimension() {
+    let (url, _requests) = serve(Behaviour::Reversed { dimensions: 8 }).await;
+    let error = openai(url, None, 1536).embed(strings(&["a"])).await.unwrap_err();
+    let message = format!("{error:#}");
+    assert!(message.contains("8-dimensional") && message.contains("1536"), "{message}");
+}
+
+#[tokio::test]
+async fn load_picks_the_endpoint_when_configured() {
+    let config = EmbeddingConfig {
+        model_dir: "/nonexistent".into(),
+        openai: Some(OpenAiConfig {
+            url: "http://127.0.0.1:1/v1".to_string(),
+            model: "nomic-embed-text".to_string(),
+            api_key: None,
+            dimensions: 768,
+        }),
+    };
+    let embedder = embed::load(&config).unwrap();
+    assert_eq!(embedder.model(), "nomic-embed-text");
+    assert_eq!(embedder.dimensions(), 768);
+}

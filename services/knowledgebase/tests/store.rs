@@ -1,0 +1,255 @@
+//! The knowledgebase store on SQLite and on PostgreSQL (when `TEST_DATABASE_URL` is set):
+//! the webpage refresh rule under a controlled clock, source content replaced as a whole,
+//! isolation between teams, and the index repaired at start from what SQL holds.
+
+#![allow(clippy::unwrap_used)]
+
+use std::future::Future;
+
+use switchboard_kit::ErrorKind;
+use switchboard_kit::testdb;
+use switchboard_knowledgebase::store::{
+    EntryText, ExtractedEntry, KnowledgeStore, NewDocument, REFRESH_INTERVAL_MS, SourceKind, SourcePatch,
+};
+
+async fn on_every_engine<F, Fut>(test: F)
+where
+    F: Fn(KnowledgeStore, String) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    for database in testdb::all().await.unwrap() {
+        eprintln!("engine: {:?}", database.engine);
+        let store = KnowledgeStore::open(&database.url).await.unwrap();
+        test(store.clone(), database.url.clone()).await;
+        store.db().close().await;
+    }
+}
+
+fn team() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+fn entry(question: &str, answer: &str) -> ExtractedEntry {
+    ExtractedEntry { text: EntryText { question: question.into(), answer: answer.into() }, embedding: vec![0.5; 8] }
+}
+
+async fn knowledgebase(store: &KnowledgeStore, team: &str) -> String {
+    store.create_knowledgebase(team, "Support", None).await.unwrap().id
+}
+
+#[tokio::test]
+async fn refresh_follows_the_spec_state_table_under_a_controlled_clock() {
+    on_every_engine(|store, _| async move {
+        let team = team();
+        let kb = knowledgebase(&store, &team).await;
+        let page = store.create_webpage(&team, &kb, "FAQ", "https://example.com/faq", None).await.unwrap();
+        assert_eq!(page.status, "pending");
+
+        // The first scrape is under way: a refresh is a conflict.
+        let error = store.request_refresh(&team, &kb, &page.id, 1_000).await.unwrap_err();
+        assert_eq!(error.kind, ErrorKind::Conflict);
+
+        assert!(store.finish_scrape(&page.id, &[entry("Hours", "9 to 5")], "m").await.unwrap());
+        let t0 = 10_000_000;
+        let refreshing = store.request_refresh(&team, &kb, &page.id, t0).await.unwrap();
+        assert_eq!(refreshing.status, "refreshing");
+        assert_eq!(store.request_refresh(&team, &kb, &page.id, t0 + 1).await.unwrap_err().kind, ErrorKind::Conflict);
+
+        assert!(store.finish_scrape(&page.id, &[entry("Hours", "9 to 6")], "m").await.unwrap());
+        let limited = store.request_refresh(&team, &kb, &page.id, t0 + 3_600_000).await.unwrap_err();
+        assert_eq!(limited.kind, ErrorKind::RateLimited);
+        assert_eq!(limited.retry_at_ms, Some(t0 + REFRESH_INTERVAL_MS));
+        let still = store.request_refresh(&team, &kb, &page.id, t0 + REFRESH_INTERVAL_MS - 1).await.unwrap_err();
+        assert_eq!(still.kind, ErrorKind::RateLimited);
+
+        let again = store.request_refresh(&team, &kb, &page.id, t0 + REFRESH_INTERVAL_MS).await.unwrap();
+        assert_eq!(again.status, "refreshing");
+        assert_eq!(again.last_refresh_requested_at_ms, Some(t0 + REFRESH_INTERVAL_MS));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn of_two_simultaneous_refreshes_exactly_one_wins() {
+    on_every_engine(|store, _| async move {
+        let team = team();
+        let kb = knowledgebase(&store, &team).await;
+        let page = store.create_webpage(&team, &kb, "FAQ", "https://example.com/faq", None).await.unwrap();
+        store.finish_scrape(&page.id, &[entry("Hours", "9 to 5")], "m").await.unwrap();
+        let (a, b) = tokio::join!(
+            store.request_refresh(&team, &kb, &page.id, 5_000),
+            store.request_refresh(&team, &kb, &page.id, 5_000)
+        );
+        let (wins, losses): (Vec<_>, Vec<_>) = [a, b].into_iter().partition(Result::is_ok);
+        assert_eq!((wins.len(), losses.len()), (1, 1), "{wins:?} {losses:?}");
+        let loser = losses.into_iter().next().unwrap().unwrap_err();
+        assert!(matches!(loser.kind, ErrorKind::Conflict | ErrorKind::RateLimited), "{loser:?}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_scrape_replaces_the_content_and_a_failure_keeps_it() {
+    on_every_engine(|store, _| async move {
+        let team = team();
+        let kb = knowledgebase(&store, &team).await;
+        let page = store.create_webpage(&team, &kb, "FAQ", "https://example.com/faq", None).await.unwrap();
+        store.finish_scrape(&page.id, &[entry("A", "1"), entry("B", "2"), entry("C", "3")], "m").await.unwrap();
+        let content = store.source_entries(&team, &page.id).await.unwrap();
+        assert_eq!(content.iter().map(|r| r.question.as_str()).collect::<Vec<_>>(), ["A", "B", "C"]);
+        assert_eq!(content[0].source.as_ref().unwrap().name.as_deref(), Some("FAQ"));
+
+        store.finish_scrape(&page.id, &[entry("D", "4")], "m").await.unwrap();
+        let content = store.source_entries(&team, &page.id).await.unwrap();
+        assert_eq!(content.len(), 1);
+        assert_eq!(content[0].question, "D");
+
+        store.fail_source(SourceKind::Webpage, &page.id, "the page answered HTTP 500").await.unwrap();
+        let failed = store.webpage(&team, &kb, &page.id).await.unwrap();
+        assert_eq!(failed.status, "failed");
+        assert_eq!(failed.failure_reason.as_deref(), Some("the page answered HTTP 500"));
+        assert_eq!(failed.entry_count, 1);
+        assert!(failed.last_scraped_at_ms.is_some());
+
+        // Extracted entries are not manual references.
+        assert!(store.manual_references(&team, &kb).await.unwrap().is_empty());
+        let counted = store.knowledgebase(&team, &kb).await.unwrap().counts.unwrap();
+        assert_eq!((counted.webpages, counted.references), (1, 0));
+
+        store.delete_webpage(&team, &kb, &page.id).await.unwrap();
+        assert!(store.source_entries(&team, &page.id).await.unwrap().is_empty());
+        assert_eq!(store.webpage(&team, &kb, &page.id).await.unwrap_err().kind, ErrorKind::NotFound);
+        // A scrape that ends after the page was deleted stores nothing.
+        assert!(!store.finish_scrape(&page.id, &[entry("E", "5")], "m").await.unwrap());
+        assert_eq!(store.count_entries().await.unwrap(), 0);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn webpage_fields_are_validated_and_updates_do_not_rescrape() {
+    on_every_engine(|store, _| async move {
+        let team = team();
+        let kb = knowledgebase(&store, &team).await;
+        for url in ["ftp://example.com/", "not a url", "https://", "javascript:alert(1)"] {
+            let error = store.create_webpage(&team, &kb, "Bad", url, None).await.unwrap_err();
+            assert_eq!(error.kind, ErrorKind::Validation, "{url}");
+        }
+        let long_name = "n".repeat(256);
+        assert_eq!(
+            store.create_webpage(&team, &kb, &long_name, "https://example.com", None).await.unwrap_err().kind,
+            ErrorKind::Validation
+        );
+        let page = store.create_webpage(&team, &kb, "FAQ", "https://example.com/faq", Some("old")).await.unwrap();
+        store.finish_scrape(&page.id, &[entry("A", "1")], "m").await.unwrap();
+        let patch =
+            SourcePatch { url: Some("https://example.org/new".into()), notes: Some(None), ..Default::default() };
+        let updated = store.update_webpage(&team, &kb, &page.id, &patch).await.unwrap();
+        assert_eq!(updated.url, "https://example.org/new");
+        assert_eq!(updated.notes, None);
+        assert_eq!(updated.status, "ready");
+        assert_eq!(updated.entry_count, 1);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn sources_of_another_team_are_not_found() {
+    on_every_engine(|store, _| async move {
+        let (owner, other) = (team(), team());
+        let kb = knowledgebase(&store, &owner).await;
+        let page = store.create_webpage(&owner, &kb, "FAQ", "https://example.com/faq", None).await.unwrap();
+        let document = store
+            .create_document(
+                &owner,
+                &kb,
+                &NewDocument {
+                    id: uuid::Uuid::now_v7().to_string(),
+                    name: "Prices".into(),
+                    notes: None,
+                    file_name: "prices.txt".into(),
+                    content_type: "text/plain".into(),
+                    size_bytes: 10,
+                    object_key: "k".into(),
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(document.status, "pending");
+        assert_eq!(store.webpage(&other, &kb, &page.id).await.unwrap_err().kind, ErrorKind::NotFound);
+        assert_eq!(store.document(&other, &kb, &document.id).await.unwrap_err().kind, ErrorKind::NotFound);
+        assert_eq!(store.request_refresh(&other, &kb, &page.id, 0).await.unwrap_err().kind, ErrorKind::NotFound);
+        assert_eq!(store.delete_webpage(&other, &kb, &page.id).await.unwrap_err().kind, ErrorKind::NotFound);
+        assert_eq!(store.delete_document(&other, &kb, &document.id).await.unwrap_err().kind, ErrorKind::NotFound);
+        let patch = SourcePatch { name: Some("Mine".into()), ..Default::default() };
+        assert_eq!(
+            store.update_document(&other, &kb, &document.id, &patch).await.unwrap_err().kind,
+            ErrorKind::NotFound
+        );
+        assert_eq!(
+            store.create_webpage(&other, &kb, "X", "https://example.com", None).await.unwrap_err().kind,
+            ErrorKind::NotFound
+        );
+
+        assert!(store.finish_extraction(&document.id, &[entry("Price", "10 euros")], "m").await.unwrap());
+        let ready = store.document(&owner, &kb, &document.id).await.unwrap();
+        assert_eq!((ready.status.as_str(), ready.entry_count), ("ready", 1));
+        let (_, key) = store.delete_document(&owner, &kb, &document.id).await.unwrap();
+        assert_eq!(key, "k");
+        assert_eq!(store.count_entries().await.unwrap(), 0);
+    })
+    .await;
+}
+
+mod repair {
+    use switchboard_knowledgebase::embed::{EmbeddingConfig, default_model_dir};
+    use switchboard_knowledgebase::index::IndexConfig;
+    use switchboard_knowledgebase::objects::ObjectsConfig;
+    use switchboard_knowledgebase::sources::fetch::FetchPolicy;
+    use switchboard_knowledgebase::{DEFAULT_MAX_UPLOAD_BYTES, Settings};
+
+    use super::*;
+
+    fn settings(database_url: &str, dir: &std::path::Path) -> Settings {
+        Settings {
+            database_url: database_url.to_owned(),
+            index: IndexConfig {
+                path: dir.join("index"),
+                qdrant_url: None,
+                qdrant_api_key: None,
+                collection: "test".into(),
+                dimensions: 0,
+            },
+            embedding: EmbeddingConfig { model_dir: default_model_dir(), openai: None },
+            objects: ObjectsConfig::Local(dir.join("objects")),
+            max_upload_bytes: DEFAULT_MAX_UPLOAD_BYTES,
+            fetch: FetchPolicy::from_env(),
+            chat: None,
+        }
+    }
+
+    /// A write whose index update never happened (a crash in between) is applied when the
+    /// service opens next.
+    #[tokio::test]
+    async fn changes_committed_but_not_indexed_are_applied_at_start() {
+        on_every_engine(|_, url| async move {
+            let dir = tempfile::tempdir().unwrap();
+            let first = switchboard_knowledgebase::open(settings(&url, dir.path())).await.unwrap();
+            let team = team();
+            let kb = knowledgebase(&first.store, &team).await;
+            let text =
+                EntryText { question: "Where is the spare key?".into(), answer: "Under the blue flower pot.".into() };
+            let vector = first.embedder.embed(vec![text.embedding_input()]).await.unwrap().pop().unwrap();
+            // Straight to the store: SQL and the outbox have it, the index does not.
+            first.store.insert_reference(&team, &kb, &text, &vector, first.embedder.model()).await.unwrap();
+            assert!(first.search(&team, &kb, "spare key location", 5, 0.1).await.unwrap().is_empty());
+            drop(first);
+
+            let second = switchboard_knowledgebase::open(settings(&url, dir.path())).await.unwrap();
+            let hits = second.search(&team, &kb, "spare key location", 5, 0.1).await.unwrap();
+            assert_eq!(hits.len(), 1);
+            assert_eq!(hits[0].reference.as_ref().unwrap().answer, "Under the blue flower pot.");
+        })
+        .await;
+    }
+}
