@@ -22,6 +22,9 @@ use crate::routes::{self, Body, Method};
 use crate::scope::{self, Scoper};
 use crate::services::Services;
 
+/// What a multipart body may carry beyond its file: boundaries, part headers, name, notes.
+const UPLOAD_ENVELOPE_BYTES: usize = 64 * 1024;
+
 pub struct App {
     config: GatewayConfig,
     router: Router,
@@ -88,8 +91,7 @@ impl App {
                 return Ok(Reply::error(&error).with_header("Allow", allowed.join(", ")));
             }
             Match::NotFound => {
-                return Err(ServiceError::not_found("Route not found")
-                    .with_hint("See /v1/openapi.json for the available operations."));
+                return Err(ServiceError::not_found("Route not found"));
             }
         };
         let query: Vec<(String, String)> = header
@@ -121,9 +123,29 @@ impl App {
                 }
                 read?
             }
-            Body::None => None,
+            Body::None | Body::Multipart => None,
         };
-        let call = Call { services, principal, team, params, query, body };
+        let upload = match route.body {
+            Body::Multipart => {
+                let limit = self.config.max_upload_bytes.saturating_add(UPLOAD_ENVELOPE_BYTES);
+                let read = crate::body::read_upload(session, limit).await;
+                if read.is_err() {
+                    ctx.close = true;
+                }
+                Some(read?)
+            }
+            Body::None | Body::Json => None,
+        };
+        let call = Call {
+            services,
+            principal,
+            team,
+            params,
+            query,
+            body,
+            upload,
+            max_upload_bytes: self.config.max_upload_bytes,
+        };
         (route.handler)(call).await
     }
 
@@ -150,11 +172,11 @@ impl App {
     }
 }
 
-/// Every path parameter of the API is a UUID; anything else is a 400, not a lookup.
+/// Every `...Id` path parameter is a UUID; anything else is a 400, not a lookup.
 fn check_path_ids(params: &[(&'static str, String)]) -> Result<(), ServiceError> {
     let violations: Vec<_> = params
         .iter()
-        .filter(|(_, value)| uuid::Uuid::parse_str(value).is_err())
+        .filter(|(name, value)| name.ends_with("Id") && uuid::Uuid::parse_str(value).is_err())
         .map(|(name, _)| switchboard_kit::FieldViolation::new(*name, "must be a UUID"))
         .collect();
     if violations.is_empty() { Ok(()) } else { Err(ServiceError::validation(violations)) }

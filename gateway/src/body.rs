@@ -1,5 +1,5 @@
-//! Reading a JSON request body: content type (415), size (413, also from `Content-Length`
-//! before reading), syntax (400).
+//! Reading a request body: JSON (content type 415, size 413, also from `Content-Length`
+//! before reading, syntax 400) or a multipart upload (content type 415, size 413).
 
 use bytes::BytesMut;
 use pingora::proxy::Session;
@@ -20,18 +20,20 @@ fn is_json(content_type: &str) -> bool {
     essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
-/// `None` when the request has no body.
-pub async fn read_json(session: &mut Session, max: usize) -> ServiceResult<Option<Value>> {
-    let header = session.req_header();
-    let content_type = header.headers.get("content-type").map(|v| v.to_str().unwrap_or_default().to_owned());
-    let declared_len =
-        header.headers.get("content-length").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<usize>().ok());
-    if let Some(content_type) = &content_type
-        && !is_json(content_type)
-    {
-        return Err(ServiceError::new(ErrorKind::UnsupportedMediaType, "Content-Type must be application/json")
-            .with_hint("Send the body as JSON with Content-Type: application/json."));
-    }
+/// A `multipart/form-data` body, read whole but not yet parsed.
+#[derive(Debug, Clone)]
+pub struct Upload {
+    pub boundary: String,
+    pub body: bytes::Bytes,
+}
+
+async fn read_capped(session: &mut Session, max: usize) -> ServiceResult<BytesMut> {
+    let declared_len = session
+        .req_header()
+        .headers
+        .get("content-length")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<usize>().ok());
     if declared_len.is_some_and(|len| len > max) {
         return Err(too_large(max));
     }
@@ -46,6 +48,33 @@ pub async fn read_json(session: &mut Session, max: usize) -> ServiceResult<Optio
         }
         body.extend_from_slice(&chunk);
     }
+    Ok(body)
+}
+
+/// Reads an upload of at most `max` bytes in all.
+pub async fn read_upload(session: &mut Session, max: usize) -> ServiceResult<Upload> {
+    let content_type =
+        session.req_header().headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    let not_multipart = || {
+        ServiceError::new(ErrorKind::UnsupportedMediaType, "Content-Type must be multipart/form-data")
+            .with_hint("Send the file as a multipart form with the field `file` (and optional `name`, `notes`).")
+    };
+    let boundary = multer::parse_boundary(&content_type).map_err(|_| not_multipart())?;
+    let body = read_capped(session, max).await?;
+    Ok(Upload { boundary, body: body.freeze() })
+}
+
+/// `None` when the request has no body.
+pub async fn read_json(session: &mut Session, max: usize) -> ServiceResult<Option<Value>> {
+    let header = session.req_header();
+    let content_type = header.headers.get("content-type").map(|v| v.to_str().unwrap_or_default().to_owned());
+    if let Some(content_type) = &content_type
+        && !is_json(content_type)
+    {
+        return Err(ServiceError::new(ErrorKind::UnsupportedMediaType, "Content-Type must be application/json")
+            .with_hint("Send the body as JSON with Content-Type: application/json."));
+    }
+    let body = read_capped(session, max).await?;
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }

@@ -24,6 +24,9 @@ pub struct Call {
     pub params: Vec<(&'static str, String)>,
     pub query: Vec<(String, String)>,
     pub body: Option<Value>,
+    /// The raw multipart body of an upload route.
+    pub upload: Option<crate::body::Upload>,
+    pub max_upload_bytes: usize,
 }
 
 impl Call {
@@ -34,6 +37,10 @@ impl Call {
     /// True when an agency key acts on one of its subteams through `teamId`.
     pub fn via_agency(&self) -> bool {
         self.team.id != self.principal.team.id
+    }
+
+    pub fn has_param(&self, name: &str) -> bool {
+        self.params.iter().any(|(key, _)| *key == name)
     }
 
     pub fn param(&self, name: &str) -> &str {
@@ -101,7 +108,14 @@ impl Reply {
             body["details"] =
                 error.details.iter().map(|v| serde_json::json!({ "field": v.field, "message": v.message })).collect();
         }
-        Self::json(error.kind.http_status(), body)
+        let mut reply = Self::json(error.kind.http_status(), body);
+        if let Some(retry_at_ms) = error.retry_at_ms {
+            let seconds = ((retry_at_ms - switchboard_kit::time::now_ms()).max(0) + 999) / 1000;
+            reply.body["nextAvailableAt"] = Value::from(switchboard_kit::time::iso_ms(retry_at_ms));
+            reply.body["retryAfter"] = Value::from(seconds);
+            reply = reply.with_header("Retry-After", seconds.to_string());
+        }
+        reply
     }
 }
 

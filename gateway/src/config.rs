@@ -11,11 +11,18 @@ pub struct GatewayConfig {
     pub listen: String,
     /// gRPC endpoint of the identity service, e.g. `http://127.0.0.1:50051`.
     pub identity_url: String,
+    /// gRPC endpoint of the agents service.
+    pub agents_url: String,
+    /// gRPC endpoint of the knowledgebase service.
+    pub knowledgebase_url: String,
     /// Rate-limit buckets live in this Redis when set, in process otherwise.
     pub redis_url: Option<String>,
     pub rate_limits: RateLimits,
     /// Requests whose body is larger are answered 413.
     pub max_body_bytes: usize,
+    /// Uploaded files larger than this are answered 413 (multipart bodies may exceed it by
+    /// the size of their other parts).
+    pub max_upload_bytes: usize,
     /// How long the gateway waits on a service before answering 503.
     pub request_timeout: Duration,
     /// How long a successful key lookup is trusted; a revoked key stops working within it.
@@ -31,9 +38,12 @@ impl Default for GatewayConfig {
         Self {
             listen: "127.0.0.1:8080".to_owned(),
             identity_url: "http://127.0.0.1:50051".to_owned(),
+            agents_url: "http://127.0.0.1:50052".to_owned(),
+            knowledgebase_url: "http://127.0.0.1:50053".to_owned(),
             redis_url: None,
             rate_limits: RateLimits::default(),
             max_body_bytes: 1024 * 1024,
+            max_upload_bytes: 20 * 1024 * 1024,
             request_timeout: Duration::from_secs(10),
             auth_cache_ttl: Duration::from_secs(2),
             redis_timeout: Duration::from_millis(50),

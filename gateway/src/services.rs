@@ -5,7 +5,9 @@
 use std::time::Duration;
 
 use anyhow::Context;
+use switchboard_proto::v1::agents_service_client::AgentsServiceClient;
 use switchboard_proto::v1::identity_service_client::IdentityServiceClient;
+use switchboard_proto::v1::knowledgebase_service_client::KnowledgebaseServiceClient;
 use tonic::transport::{Channel, Endpoint};
 
 use crate::config::GatewayConfig;
@@ -13,12 +15,20 @@ use crate::config::GatewayConfig;
 #[derive(Clone)]
 pub struct Services {
     pub identity: IdentityServiceClient<Channel>,
+    pub agents: AgentsServiceClient<Channel>,
+    pub knowledgebase: KnowledgebaseServiceClient<Channel>,
 }
 
 impl Services {
     /// Must run inside the tokio runtime that will drive the connections.
     pub fn connect(config: &GatewayConfig) -> anyhow::Result<Self> {
-        Ok(Self { identity: IdentityServiceClient::new(channel(&config.identity_url, config.request_timeout)?) })
+        let timeout = config.request_timeout;
+        Ok(Self {
+            identity: IdentityServiceClient::new(channel(&config.identity_url, timeout)?),
+            agents: AgentsServiceClient::new(channel(&config.agents_url, timeout)?),
+            knowledgebase: KnowledgebaseServiceClient::new(channel(&config.knowledgebase_url, timeout)?)
+                .max_decoding_message_size(64 * 1024 * 1024),
+        })
     }
 }
 

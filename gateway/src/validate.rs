@@ -42,7 +42,7 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn violation(&mut self, field: &str, message: impl Into<String>) {
+    pub fn violation(&mut self, field: &str, message: impl Into<String>) {
         self.violations.push(FieldViolation::new(field, message));
     }
 

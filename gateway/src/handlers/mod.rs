@@ -2,5 +2,8 @@
 //! gRPC calls and a [`crate::call::Reply`].
 
 pub mod agency;
+pub mod agents;
 pub mod identity;
+pub mod knowledgebase;
+pub mod sources;
 pub mod users;
