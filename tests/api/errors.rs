@@ -65,9 +65,19 @@ async fn validation_failures_list_every_field() {
         .await;
     assert_eq!(response.error_code(400), "VALIDATION_ERROR");
     assert_eq!(response.body["error"], "Validation error");
+    // Top-level fields in the order of the request's schema; within `accessConfig`, in the
+    // order of the client's object.
     assert_eq!(
         response.fields(),
-        ["firstName", "lastName", "teamName", "email", "totalMonthlyCredits", "accessConfig.bogus", "accessConfig.users"]
+        [
+            "firstName",
+            "lastName",
+            "teamName",
+            "email",
+            "totalMonthlyCredits",
+            "accessConfig.users",
+            "accessConfig.bogus"
+        ]
     );
     for detail in response.body["details"].as_array().unwrap() {
         assert!(detail["message"].as_str().is_some_and(|m| !m.is_empty()));
@@ -94,7 +104,11 @@ async fn a_service_that_is_down_is_a_503_not_a_hang() {
     let closed = format!("http://127.0.0.1:{}", free_port());
     let gateway = Process::start(
         &["serve", "gateway"],
-        &[("SWITCHBOARD_LISTEN", "127.0.0.1:0"), ("SWITCHBOARD_IDENTITY_URL", &closed), ("SWITCHBOARD_REQUEST_TIMEOUT_MS", "3000")],
+        &[
+            ("SWITCHBOARD_LISTEN", "127.0.0.1:0"),
+            ("SWITCHBOARD_IDENTITY_URL", &closed),
+            ("SWITCHBOARD_REQUEST_TIMEOUT_MS", "3000"),
+        ],
         "gateway listening on",
     )
     .await;

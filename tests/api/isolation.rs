@@ -6,7 +6,9 @@ async fn a_team_never_sees_another_teams_data() {
     let stack = Stack::start().await;
     let a = stack.team("Team A", true, 100).await;
     let b = stack.team("Team B", true, 100).await;
-    stack.admin(&["create-user", "--team", &a.id, "--first-name", "Ann", "--last-name", "A", "--email", "ann@a.example"]).await;
+    stack
+        .admin(&["create-user", "--team", &a.id, "--first-name", "Ann", "--last-name", "A", "--email", "ann@a.example"])
+        .await;
     stack.client(&a.key).post("/agency/subteams", subteam_body("A's client")).await.expect(201);
 
     let me_b = stack.client(&b.key).get("/me").await;

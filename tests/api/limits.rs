@@ -42,7 +42,8 @@ async fn the_101st_standard_request_in_a_minute_is_429() {
 
 #[tokio::test]
 async fn classes_have_their_own_limits_and_the_key_team_pays_for_team_id() {
-    let stack = Stack::start_with(&[("SWITCHBOARD_RATE_LIMIT_STANDARD", "5"), ("SWITCHBOARD_RATE_LIMIT_WRITE", "2")]).await;
+    let stack =
+        Stack::start_with(&[("SWITCHBOARD_RATE_LIMIT_STANDARD", "5"), ("SWITCHBOARD_RATE_LIMIT_WRITE", "2")]).await;
     let agency = stack.team("Agency", true, 100).await;
     let api = stack.client(&agency.key);
     let subteam = api.post("/agency/subteams", subteam_body("Client")).await;

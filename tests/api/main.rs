@@ -6,10 +6,12 @@
 mod common;
 
 mod admin;
+mod agents;
 mod auth;
 mod credits;
 mod errors;
 mod isolation;
+mod knowledgebase;
 mod lifecycle;
 mod limits;
 mod scoping;

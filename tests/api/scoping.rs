@@ -31,10 +31,11 @@ async fn team_id_is_refused_for_non_agencies_foreign_subteams_and_bad_ids() {
     let agency = stack.team("Agency", true, 500).await;
     let rival = stack.team("Rival", true, 500).await;
     let plain = stack.team("Plain", false, 0).await;
-    let subteam_id = stack.client(&agency.key).post("/agency/subteams", subteam_body("Client")).await.body["data"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let subteam_id =
+        stack.client(&agency.key).post("/agency/subteams", subteam_body("Client")).await.body["data"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
 
     let not_agency = stack.client(&plain.key).get(&format!("/me?teamId={subteam_id}")).await;
     assert_eq!(not_agency.error_code(403), "FORBIDDEN");

@@ -245,7 +245,8 @@ impl Api {
     }
 
     pub async fn raw(&self, method: &str, path: &str, content_type: Option<&str>, body: Vec<u8>) -> Response {
-        let mut request = self.request(reqwest::Method::from_bytes(method.as_bytes()).expect("method"), path).body(body);
+        let mut request =
+            self.request(reqwest::Method::from_bytes(method.as_bytes()).expect("method"), path).body(body);
         if let Some(content_type) = content_type {
             request = request.header("Content-Type", content_type);
         }

@@ -236,7 +236,8 @@ async fn subteam_lists_are_paginated_sorted_and_private() {
         assert_eq!(second.len(), 1);
         assert_eq!(second[0].team.as_ref().unwrap().name, "Charlie");
 
-        let (rivals, _) = store.list_subteams(&rival, &PageRequest { page: 1, limit: 20, ..Default::default() }).await.unwrap();
+        let (rivals, _) =
+            store.list_subteams(&rival, &PageRequest { page: 1, limit: 20, ..Default::default() }).await.unwrap();
         assert_eq!(rivals.len(), 1);
     })
     .await;

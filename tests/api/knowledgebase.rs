@@ -1,0 +1,411 @@
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use crate::agents::{create_agent, id};
+use crate::common::{Api, Stack, admin};
+
+/// Writes are numerous here: lift the write limit so that setup is not rate limited.
+const ENV: &[(&str, &str)] = &[("SWITCHBOARD_RATE_LIMIT_WRITE", "100000"), ("SWITCHBOARD_RATE_LIMIT_SEARCH", "100000")];
+
+pub async fn create_knowledgebase(api: &Api, name: &str) -> Value {
+    api.post("/knowledgebase", json!({ "name": name, "description": "About us" })).await.expect(201)["data"].clone()
+}
+
+async fn add(api: &Api, base: &str, question: &str, answer: &str) -> Value {
+    let response = api.post(&format!("{base}/references"), json!({ "question": question, "answer": answer })).await;
+    response.expect(201)["data"].clone()
+}
+
+fn unrelated_references() -> Vec<(String, String)> {
+    let topics = [
+        ("What time does the {} store open on Sundays?", "The {} store opens at 10 am on Sundays and closes at 4 pm."),
+        ("How much does shipping to {} cost?", "Standard shipping to {} costs 9 euros and takes five days."),
+        ("Is there parking near the {} office?", "Yes, the {} office has a garage with 40 spaces for visitors."),
+        (
+            "Do you have vegetarian dishes at the {} restaurant?",
+            "The {} restaurant serves three vegetarian mains daily.",
+        ),
+        ("Can I bring my dog to the {} hotel?", "Dogs under 10 kg are welcome at the {} hotel for a fee."),
+        (
+            "What is the weather usually like in {} in July?",
+            "In July, {} is warm, around 27 degrees, with little rain.",
+        ),
+        ("How do I get from the airport to {} by train?", "Trains leave the airport for {} every 20 minutes."),
+        ("Which languages are spoken by the guides in {}?", "Our guides in {} speak English, Spanish and French."),
+        ("Does the {} gym have a swimming pool?", "The {} gym has a 25 metre pool open until 9 pm."),
+        ("When is the farmers market held in {}?", "The {} farmers market runs every Saturday morning."),
+    ];
+    let places = [
+        "Berlin",
+        "Lisbon",
+        "Oslo",
+        "Madrid",
+        "Vienna",
+        "Dublin",
+        "Prague",
+        "Athens",
+        "Helsinki",
+        "Zurich",
+        "Warsaw",
+        "Rome",
+        "Paris",
+        "Brussels",
+        "Copenhagen",
+        "Budapest",
+        "Tallinn",
+        "Riga",
+        "Vilnius",
+        "Sofia",
+    ];
+    topics
+        .iter()
+        .flat_map(|(question, answer)| {
+            places.iter().map(move |place| (question.replace("{}", place), answer.replace("{}", place)))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn knowledge_bases_have_the_spec_shape_and_full_crud() {
+    let stack = Stack::start_with(ENV).await;
+    let team = stack.team("Acme", false, 10).await;
+    let api = stack.client(&team.key);
+    let created = api.post("/knowledgebase", json!({ "name": "Support" })).await;
+    assert_eq!(created.expect(201)["message"], "Knowledgebase created successfully");
+    let kb = created.body["data"].clone();
+    assert_eq!(kb["name"], "Support");
+    assert_eq!(kb["description"], Value::Null);
+    for list in ["webpages", "documents", "references"] {
+        assert_eq!(kb[list], json!([]), "{list}");
+    }
+    let base = format!("/knowledgebase/{}", id(&kb));
+    let reference = add(&api, &base, "Do you ship abroad?", "Yes, to 30 countries.").await;
+    assert_eq!(reference["type"], "QA");
+    assert_eq!(reference["source"], json!({ "type": "manual" }));
+
+    let got = api.get(&base).await;
+    let references = got.expect(200)["data"]["references"].as_array().unwrap().clone();
+    assert_eq!(references.len(), 1);
+    assert_eq!(references[0]["question"], "Do you ship abroad?");
+
+    let listed = api.get("/knowledgebase").await;
+    assert_eq!(listed.expect(200)["data"][0]["counts"]["references"], 1);
+
+    let renamed = api.put(&base, json!({ "name": "Help", "description": "FAQ" })).await;
+    assert_eq!(renamed.expect(200)["data"]["name"], "Help");
+    assert_eq!(renamed.body["data"]["description"], "FAQ");
+    assert_eq!(renamed.body["data"]["references"].as_array().unwrap().len(), 1);
+
+    let agent = create_agent(&api, "Ava", json!({ "knowledgebaseId": kb["id"] })).await;
+    assert_eq!(agent["knowledgebase"], json!({ "id": kb["id"], "name": "Help" }));
+    api.delete(&base).await.expect(200);
+    assert_eq!(api.get(&base).await.body, json!({ "error": "Knowledgebase not found", "code": "NOT_FOUND" }));
+    let agent = api.get(&format!("/agents/{}", id(&agent))).await;
+    assert_eq!(agent.expect(200)["data"]["knowledgebase"], Value::Null);
+}
+
+#[tokio::test]
+async fn references_work_on_both_paths_with_partial_updates() {
+    let stack = Stack::start_with(ENV).await;
+    let team = stack.team("Acme", false, 10).await;
+    let api = stack.client(&team.key);
+    let kb = create_knowledgebase(&api, "Support").await;
+    let agent = create_agent(&api, "Ava", json!({ "knowledgebaseId": kb["id"] })).await;
+    let via_agent = format!("/agents/{}/knowledgebase", id(&agent));
+    let via_kb = format!("/knowledgebase/{}", id(&kb));
+
+    let root = api.get(&via_agent).await;
+    assert_eq!(root.expect(200)["data"]["agent"]["id"], agent["id"]);
+    assert_eq!(root.body["data"]["agent"]["name"], "Ava");
+    assert_eq!(root.body["data"]["knowledgebase"]["id"], kb["id"]);
+
+    let created = api.post(&format!("{via_agent}/references"), json!({ "question": "Q1?", "answer": "A1." })).await;
+    assert_eq!(created.expect(201)["message"], "Reference created successfully");
+    let reference_id = id(&created.body["data"]);
+    let on_kb_path = api.get(&format!("{via_kb}/references/{reference_id}")).await;
+    assert_eq!(on_kb_path.expect(200)["data"]["answer"], "A1.");
+
+    let updated = api.put(&format!("{via_kb}/references/{reference_id}"), json!({ "answer": "A2." })).await;
+    assert_eq!(updated.expect(200)["data"]["question"], "Q1?");
+    assert_eq!(updated.body["data"]["answer"], "A2.");
+    assert_eq!(updated.body["message"], "Reference updated successfully");
+    let updated = api.put(&format!("{via_agent}/references/{reference_id}"), json!({ "question": "Q2?" })).await;
+    assert_eq!(
+        (updated.body["data"]["question"].clone(), updated.body["data"]["answer"].clone()),
+        (json!("Q2?"), json!("A2."))
+    );
+
+    api.delete(&format!("{via_agent}/references/{reference_id}")).await.expect(200);
+    let gone = api.get(&format!("{via_kb}/references/{reference_id}")).await;
+    assert_eq!(gone.body, json!({ "error": "Reference not found", "code": "NOT_FOUND" }));
+}
+
+#[tokio::test]
+async fn reference_lengths_are_checked_at_both_edges() {
+    let stack =
+        Stack::start_with(&[("SWITCHBOARD_RATE_LIMIT_WRITE", "100000"), ("SWITCHBOARD_MAX_BODY_BYTES", "1000000")])
+            .await;
+    let team = stack.team("Acme", false, 0).await;
+    let api = stack.client(&team.key);
+    let path = format!("/knowledgebase/{}/references", id(&create_knowledgebase(&api, "Support").await));
+    let cases = [
+        ("", "a".to_owned(), 400, "question"),
+        ("q", String::new(), 400, "answer"),
+        ("q", "a".to_owned(), 201, ""),
+        (&*"é".repeat(5000), "é".repeat(50_000), 201, ""),
+        (&*"é".repeat(5001), "a".to_owned(), 400, "question"),
+        ("q", "é".repeat(50_001), 400, "answer"),
+    ];
+    for (question, answer, status, field) in cases {
+        let response = api.post(&path, json!({ "question": question, "answer": answer })).await;
+        assert_eq!(response.status, status, "{} / {}", question.chars().count(), answer.chars().count());
+        if status == 400 {
+            assert_eq!(response.fields(), [field]);
+        }
+    }
+    assert_eq!(api.post(&path, json!({ "question": 1, "answer": [] })).await.fields(), ["question", "answer"]);
+    assert_eq!(api.post(&path, json!({})).await.fields(), ["question", "answer"]);
+}
+
+#[tokio::test]
+async fn an_agent_without_a_knowledge_base_is_404_everywhere() {
+    let stack = Stack::start_with(ENV).await;
+    let team = stack.team("Acme", false, 10).await;
+    let api = stack.client(&team.key);
+    let agent = create_agent(&api, "Ava", json!({})).await;
+    let base = format!("/agents/{}/knowledgebase", id(&agent));
+    let reference = uuid::Uuid::new_v4();
+    let responses = [
+        api.get(&base).await,
+        api.get(&format!("{base}/search?query=hours")).await,
+        api.post(&format!("{base}/references"), json!({ "question": "q", "answer": "a" })).await,
+        api.get(&format!("{base}/references/{reference}")).await,
+        api.put(&format!("{base}/references/{reference}"), json!({ "answer": "a" })).await,
+        api.delete(&format!("{base}/references/{reference}")).await,
+    ];
+    for response in responses {
+        assert_eq!(response.error_code(404), "NOT_FOUND");
+        assert_eq!(response.body["error"], "Agent has no knowledgebase assigned");
+    }
+    assert_eq!(api.get("/me").await.body["data"]["credits"]["balance"], 10, "no credit was taken");
+}
+
+#[tokio::test]
+async fn another_teams_knowledge_base_and_references_are_404() {
+    let stack = Stack::start_with(ENV).await;
+    let owner = stack.team("Owner", false, 10).await;
+    let other = stack.team("Other", false, 10).await;
+    let owner_api = stack.client(&owner.key);
+    let kb = create_knowledgebase(&owner_api, "Private").await;
+    let base = format!("/knowledgebase/{}", id(&kb));
+    let reference = add(&owner_api, &base, "Secret question?", "Secret answer.").await;
+    let reference_path = format!("{base}/references/{}", id(&reference));
+
+    let api = stack.client(&other.key);
+    let kb_404 = [
+        api.get(&base).await,
+        api.put(&base, json!({ "name": "Mine" })).await,
+        api.delete(&base).await,
+        api.get(&format!("{base}/search?query=secret")).await,
+        api.post(&format!("{base}/references"), json!({ "question": "q", "answer": "a" })).await,
+        api.get(&reference_path).await,
+        api.put(&reference_path, json!({ "answer": "stolen" })).await,
+        api.delete(&reference_path).await,
+        api.post("/agents", json!({ "name": "Spy", "type": "chat", "knowledgebaseId": kb["id"] })).await,
+    ];
+    for response in kb_404 {
+        assert_eq!(response.status, 404, "{}", response.text);
+        assert_eq!(response.body["error"], "Knowledgebase not found");
+    }
+    assert!(api.get("/knowledgebase").await.body["data"].as_array().unwrap().is_empty());
+    assert_eq!(api.get("/me").await.body["data"]["credits"]["balance"], 10);
+
+    // A reference id of one knowledge base is not found through another of the same team.
+    let second = create_knowledgebase(&owner_api, "Second").await;
+    let crossed = owner_api.get(&format!("/knowledgebase/{}/references/{}", id(&second), id(&reference))).await;
+    assert_eq!(crossed.body["error"], "Reference not found");
+    assert_eq!(owner_api.get(&reference_path).await.expect(200)["data"]["answer"], "Secret answer.");
+}
+
+#[tokio::test]
+async fn search_ranks_the_paraphrased_questions_answer_first_and_costs_one_credit() {
+    let stack = Stack::start_with(ENV).await;
+    let team = stack.team("Acme", false, 100).await;
+    let api = stack.client(&team.key);
+    let kb = create_knowledgebase(&api, "Support").await;
+    let base = format!("/knowledgebase/{}", id(&kb));
+    let uploads = futures::stream::iter(unrelated_references())
+        .map(|(question, answer)| {
+            let (api, base) = (api.clone(), base.clone());
+            async move { add(&api, &base, &question, &answer).await }
+        })
+        .buffer_unordered(4)
+        .collect::<Vec<_>>()
+        .await;
+    assert_eq!(uploads.len(), 200);
+    let target = add(
+        &api,
+        &base,
+        "How do I reset my password?",
+        "Open Settings, choose Security and click Reset password. We email you a link that works for one hour.",
+    )
+    .await;
+    let agent = create_agent(&api, "Ava", json!({ "knowledgebaseId": kb["id"] })).await;
+
+    let query = "I forgot my login password, how can I change it?";
+    let encoded: String = url_encode(query);
+    let response = api.get(&format!("{base}/search?query={encoded}")).await;
+    let results = response.expect(200)["data"].as_array().unwrap().clone();
+    assert_eq!(results[0]["reference"]["id"], target["id"]);
+    assert_eq!(results[0]["reference"]["source"]["type"], "manual");
+    assert_eq!(results[0]["reference"]["type"], "QA");
+    assert!(results.len() <= 10);
+    let scores: Vec<f64> = results.iter().map(|r| r["similarity"].as_f64().unwrap()).collect();
+    assert!(scores.windows(2).all(|pair| pair[0] >= pair[1]), "best first: {scores:?}");
+    assert!(scores.iter().all(|s| *s >= 0.1));
+    assert_eq!(
+        response.body["meta"],
+        json!({ "query": query, "resultCount": results.len(), "limit": 10, "threshold": 0.1, "creditsUsed": 1 })
+    );
+    assert_eq!(api.get("/me").await.body["data"]["credits"]["balance"], 99);
+
+    let by_agent =
+        api.get(&format!("/agents/{}/knowledgebase/search?query={encoded}&limit=3&threshold=0.2", id(&agent))).await;
+    let by_agent_results = by_agent.expect(200)["data"].as_array().unwrap().clone();
+    assert!(!by_agent_results.is_empty() && by_agent_results.len() <= 3);
+    assert_eq!(by_agent_results[0]["reference"]["id"], target["id"]);
+    assert_eq!(
+        by_agent.body["meta"],
+        json!({
+            "query": query, "resultCount": by_agent_results.len(), "limit": 3, "threshold": 0.2, "creditsUsed": 1,
+            "agentId": agent["id"], "agentName": "Ava", "knowledgebaseId": kb["id"],
+        })
+    );
+    assert_eq!(api.get("/me").await.body["data"]["credits"]["balance"], 98);
+
+    let one = api.get(&format!("{base}/search?query=Sunday%20opening%20hours&limit=1")).await;
+    assert_eq!(one.expect(200)["data"].as_array().unwrap().len(), 1);
+    let strict = api.get(&format!("{base}/search?query={encoded}&threshold=0.99")).await;
+    assert!(strict.expect(200)["data"].as_array().unwrap().is_empty());
+    assert_eq!(strict.body["meta"]["resultCount"], 0);
+    let everything = api.get(&format!("{base}/search?query=travel&limit=50&threshold=0")).await;
+    assert_eq!(everything.expect(200)["data"].as_array().unwrap().len(), 50);
+    assert_eq!(api.get("/me").await.body["data"]["credits"]["balance"], 95);
+}
+
+fn url_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn bad_search_parameters_are_400_and_free() {
+    let stack = Stack::start_with(ENV).await;
+    let team = stack.team("Acme", false, 5).await;
+    let api = stack.client(&team.key);
+    let base = format!("/knowledgebase/{}", id(&create_knowledgebase(&api, "Support").await));
+    let long = "a".repeat(2001);
+    let cases = [
+        ("", vec!["query"]),
+        ("?query=", vec!["query"]),
+        (&*format!("?query={long}"), vec!["query"]),
+        ("?query=x&limit=0", vec!["limit"]),
+        ("?query=x&limit=51", vec!["limit"]),
+        ("?query=x&limit=ten", vec!["limit"]),
+        ("?query=x&threshold=-0.1", vec!["threshold"]),
+        ("?query=x&threshold=1.01", vec!["threshold"]),
+        ("?limit=0&threshold=2", vec!["query", "limit", "threshold"]),
+    ];
+    for (query, fields) in cases {
+        let response = api.get(&format!("{base}/search{query}")).await;
+        assert_eq!(response.error_code(400), "VALIDATION_ERROR", "{query}");
+        assert_eq!(response.fields(), fields, "{query}");
+    }
+    let edge = api.get(&format!("{base}/search?query={}&limit=50&threshold=1", "a".repeat(2000))).await;
+    edge.expect(200);
+    let low = api.get(&format!("{base}/search?query=a&limit=1&threshold=0")).await;
+    low.expect(200);
+    assert_eq!(api.get("/me").await.body["data"]["credits"]["balance"], 3);
+    let unknown = api.get(&format!("/knowledgebase/{}/search?query=x", uuid::Uuid::new_v4())).await;
+    assert_eq!(unknown.error_code(404), "NOT_FOUND");
+    assert_eq!(api.get("/me").await.body["data"]["credits"]["balance"], 3);
+}
+
+#[tokio::test]
+async fn a_team_without_credits_gets_402_and_no_search() {
+    let stack = Stack::start_with(ENV).await;
+    let team = stack.team("Acme", false, 1).await;
+    let api = stack.client(&team.key);
+    let base = format!("/knowledgebase/{}", id(&create_knowledgebase(&api, "Support").await));
+    add(&api, &base, "Opening hours?", "Nine to five.").await;
+    api.get(&format!("{base}/search?query=hours")).await.expect(200);
+    let refused = api.get(&format!("{base}/search?query=hours")).await;
+    assert_eq!(refused.error_code(402), "INSUFFICIENT_CREDITS");
+    assert!(refused.body.get("data").is_none());
+    assert_eq!(api.get("/me").await.body["data"]["credits"]["balance"], 0);
+}
+
+#[tokio::test]
+async fn an_edited_reference_is_found_by_its_new_wording_at_once() {
+    let stack = Stack::start_with(ENV).await;
+    let team = stack.team("Acme", false, 10).await;
+    let api = stack.client(&team.key);
+    let base = format!("/knowledgebase/{}", id(&create_knowledgebase(&api, "Support").await));
+    let reference = add(&api, &base, "What are your opening hours?", "We are open from nine to five.").await;
+    add(&api, &base, "Do you deliver on weekends?", "Deliveries run Monday to Friday only.").await;
+    let path = format!("{base}/references/{}", id(&reference));
+    api.put(
+        &path,
+        json!({ "question": "Which payment methods do you accept?", "answer": "Visa, Mastercard and PayPal." }),
+    )
+    .await
+    .expect(200);
+    let found = api.get(&format!("{base}/search?query=Can%20I%20pay%20with%20PayPal%3F&limit=1")).await;
+    assert_eq!(found.expect(200)["data"][0]["reference"]["id"], reference["id"]);
+    assert_eq!(found.body["data"][0]["reference"]["answer"], "Visa, Mastercard and PayPal.");
+    api.delete(&path).await.expect(200);
+    let after = api.get(&format!("{base}/search?query=Can%20I%20pay%20with%20PayPal%3F&threshold=0")).await;
+    assert!(after.expect(200)["data"].as_array().unwrap().iter().all(|r| r["reference"]["id"] != reference["id"]));
+}
+
+#[tokio::test]
+async fn the_rebuilt_index_answers_the_same_searches() {
+    let stack = Stack::start_with(ENV).await;
+    let team = stack.team("Acme", false, 100).await;
+    let api = stack.client(&team.key);
+    let base = format!("/knowledgebase/{}", id(&create_knowledgebase(&api, "Support").await));
+    for (question, answer) in unrelated_references().into_iter().take(30) {
+        add(&api, &base, &question, &answer).await;
+    }
+    let queries = ["Sunday opening hours in Oslo", "train from the airport", "can I bring a small dog"];
+    let mut before = Vec::new();
+    for query in queries {
+        let response = api.get(&format!("{base}/search?query={}&limit=5", url_encode(query))).await;
+        before.push(response.expect(200)["data"].clone());
+    }
+    let url = stack.process.line_after("knowledgebase gRPC:").unwrap();
+    let rebuilt = admin(&[], &["reindex", "--url", &url]).await;
+    assert_eq!(rebuilt["reindexed"], 30);
+    for (query, expected) in queries.iter().zip(&before) {
+        let response = api.get(&format!("{base}/search?query={}&limit=5", url_encode(query))).await;
+        let ids = |results: &Value| -> Vec<Value> {
+            results.as_array().unwrap().iter().map(|r| r["reference"]["id"].clone()).collect()
+        };
+        assert_eq!(ids(&response.body["data"]), ids(expected), "{query}");
+    }
+
+    // Offline, on the data directory, once the platform is stopped.
+    let Stack { process, data_dir, demo_key: _, .. } = stack;
+    assert_eq!(process.terminate().await, Some(0));
+    std::fs::remove_dir_all(data_dir.path().join("index")).unwrap();
+    let offline = admin(&["--data-dir", data_dir.path().to_str().unwrap()], &["reindex"]).await;
+    assert_eq!(offline["reindexed"], 30);
+    let again = Stack::start_in(data_dir, ENV).await;
+    let response =
+        again.client(&team.key).get(&format!("{base}/search?query={}&limit=5", url_encode(queries[0]))).await;
+    assert_eq!(response.expect(200)["data"][0]["reference"]["id"], before[0][0]["reference"]["id"]);
+}
