@@ -1,5 +1,6 @@
 use std::time::Duration;
 
+use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::common::{Api, Process, Stack, admin};
@@ -52,34 +53,65 @@ async fn sigterm_lets_the_request_in_flight_finish_then_exits_zero() {
     assert_eq!(keys.as_array().unwrap().len(), 1);
 }
 
+/// What Kubernetes runs: each component its own process with its own PostgreSQL database,
+/// talking gRPC; a reference written through the gateway is found by a search at once.
 #[tokio::test]
 async fn the_components_run_as_separate_services_on_postgres() {
-    let Some(database) = switchboard_kit::testdb::postgres().await.unwrap() else {
+    let Some(identity_db) = switchboard_kit::testdb::postgres().await.unwrap() else {
         return;
     };
-    let identity = Process::start(
-        &["serve", "identity"],
-        &[("DATABASE_URL", &database.url), ("SWITCHBOARD_GRPC_LISTEN", "127.0.0.1:0")],
-        "identity gRPC listening on",
-    )
-    .await;
-    let identity_url = format!("http://{}", identity.line_after("identity gRPC listening on").unwrap());
+    let agents_db = switchboard_kit::testdb::postgres().await.unwrap().unwrap();
+    let knowledgebase_db = switchboard_kit::testdb::postgres().await.unwrap().unwrap();
+    let data_dir = tempfile::tempdir().unwrap();
+    let data = data_dir.path().to_str().unwrap();
+    let serve = |component: &'static str, url: String| async move {
+        let env = [
+            ("DATABASE_URL", url.as_str()),
+            ("SWITCHBOARD_GRPC_LISTEN", "127.0.0.1:0"),
+            ("SWITCHBOARD_DATA_DIR", data),
+        ];
+        let ready = format!("{component} gRPC listening on");
+        let process = Process::start(&["serve", component], &env, &ready).await;
+        let url = format!("http://{}", process.line_after(&ready).unwrap());
+        (process, url)
+    };
+    let (identity, identity_url) = serve("identity", identity_db.url.clone()).await;
+    let (agents, agents_url) = serve("agents", agents_db.url.clone()).await;
+    let (knowledgebase, knowledgebase_url) = serve("knowledgebase", knowledgebase_db.url.clone()).await;
     let gateway = Process::start(
         &["serve", "gateway"],
-        &[("SWITCHBOARD_LISTEN", "127.0.0.1:0"), ("SWITCHBOARD_IDENTITY_URL", &identity_url)],
+        &[
+            ("SWITCHBOARD_LISTEN", "127.0.0.1:0"),
+            ("SWITCHBOARD_IDENTITY_URL", &identity_url),
+            ("SWITCHBOARD_AGENTS_URL", &agents_url),
+            ("SWITCHBOARD_KNOWLEDGEBASE_URL", &knowledgebase_url),
+        ],
         "gateway listening on",
     )
     .await;
     let base = gateway.line_after("gateway listening on").unwrap();
 
-    let location = ["--database-url", database.url.as_str()];
+    let location = ["--database-url", identity_db.url.as_str()];
     let team = admin(&location, &["create-team", "--name", "On Postgres", "--credits", "7"]).await;
     let team_id = team["id"].as_str().unwrap();
     let key = admin(&location, &["create-key", "--team", team_id]).await["key"].as_str().unwrap().to_owned();
-    let me = Api::new(&base, Some(&key)).get("/me").await;
+    let api = Api::new(&base, Some(&key));
+    let me = api.get("/me").await;
     assert_eq!(me.expect(200)["data"]["team"]["name"], "On Postgres");
     assert_eq!(me.body["data"]["credits"]["balance"], 7);
 
+    let kb = api.post("/knowledgebase", json!({ "name": "Support" })).await.expect(201)["data"]["id"].clone();
+    let agent = api.post("/agents", json!({ "name": "Desk", "type": "chat", "knowledgebaseId": kb })).await;
+    let agent_id = agent.expect(201)["data"]["id"].as_str().unwrap().to_owned();
+    let reference = json!({ "question": "Can I pay by card?", "answer": "Yes, every major card is accepted." });
+    api.post(&format!("/agents/{agent_id}/knowledgebase/references"), reference).await.expect(201);
+    let search = api.get(&format!("/agents/{agent_id}/knowledgebase/search?query=credit%20card%20payment")).await;
+    assert_eq!(search.expect(200)["data"][0]["reference"]["question"], "Can I pay by card?");
+    assert_eq!(search.body["meta"]["agentName"], "Desk");
+    assert_eq!(api.get("/me").await.body["data"]["credits"]["balance"], 6);
+
     assert_eq!(gateway.terminate().await, Some(0));
-    assert_eq!(identity.terminate().await, Some(0));
+    for process in [knowledgebase, agents, identity] {
+        assert_eq!(process.terminate().await, Some(0));
+    }
 }
