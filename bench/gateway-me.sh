@@ -10,7 +10,7 @@ DURATION="${DURATION:-20s}"
 CONNECTIONS="${CONNECTIONS:-64}"
 SWITCHBOARD_BIN="$(release_binary)"
 work="$(mktemp -d)"
-trap 'kill $DEV_PID $REDIS_PID 2>/dev/null; [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill $DEV_PID $REDIS_PID 2>/dev/null; [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null; sleep 1; rm -rf "$work"' EXIT
 
 redis_port="$(free_port)"
 redis-server --port "$redis_port" --save '' --appendonly no --bind 127.0.0.1 >/dev/null &
@@ -24,6 +24,8 @@ echo "$me" | grep -q '"credits"' || { echo "GET /me failed: $me" >&2; exit 1; }
 nginx_port="$(free_port)"
 mkdir -p "$work/www"
 printf '%s' "$me" > "$work/www/me.json"
+# nginx's workers run as another user: let them read the file.
+chmod a+rx "$work" "$work/www"; chmod a+r "$work/www/me.json"
 cat > "$work/nginx.conf" <<CONF
 worker_processes auto;
 pid $work/nginx.pid;

@@ -32,15 +32,19 @@ impl Services {
     }
 }
 
+/// HTTP/2 connections per service: one connection serialises its streams through one
+/// connection task, which caps throughput under many concurrent requests.
+const CONNECTIONS_PER_SERVICE: usize = 4;
+
 fn channel(url: &str, timeout: Duration) -> anyhow::Result<Channel> {
-    Ok(Endpoint::from_shared(url.to_owned())
+    let endpoint = Endpoint::from_shared(url.to_owned())
         .with_context(|| format!("invalid service URL {url}"))?
         .connect_timeout(Duration::from_secs(2).min(timeout))
         .timeout(timeout)
         .tcp_nodelay(true)
         .http2_keep_alive_interval(Duration::from_secs(30))
-        .keep_alive_while_idle(true)
-        .connect_lazy())
+        .keep_alive_while_idle(true);
+    Ok(Channel::balance_list(std::iter::repeat_n(endpoint, CONNECTIONS_PER_SERVICE)))
 }
 
 /// A request carrying the current trace context.

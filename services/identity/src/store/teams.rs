@@ -298,23 +298,25 @@ impl IdentityStore {
     }
 
     /// What `GET /me` shows of a team.
+    /// The team, its balance, subscription and agency in one query: `GET /me` runs it on
+    /// every call.
     pub async fn identity(&self, team_id: &str) -> ServiceResult<Identity> {
-        let team = self.team(team_id).await?;
-        let row = sqlx::query(
-            "SELECT b.balance, s.plan, s.status, s.current_period_end \
-             FROM credit_balances b JOIN subscriptions s ON s.team_id = b.team_id WHERE b.team_id = $1",
-        )
+        check_id("teamId", team_id)?;
+        let row = sqlx::query(&format!(
+            "SELECT {TEAM_COLUMNS}, b.balance, s.plan, s.status, s.current_period_end, p.name AS agency_name \
+             FROM teams t JOIN credit_balances b ON b.team_id = t.id JOIN subscriptions s ON s.team_id = t.id \
+             LEFT JOIN teams p ON p.id = t.parent_team_id WHERE t.id = $1 AND t.deleted_at IS NULL"
+        ))
         .bind(team_id)
         .fetch_optional(self.db.pool())
         .await?
         .ok_or_else(team_not_found)?;
+        let team = team_from_row(&row)?;
         let stored_end: Option<i64> = row.try_get("current_period_end")?;
-        let agency_team = match &team.parent_team_id {
-            Some(parent) => {
-                let mut conn = self.db.pool().acquire().await?;
-                team_in(&mut conn, parent).await?.map(|t| TeamRef { id: t.id, name: t.name })
-            }
-            None => None,
+        let agency_name: Option<String> = row.try_get("agency_name")?;
+        let agency_team = match (&team.parent_team_id, agency_name) {
+            (Some(id), Some(name)) => Some(TeamRef { id: id.clone(), name }),
+            _ => None,
         };
         Ok(Identity {
             credit_balance: row.try_get("balance")?,
