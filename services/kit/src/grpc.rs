@@ -37,11 +37,13 @@ pub async fn serve(
 
     let address = listener.local_addr().ok();
     tracing::info!(service = service_name, ?address, "gRPC server listening");
+    // The builder's `tcp_nodelay` only reaches listeners tonic binds itself: set it on ours,
+    // or a reply larger than one segment waits out the peer's delayed ACK (about 40 ms).
+    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     Server::builder()
-        .tcp_nodelay(true)
         .trace_fn(move |request| crate::telemetry::grpc_server_span(service_name, request))
         .add_routes(routes)
-        .serve_with_incoming_shutdown(TcpIncoming::from(listener), shutdown)
+        .serve_with_incoming_shutdown(incoming, shutdown)
         .await
         .with_context(|| format!("serving gRPC for {service_name}"))
 }

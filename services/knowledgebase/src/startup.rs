@@ -56,6 +56,7 @@ pub async fn open(settings: Settings) -> anyhow::Result<Arc<Knowledge>> {
     let embedding = settings.embedding.clone();
     let embedder =
         tokio::task::spawn_blocking(move || embed::load(&embedding)).await.context("loading the embedding model")??;
+    let embedder: Arc<dyn embed::Embedder> = embed::Coalescing::new(embedder);
     let mut index_config = settings.index;
     index_config.dimensions = embedder.dimensions();
     let index = index::open(&index_config).await.context("opening the vector index")?;

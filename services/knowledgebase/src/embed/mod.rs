@@ -32,9 +32,11 @@ pub struct EmbeddingConfig {
     pub openai: Option<OpenAiConfig>,
 }
 
+pub mod batch;
 pub mod bert;
 pub mod openai;
 
+pub use batch::Coalescing;
 pub use bert::BertEmbedder;
 pub use openai::OpenAiEmbedder;
 

@@ -244,20 +244,24 @@ impl KnowledgeStore {
         if ids.is_empty() {
             return Ok(HashMap::new());
         }
-        let placeholders: Vec<String> = (0..ids.len()).map(|i| format!("${}", i + 3)).collect();
-        let sql = format!(
-            "SELECT {ENTRY_COLUMNS} FROM entries e WHERE e.knowledgebase_id = $1 AND e.team_id = $2 AND e.id IN ({})",
-            placeholders.join(", ")
-        );
-        let mut query = sqlx::query(&sql).bind(knowledgebase_id).bind(team_id);
+        // By id alone, so that the primary key serves the lookup: with the knowledge base in
+        // the WHERE clause SQLite preferred its index and read every entry of the knowledge
+        // base (60 ms at 10,000 entries). Ownership is checked on the rows instead.
+        let placeholders: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
+        let sql =
+            format!("SELECT {ENTRY_COLUMNS}, e.team_id FROM entries e WHERE e.id IN ({})", placeholders.join(", "));
+        let mut query = sqlx::query(&sql);
         for id in ids {
             query = query.bind(id);
         }
         let rows = query.fetch_all(self.db.pool()).await?;
         let mut found = HashMap::with_capacity(rows.len());
         for row in &rows {
+            let owner: String = row.try_get("team_id")?;
             let reference = reference_from_row(row)?;
-            found.insert(reference.id.clone(), reference);
+            if owner == team_id && reference.knowledgebase_id == knowledgebase_id {
+                found.insert(reference.id.clone(), reference);
+            }
         }
         Ok(found)
     }
