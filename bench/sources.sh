@@ -49,7 +49,7 @@ for p in range(pages):
              f"Customers of branch {p % 10} receive answers within {p % 5 + 1} working days.",
              "Refunds, deliveries and warranty repairs follow the same process.",
              f"Reference number {1000 + p} identifies this page in the handbook."]
-    stream = "BT /F1 12 Tf 72 720 Td 16 TL " + " ".join(f"({l}) '" for l in lines) + " ET"
+    stream = "BT /F1 12 Tf 72 720 Td " + " 0 -16 Td ".join(f"({l}) Tj" for l in lines) + " ET"
     content = add(b"<< /Length %d >>\nstream\n" % len(stream) + stream.encode() + b"\nendstream")
     page_ids.append(add(b"<< /Type /Page /Parent %d 0 R /MediaBox [0 0 612 792] /Contents %d 0 R "
                         b"/Resources << /Font << /F1 %d 0 R >> >> >>" % (kids_placeholder, content, font)))
