@@ -27,6 +27,12 @@ pub struct Upload {
     pub body: bytes::Bytes,
 }
 
+/// Bodies this much over their limit are still read (and dropped) before the 413, so that
+/// a client that sends the whole body before reading sees the answer instead of a reset.
+fn drain_limit(max: usize) -> usize {
+    max.saturating_mul(2).max(max.saturating_add(4 * 1024 * 1024)).min(128 * 1024 * 1024)
+}
+
 async fn read_capped(session: &mut Session, max: usize) -> ServiceResult<BytesMut> {
     let declared_len = session
         .req_header()
@@ -34,19 +40,26 @@ async fn read_capped(session: &mut Session, max: usize) -> ServiceResult<BytesMu
         .get("content-length")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<usize>().ok());
-    if declared_len.is_some_and(|len| len > max) {
+    if declared_len.is_some_and(|len| len > drain_limit(max)) {
         return Err(too_large(max));
     }
     let mut body = BytesMut::new();
+    let mut seen = 0usize;
     while let Some(chunk) = session
         .read_request_body()
         .await
         .map_err(|e| ServiceError::new(ErrorKind::MalformedJson, format!("Cannot read the request body: {e}")))?
     {
-        if body.len() + chunk.len() > max {
+        seen = seen.saturating_add(chunk.len());
+        if seen > drain_limit(max) {
             return Err(too_large(max));
         }
-        body.extend_from_slice(&chunk);
+        if seen <= max {
+            body.extend_from_slice(&chunk);
+        }
+    }
+    if seen > max {
+        return Err(too_large(max));
     }
     Ok(body)
 }

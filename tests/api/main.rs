@@ -11,6 +11,7 @@ mod auth;
 mod credits;
 mod errors;
 mod isolation;
+mod knowledge_sources;
 mod knowledgebase;
 mod lifecycle;
 mod limits;
