@@ -182,7 +182,8 @@ impl ServiceError {
     /// Rebuilds the service's error from a status; statuses without Switchboard details
     /// (transport failures, timeouts) are classified by their gRPC code.
     pub fn from_status(status: &tonic::Status) -> Self {
-        let detail = ErrorDetail::decode(status.details()).ok();
+        // Empty bytes decode as a default message: only a non-empty detail is ours.
+        let detail = Some(status.details()).filter(|d| !d.is_empty()).and_then(|d| ErrorDetail::decode(d).ok());
         let kind = detail
             .as_ref()
             .and_then(|d| ErrorKind::from_code(&d.code))
