@@ -78,7 +78,9 @@ fn job_from_row(row: &AnyRow) -> Result<Job, sqlx::Error> {
 
 /// Writes a job; call it inside the transaction of the change that needs it.
 pub async fn enqueue(conn: &mut AnyConnection, job: NewJob<'_>) -> Result<String, sqlx::Error> {
-    let id = uuid::Uuid::new_v4().to_string();
+    // Time-ordered ids: two jobs queued in the same millisecond still sort by age, so
+    // `latest` never shows the older one.
+    let id = uuid::Uuid::now_v7().to_string();
     let now = now_ms();
     sqlx::query(
         "INSERT INTO jobs (id, kind, team_id, subject_id, payload, status, attempts, max_attempts, run_after, \

@@ -1,0 +1,19 @@
+{{- define "switchboard.name" -}}{{ .Release.Name }}{{- end -}}
+
+{{- define "switchboard.labels" -}}
+app.kubernetes.io/part-of: switchboard
+app.kubernetes.io/instance: {{ .Release.Name }}
+helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
+{{- end -}}
+
+{{- define "switchboard.image" -}}{{ .Values.image.repository }}:{{ .Values.image.tag }}{{- end -}}
+
+{{/* Environment shared by every component. */}}
+{{- define "switchboard.env" -}}
+{{- range $name, $value := .Values.env }}
+- { name: {{ $name }}, value: {{ $value | quote }} }
+{{- end }}
+- { name: SWITCHBOARD_IDENTITY_URL, value: "http://{{ .Release.Name }}-identity:{{ .Values.identity.port }}" }
+- { name: SWITCHBOARD_AGENTS_URL, value: "http://{{ .Release.Name }}-agents:{{ .Values.agents.port }}" }
+- { name: SWITCHBOARD_KNOWLEDGEBASE_URL, value: "http://{{ .Release.Name }}-knowledgebase:{{ .Values.knowledgebase.port }}" }
+{{- end -}}
