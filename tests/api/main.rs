@@ -16,3 +16,4 @@ mod knowledgebase;
 mod lifecycle;
 mod limits;
 mod scoping;
+mod sources;
