@@ -170,12 +170,13 @@ impl JobHandler for Ingest {
             Err(Failure::Final(reason)) => (reason, false),
         };
         tracing::warn!(job = %job.id, source = %job.subject_id, %reason, retry, "ingesting a source failed");
-        self.knowledge.store.fail_source(kind, &job.subject_id, &reason).await?;
+        self.knowledge.store.fail_source(kind, &job.subject_id, &reason, job.created_at_ms).await?;
         if retry { Err(anyhow::anyhow!(reason)) } else { Ok(()) }
     }
 
     async fn gave_up(&self, job: &Job, error: &str) -> anyhow::Result<()> {
-        self.knowledge.store.fail_source(Self::source_kind(job)?, &job.subject_id, error).await?;
+        let kind = Self::source_kind(job)?;
+        self.knowledge.store.fail_source(kind, &job.subject_id, error, job.created_at_ms).await?;
         Ok(())
     }
 }

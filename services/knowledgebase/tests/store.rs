@@ -104,7 +104,10 @@ async fn a_scrape_replaces_the_content_and_a_failure_keeps_it() {
         assert_eq!(content.len(), 1);
         assert_eq!(content[0].question, "D");
 
-        store.fail_source(SourceKind::Webpage, &page.id, "the page answered HTTP 500").await.unwrap();
+        // A job queued before the last good scrape fails: the newer content's status stands.
+        store.fail_source(SourceKind::Webpage, &page.id, "stale failure", 0).await.unwrap();
+        assert_eq!(store.webpage(&team, &kb, &page.id).await.unwrap().status, "ready");
+        store.fail_source(SourceKind::Webpage, &page.id, "the page answered HTTP 500", i64::MAX).await.unwrap();
         let failed = store.webpage(&team, &kb, &page.id).await.unwrap();
         assert_eq!(failed.status, "failed");
         assert_eq!(failed.failure_reason.as_deref(), Some("the page answered HTTP 500"));

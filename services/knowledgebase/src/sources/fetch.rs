@@ -215,12 +215,8 @@ impl Fetcher {
         };
         let response = match self.client.get(robots_url).send().await {
             Ok(response) => response,
-            Err(error) => {
-                return match self.classify(url, error) {
-                    private @ FetchError::PrivateAddress(_) => Err(private),
-                    _ => Err(FetchError::RobotsUnavailable(origin(url), 0)),
-                };
-            }
+            // The host cannot be reached (or is refused): say so, not that robots.txt failed.
+            Err(error) => return Err(self.classify(url, error)),
         };
         let status = response.status();
         if status.is_server_error() {

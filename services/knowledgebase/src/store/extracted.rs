@@ -24,6 +24,14 @@ impl SourceKind {
         }
     }
 
+    /// The column set when the source's content was last rebuilt.
+    pub(crate) fn rebuilt_column(self) -> &'static str {
+        match self {
+            SourceKind::Webpage => "last_scraped_at",
+            SourceKind::Document => "extracted_at",
+        }
+    }
+
     pub(crate) fn table(self) -> &'static str {
         match self {
             SourceKind::Webpage => "webpages",

@@ -280,16 +280,27 @@ impl KnowledgeStore {
         Ok(true)
     }
 
-    /// A failed scrape: the page turns `failed` with the reason; its entries stay.
-    pub async fn fail_source(&self, kind: SourceKind, source_id: &str, reason: &str) -> ServiceResult<()> {
+    /// A failed scrape or extraction by a job queued at `queued_at`: the source turns
+    /// `failed` with the reason and keeps its entries, unless a later run has rebuilt it
+    /// since (an old job's last failure must not hide a newer success).
+    pub async fn fail_source(
+        &self,
+        kind: SourceKind,
+        source_id: &str,
+        reason: &str,
+        queued_at: i64,
+    ) -> ServiceResult<()> {
         let reason: String = reason.chars().take(1000).collect();
+        let rebuilt = kind.rebuilt_column();
         sqlx::query(&format!(
-            "UPDATE {} SET status = 'failed', failure_reason = $1, updated_at = $2 WHERE id = $3",
+            "UPDATE {} SET status = 'failed', failure_reason = $1, updated_at = $2 \
+             WHERE id = $3 AND ({rebuilt} IS NULL OR {rebuilt} < $4)",
             kind.table()
         ))
         .bind(reason)
         .bind(now_ms())
         .bind(source_id)
+        .bind(queued_at)
         .execute(self.db.pool())
         .await?;
         Ok(())
