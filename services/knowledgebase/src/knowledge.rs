@@ -142,6 +142,8 @@ impl Knowledge {
         notes: Option<&str>,
         content: Vec<u8>,
     ) -> ServiceResult<Document> {
+        // An unknown knowledge base is a 404 whatever the file is.
+        self.store.knowledgebase(team_id, knowledgebase_id).await?;
         let file_name = file_name.rsplit(['/', '\\']).next().unwrap_or_default().trim().to_owned();
         if file_name.is_empty() {
             return Err(ServiceError::invalid_field("file", "must have a file name"));
@@ -172,7 +174,6 @@ impl Knowledge {
                 ServiceError::new(ErrorKind::Unprocessable, "The file cannot be read").with_hint("the file is empty")
             );
         }
-        self.store.knowledgebase(team_id, knowledgebase_id).await?;
         let (content, parsed) = tokio::task::spawn_blocking(move || {
             let parsed = documents::parse(format, &content);
             (content, parsed)
