@@ -83,7 +83,7 @@ impl Ingest {
             return Err(Failure::Final("the page contains no text".to_owned()));
         }
         let entries = self.embed(pairs).await?;
-        if store.finish_scrape(webpage_id, &entries, self.knowledge.embedder.model()).await? {
+        if store.finish_source(SourceKind::Webpage, webpage_id, &entries, self.knowledge.embedder.model()).await? {
             self.knowledge.sync.apply_or_log().await;
         }
         Ok(())
@@ -106,7 +106,7 @@ impl Ingest {
             return Err(Failure::Final("the document contains no text".to_owned()));
         }
         let entries = self.embed(pairs).await?;
-        if store.finish_extraction(document_id, &entries, self.knowledge.embedder.model()).await? {
+        if store.finish_source(SourceKind::Document, document_id, &entries, self.knowledge.embedder.model()).await? {
             self.knowledge.sync.apply_or_log().await;
         }
         Ok(())

@@ -49,13 +49,13 @@ async fn refresh_follows_the_spec_state_table_under_a_controlled_clock() {
         let error = store.request_refresh(&team, &kb, &page.id, 1_000).await.unwrap_err();
         assert_eq!(error.kind, ErrorKind::Conflict);
 
-        assert!(store.finish_scrape(&page.id, &[entry("Hours", "9 to 5")], "m").await.unwrap());
+        assert!(store.finish_source(SourceKind::Webpage, &page.id, &[entry("Hours", "9 to 5")], "m").await.unwrap());
         let t0 = 10_000_000;
         let refreshing = store.request_refresh(&team, &kb, &page.id, t0).await.unwrap();
         assert_eq!(refreshing.status, "refreshing");
         assert_eq!(store.request_refresh(&team, &kb, &page.id, t0 + 1).await.unwrap_err().kind, ErrorKind::Conflict);
 
-        assert!(store.finish_scrape(&page.id, &[entry("Hours", "9 to 6")], "m").await.unwrap());
+        assert!(store.finish_source(SourceKind::Webpage, &page.id, &[entry("Hours", "9 to 6")], "m").await.unwrap());
         let limited = store.request_refresh(&team, &kb, &page.id, t0 + 3_600_000).await.unwrap_err();
         assert_eq!(limited.kind, ErrorKind::RateLimited);
         assert_eq!(limited.retry_at_ms, Some(t0 + REFRESH_INTERVAL_MS));
@@ -75,7 +75,7 @@ async fn of_two_simultaneous_refreshes_exactly_one_wins() {
         let team = team();
         let kb = knowledgebase(&store, &team).await;
         let page = store.create_webpage(&team, &kb, "FAQ", "https://example.com/faq", None).await.unwrap();
-        store.finish_scrape(&page.id, &[entry("Hours", "9 to 5")], "m").await.unwrap();
+        store.finish_source(SourceKind::Webpage, &page.id, &[entry("Hours", "9 to 5")], "m").await.unwrap();
         let (a, b) = tokio::join!(
             store.request_refresh(&team, &kb, &page.id, 5_000),
             store.request_refresh(&team, &kb, &page.id, 5_000)
@@ -94,12 +94,15 @@ async fn a_scrape_replaces_the_content_and_a_failure_keeps_it() {
         let team = team();
         let kb = knowledgebase(&store, &team).await;
         let page = store.create_webpage(&team, &kb, "FAQ", "https://example.com/faq", None).await.unwrap();
-        store.finish_scrape(&page.id, &[entry("A", "1"), entry("B", "2"), entry("C", "3")], "m").await.unwrap();
+        store
+            .finish_source(SourceKind::Webpage, &page.id, &[entry("A", "1"), entry("B", "2"), entry("C", "3")], "m")
+            .await
+            .unwrap();
         let content = store.source_entries(&team, &page.id).await.unwrap();
         assert_eq!(content.iter().map(|r| r.question.as_str()).collect::<Vec<_>>(), ["A", "B", "C"]);
         assert_eq!(content[0].source.as_ref().unwrap().name.as_deref(), Some("FAQ"));
 
-        store.finish_scrape(&page.id, &[entry("D", "4")], "m").await.unwrap();
+        store.finish_source(SourceKind::Webpage, &page.id, &[entry("D", "4")], "m").await.unwrap();
         let content = store.source_entries(&team, &page.id).await.unwrap();
         assert_eq!(content.len(), 1);
         assert_eq!(content[0].question, "D");
@@ -123,7 +126,7 @@ async fn a_scrape_replaces_the_content_and_a_failure_keeps_it() {
         assert!(store.source_entries(&team, &page.id).await.unwrap().is_empty());
         assert_eq!(store.webpage(&team, &kb, &page.id).await.unwrap_err().kind, ErrorKind::NotFound);
         // A scrape that ends after the page was deleted stores nothing.
-        assert!(!store.finish_scrape(&page.id, &[entry("E", "5")], "m").await.unwrap());
+        assert!(!store.finish_source(SourceKind::Webpage, &page.id, &[entry("E", "5")], "m").await.unwrap());
         assert_eq!(store.count_entries().await.unwrap(), 0);
     })
     .await;
@@ -144,7 +147,7 @@ async fn webpage_fields_are_validated_and_updates_do_not_rescrape() {
             ErrorKind::Validation
         );
         let page = store.create_webpage(&team, &kb, "FAQ", "https://example.com/faq", Some("old")).await.unwrap();
-        store.finish_scrape(&page.id, &[entry("A", "1")], "m").await.unwrap();
+        store.finish_source(SourceKind::Webpage, &page.id, &[entry("A", "1")], "m").await.unwrap();
         let patch =
             SourcePatch { url: Some("https://example.org/new".into()), notes: Some(None), ..Default::default() };
         let updated = store.update_webpage(&team, &kb, &page.id, &patch).await.unwrap();
@@ -194,7 +197,9 @@ async fn sources_of_another_team_are_not_found() {
             ErrorKind::NotFound
         );
 
-        assert!(store.finish_extraction(&document.id, &[entry("Price", "10 euros")], "m").await.unwrap());
+        assert!(
+            store.finish_source(SourceKind::Document, &document.id, &[entry("Price", "10 euros")], "m").await.unwrap()
+        );
         let ready = store.document(&owner, &kb, &document.id).await.unwrap();
         assert_eq!((ready.status.as_str(), ready.entry_count), ("ready", 1));
         let (_, key) = store.delete_document(&owner, &kb, &document.id).await.unwrap();

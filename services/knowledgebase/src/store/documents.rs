@@ -8,7 +8,7 @@ use switchboard_kit::time::now_ms;
 use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::Document;
 
-use super::extracted::{self, ExtractedEntry, Owner, SourceKind};
+use super::extracted::{self, Owner, SourceKind};
 use super::webpages::SourcePatch;
 use super::{KnowledgeStore, NAME_MAX, NOTES_MAX, check_ids, text_violation, validate};
 
@@ -213,41 +213,5 @@ impl KnowledgeStore {
             .await?;
         tx.commit().await?;
         Ok((document, object_key))
-    }
-
-    /// Stores an extraction: the document's entries are replaced and it turns `ready`.
-    /// `false` when the document was deleted meanwhile.
-    pub async fn finish_extraction(
-        &self,
-        document_id: &str,
-        entries: &[ExtractedEntry],
-        model: &str,
-    ) -> ServiceResult<bool> {
-        let Some((document, team_id, _)) = self.document_by_id(document_id).await? else {
-            return Ok(false);
-        };
-        let now = now_ms();
-        let mut tx = self.db.begin_write().await?;
-        let updated = sqlx::query(
-            "UPDATE documents SET status = 'ready', failure_reason = NULL, extracted_at = $1, updated_at = $1 \
-             WHERE id = $2",
-        )
-        .bind(now)
-        .bind(document_id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if updated == 0 {
-            return Ok(false);
-        }
-        let owner = Owner {
-            team_id: &team_id,
-            knowledgebase_id: &document.knowledgebase_id,
-            kind: SourceKind::Document,
-            source_id: document_id,
-        };
-        extracted::replace_entries(&mut tx, &owner, entries, model).await?;
-        tx.commit().await?;
-        Ok(true)
     }
 }

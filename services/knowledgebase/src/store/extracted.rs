@@ -5,9 +5,9 @@ use sqlx::{AnyConnection, Row};
 use switchboard_kit::ServiceResult;
 use switchboard_kit::time::now_ms;
 
-use super::encode_vector;
 use super::entries::EntryText;
 use super::outbox::{self, Op};
+use super::{KnowledgeStore, encode_vector};
 
 /// Where extracted entries come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,4 +106,66 @@ pub(crate) async fn replace_entries(
         outbox::record(conn, &id, owner.knowledgebase_id, Op::Upsert).await?;
     }
     Ok(())
+}
+
+impl KnowledgeStore {
+    /// Stores a successful scrape or extraction: the source's entries are replaced and it
+    /// turns `ready`. `false` when the source was deleted meanwhile.
+    pub async fn finish_source(
+        &self,
+        kind: SourceKind,
+        source_id: &str,
+        entries: &[ExtractedEntry],
+        model: &str,
+    ) -> ServiceResult<bool> {
+        let now = now_ms();
+        let mut tx = self.db.begin_write().await?;
+        let Some(row) = sqlx::query(&format!("SELECT team_id, knowledgebase_id FROM {} WHERE id = $1", kind.table()))
+            .bind(source_id)
+            .fetch_optional(&mut *tx)
+            .await?
+        else {
+            return Ok(false);
+        };
+        let (team_id, knowledgebase_id): (String, String) = (row.try_get("team_id")?, row.try_get("knowledgebase_id")?);
+        sqlx::query(&format!(
+            "UPDATE {} SET status = 'ready', failure_reason = NULL, {} = $1, updated_at = $1 WHERE id = $2",
+            kind.table(),
+            kind.rebuilt_column()
+        ))
+        .bind(now)
+        .bind(source_id)
+        .execute(&mut *tx)
+        .await?;
+        let owner = Owner { team_id: &team_id, knowledgebase_id: &knowledgebase_id, kind, source_id };
+        replace_entries(&mut tx, &owner, entries, model).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// A failed scrape or extraction by a job queued at `queued_at`: the source turns
+    /// `failed` with the reason and keeps its entries, unless a later run has rebuilt it
+    /// since (an old job's last failure must not hide a newer success).
+    pub async fn fail_source(
+        &self,
+        kind: SourceKind,
+        source_id: &str,
+        reason: &str,
+        queued_at: i64,
+    ) -> ServiceResult<()> {
+        let reason: String = reason.chars().take(1000).collect();
+        let rebuilt = kind.rebuilt_column();
+        sqlx::query(&format!(
+            "UPDATE {} SET status = 'failed', failure_reason = $1, updated_at = $2 \
+             WHERE id = $3 AND ({rebuilt} IS NULL OR {rebuilt} < $4)",
+            kind.table()
+        ))
+        .bind(reason)
+        .bind(now_ms())
+        .bind(source_id)
+        .bind(queued_at)
+        .execute(self.db.pool())
+        .await?;
+        Ok(())
+    }
 }

@@ -9,7 +9,7 @@ use switchboard_kit::time::now_ms;
 use switchboard_kit::{FieldViolation, ServiceError, ServiceResult};
 use switchboard_proto::v1::Webpage;
 
-use super::extracted::{self, ExtractedEntry, Owner, SourceKind};
+use super::extracted::{self, Owner, SourceKind};
 use super::{KnowledgeStore, NAME_MAX, NOTES_MAX, check_ids, knowledgebase_not_found, text_violation, validate};
 
 pub const SCRAPE_WEBPAGE: &str = "scrape_webpage";
@@ -242,68 +242,6 @@ impl KnowledgeStore {
         let next = current.last_refresh_requested_at_ms.unwrap_or(now) + REFRESH_INTERVAL_MS;
         Err(ServiceError::limited_until("Webpage was refreshed within the last 24 hours", next)
             .with_hint("A webpage can be refreshed once every 24 hours; see nextAvailableAt."))
-    }
-
-    /// Stores a successful scrape: the page's entries are replaced and it turns `ready`.
-    /// `false` when the page was deleted meanwhile.
-    pub async fn finish_scrape(
-        &self,
-        webpage_id: &str,
-        entries: &[ExtractedEntry],
-        model: &str,
-    ) -> ServiceResult<bool> {
-        let Some((webpage, team_id)) = self.webpage_by_id(webpage_id).await? else {
-            return Ok(false);
-        };
-        let now = now_ms();
-        let mut tx = self.db.begin_write().await?;
-        let updated = sqlx::query(
-            "UPDATE webpages SET status = 'ready', failure_reason = NULL, last_scraped_at = $1, updated_at = $1 \
-             WHERE id = $2",
-        )
-        .bind(now)
-        .bind(webpage_id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if updated == 0 {
-            return Ok(false);
-        }
-        let owner = Owner {
-            team_id: &team_id,
-            knowledgebase_id: &webpage.knowledgebase_id,
-            kind: SourceKind::Webpage,
-            source_id: webpage_id,
-        };
-        extracted::replace_entries(&mut tx, &owner, entries, model).await?;
-        tx.commit().await?;
-        Ok(true)
-    }
-
-    /// A failed scrape or extraction by a job queued at `queued_at`: the source turns
-    /// `failed` with the reason and keeps its entries, unless a later run has rebuilt it
-    /// since (an old job's last failure must not hide a newer success).
-    pub async fn fail_source(
-        &self,
-        kind: SourceKind,
-        source_id: &str,
-        reason: &str,
-        queued_at: i64,
-    ) -> ServiceResult<()> {
-        let reason: String = reason.chars().take(1000).collect();
-        let rebuilt = kind.rebuilt_column();
-        sqlx::query(&format!(
-            "UPDATE {} SET status = 'failed', failure_reason = $1, updated_at = $2 \
-             WHERE id = $3 AND ({rebuilt} IS NULL OR {rebuilt} < $4)",
-            kind.table()
-        ))
-        .bind(reason)
-        .bind(now_ms())
-        .bind(source_id)
-        .bind(queued_at)
-        .execute(self.db.pool())
-        .await?;
-        Ok(())
     }
 
     /// The knowledge base exists for the team, checked inside a write.
