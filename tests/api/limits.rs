@@ -129,3 +129,38 @@ async fn requests_keep_flowing_when_redis_dies_and_share_again_when_it_returns()
     }
     assert!(back, "the gateway did not go back to Redis");
 }
+
+#[tokio::test]
+async fn a_concurrent_burst_on_two_gateways_gets_exactly_the_limit() {
+    let redis = Redis::start().await;
+    let url = redis.url();
+    let stack = Stack::start_with(&[("REDIS_URL", &url), ("SWITCHBOARD_RATE_LIMIT_STANDARD", "30")]).await;
+    let (_gateway, other_base) = second_gateway(&stack, &redis, "30").await;
+    let team = stack.team("Bursty", false, 0).await;
+    let clients = [stack.client(&team.key), Api::new(&other_base, Some(&team.key))];
+    // 80 requests at once, half on each gateway: concurrent requests for one bucket are
+    // served by batched script calls, which must grant exactly what one-by-one calls would.
+    let responses = futures::future::join_all((0..80).map(|i| {
+        let api = clients[i % 2].clone();
+        async move { api.get("/me").await }
+    }))
+    .await;
+    let mut remaining: Vec<u32> = responses
+        .iter()
+        .filter(|r| r.status == 200)
+        .map(|r| r.header("x-ratelimit-remaining").unwrap().parse().unwrap())
+        .collect();
+    let refused = responses.iter().filter(|r| r.status == 429).count();
+    assert_eq!(
+        (remaining.len(), refused),
+        (30, 50),
+        "statuses: {:?}",
+        responses.iter().map(|r| r.status).collect::<Vec<_>>()
+    );
+    remaining.sort_unstable();
+    assert_eq!(remaining, (0..30).collect::<Vec<u32>>(), "each granted request saw its own remaining count");
+    for response in responses.iter().filter(|r| r.status == 429) {
+        assert_eq!(response.header("x-ratelimit-remaining"), Some("0"));
+        assert!(response.header("retry-after").is_some());
+    }
+}
