@@ -8,7 +8,11 @@ use switchboard_proto::v1::{Knowledgebase, KnowledgebaseCounts};
 
 use super::{DESCRIPTION_MAX, KnowledgeStore, NAME_MAX, check_ids, knowledgebase_not_found, text_violation, validate};
 
-const KNOWLEDGEBASE_COLUMNS: &str = "k.id, k.team_id, k.name, k.description, k.created_at, k.updated_at, \
+const KNOWLEDGEBASE_COLUMNS: &str = "k.id, k.team_id, k.name, k.description, k.created_at, k.updated_at";
+
+/// What a list shows instead of the content. Counting scans the knowledge base's entries,
+/// so single lookups (which every search and reference call makes) leave it out.
+const COUNT_COLUMNS: &str = "\
      (SELECT COUNT(*) FROM entries e WHERE e.knowledgebase_id = k.id AND e.source_type = 'manual') AS reference_count, \
      (SELECT COUNT(*) FROM webpages w WHERE w.knowledgebase_id = k.id) AS webpage_count, \
      (SELECT COUNT(*) FROM documents d WHERE d.knowledgebase_id = k.id) AS document_count";
@@ -22,13 +26,20 @@ fn knowledgebase_from_row(row: &AnyRow) -> Result<Knowledgebase, sqlx::Error> {
         created_at_ms: row.try_get("created_at")?,
         updated_at_ms: row.try_get("updated_at")?,
         references: Vec::new(),
+        counts: None,
+        webpages: Vec::new(),
+        documents: Vec::new(),
+    })
+}
+
+fn counted_knowledgebase_from_row(row: &AnyRow) -> Result<Knowledgebase, sqlx::Error> {
+    Ok(Knowledgebase {
         counts: Some(KnowledgebaseCounts {
             webpages: row.try_get("webpage_count")?,
             documents: row.try_get("document_count")?,
             references: row.try_get("reference_count")?,
         }),
-        webpages: Vec::new(),
-        documents: Vec::new(),
+        ..knowledgebase_from_row(row)?
     })
 }
 
@@ -64,7 +75,8 @@ impl KnowledgeStore {
     pub async fn list_knowledgebases(&self, team_id: &str, ids: &[String]) -> ServiceResult<Vec<Knowledgebase>> {
         check_ids(&[("teamId", team_id)])?;
         let ids: Vec<&String> = ids.iter().filter(|id| uuid::Uuid::parse_str(id).is_ok()).collect();
-        let mut sql = format!("SELECT {KNOWLEDGEBASE_COLUMNS} FROM knowledgebases k WHERE k.team_id = $1");
+        let mut sql =
+            format!("SELECT {KNOWLEDGEBASE_COLUMNS}, {COUNT_COLUMNS} FROM knowledgebases k WHERE k.team_id = $1");
         if !ids.is_empty() {
             let placeholders: Vec<String> = (0..ids.len()).map(|i| format!("${}", i + 2)).collect();
             sql.push_str(&format!(" AND k.id IN ({})", placeholders.join(", ")));
@@ -75,14 +87,10 @@ impl KnowledgeStore {
             query = query.bind(id);
         }
         let rows = query.fetch_all(self.db.pool()).await?;
-        let mut knowledgebases = rows.iter().map(knowledgebase_from_row).collect::<Result<Vec<_>, _>>()?;
-        for knowledgebase in &mut knowledgebases {
-            self.count_sources(knowledgebase).await?;
-        }
-        Ok(knowledgebases)
+        Ok(rows.iter().map(counted_knowledgebase_from_row).collect::<Result<Vec<_>, _>>()?)
     }
 
-    /// One knowledge base of the team, without its content.
+    /// One knowledge base of the team, without its content or counts.
     pub async fn knowledgebase(&self, team_id: &str, knowledgebase_id: &str) -> ServiceResult<Knowledgebase> {
         check_ids(&[("teamId", team_id), ("knowledgebaseId", knowledgebase_id)])?;
         let row = sqlx::query(&format!(
@@ -93,14 +101,7 @@ impl KnowledgeStore {
         .fetch_optional(self.db.pool())
         .await?
         .ok_or_else(knowledgebase_not_found)?;
-        let mut knowledgebase = knowledgebase_from_row(&row)?;
-        self.count_sources(&mut knowledgebase).await?;
-        Ok(knowledgebase)
-    }
-
-    /// Webpage and document counts; their tables come with the sources feature.
-    async fn count_sources(&self, _knowledgebase: &mut Knowledgebase) -> ServiceResult<()> {
-        Ok(())
+        Ok(knowledgebase_from_row(&row)?)
     }
 
     pub async fn update_knowledgebase(
