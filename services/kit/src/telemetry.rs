@@ -3,6 +3,7 @@
 //! services in gRPC metadata so that one request is one trace.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry::trace::TracerProvider as _;
@@ -12,6 +13,10 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
+
+/// True once traces are exported. Without an exporter there is no trace to continue, so the
+/// per-call work of carrying context (a map of every header, a propagator) is skipped.
+static EXPORTING: AtomicBool = AtomicBool::new(false);
 
 /// Keeps the trace exporter alive; dropping it flushes the spans not yet sent.
 pub struct Telemetry {
@@ -44,7 +49,11 @@ pub fn init(service_name: &str) -> Telemetry {
     } else {
         (Some(tracing_subscriber::fmt::layer().with_writer(std::io::stderr)), None)
     };
-    let _ = tracing_subscriber::registry().with(filter).with(text).with(json_layer).with(otel_layer).try_init();
+    let installed =
+        tracing_subscriber::registry().with(filter).with(text).with(json_layer).with(otel_layer).try_init().is_ok();
+    if installed && provider.is_some() {
+        EXPORTING.store(true, Ordering::Relaxed);
+    }
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
     Telemetry { provider }
 }
@@ -69,6 +78,9 @@ fn otlp_provider(service_name: &str) -> Option<SdkTracerProvider> {
 /// `traceparent`.
 pub fn grpc_server_span(service: &'static str, request: &http::Request<()>) -> tracing::Span {
     let span = tracing::info_span!("grpc", service, path = %request.uri().path());
+    if !EXPORTING.load(Ordering::Relaxed) {
+        return span;
+    }
     let carrier: HashMap<String, String> = request
         .headers()
         .iter()
@@ -89,6 +101,9 @@ pub fn current_trace_headers() -> HashMap<String, String> {
 
 /// Copies the current trace context into the metadata of an outgoing gRPC request.
 pub fn inject<T>(request: &mut tonic::Request<T>) {
+    if !EXPORTING.load(Ordering::Relaxed) {
+        return;
+    }
     for (name, value) in current_trace_headers() {
         if let (Ok(key), Ok(value)) = (tonic::metadata::MetadataKey::from_bytes(name.as_bytes()), value.parse()) {
             request.metadata_mut().insert(key, value);
