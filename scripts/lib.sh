@@ -80,3 +80,17 @@ for name in ("config.json", "tokenizer.json", "model.safetensors"):
 PY
   rm -rf "$download"
 }
+
+# moto's S3-compatible server, for the tests of the S3 object-storage backend; in a venv of
+# its own so that no system Python is touched. Exports SWITCHBOARD_TEST_MOTO_SERVER.
+ensure_moto() {
+  local venv="$HOME/.cache/switchboard/moto-venv"
+  if [ ! -x "$venv/bin/moto_server" ]; then
+    python3 -m venv --help >/dev/null 2>&1 && python3 -c 'import ensurepip' >/dev/null 2>&1 || ensure_packages python3-venv
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    echo "installing moto[server] (the S3 emulator the tests use)" >&2
+    "$venv/bin/pip" install --quiet --disable-pip-version-check 'moto[server]==5.*'
+  fi
+  export SWITCHBOARD_TEST_MOTO_SERVER="$venv/bin/moto_server"
+}

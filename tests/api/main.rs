@@ -8,6 +8,7 @@ mod common;
 mod admin;
 mod agents;
 mod auth;
+mod backends;
 mod credits;
 mod errors;
 mod isolation;

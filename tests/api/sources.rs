@@ -16,7 +16,7 @@ use crate::common::{Api, Response, Stack};
 use crate::knowledgebase::create_knowledgebase;
 
 /// Limits lifted, loopback pages allowed, and jobs, timeouts and sizes small enough for tests.
-const ENV: &[(&str, &str)] = &[
+pub(crate) const ENV: &[(&str, &str)] = &[
     ("SWITCHBOARD_RATE_LIMIT_WRITE", "100000"),
     ("SWITCHBOARD_RATE_LIMIT_STANDARD", "100000"),
     ("SWITCHBOARD_RATE_LIMIT_SEARCH", "100000"),
@@ -57,9 +57,9 @@ const DOCUMENT_FIELDS: &[&str] = &[
     "updatedAt",
 ];
 
-const SHIPPING: &str = "Our warehouse in Tromsø ships orders every Tuesday and Friday.";
-const RETURNS: &str = "Unworn jackets can be returned within 60 days for a full refund.";
-const REPAIRS: &str = "Our repair workshop in Bodø mends zippers and seams free of charge for two years.";
+pub(crate) const SHIPPING: &str = "Our warehouse in Tromsø ships orders every Tuesday and Friday.";
+pub(crate) const RETURNS: &str = "Unworn jackets can be returned within 60 days for a full refund.";
+pub(crate) const REPAIRS: &str = "Our repair workshop in Bodø mends zippers and seams free of charge for two years.";
 /// Words of the page's chrome (script, navigation, cookie banner) that must not be indexed.
 const CHROME: &[&str] = &["zebra-pixel", "alpaca", "cookies", "Accept all"];
 
@@ -96,13 +96,13 @@ struct SiteState {
     hits: Mutex<HashMap<String, usize>>,
 }
 
-struct Site {
+pub(crate) struct Site {
     origin: String,
     state: Arc<SiteState>,
 }
 
 impl Site {
-    async fn start() -> Site {
+    pub(crate) async fn start() -> Site {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let origin = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
         let state = Arc::new(SiteState {
@@ -121,7 +121,7 @@ impl Site {
         Site { origin, state }
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.origin)
     }
 
@@ -270,7 +270,7 @@ async fn serve(mut stream: TcpStream, state: Arc<SiteState>) {
 // ---------------------------------------------------------------------------------------
 // Helpers.
 
-fn encode(text: &str) -> String {
+pub(crate) fn encode(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
@@ -311,12 +311,12 @@ fn without_content(detail: &Value) -> Value {
     view
 }
 
-fn texts(entries: &[Value]) -> String {
+pub(crate) fn texts(entries: &[Value]) -> String {
     entries.iter().map(|e| format!("{}\n{}\n", e["question"], e["answer"])).collect()
 }
 
 /// Polls a webpage or document until it is neither `pending` nor `refreshing` (60 s at most).
-async fn settle(api: &Api, path: &str) -> Value {
+pub(crate) async fn settle(api: &Api, path: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let response = api.get(path).await;
@@ -331,17 +331,17 @@ async fn settle(api: &Api, path: &str) -> Value {
     }
 }
 
-async fn search(api: &Api, base: &str, query: &str, params: &str) -> Vec<Value> {
+pub(crate) async fn search(api: &Api, base: &str, query: &str, params: &str) -> Vec<Value> {
     let response = api.get(&format!("{base}/search?query={}{params}", encode(query))).await;
     response.expect(200)["data"].as_array().unwrap().iter().map(|hit| hit["reference"].clone()).collect()
 }
 
 /// Every entry at least not dissimilar to `query` (up to 50): a search with threshold 0.
-async fn near(api: &Api, base: &str, query: &str) -> Vec<Value> {
+pub(crate) async fn near(api: &Api, base: &str, query: &str) -> Vec<Value> {
     search(api, base, query, "&limit=50&threshold=0").await
 }
 
-async fn add_webpage(api: &Api, base: &str, name: &str, url: &str) -> Value {
+pub(crate) async fn add_webpage(api: &Api, base: &str, name: &str, url: &str) -> Value {
     api.post(&format!("{base}/webpages"), json!({ "name": name, "url": url })).await.expect(201)["data"].clone()
 }
 
@@ -407,12 +407,12 @@ fn multipart(parts: &[(&str, Option<&str>, &[u8])]) -> Vec<u8> {
     body
 }
 
-async fn upload(api: &Api, base: &str, parts: &[(&str, Option<&str>, &[u8])]) -> Response {
+pub(crate) async fn upload(api: &Api, base: &str, parts: &[(&str, Option<&str>, &[u8])]) -> Response {
     let content_type = format!("multipart/form-data; boundary={BOUNDARY}");
     api.raw("POST", &format!("{base}/documents"), Some(&content_type), multipart(parts)).await
 }
 
-async fn upload_file(api: &Api, base: &str, file_name: &str, content: &[u8]) -> Value {
+pub(crate) async fn upload_file(api: &Api, base: &str, file_name: &str, content: &[u8]) -> Value {
     upload(api, base, &[("file", Some(file_name), content)]).await.expect(201)["data"].clone()
 }
 
@@ -1265,6 +1265,15 @@ async fn unusable_uploads_are_refused_and_nothing_is_stored() {
     assert_eq!((ok["name"].clone(), ok["fileName"].clone()), (json!("fine.txt"), json!("fine.txt")));
     assert_eq!(settle(&api, &format!("{base}/documents/{}", id(&ok))).await["status"], "ready");
     assert_eq!(stored_files(&stack), 1);
+
+    // Exactly at the limit is accepted (one sentence, padded with blanks to 20 MiB).
+    let mut at_limit = b"The lighthouse keeper's logbook is kept in the harbour archive.\n".to_vec();
+    at_limit.resize(20 * 1024 * 1024, b' ');
+    let accepted = upload_file(&api, &base, "logbook.txt", &at_limit).await;
+    assert_eq!(accepted["size"], 20 * 1024 * 1024);
+    assert_eq!(settle(&api, &format!("{base}/documents/{}", id(&accepted))).await["status"], "ready");
+    assert!(texts(&near(&api, &base, "where is the logbook of the lighthouse?").await).contains("harbour archive"));
+    assert_eq!(stored_files(&stack), 2);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -184,7 +184,10 @@ impl Knowledge {
             return Err(ServiceError::new(ErrorKind::Unprocessable, "The file cannot be read").with_hint(reason));
         }
         let new = NewDocument { content_type: format.content_type().to_owned(), ..new };
-        self.objects.put(&new.object_key, content).await.map_err(ServiceError::internal)?;
+        if let Err(error) = self.objects.put(&new.object_key, content).await {
+            tracing::error!(error = format!("{error:#}"), "an upload could not be stored");
+            return Err(ServiceError::unavailable("File storage is unavailable").with_hint("Retry the upload later."));
+        }
         match self.store.create_document(team_id, knowledgebase_id, &new).await {
             Ok(document) => {
                 self.jobs.notify_one();

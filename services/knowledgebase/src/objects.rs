@@ -3,10 +3,17 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
-use object_store::ObjectStore;
 use object_store::path::Path;
+use object_store::{ObjectStore, RetryConfig};
+
+/// An upload waits for its file to be stored: a bucket that keeps failing is reported after
+/// seconds (a 503 the client may retry), not after object_store's default three minutes.
+fn retry() -> RetryConfig {
+    RetryConfig { max_retries: 3, retry_timeout: Duration::from_secs(10), ..RetryConfig::default() }
+}
 
 #[derive(Debug, Clone)]
 pub enum ObjectsConfig {
@@ -33,7 +40,8 @@ impl Objects {
                 )
             }
             ObjectsConfig::S3 { bucket, endpoint } => {
-                let mut builder = object_store::aws::AmazonS3Builder::from_env().with_bucket_name(bucket);
+                let mut builder =
+                    object_store::aws::AmazonS3Builder::from_env().with_bucket_name(bucket).with_retry(retry());
                 if let Some(endpoint) = endpoint {
                     builder = builder.with_endpoint(endpoint).with_allow_http(endpoint.starts_with("http://"));
                 }
