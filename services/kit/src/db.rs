@@ -38,6 +38,10 @@ pub struct Migrations {
     pub postgres: &'static Migrator,
 }
 
+/// Pools do not ping a connection before handing it out (sqlx's default): the ping is a
+/// round trip per query (to the server on PostgreSQL, to the connection's worker thread on
+/// SQLite) before every query, hot reads included. A connection that broke while idle
+/// fails the one query that finds out, and the pool drops it.
 #[derive(Clone, Debug)]
 pub struct Db {
     pool: AnyPool,
@@ -60,6 +64,7 @@ impl Db {
                     // One writer at a time is SQLite's rule; readers run beside it in WAL mode.
                     .max_connections(8)
                     .acquire_timeout(Duration::from_secs(10))
+                    .test_before_acquire(false)
                     .after_connect(|conn, _meta| {
                         Box::pin(async move {
                             conn.execute(
@@ -77,6 +82,7 @@ impl Db {
                 AnyPoolOptions::new()
                     .max_connections(max_connections_from_env())
                     .acquire_timeout(Duration::from_secs(10))
+                    .test_before_acquire(false)
                     .connect_with(options)
                     .await
             }
