@@ -7,6 +7,7 @@ mod auth;
 mod body;
 mod cache;
 mod call;
+mod combine;
 pub mod config;
 mod handlers;
 pub mod limits;

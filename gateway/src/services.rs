@@ -2,14 +2,17 @@
 //! by themselves; a service that is down or slow answers `UNAVAILABLE` or times out, which
 //! the error table turns into a 503 within the request timeout.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use switchboard_proto::v1::agents_service_client::AgentsServiceClient;
 use switchboard_proto::v1::identity_service_client::IdentityServiceClient;
 use switchboard_proto::v1::knowledgebase_service_client::KnowledgebaseServiceClient;
+use switchboard_proto::v1::{GetIdentityRequest, Identity};
 use tonic::transport::{Channel, Endpoint};
 
+use crate::combine::Combiner;
 use crate::config::GatewayConfig;
 
 #[derive(Clone)]
@@ -17,6 +20,9 @@ pub struct Services {
     pub identity: IdentityServiceClient<Channel>,
     pub agents: AgentsServiceClient<Channel>,
     pub knowledgebase: KnowledgebaseServiceClient<Channel>,
+    /// `GET /me` is what clients poll (dashboards, agents confirming their key): requests of
+    /// one team that arrive while its identity is being read share the next read.
+    identity_reads: Arc<Combiner<String, Result<Identity, tonic::Status>>>,
 }
 
 impl Services {
@@ -28,7 +34,22 @@ impl Services {
             agents: AgentsServiceClient::new(channel(&config.agents_url, timeout)?),
             knowledgebase: KnowledgebaseServiceClient::new(channel(&config.knowledgebase_url, timeout)?)
                 .max_decoding_message_size(64 * 1024 * 1024),
+            identity_reads: Arc::default(),
         })
+    }
+
+    /// The team's identity (team, credits, subscription), read after this call began.
+    pub async fn identity_of(&self, team_id: &str) -> Result<Identity, tonic::Status> {
+        self.identity_reads
+            .run(
+                team_id.to_owned(),
+                |_| async {
+                    let request = traced(GetIdentityRequest { team_id: team_id.to_owned() });
+                    Ok(self.identity.clone().get_identity(request).await?.into_inner())
+                },
+                |read, _| read.clone(),
+            )
+            .await
     }
 }
 

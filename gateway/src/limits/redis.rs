@@ -6,22 +6,20 @@
 //!
 //! Requests for one bucket that arrive while a script call for it is in flight wait and
 //! are then served together by one call that asks for as many tokens as there are
-//! requests (see [`Combiner`]): under load a busy team costs Redis one round trip per batch
+//! requests ([`Combiner`]): under load a busy team costs Redis one round trip per batch
 //! instead of one per request, and no token is ever granted that a one-by-one run would
 //! have refused.
 
-use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
-use parking_lot::Mutex;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use switchboard_kit::time::now_ms;
-use tokio::sync::oneshot;
 
 use super::bucket::Decision;
 use super::{RateClass, WINDOW_MS};
+use crate::combine::Combiner;
 
 /// KEYS[1] the bucket; ARGV limit, window (ms), requested tokens. Answers
 /// `{granted, tokens left, reset (ms), now (ms)}`.
@@ -56,7 +54,8 @@ pub struct RedisBuckets {
     timeout: Duration,
     skip_until_ms: AtomicI64,
     failing: AtomicBool,
-    combiner: Combiner,
+    /// Batches the requests of one bucket into one script call.
+    combiner: Combiner<String, Option<Decision>>,
 }
 
 /// The outcome of one script call, before it is shared out among the requests it served.
@@ -75,44 +74,6 @@ impl Grant {
         let allowed = index < self.granted;
         let remaining = if allowed { self.left + (self.granted - index - 1) } else { 0 };
         Decision { class, allowed, limit, remaining, reset_at_ms: self.reset_at_ms, now_ms: self.now_ms }
-    }
-}
-
-/// What a waiting request is told when the call it waited for ends.
-enum Turn {
-    /// Served: its decision, or `None` when Redis could not decide.
-    Done(Option<Decision>),
-    /// The previous batch is done and this request is first in line: it makes the next call.
-    Lead,
-}
-
-/// Flat combining per bucket: the first request for an idle bucket leads a batch (itself
-/// plus everyone queued by the time it starts); later ones queue until that batch ends and
-/// the first of them leads the next.
-#[derive(Default)]
-struct Combiner {
-    queues: Mutex<HashMap<String, VecDeque<oneshot::Sender<Turn>>>>,
-}
-
-/// Hands a bucket to the first live request queued for it, or marks it idle.
-struct Handover<'a> {
-    queues: &'a Mutex<HashMap<String, VecDeque<oneshot::Sender<Turn>>>>,
-    key: &'a str,
-}
-
-impl Drop for Handover<'_> {
-    fn drop(&mut self) {
-        let mut queues = self.queues.lock();
-        while let Some(queue) = queues.get_mut(self.key) {
-            let Some(next) = queue.pop_front() else {
-                queues.remove(self.key);
-                return;
-            };
-            // A request whose client went away cannot lead; the one after it can.
-            if next.send(Turn::Lead).is_ok() {
-                return;
-            }
-        }
     }
 }
 
@@ -144,44 +105,15 @@ impl RedisBuckets {
             return None;
         }
         let key = format!("switchboard:ratelimit:{}:{team_id}", class.name());
-        let (sender, receiver) = oneshot::channel();
-        let leads = {
-            let mut queues = self.combiner.queues.lock();
-            match queues.get_mut(&key) {
-                Some(queue) => {
-                    queue.push_back(sender);
-                    false
-                }
-                None => {
-                    queues.insert(key.clone(), VecDeque::new());
-                    true
-                }
-            }
-        };
-        if !leads {
-            match receiver.await {
-                Ok(Turn::Done(decision)) => return decision,
-                Ok(Turn::Lead) => {}
-                // The leader's future was dropped (its client went away) before it handed
-                // over; its batch is lost, so this request asks on its own.
-                Err(_) => return self.call(&key, limit, 1).await.map(|grant| grant.decision(0, class, limit)),
-            }
-        }
-        self.lead(&key, class, limit).await
-    }
-
-    /// Takes this request's token and those of everyone queued behind it in one call and
-    /// shares the grant out; the bucket passes to the next request in line when this ends,
-    /// even if this request's future is dropped half-way.
-    async fn lead(&self, key: &str, class: RateClass, limit: u32) -> Option<Decision> {
-        let _handover = Handover { queues: &self.combiner.queues, key };
-        let followers = self.combiner.queues.lock().get_mut(key).map(std::mem::take).unwrap_or_default();
-        let wanted = u32::try_from(followers.len() + 1).unwrap_or(u32::MAX);
-        let grant = self.call(key, limit, wanted).await;
-        for (index, follower) in (1..).zip(followers) {
-            let _ = follower.send(Turn::Done(grant.map(|grant| grant.decision(index, class, limit))));
-        }
-        grant.map(|grant| grant.decision(0, class, limit))
+        self.combiner
+            .run(
+                key.clone(),
+                |wanted| self.call(&key, limit, u32::try_from(wanted).unwrap_or(u32::MAX)),
+                |grant, index| {
+                    grant.map(|grant| grant.decision(u32::try_from(index).unwrap_or(u32::MAX), class, limit))
+                },
+            )
+            .await
     }
 
     /// One script call for `wanted` tokens.
