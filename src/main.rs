@@ -13,8 +13,8 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 /// The gateway and the services allocate a little for every request (headers, protobuf
-/// messages, JSON); mimalloc's thread-local free lists make that about twice as cheap as
-/// glibc's malloc under two busy runtime threads (see BENCHMARKS.md).
+/// messages, JSON): glibc's malloc and free were about 8% of the process in profiles of
+/// `GET /me`; mimalloc serves small allocations from thread-local free lists.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
