@@ -13,6 +13,10 @@ pub trait Embedder: Send + Sync + 'static {
     fn dimensions(&self) -> usize;
     /// A name of the model, stored with each vector so that a model change can be detected.
     fn model(&self) -> &str;
+    /// How many calls may usefully run side by side.
+    fn parallelism(&self) -> usize {
+        1
+    }
 }
 
 #[derive(Debug, Clone)]
