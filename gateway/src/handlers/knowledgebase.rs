@@ -171,7 +171,12 @@ pub fn delete(call: Call) -> HandlerFuture {
     })
 }
 
-/// Search on both paths: 1 credit, taken before the search and given back if it fails.
+/// Search on both paths: 1 credit, given back if the search fails.
+///
+/// The search (mostly embedding the query) starts at once, beside the charge: checking that
+/// the knowledge base exists, then taking the credit. Its results are only shown once the
+/// credit is taken; when the charge fails (404, 402) the search is cancelled and its
+/// results are never seen, so an unknown knowledge base or an empty balance costs nothing.
 pub fn search(call: Call) -> HandlerFuture {
     Box::pin(async move {
         let mut query = call.query();
@@ -180,7 +185,17 @@ pub fn search(call: Call) -> HandlerFuture {
         let threshold = query.number("threshold", 0.0, 1.0, 0.1);
         query.finish()?;
         let target = target(&call).await?;
-        // An unknown knowledge base is a 404 that costs nothing.
+        let mut searching = tokio::task::JoinSet::new();
+        let request = traced(SearchRequest {
+            team_id: call.team_id().to_owned(),
+            knowledgebase_id: target.knowledgebase_id.clone(),
+            query: text.clone(),
+            limit: u32::try_from(limit).unwrap_or(10),
+            threshold: threshold as f32,
+        });
+        let mut client = call.services.knowledgebase.clone();
+        // Dropping the set (an early return) aborts the search.
+        searching.spawn(async move { client.search(request).await });
         fetch_knowledgebase(&call, &target.knowledgebase_id, false).await?;
         let debit = call
             .services
@@ -193,18 +208,11 @@ pub fn search(call: Call) -> HandlerFuture {
             }))
             .await?
             .into_inner();
-        let searched = call
-            .services
-            .knowledgebase
-            .clone()
-            .search(traced(SearchRequest {
-                team_id: call.team_id().to_owned(),
-                knowledgebase_id: target.knowledgebase_id.clone(),
-                query: text.clone(),
-                limit: u32::try_from(limit).unwrap_or(10),
-                threshold: threshold as f32,
-            }))
-            .await;
+        let searched = match searching.join_next().await {
+            Some(Ok(searched)) => searched,
+            Some(Err(join_error)) => Err(tonic::Status::internal(format!("the search task failed: {join_error}"))),
+            None => Err(tonic::Status::internal("the search task is missing")),
+        };
         let hits = match searched {
             Ok(response) => response.into_inner().hits,
             Err(status) => {

@@ -323,8 +323,9 @@ impl Knowledge {
         if !problems.is_empty() {
             return Err(ServiceError::validation(problems));
         }
-        self.store.knowledgebase(team_id, knowledgebase_id).await?;
-        let vector = self.embed_one(query.to_owned()).await?;
+        // The lookup runs beside the embedding, which takes far longer.
+        let (_, vector) =
+            tokio::try_join!(self.store.knowledgebase(team_id, knowledgebase_id), self.embed_one(query.to_owned()))?;
         let hits = self
             .sync
             .index()
