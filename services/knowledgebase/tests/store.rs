@@ -120,7 +120,7 @@ async fn a_scrape_replaces_the_content_and_a_failure_keeps_it() {
         // Extracted entries are not manual references.
         assert!(store.manual_references(&team, &kb).await.unwrap().is_empty());
         let listed = store.list_knowledgebases(&team, std::slice::from_ref(&kb)).await.unwrap();
-        let counted = listed[0].counts.clone().unwrap();
+        let counted = listed[0].counts.unwrap();
         assert_eq!((counted.webpages, counted.references), (1, 0));
 
         store.delete_webpage(&team, &kb, &page.id).await.unwrap();
