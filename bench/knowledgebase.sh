@@ -15,7 +15,10 @@ work="$(mktemp -d)"
 trap 'kill $DEV_PID 2>/dev/null; rm -rf "$work"' EXIT
 
 echo "embedder alone" >&2
-(cd "$SWITCHBOARD_ROOT" && cargo run -q --release -p switchboard-knowledgebase --example embed_bench) > "$work/embed.md"
+# The embedder and the searches below use the same queries, so the two latencies compare.
+queries="$SWITCHBOARD_ROOT/bench/search-queries.txt"
+(cd "$SWITCHBOARD_ROOT" && cargo run -q --release -p switchboard-knowledgebase --example embed_bench -- "$queries") \
+  > "$work/embed.md"
 cat "$work/embed.md" >&2
 
 start_dev "$work/data" SWITCHBOARD_RATE_LIMIT_WRITE=1000000000 SWITCHBOARD_RATE_LIMIT_SEARCH=1000000000 \
@@ -56,18 +59,19 @@ print(f"ingested {count} references in {elapsed:.1f} s: {count / elapsed:.1f}/s"
 PY
 kb="$(cat "$work/kb.txt")"
 
-cat > "$work/search.lua" <<'LUA'
-local queries = {
-  "how%20long%20does%20a%20refund%20take%20in%20Berlin", "can%20I%20return%20a%20gift%20card",
-  "opening%20hours%20of%20the%20Oslo%20branch", "I%20forgot%20my%20password",
-  "where%20do%20I%20park%20in%20Madrid", "warranty%20repair%20for%20my%20order",
-}
-local i = 0
+python3 - "$queries" > "$work/search.lua" <<'PY'
+import sys, urllib.parse
+queries = [line.strip() for line in open(sys.argv[1]) if line.strip()]
+print("local queries = {")
+for query in queries:
+    print(f'  "{urllib.parse.quote(query)}",')
+print("}")
+print("""local i = 0
 request = function()
   i = i + 1
   return wrk.format("GET", wrk.path .. "&query=" .. queries[(i % #queries) + 1])
-end
-LUA
+end""")
+PY
 echo "search: one client for $SEARCH_DURATION" >&2
 wrk -t1 -c1 -d"$SEARCH_DURATION" --latency -s "$work/search.lua" -H "X-API-Key: $DEMO_KEY" \
   "$BASE_URL/knowledgebase/$kb/search?limit=10" | tee "$work/search.txt" >&2
@@ -89,7 +93,7 @@ print("## Knowledge base: embeddings, ingestion, search\n")
 print("Command: `bench/knowledgebase.sh` (release build, `switchboard dev` with SQLite and the embedded")
 print("qdrant-edge shard, rate limits lifted; one run).\n")
 print(f"{machine}\n")
-print("Embedder alone (`cargo run --release -p switchboard-knowledgebase --example embed_bench`):\n")
+print("Embedder alone (`cargo run --release -p switchboard-knowledgebase --example embed_bench -- bench/search-queries.txt`; the searches below use the same queries):\n")
 print(embed + "\n")
 print("Through the gateway:\n")
 print("| measurement | value |")

@@ -1,6 +1,9 @@
 //! Latency and throughput of the local embedding model, through the async `Embedder` API.
 //!
-//! `cargo run --release -p switchboard-knowledgebase --example embed_bench`
+//! `cargo run --release -p switchboard-knowledgebase --example embed_bench [QUERIES_FILE]`
+//!
+//! Query latency cycles through the lines of QUERIES_FILE (default: one short question), so that
+//! `bench/knowledgebase.sh` can compare it with searches for the very same queries.
 
 use std::time::{Duration, Instant};
 
@@ -38,14 +41,24 @@ async fn main() -> anyhow::Result<()> {
     let model = BertEmbedder::load(&dir).context("cannot load the model")?;
     let load_time = started.elapsed();
 
-    let query = "How do I reset my password?".to_string();
-    for _ in 0..20 {
+    let queries: Vec<String> = match std::env::args().nth(1) {
+        Some(path) => std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read {path}"))?
+            .lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        None => vec!["How do I reset my password?".to_owned()],
+    };
+    anyhow::ensure!(!queries.is_empty(), "no queries to embed");
+    for query in queries.iter().cycle().take(20) {
         model.embed(vec![query.clone()]).await?;
     }
     model.embed((0..PASSAGE_BATCH).map(passage).collect()).await?;
 
     let mut latencies = Vec::with_capacity(QUERY_RUNS);
-    for _ in 0..QUERY_RUNS {
+    for query in queries.iter().cycle().take(QUERY_RUNS) {
         let started = Instant::now();
         model.embed(vec![query.clone()]).await?;
         latencies.push(started.elapsed());
@@ -60,7 +73,15 @@ async fn main() -> anyhow::Result<()> {
     for text in &passages {
         tokens += tokenizer.encode(text.as_str(), true).map_err(|e| anyhow::anyhow!("{e}"))?.get_ids().len();
     }
-    let query_tokens = tokenizer.encode(query.as_str(), true).map_err(|e| anyhow::anyhow!("{e}"))?.get_ids().len();
+    let mut query_tokens = Vec::new();
+    for query in &queries {
+        query_tokens.push(tokenizer.encode(query.as_str(), true).map_err(|e| anyhow::anyhow!("{e}"))?.get_ids().len());
+    }
+    let (fewest, most) = (query_tokens.iter().min().copied(), query_tokens.iter().max().copied());
+    let query_tokens = match (fewest, most) {
+        (Some(fewest), Some(most)) if fewest != most => format!("{} queries of {fewest}-{most}", queries.len()),
+        _ => most.unwrap_or(0).to_string(),
+    };
     let started = Instant::now();
     for batch in passages.chunks(PASSAGE_BATCH) {
         model.embed(batch.to_vec()).await?;

@@ -11,6 +11,7 @@ use candle_transformers::models::bert::{BertModel, Config};
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
 use super::Embedder;
+use super::threads::ModelThreads;
 
 const MODEL_NAME: &str = "all-MiniLM-L6-v2";
 /// sentence-transformers' `max_seq_length` for this model; `tokenizer.json` says 128.
@@ -21,10 +22,10 @@ const BATCH_SIZE: usize = 16;
 pub struct BertEmbedder {
     inner: Arc<Inner>,
     dimensions: usize,
-    /// Texts enough for several batches are split over this many threads: candle's CPU
-    /// kernels keep about one core busy per call (measured: the same passages per second
+    /// One thread per core. Texts enough for several batches are split over them: candle's
+    /// CPU kernels keep about one core busy per call (measured: the same passages per second
     /// with one thread as with two), so calls side by side are what uses every core.
-    workers: usize,
+    threads: ModelThreads,
 }
 
 struct Inner {
@@ -78,11 +79,11 @@ impl BertEmbedder {
             .with_context(|| format!("cannot load {}; {hint}", weights_path.display()))?;
 
         let pad_token_id = u32::try_from(config.pad_token_id).context("pad_token_id in config.json is too large")?;
-        let workers = std::thread::available_parallelism().map_or(1, usize::from);
+        let threads = ModelThreads::new(std::thread::available_parallelism().map_or(1, usize::from))?;
         Ok(Self {
             inner: Arc::new(Inner { model, tokenizer, device, pad_token_id }),
             dimensions: config.hidden_size,
-            workers,
+            threads,
         })
     }
 }
@@ -94,19 +95,19 @@ impl Embedder for BertEmbedder {
             return Ok(Vec::new());
         }
         // CPU-bound for milliseconds to seconds: keep it off the async workers.
-        let parts = self.workers.min(texts.len().div_ceil(BATCH_SIZE)).max(1);
+        let parts = self.threads.len().min(texts.len().div_ceil(BATCH_SIZE)).max(1);
         let per_part = texts.len().div_ceil(parts);
         let mut texts = texts.into_iter();
-        let calls: Vec<_> = (0..parts)
+        let calls = (0..parts)
             .map(|_| {
                 let part: Vec<String> = texts.by_ref().take(per_part).collect();
                 let inner = Arc::clone(&self.inner);
-                tokio::task::spawn_blocking(move || inner.embed(part))
+                self.threads.start(move || inner.embed(part))
             })
-            .collect();
+            .collect::<anyhow::Result<Vec<_>>>()?;
         let mut vectors = Vec::new();
         for call in calls {
-            vectors.extend(call.await.context("the embedding task failed")??);
+            vectors.extend(call.await?);
         }
         Ok(vectors)
     }
@@ -120,7 +121,7 @@ impl Embedder for BertEmbedder {
     }
 
     fn parallelism(&self) -> usize {
-        self.workers
+        self.threads.len()
     }
 }
 

@@ -39,6 +39,7 @@ pub struct EmbeddingConfig {
 pub mod batch;
 pub mod bert;
 pub mod openai;
+mod threads;
 
 pub use batch::Coalescing;
 pub use bert::BertEmbedder;
