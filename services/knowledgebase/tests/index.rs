@@ -1,10 +1,13 @@
 #![allow(clippy::unwrap_used)]
-//! The embedded vector index against a real qdrant-edge shard in a temporary directory.
+//! The vector index against a real qdrant-edge shard in a temporary directory. The contract
+//! tests (those using `each_index`) also run against a Qdrant server, in a new collection per
+//! test, when `SWITCHBOARD_TEST_QDRANT_URL` names one (and `SWITCHBOARD_TEST_QDRANT_API_KEY` its
+//! key, if any); CI has no Qdrant server, so there they cover the embedded index only.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use switchboard_knowledgebase::index::{self, EdgeIndex, Hit, IndexConfig, Point, VectorIndex};
+use switchboard_knowledgebase::index::{self, EdgeIndex, Hit, IndexConfig, Point, RemoteIndex, VectorIndex};
 use uuid::Uuid;
 
 const DIMS: usize = 384;
@@ -55,6 +58,23 @@ fn open(dir: &tempfile::TempDir) -> EdgeIndex {
     EdgeIndex::open(dir.path(), DIMS).unwrap()
 }
 
+/// Runs `test` on an embedded index, then on a Qdrant server's index when one is configured.
+async fn each_index<F, Fut>(test: F)
+where
+    F: Fn(Arc<dyn VectorIndex>) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let dir = tempfile::tempdir().unwrap();
+    test(Arc::new(open(&dir))).await;
+    if let Ok(url) = std::env::var("SWITCHBOARD_TEST_QDRANT_URL") {
+        let key = std::env::var("SWITCHBOARD_TEST_QDRANT_API_KEY").ok();
+        let collection = format!("switchboard_test_{}", Uuid::new_v4().simple());
+        let remote = RemoteIndex::open(&url, key.as_deref(), &collection, DIMS).await.unwrap();
+        eprintln!("also on the Qdrant server at {url}, collection {collection}");
+        test(Arc::new(remote)).await;
+    }
+}
+
 fn ids(hits: &[Hit]) -> Vec<Uuid> {
     hits.iter().map(|hit| hit.id).collect()
 }
@@ -65,129 +85,135 @@ fn assert_close(actual: f32, expected: f32) {
 
 #[tokio::test]
 async fn search_returns_nearest_first_with_cosine_scores() {
-    let dir = tempfile::tempdir().unwrap();
-    let index = open(&dir);
-    let far = point("kb", unit(&[(0, 1.0), (1, 3.0)]));
-    let exact = point("kb", unit(&[(0, 1.0)]));
-    let near = point("kb", unit(&[(0, 1.0), (1, 1.0)]));
-    let opposite = point("kb", unit(&[(0, -1.0)]));
-    index.upsert(vec![far.clone(), exact.clone(), near.clone(), opposite.clone()]).await.unwrap();
+    each_index(|index| async move {
+        let far = point("kb", unit(&[(0, 1.0), (1, 3.0)]));
+        let exact = point("kb", unit(&[(0, 1.0)]));
+        let near = point("kb", unit(&[(0, 1.0), (1, 1.0)]));
+        let opposite = point("kb", unit(&[(0, -1.0)]));
+        index.upsert(vec![far.clone(), exact.clone(), near.clone(), opposite.clone()]).await.unwrap();
 
-    let hits = index.search("kb", unit(&[(0, 1.0)]), 10, 0.0).await.unwrap();
+        let hits = index.search("kb", unit(&[(0, 1.0)]), 10, 0.0).await.unwrap();
 
-    assert_eq!(ids(&hits), vec![exact.id, near.id, far.id]);
-    assert_close(hits[0].score, 1.0);
-    assert_close(hits[1].score, std::f32::consts::FRAC_1_SQRT_2);
-    assert_close(hits[2].score, 1.0 / 10f32.sqrt());
+        assert_eq!(ids(&hits), vec![exact.id, near.id, far.id]);
+        assert_close(hits[0].score, 1.0);
+        assert_close(hits[1].score, std::f32::consts::FRAC_1_SQRT_2);
+        assert_close(hits[2].score, 1.0 / 10f32.sqrt());
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn search_never_returns_another_knowledgebases_points() {
-    let dir = tempfile::tempdir().unwrap();
-    let index = open(&dir);
-    let vector = unit(&[(3, 1.0)]);
-    let a: Vec<Point> = (0..5).map(|_| point("kb-a", vector.clone())).collect();
-    let b: Vec<Point> = (0..5).map(|_| point("kb-b", vector.clone())).collect();
-    index.upsert(a.iter().chain(&b).cloned().collect()).await.unwrap();
+    each_index(|index| async move {
+        let vector = unit(&[(3, 1.0)]);
+        let a: Vec<Point> = (0..5).map(|_| point("kb-a", vector.clone())).collect();
+        let b: Vec<Point> = (0..5).map(|_| point("kb-b", vector.clone())).collect();
+        index.upsert(a.iter().chain(&b).cloned().collect()).await.unwrap();
 
-    let mut found_a = ids(&index.search("kb-a", vector.clone(), 100, 0.0).await.unwrap());
-    let mut found_b = ids(&index.search("kb-b", vector.clone(), 100, 0.0).await.unwrap());
-    found_a.sort();
-    found_b.sort();
-    let mut expected_a: Vec<Uuid> = a.iter().map(|p| p.id).collect();
-    let mut expected_b: Vec<Uuid> = b.iter().map(|p| p.id).collect();
-    expected_a.sort();
-    expected_b.sort();
-    assert_eq!(found_a, expected_a);
-    assert_eq!(found_b, expected_b);
-    assert!(index.search("kb-c", vector, 100, -1.0).await.unwrap().is_empty());
+        let mut found_a = ids(&index.search("kb-a", vector.clone(), 100, 0.0).await.unwrap());
+        let mut found_b = ids(&index.search("kb-b", vector.clone(), 100, 0.0).await.unwrap());
+        found_a.sort();
+        found_b.sort();
+        let mut expected_a: Vec<Uuid> = a.iter().map(|p| p.id).collect();
+        let mut expected_b: Vec<Uuid> = b.iter().map(|p| p.id).collect();
+        expected_a.sort();
+        expected_b.sort();
+        assert_eq!(found_a, expected_a);
+        assert_eq!(found_b, expected_b);
+        assert!(index.search("kb-c", vector, 100, -1.0).await.unwrap().is_empty());
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn limit_and_threshold_are_respected() {
-    let dir = tempfile::tempdir().unwrap();
-    let index = open(&dir);
-    // cos(query, points[t]) = 1 / sqrt(1 + t²): 1, 0.707, 0.447, 0.316, 0.243, ...
-    let points: Vec<Point> = (0..10).map(|t| point("kb", unit(&[(0, 1.0), (1, t as f32)]))).collect();
-    index.upsert(points.clone()).await.unwrap();
-    let query = unit(&[(0, 1.0)]);
+    each_index(|index| async move {
+        // cos(query, points[t]) = 1 / sqrt(1 + t²): 1, 0.707, 0.447, 0.316, 0.243, ...
+        let points: Vec<Point> = (0..10).map(|t| point("kb", unit(&[(0, 1.0), (1, t as f32)]))).collect();
+        index.upsert(points.clone()).await.unwrap();
+        let query = unit(&[(0, 1.0)]);
 
-    let hits = index.search("kb", query.clone(), 3, -1.0).await.unwrap();
-    assert_eq!(ids(&hits), points[..3].iter().map(|p| p.id).collect::<Vec<_>>());
+        let hits = index.search("kb", query.clone(), 3, -1.0).await.unwrap();
+        assert_eq!(ids(&hits), points[..3].iter().map(|p| p.id).collect::<Vec<_>>());
 
-    let hits = index.search("kb", query.clone(), 100, 0.3).await.unwrap();
-    assert_eq!(ids(&hits), points[..4].iter().map(|p| p.id).collect::<Vec<_>>());
-    assert!(hits.iter().all(|hit| hit.score >= 0.3));
+        let hits = index.search("kb", query.clone(), 100, 0.3).await.unwrap();
+        assert_eq!(ids(&hits), points[..4].iter().map(|p| p.id).collect::<Vec<_>>());
+        assert!(hits.iter().all(|hit| hit.score >= 0.3));
 
-    let hits = index.search("kb", query.clone(), 2, 0.3).await.unwrap();
-    assert_eq!(ids(&hits), points[..2].iter().map(|p| p.id).collect::<Vec<_>>());
+        let hits = index.search("kb", query.clone(), 2, 0.3).await.unwrap();
+        assert_eq!(ids(&hits), points[..2].iter().map(|p| p.id).collect::<Vec<_>>());
 
-    assert!(index.search("kb", query.clone(), 0, -1.0).await.unwrap().is_empty());
-    assert!(index.search("kb", unit(&[(2, 1.0)]), 10, 0.5).await.unwrap().is_empty());
+        assert!(index.search("kb", query.clone(), 0, -1.0).await.unwrap().is_empty());
+        assert!(index.search("kb", unit(&[(2, 1.0)]), 10, 0.5).await.unwrap().is_empty());
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn upserting_an_id_again_replaces_its_vector_and_payload() {
-    let dir = tempfile::tempdir().unwrap();
-    let index = open(&dir);
-    let mut entry = point("kb-a", unit(&[(0, 1.0)]));
-    index.upsert(vec![entry.clone()]).await.unwrap();
+    each_index(|index| async move {
+        let mut entry = point("kb-a", unit(&[(0, 1.0)]));
+        index.upsert(vec![entry.clone()]).await.unwrap();
 
-    entry.vector = unit(&[(1, 1.0)]);
-    index.upsert(vec![entry.clone()]).await.unwrap();
-    assert_eq!(index.count().await.unwrap(), 1);
-    let hits = index.search("kb-a", unit(&[(1, 1.0)]), 10, 0.5).await.unwrap();
-    assert_eq!(ids(&hits), vec![entry.id]);
-    assert_close(hits[0].score, 1.0);
-    assert!(index.search("kb-a", unit(&[(0, 1.0)]), 10, 0.5).await.unwrap().is_empty());
+        entry.vector = unit(&[(1, 1.0)]);
+        index.upsert(vec![entry.clone()]).await.unwrap();
+        assert_eq!(index.count().await.unwrap(), 1);
+        let hits = index.search("kb-a", unit(&[(1, 1.0)]), 10, 0.5).await.unwrap();
+        assert_eq!(ids(&hits), vec![entry.id]);
+        assert_close(hits[0].score, 1.0);
+        assert!(index.search("kb-a", unit(&[(0, 1.0)]), 10, 0.5).await.unwrap().is_empty());
 
-    entry.knowledgebase_id = "kb-b".to_owned();
-    index.upsert(vec![entry.clone()]).await.unwrap();
-    assert!(index.search("kb-a", entry.vector.clone(), 10, 0.5).await.unwrap().is_empty());
-    assert_eq!(ids(&index.search("kb-b", entry.vector.clone(), 10, 0.5).await.unwrap()), vec![entry.id]);
-    assert_eq!(index.count().await.unwrap(), 1);
+        entry.knowledgebase_id = "kb-b".to_owned();
+        index.upsert(vec![entry.clone()]).await.unwrap();
+        assert!(index.search("kb-a", entry.vector.clone(), 10, 0.5).await.unwrap().is_empty());
+        assert_eq!(ids(&index.search("kb-b", entry.vector.clone(), 10, 0.5).await.unwrap()), vec![entry.id]);
+        assert_eq!(index.count().await.unwrap(), 1);
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn delete_by_ids_and_by_knowledgebase() {
-    let dir = tempfile::tempdir().unwrap();
-    let index = open(&dir);
-    let vector = unit(&[(5, 1.0)]);
-    let a: Vec<Point> = (0..4).map(|_| point("kb-a", vector.clone())).collect();
-    let b: Vec<Point> = (0..3).map(|_| point("kb-b", vector.clone())).collect();
-    index.upsert(a.iter().chain(&b).cloned().collect()).await.unwrap();
-    assert_eq!(index.count().await.unwrap(), 7);
+    each_index(|index| async move {
+        let vector = unit(&[(5, 1.0)]);
+        let a: Vec<Point> = (0..4).map(|_| point("kb-a", vector.clone())).collect();
+        let b: Vec<Point> = (0..3).map(|_| point("kb-b", vector.clone())).collect();
+        index.upsert(a.iter().chain(&b).cloned().collect()).await.unwrap();
+        assert_eq!(index.count().await.unwrap(), 7);
 
-    // Unknown ids are ignored.
-    index.delete(vec![a[0].id, a[1].id, Uuid::new_v4()]).await.unwrap();
-    index.delete(Vec::new()).await.unwrap();
-    assert_eq!(index.count().await.unwrap(), 5);
-    let mut left = ids(&index.search("kb-a", vector.clone(), 10, 0.0).await.unwrap());
-    left.sort();
-    let mut expected = vec![a[2].id, a[3].id];
-    expected.sort();
-    assert_eq!(left, expected);
+        // Unknown ids are ignored.
+        index.delete(vec![a[0].id, a[1].id, Uuid::new_v4()]).await.unwrap();
+        index.delete(Vec::new()).await.unwrap();
+        assert_eq!(index.count().await.unwrap(), 5);
+        let mut left = ids(&index.search("kb-a", vector.clone(), 10, 0.0).await.unwrap());
+        left.sort();
+        let mut expected = vec![a[2].id, a[3].id];
+        expected.sort();
+        assert_eq!(left, expected);
 
-    index.delete_knowledgebase("kb-a").await.unwrap();
-    assert!(index.search("kb-a", vector.clone(), 10, -1.0).await.unwrap().is_empty());
-    assert_eq!(index.search("kb-b", vector.clone(), 10, -1.0).await.unwrap().len(), 3);
-    assert_eq!(index.count().await.unwrap(), 3);
-    // Deleting a knowledge base with no points is fine.
-    index.delete_knowledgebase("kb-missing").await.unwrap();
-    assert_eq!(index.count().await.unwrap(), 3);
+        index.delete_knowledgebase("kb-a").await.unwrap();
+        assert!(index.search("kb-a", vector.clone(), 10, -1.0).await.unwrap().is_empty());
+        assert_eq!(index.search("kb-b", vector.clone(), 10, -1.0).await.unwrap().len(), 3);
+        assert_eq!(index.count().await.unwrap(), 3);
+        // Deleting a knowledge base with no points is fine.
+        index.delete_knowledgebase("kb-missing").await.unwrap();
+        assert_eq!(index.count().await.unwrap(), 3);
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn count_counts_every_knowledgebase() {
-    let dir = tempfile::tempdir().unwrap();
-    let index = open(&dir);
-    assert_eq!(index.count().await.unwrap(), 0);
-    let mut rng = Rng(7);
-    let points: Vec<Point> = (0..30).map(|i| point(&format!("kb-{}", i % 3), rng.unit_vector())).collect();
-    index.upsert(points[..20].to_vec()).await.unwrap();
-    assert_eq!(index.count().await.unwrap(), 20);
-    index.upsert(points.clone()).await.unwrap();
-    assert_eq!(index.count().await.unwrap(), 30);
+    each_index(|index| async move {
+        assert_eq!(index.count().await.unwrap(), 0);
+        let mut rng = Rng(7);
+        let points: Vec<Point> = (0..30).map(|i| point(&format!("kb-{}", i % 3), rng.unit_vector())).collect();
+        index.upsert(points[..20].to_vec()).await.unwrap();
+        assert_eq!(index.count().await.unwrap(), 20);
+        index.upsert(points.clone()).await.unwrap();
+        assert_eq!(index.count().await.unwrap(), 30);
+    })
+    .await;
 }
 
 #[tokio::test]
