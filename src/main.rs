@@ -10,6 +10,7 @@ mod serve;
 
 use std::path::PathBuf;
 
+use anyhow::Context;
 use clap::{Parser, Subcommand};
 
 /// The gateway and the services allocate a little for every request (headers, protobuf
@@ -54,6 +55,8 @@ enum Command {
         #[command(subcommand)]
         command: admin::AdminCommand,
     },
+    /// Print the OpenAPI 3.1 description the gateway serves at /v1/openapi.json.
+    Openapi,
     /// Apply the database migrations of a component and exit.
     Migrate {
         #[arg(value_enum)]
@@ -81,6 +84,11 @@ fn main() -> std::process::ExitCode {
                 admin::run(&file, data_dir.as_deref(), database_url, command).await
             }
             Command::Migrate { component, data_dir } => serve::migrate(&file, component, data_dir.as_deref()).await,
+            Command::Openapi => {
+                let document = switchboard_gateway::openapi::document_bytes()?;
+                std::io::Write::write_all(&mut std::io::stdout(), &document).context("writing to stdout")?;
+                Ok(())
+            }
         }
     });
     match result {

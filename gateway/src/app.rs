@@ -17,6 +17,7 @@ use crate::auth::{self, Authenticator};
 use crate::call::{Call, HandlerResult, Reply};
 use crate::config::GatewayConfig;
 use crate::limits::{self, Decision, RateLimiter};
+use crate::openapi;
 use crate::router::{Match, Router};
 use crate::routes::{self, Body, Method};
 use crate::scope::{self, Scoper};
@@ -34,6 +35,8 @@ pub struct App {
     /// Created on the first request, on the runtime that serves requests.
     services: OnceCell<Services>,
     in_flight: Arc<AtomicUsize>,
+    /// The OpenAPI description, built from the route table at start.
+    openapi: Bytes,
 }
 
 /// Per-request state.
@@ -63,6 +66,7 @@ impl App {
             limiter: RateLimiter::new(&config)?,
             services: OnceCell::new(),
             in_flight,
+            openapi: openapi::document_bytes()?,
             config,
         })
     }
@@ -80,6 +84,12 @@ impl App {
         let path = header.uri.path().to_owned();
         if path == "/healthz" {
             return Ok(Reply::json(200, serde_json::json!({ "status": "ok" })));
+        }
+        if openapi::DOCUMENT_PATHS.contains(&path.as_str()) {
+            return Ok(Reply::document("application/json", self.openapi.clone()));
+        }
+        if openapi::SKILL_PATHS.contains(&path.as_str()) {
+            return Ok(Reply::document("text/markdown; charset=utf-8", Bytes::from_static(openapi::SKILL.as_bytes())));
         }
         let method = Method::parse(header.method.as_str());
         let (route, params) = match self.router.find(method, &path) {
@@ -150,9 +160,12 @@ impl App {
     }
 
     async fn write(&self, session: &mut Session, ctx: &RequestCtx, reply: Reply) -> pingora::Result<()> {
-        let body = Bytes::from(serde_json::to_vec(&reply.body).unwrap_or_default());
+        let (content_type, body) = match reply.raw {
+            Some((content_type, bytes)) => (content_type, bytes),
+            None => ("application/json", Bytes::from(serde_json::to_vec(&reply.body).unwrap_or_default())),
+        };
         let mut header = ResponseHeader::build(reply.status, Some(12))?;
-        header.insert_header("Content-Type", "application/json")?;
+        header.insert_header("Content-Type", content_type)?;
         header.insert_header("Content-Length", body.len().to_string())?;
         header.insert_header("X-Request-Id", ctx.request_id.as_str())?;
         header.insert_header("Cache-Control", "no-store")?;

@@ -59,17 +59,25 @@ impl Call {
     }
 }
 
-/// A JSON answer: status, body and any headers beyond the ones every response gets.
+/// An answer: status, body and any headers beyond the ones every response gets.
 #[derive(Debug)]
 pub struct Reply {
     pub status: u16,
     pub body: Value,
     pub headers: Vec<(&'static str, String)>,
+    /// Bytes sent as they are, with their content type, instead of `body`.
+    pub raw: Option<(&'static str, bytes::Bytes)>,
 }
 
 impl Reply {
     pub fn json(status: u16, body: Value) -> Self {
-        Self { status, body, headers: Vec::new() }
+        Self { status, body, headers: Vec::new(), raw: None }
+    }
+
+    /// A document that is not built per request: the OpenAPI description, the skill file.
+    pub fn document(content_type: &'static str, bytes: bytes::Bytes) -> Self {
+        Self { raw: Some((content_type, bytes)), ..Self::json(200, Value::Null) }
+            .with_header("Cache-Control", "public, max-age=300".to_owned())
     }
 
     /// `200 {"data": ...}`

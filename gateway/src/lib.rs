@@ -11,6 +11,7 @@ mod combine;
 pub mod config;
 mod handlers;
 pub mod limits;
+pub mod openapi;
 mod router;
 pub mod routes;
 mod scope;

@@ -10,6 +10,7 @@ mod agents;
 mod auth;
 mod backends;
 mod credits;
+mod docs;
 mod errors;
 mod isolation;
 mod knowledge_sources;

@@ -1,0 +1,71 @@
+//! The OpenAPI description and the skill file, as a client fetches them.
+
+use serde_json::Value;
+
+use crate::common::{Api, Stack};
+
+#[tokio::test]
+async fn the_openapi_description_is_public_and_lists_exactly_the_served_operations() {
+    let stack = Stack::start().await;
+    let anonymous = Api::new(&stack.base, None);
+    let answer = anonymous.get("/openapi.json").await;
+    let document = answer.expect(200).clone();
+    assert!(answer.header("content-type").unwrap().starts_with("application/json"));
+    assert_eq!(document["openapi"], "3.1.0");
+    assert_eq!(document["servers"][0]["url"], "/v1");
+    assert_eq!(document["components"]["securitySchemes"]["ApiKey"]["name"], "X-API-Key");
+    // The root alias serves the same bytes.
+    let root = stack.base.trim_end_matches("/v1");
+    let alias = Api::new(root, None).get("/openapi.json").await;
+    assert_eq!(alias.text, answer.text);
+
+    let client = stack.client(&stack.demo_key);
+    let mut operations = 0;
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            if operation["tags"][0] == "Meta" {
+                continue;
+            }
+            operations += 1;
+            assert_eq!(operation["responses"]["401"]["$ref"], "#/components/responses/Unauthorized");
+            // Unknown ids and empty bodies: the gateway must know the route, whatever it answers.
+            let concrete = fill_parameters(path);
+            let request = client.request(method.to_uppercase().parse().unwrap(), &concrete).body("{}");
+            let answer = client.send(request.header("Content-Type", "application/json")).await;
+            assert_ne!(answer.status, 405, "{method} {path}: {}", answer.text);
+            assert_ne!(answer.body["error"], "Route not found", "{method} {path}");
+            assert!(answer.status < 500, "{method} {path}: {}", answer.text);
+        }
+    }
+    assert!(operations >= 40, "only {operations} operations described");
+    let search = &document["paths"]["/knowledgebase/{knowledgebaseId}/search"]["get"];
+    assert_eq!(search["x-rate-class"], "search");
+    let names: Vec<&str> = search["parameters"].as_array().unwrap().iter().filter_map(|p| p["name"].as_str()).collect();
+    for name in ["knowledgebaseId", "teamId", "query", "limit", "threshold"] {
+        assert!(names.contains(&name), "search lacks {name}: {names:?}");
+    }
+}
+
+fn fill_parameters(path: &str) -> String {
+    path.split('/')
+        .map(|segment| match segment.strip_prefix('{') {
+            Some(name) if name.ends_with("Id}") => uuid::Uuid::new_v4().to_string(),
+            Some(_) => "1".to_owned(),
+            None => segment.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+#[tokio::test]
+async fn the_skill_file_is_public_markdown_with_front_matter() {
+    let stack = Stack::start().await;
+    let answer = Api::new(&stack.base, None).get("/skill.md").await;
+    assert_eq!(answer.status, 200);
+    assert!(answer.header("content-type").unwrap().starts_with("text/markdown"));
+    let front = answer.text.strip_prefix("---\n").unwrap().split("\n---\n").next().unwrap();
+    let fields: Vec<&str> = front.lines().filter_map(|line| line.split(':').next()).collect();
+    assert_eq!(fields, ["name", "description", "version", "last_updated"]);
+    assert!(answer.text.contains("GET /v1/openapi.json"));
+    assert_eq!(answer.body, Value::Null, "markdown, not JSON");
+}
