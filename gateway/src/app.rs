@@ -14,35 +14,36 @@ use switchboard_kit::{ErrorKind, ServiceError};
 use tokio::sync::OnceCell;
 
 use crate::auth::{self, Authenticator};
-use crate::call::{Call, HandlerResult, Reply};
+use crate::call::{Call, HandlerResult, Principal, Reply};
 use crate::config::GatewayConfig;
 use crate::limits::{self, Decision, RateLimiter};
-use crate::openapi;
 use crate::router::{Match, Router};
-use crate::routes::{self, Body, Method};
+use crate::routes::{self, Body, Method, Route};
 use crate::scope::{self, Scoper};
 use crate::services::Services;
+use crate::{mcp, openapi};
 
 /// What a multipart body may carry beyond its file: boundaries, part headers, name, notes.
 const UPLOAD_ENVELOPE_BYTES: usize = 64 * 1024;
 
 pub struct App {
-    config: GatewayConfig,
+    pub(crate) config: GatewayConfig,
     router: Router,
-    auth: Authenticator,
-    scoper: Scoper,
-    limiter: Arc<RateLimiter>,
+    pub(crate) auth: Authenticator,
+    pub(crate) scoper: Scoper,
+    pub(crate) limiter: Arc<RateLimiter>,
     /// Created on the first request, on the runtime that serves requests.
     services: OnceCell<Services>,
     in_flight: Arc<AtomicUsize>,
     /// The OpenAPI description, built from the route table at start.
     openapi: Bytes,
+    pub(crate) tools: mcp::tools::Tools,
 }
 
 /// Per-request state.
 pub struct RequestCtx {
     request_id: String,
-    decision: Option<Decision>,
+    pub(crate) decision: Option<Decision>,
     /// Close the connection after answering (the body was not read to its end).
     close: bool,
     _in_flight: InFlight,
@@ -67,11 +68,12 @@ impl App {
             services: OnceCell::new(),
             in_flight,
             openapi: openapi::document_bytes()?,
+            tools: mcp::tools::Tools::build()?,
             config,
         })
     }
 
-    async fn services(&self) -> Result<Services, ServiceError> {
+    pub(crate) async fn services(&self) -> Result<Services, ServiceError> {
         self.services
             .get_or_try_init(|| async { Services::connect(&self.config) })
             .await
@@ -87,6 +89,9 @@ impl App {
         }
         if openapi::DOCUMENT_PATHS.contains(&path.as_str()) {
             return Ok(Reply::document("application/json", self.openapi.clone()));
+        }
+        if mcp::PATHS.contains(&path.as_str()) {
+            return self.mcp(session, ctx).await;
         }
         if openapi::SKILL_PATHS.contains(&path.as_str()) {
             return Ok(Reply::document("text/markdown; charset=utf-8", Bytes::from_static(openapi::SKILL.as_bytes())));
@@ -113,19 +118,11 @@ impl App {
         let services = self.services().await?;
         let principal = self.auth.authenticate(&services, auth::presented_key(session.req_header(), route)).await?;
 
-        let decision = self.limiter.check(&principal.team.id, route.class).await;
-        ctx.decision = Some(decision);
-        if !decision.allowed {
-            let (body, retry_after) = limits::too_many_requests(&decision);
-            return Ok(Reply::json(429, body).with_header(retry_after.0, retry_after.1));
-        }
-
-        let team_id = query.iter().find(|(k, _)| k == "teamId").map(|(_, v)| v.as_str());
-        let team = self.scoper.effective_team(&services, &principal, team_id).await?;
-        scope::check_access(route, &principal)?;
-        check_path_ids(&params)?;
-
-        let body = match route.body {
+        let mut call = match self.admit(route, services, principal, params, query, ctx).await? {
+            Ok(call) => call,
+            Err(limited) => return Ok(limited),
+        };
+        call.body = match route.body {
             Body::Json => {
                 let read = crate::body::read_json(session, self.config.max_body_bytes).await;
                 if read.as_ref().is_err_and(|e| e.kind == ErrorKind::PayloadTooLarge) {
@@ -135,7 +132,7 @@ impl App {
             }
             Body::None | Body::Multipart => None,
         };
-        let upload = match route.body {
+        call.upload = match route.body {
             Body::Multipart => {
                 let limit = self.config.max_upload_bytes.saturating_add(UPLOAD_ENVELOPE_BYTES);
                 let read = crate::body::read_upload(session, limit).await;
@@ -146,17 +143,41 @@ impl App {
             }
             Body::None | Body::Json => None,
         };
-        let call = Call {
+        (route.handler)(call).await
+    }
+
+    /// What every operation passes before its handler, over REST or MCP: the key-owning team's
+    /// rate limit (a 429 answer when spent), `teamId` scoping, the access checks and well-formed
+    /// ids. The call it gives has no body yet.
+    pub(crate) async fn admit(
+        &self,
+        route: &Route,
+        services: Services,
+        principal: Arc<Principal>,
+        params: Vec<(&'static str, String)>,
+        query: Vec<(String, String)>,
+        ctx: &mut RequestCtx,
+    ) -> Result<Result<Call, Reply>, ServiceError> {
+        let decision = self.limiter.check(&principal.team.id, route.class).await;
+        ctx.decision = Some(decision);
+        if !decision.allowed {
+            let (body, retry_after) = limits::too_many_requests(&decision);
+            return Ok(Err(Reply::json(429, body).with_header(retry_after.0, retry_after.1)));
+        }
+        let team_id = query.iter().find(|(k, _)| k == "teamId").map(|(_, v)| v.as_str());
+        let team = self.scoper.effective_team(&services, &principal, team_id).await?;
+        scope::check_access(route, &principal)?;
+        check_path_ids(&params)?;
+        Ok(Ok(Call {
             services,
             principal,
             team,
             params,
             query,
-            body,
-            upload,
+            body: None,
+            upload: None,
             max_upload_bytes: self.config.max_upload_bytes,
-        };
-        (route.handler)(call).await
+        }))
     }
 
     async fn write(&self, session: &mut Session, ctx: &RequestCtx, reply: Reply) -> pingora::Result<()> {

@@ -74,6 +74,11 @@ impl Reply {
         Self { status, body, headers: Vec::new(), raw: None }
     }
 
+    /// A status without a body, e.g. 202 for an MCP notification.
+    pub fn empty(status: u16) -> Self {
+        Self { raw: Some(("application/json", bytes::Bytes::new())), ..Self::json(status, Value::Null) }
+    }
+
     /// A document that is not built per request: the OpenAPI description, the skill file.
     pub fn document(content_type: &'static str, bytes: bytes::Bytes) -> Self {
         Self { raw: Some((content_type, bytes)), ..Self::json(200, Value::Null) }

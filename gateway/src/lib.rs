@@ -11,6 +11,7 @@ mod combine;
 pub mod config;
 mod handlers;
 pub mod limits;
+mod mcp;
 pub mod openapi;
 mod router;
 pub mod routes;

@@ -17,5 +17,6 @@ mod knowledge_sources;
 mod knowledgebase;
 mod lifecycle;
 mod limits;
+mod mcp;
 mod scoping;
 mod sources;

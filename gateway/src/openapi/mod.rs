@@ -29,12 +29,28 @@ pub fn document_bytes() -> anyhow::Result<Bytes> {
     Ok(Bytes::from(text))
 }
 
+/// What `operations.json` says: the operations by id, and the schemas they reference.
+pub(crate) fn written() -> anyhow::Result<(Map<String, Value>, Map<String, Value>)> {
+    let mut written: Value = serde_json::from_str(OPERATIONS).context("operations.json is not valid JSON")?;
+    let Some(operations) = written.get_mut("operations").map(Value::take).and_then(into_object) else {
+        bail!("operations.json lacks `operations`");
+    };
+    let Some(schemas) = written.get_mut("schemas").map(Value::take).and_then(into_object) else {
+        bail!("operations.json lacks `schemas`");
+    };
+    Ok((operations, schemas))
+}
+
+fn into_object(value: Value) -> Option<Map<String, Value>> {
+    match value {
+        Value::Object(map) => Some(map),
+        _ => None,
+    }
+}
+
 pub fn document() -> anyhow::Result<Value> {
-    let written: Value = serde_json::from_str(OPERATIONS).context("operations.json is not valid JSON")?;
-    let operations =
-        written.get("operations").and_then(Value::as_object).context("operations.json lacks `operations`")?;
-    let mut schemas =
-        written.get("schemas").and_then(Value::as_object).cloned().context("operations.json lacks `schemas`")?;
+    let (operations, mut schemas) = written()?;
+    let operations = &operations;
     for shared in ["Error", "ValidationError", "RateLimitError"] {
         if !schemas.contains_key(shared) {
             bail!("operations.json lacks the shared schema {shared}");

@@ -1,0 +1,180 @@
+//! The hosted MCP server at `/mcp`, spoken to as an MCP client would: JSON-RPC over HTTP POST
+//! with the API key as a bearer token.
+
+use serde_json::{Value, json};
+
+use crate::common::{Api, Response, Stack};
+
+/// An MCP client for one key: `Authorization: Bearer`, as the spec says.
+struct Mcp {
+    api: Api,
+    key: String,
+}
+
+impl Mcp {
+    fn new(stack: &Stack, key: &str) -> Mcp {
+        let root = stack.base.trim_end_matches("/v1").to_owned();
+        Mcp { api: Api::new(&root, None), key: key.to_owned() }
+    }
+
+    async fn post(&self, message: Value) -> Response {
+        let request = self
+            .api
+            .request(reqwest::Method::POST, "/mcp")
+            .header("Authorization", format!("Bearer {}", self.key))
+            .header("Accept", "application/json, text/event-stream")
+            .json(&message);
+        self.api.send(request).await
+    }
+
+    async fn rpc(&self, method: &str, params: Value) -> Value {
+        let answer = self.post(json!({ "jsonrpc": "2.0", "id": 7, "method": method, "params": params })).await;
+        let body = answer.expect(200).clone();
+        assert_eq!(body["jsonrpc"], "2.0");
+        assert_eq!(body["id"], 7);
+        body
+    }
+
+    /// The result of a tool call that must succeed: its structured content.
+    async fn call(&self, tool: &str, arguments: Value) -> Value {
+        let result = self.call_result(tool, arguments).await;
+        assert_eq!(result["isError"], false, "{tool}: {result}");
+        result["structuredContent"].clone()
+    }
+
+    async fn call_result(&self, tool: &str, arguments: Value) -> Value {
+        let body = self.rpc("tools/call", json!({ "name": tool, "arguments": arguments })).await;
+        let result = body["result"].clone();
+        let text: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(text, result["structuredContent"], "the text and the structured content agree");
+        result
+    }
+}
+
+#[tokio::test]
+async fn a_client_initialises_lists_tools_and_searches_knowledge_for_a_credit() {
+    let stack = Stack::start().await;
+    let team = stack.team("MCP", false, 10).await;
+    let mcp = Mcp::new(&stack, &team.key);
+
+    let init = mcp
+        .rpc(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": { "name": "test", "version": "1" },
+            }),
+        )
+        .await;
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
+    assert_eq!(init["result"]["serverInfo"]["name"], "switchboard");
+    assert!(init["result"]["capabilities"]["tools"].is_object());
+    let initialized = mcp.post(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })).await;
+    assert_eq!(initialized.status, 202);
+    assert_eq!(mcp.rpc("ping", json!({})).await["result"], json!({}));
+
+    let tools = mcp.rpc("tools/list", json!({})).await["result"]["tools"].as_array().unwrap().clone();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    for name in ["getMe", "listAgents", "createAgent", "createKnowledgebase", "searchKnowledgebase", "createSubteam"] {
+        assert!(names.contains(&name), "{name} missing from {names:?}");
+    }
+    assert!(!names.iter().any(|n| n.contains("Document") && n.starts_with("upload")), "uploads need a file");
+    let create = tools.iter().find(|t| t["name"] == "createAgent").unwrap();
+    assert_eq!(create["inputSchema"]["type"], "object");
+    assert!(create["inputSchema"]["required"].as_array().unwrap().contains(&json!("name")));
+
+    let kb =
+        mcp.call("createKnowledgebase", json!({ "name": "Support" })).await["data"]["id"].as_str().unwrap().to_owned();
+    let agent = mcp.call("createAgent", json!({ "name": "Desk", "type": "chat", "knowledgebaseId": kb })).await;
+    assert_eq!(agent["data"]["knowledgebase"]["id"], kb.as_str());
+    mcp.call(
+        "createReference",
+        json!({ "knowledgebaseId": kb, "question": "Do you ship abroad?", "answer": "Yes, to 30 countries." }),
+    )
+    .await;
+    let found = mcp
+        .call("searchKnowledgebase", json!({ "knowledgebaseId": kb, "query": "international delivery", "limit": 3 }))
+        .await;
+    assert_eq!(found["data"][0]["reference"]["question"], "Do you ship abroad?");
+    assert_eq!(found["meta"]["creditsUsed"], 1);
+    assert_eq!(mcp.call("getMe", json!({})).await["data"]["credits"]["balance"], 9);
+
+    // The same data over REST: one API, two doors.
+    let listed = stack.client(&team.key).get("/agents").await;
+    assert_eq!(listed.expect(200)["data"][0]["name"], "Desk");
+}
+
+#[tokio::test]
+async fn tool_errors_are_results_the_model_can_read_and_protocol_errors_are_json_rpc_errors() {
+    let stack = Stack::start().await;
+    let owner = stack.team("Owner", false, 10).await;
+    let other = stack.team("Other", false, 10).await;
+    let kb = stack.client(&owner.key).post("/knowledgebase", json!({ "name": "Private" })).await;
+    let kb = kb.expect(201)["data"]["id"].as_str().unwrap().to_owned();
+
+    // Another team's knowledge base does not exist for this key.
+    let foreign = Mcp::new(&stack, &other.key);
+    let result = foreign.call_result("getKnowledgebase", json!({ "knowledgebaseId": kb })).await;
+    assert_eq!(result["isError"], true);
+    assert_eq!(result["structuredContent"]["code"], "NOT_FOUND");
+    let result = foreign.call_result("searchKnowledgebase", json!({ "knowledgebaseId": kb, "query": "x" })).await;
+    assert_eq!(result["structuredContent"]["code"], "NOT_FOUND");
+    assert_eq!(foreign.call("getMe", json!({})).await["data"]["credits"]["balance"], 10, "nothing charged");
+
+    // Bad arguments: a missing path parameter, an unknown argument, an out-of-range value.
+    let mcp = Mcp::new(&stack, &owner.key);
+    let result = mcp.call_result("getKnowledgebase", json!({})).await;
+    assert_eq!(result["structuredContent"]["code"], "VALIDATION_ERROR");
+    assert_eq!(result["structuredContent"]["details"][0]["field"], "knowledgebaseId");
+    let result = mcp.call_result("listAgents", json!({ "colour": "blue" })).await;
+    assert_eq!(result["structuredContent"]["details"][0]["field"], "colour");
+    let result =
+        mcp.call_result("searchKnowledgebase", json!({ "knowledgebaseId": kb, "query": "x", "limit": 51 })).await;
+    assert_eq!(result["structuredContent"]["code"], "VALIDATION_ERROR");
+    let result = mcp.call_result("getKnowledgebase", json!({ "knowledgebaseId": "not-a-uuid" })).await;
+    assert_eq!(result["structuredContent"]["code"], "VALIDATION_ERROR");
+
+    // A read-only key may read but not write.
+    let reader = Mcp::new(&stack, &stack.key(&owner.id, true).await);
+    assert_eq!(reader.call("listKnowledgebases", json!({})).await["data"][0]["id"], kb.as_str());
+    let result = reader.call_result("createAgent", json!({ "name": "No", "type": "chat" })).await;
+    assert_eq!(result["structuredContent"]["code"], "FORBIDDEN");
+    assert!(stack.client(&owner.key).get("/agents").await.expect(200)["data"].as_array().unwrap().is_empty());
+
+    // Protocol errors.
+    let unknown_tool = mcp.rpc("tools/call", json!({ "name": "launchRocket", "arguments": {} })).await;
+    assert_eq!(unknown_tool["error"]["code"], -32602);
+    assert_eq!(mcp.rpc("resources/list", json!({})).await["error"]["code"], -32601);
+    let malformed = mcp.api.raw("POST", "/mcp", Some("application/json"), b"{not json".to_vec()).await;
+    assert_eq!(malformed.status, 401, "the key is checked first");
+    let request = mcp
+        .api
+        .request(reqwest::Method::POST, "/mcp")
+        .header("Authorization", format!("Bearer {}", owner.key))
+        .header("Content-Type", "application/json")
+        .body("{not json");
+    let malformed = mcp.api.send(request).await;
+    assert_eq!(malformed.status, 400);
+    assert_eq!(malformed.body["error"]["code"], -32700);
+}
+
+#[tokio::test]
+async fn the_endpoint_wants_a_valid_bearer_key_and_post() {
+    let stack = Stack::start().await;
+    let root = stack.base.trim_end_matches("/v1").to_owned();
+    let anonymous = Api::new(&root, None);
+    let message = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" });
+
+    let missing = anonymous.post("/mcp", message.clone()).await;
+    assert_eq!(missing.error_code(401), "UNAUTHORIZED");
+    assert_eq!(missing.header("www-authenticate"), Some("Bearer"));
+    let wrong = Mcp::new(&stack, "ew_not_a_real_key").post(message.clone()).await;
+    assert_eq!(wrong.error_code(401), "UNAUTHORIZED");
+    // X-API-Key works too, and /v1/mcp is the same endpoint.
+    let keyed = Api::new(&root, Some(&stack.demo_key)).post("/v1/mcp", message).await;
+    assert!(keyed.expect(200)["result"]["tools"].is_array());
+    let get = Api::new(&root, Some(&stack.demo_key)).get("/mcp").await;
+    assert_eq!(get.error_code(405), "METHOD_NOT_ALLOWED");
+    assert_eq!(get.header("allow"), Some("POST"));
+}
