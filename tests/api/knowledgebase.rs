@@ -134,6 +134,11 @@ async fn references_work_on_both_paths_with_partial_updates() {
         (updated.body["data"]["question"].clone(), updated.body["data"]["answer"].clone()),
         (json!("Q2?"), json!("A2."))
     );
+    // Nothing to change, nothing changed: not even updatedAt.
+    let unchanged = api.put(&format!("{via_kb}/references/{reference_id}"), json!({})).await;
+    assert_eq!(unchanged.expect(200)["data"], updated.body["data"]);
+    let same = api.put(&format!("{via_kb}/references/{reference_id}"), json!({ "answer": "A2." })).await;
+    assert_eq!(same.expect(200)["data"]["updatedAt"], updated.body["data"]["updatedAt"]);
 
     api.delete(&format!("{via_agent}/references/{reference_id}")).await.expect(200);
     let gone = api.get(&format!("{via_kb}/references/{reference_id}")).await;

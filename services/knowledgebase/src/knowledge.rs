@@ -274,8 +274,12 @@ impl Knowledge {
                 answer: answer.clone().unwrap_or_else(|| before.answer.clone()),
             };
             after.validate()?;
-            let vector = if after == before { None } else { Some(self.embed_one(after.embedding_input()).await?) };
-            let embedding = vector.as_deref().map(|v| (v, self.embedder.model()));
+            if after == before {
+                // Nothing to change: the reference, and its updatedAt, stay as they are.
+                return Ok(current);
+            }
+            let vector = self.embed_one(after.embedding_input()).await?;
+            let embedding = Some((vector.as_slice(), self.embedder.model()));
             let replaced = self
                 .store
                 .replace_reference_text(team_id, knowledgebase_id, reference_id, &before, &after, embedding)
