@@ -77,6 +77,7 @@ pub fn document() -> anyhow::Result<Value> {
         "/skill.md".to_owned(),
         public_get("getSkill", "The skill file (Agent Skills format).", "text/markdown", None),
     );
+    paths.insert("/mcp".to_owned(), mcp_path());
     paths.insert(
         "/healthz".to_owned(),
         public_get(
@@ -102,6 +103,10 @@ pub fn document() -> anyhow::Result<Value> {
         "components": {
             "securitySchemes": {
                 "ApiKey": { "type": "apiKey", "in": "header", "name": "X-API-Key", "description": "A team's API key (`ew_...`)." },
+                "Bearer": {
+                    "type": "http", "scheme": "bearer",
+                    "description": "The same API key as a bearer token; the MCP server's way in.",
+                },
                 "AgencyKey": {
                     "type": "apiKey", "in": "header", "name": "X-AGENCY-KEY",
                     "description": "Accepted on `/agency/...` as an alias of `X-API-Key`.",
@@ -340,6 +345,41 @@ fn public_get(operation_id: &str, summary: &str, content_type: &str, schema: Opt
             "summary": summary,
             "security": [],
             "responses": { "200": { "description": summary, "content": { content_type: { "schema": schema } } } },
+        }
+    })
+}
+
+/// The MCP endpoint, described as far as HTTP goes; its tools are the operations above.
+fn mcp_path() -> Value {
+    let message = json!({
+        "type": "object",
+        "required": ["jsonrpc", "method"],
+        "properties": {
+            "jsonrpc": { "const": "2.0" },
+            "id": { "type": ["string", "integer"] },
+            "method": { "type": "string", "examples": ["initialize", "tools/list", "tools/call", "ping"] },
+            "params": { "type": "object" },
+        },
+    });
+    json!({
+        "post": {
+            "operationId": "mcp",
+            "tags": ["Meta"],
+            "summary": "MCP server: JSON-RPC 2.0 over Streamable HTTP",
+            "description": "initialize, ping, tools/list and tools/call; one tool per operation of this \
+                description except uploads, named by its operationId, with path parameters, teamId, query \
+                parameters and body fields as flat arguments. Also served at `/mcp`, beside `/v1`.",
+            "security": [{ "Bearer": [] }, { "ApiKey": [] }],
+            "requestBody": { "required": true, "content": { "application/json": { "schema": message } } },
+            "responses": {
+                "200": {
+                    "description": "The JSON-RPC answer: `result`, or `error` for an unknown method or tool.",
+                    "content": { "application/json": { "schema": { "type": "object" } } },
+                },
+                "202": { "description": "A notification, accepted." },
+                "400": { "description": "Unparsable JSON (-32700) or not a JSON-RPC request (-32600)." },
+                "401": { "$ref": "#/components/responses/Unauthorized" },
+            },
         }
     })
 }
