@@ -76,33 +76,64 @@ async fn a_client_initialises_lists_tools_and_searches_knowledge_for_a_credit() 
 
     let tools = mcp.rpc("tools/list", json!({})).await["result"]["tools"].as_array().unwrap().clone();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    for name in ["getMe", "listAgents", "createAgent", "createKnowledgebase", "searchKnowledgebase", "createSubteam"] {
-        assert!(names.contains(&name), "{name} missing from {names:?}");
-    }
-    assert!(!names.iter().any(|n| n.contains("Document") && n.starts_with("upload")), "uploads need a file");
-    let create = tools.iter().find(|t| t["name"] == "createAgent").unwrap();
-    assert_eq!(create["inputSchema"]["type"], "object");
-    assert!(create["inputSchema"]["required"].as_array().unwrap().contains(&json!("name")));
+    assert_eq!(
+        names,
+        [
+            "whoami",
+            "list_agents",
+            "get_agent_instructions",
+            "update_agent_instructions",
+            "search_knowledge",
+            "add_knowledge_answer"
+        ]
+    );
+    let annotation =
+        |name: &str, hint: &str| tools.iter().find(|t| t["name"] == name).unwrap()["annotations"][hint].clone();
+    assert_eq!(annotation("whoami", "readOnlyHint"), true);
+    assert_eq!(annotation("search_knowledge", "readOnlyHint"), true);
+    assert_eq!(annotation("update_agent_instructions", "destructiveHint"), true);
+    assert_eq!(annotation("add_knowledge_answer", "readOnlyHint"), false);
 
-    let kb =
-        mcp.call("createKnowledgebase", json!({ "name": "Support" })).await["data"]["id"].as_str().unwrap().to_owned();
-    let agent = mcp.call("createAgent", json!({ "name": "Desk", "type": "chat", "knowledgebaseId": kb })).await;
-    assert_eq!(agent["data"]["knowledgebase"]["id"], kb.as_str());
-    mcp.call(
-        "createReference",
-        json!({ "knowledgebaseId": kb, "question": "Do you ship abroad?", "answer": "Yes, to 30 countries." }),
-    )
-    .await;
-    let found = mcp
-        .call("searchKnowledgebase", json!({ "knowledgebaseId": kb, "query": "international delivery", "limit": 3 }))
+    let me = mcp.call("whoami", json!({})).await;
+    assert_eq!(me["data"]["team"]["id"], team.id.as_str());
+    assert_eq!(me["data"]["credits"]["balance"], 10);
+
+    // Knowledge bases and agents are made over REST; the tools work on them.
+    let api = stack.client(&team.key);
+    let kb = api.post("/knowledgebase", json!({ "name": "Support" })).await.expect(201)["data"]["id"].clone();
+    let agent = api.post("/agents", json!({ "name": "Desk", "type": "chat", "knowledgebaseId": kb })).await;
+    let agent = agent.expect(201)["data"]["id"].as_str().unwrap().to_owned();
+    let listed = mcp.call("list_agents", json!({})).await;
+    assert_eq!(listed["data"][0]["id"], agent.as_str());
+
+    let updated = mcp.call("update_agent_instructions", json!({ "agentId": agent, "instructions": "Be brief." })).await;
+    assert_eq!(updated["message"], "Agent instructions updated successfully");
+    mcp.call("update_agent_instructions", json!({ "agentId": agent, "instructions": "Be very brief." })).await;
+    let read = mcp.call("get_agent_instructions", json!({ "agentId": agent })).await;
+    assert_eq!(read["data"]["instructions"], "Be very brief.");
+
+    let added = mcp
+        .call(
+            "add_knowledge_answer",
+            json!({ "agentId": agent, "question": "Do you ship abroad?", "answer": "Yes, to 30 countries." }),
+        )
         .await;
-    assert_eq!(found["data"][0]["reference"]["question"], "Do you ship abroad?");
-    assert_eq!(found["meta"]["creditsUsed"], 1);
-    assert_eq!(mcp.call("getMe", json!({})).await["data"]["credits"]["balance"], 9);
+    assert_eq!(added["data"]["type"], "QA");
+    let by_agent =
+        mcp.call("search_knowledge", json!({ "agentId": agent, "query": "international delivery", "limit": 3 })).await;
+    assert_eq!(by_agent["data"][0]["reference"]["question"], "Do you ship abroad?");
+    assert_eq!(by_agent["meta"]["agentId"], agent.as_str());
+    let by_id =
+        mcp.call("search_knowledge", json!({ "knowledgebaseId": kb, "query": "shipping to other countries" })).await;
+    assert_eq!(by_id["data"][0]["reference"]["question"], "Do you ship abroad?");
+    assert_eq!(by_id["meta"]["creditsUsed"], 1);
+    assert_eq!(mcp.call("whoami", json!({})).await["data"]["credits"]["balance"], 8);
 
     // The same data over REST: one API, two doors.
-    let listed = stack.client(&team.key).get("/agents").await;
-    assert_eq!(listed.expect(200)["data"][0]["name"], "Desk");
+    let history = api.get(&format!("/agents/{agent}/instructions/history")).await;
+    let versions = history.expect(200)["data"].as_array().unwrap().clone();
+    assert_eq!(versions.len(), 1, "the second update kept the first text");
+    assert_eq!(versions[0]["instructions"], "Be brief.");
 }
 
 #[tokio::test]
@@ -113,34 +144,40 @@ async fn tool_errors_are_results_the_model_can_read_and_protocol_errors_are_json
     let kb = stack.client(&owner.key).post("/knowledgebase", json!({ "name": "Private" })).await;
     let kb = kb.expect(201)["data"]["id"].as_str().unwrap().to_owned();
 
-    // Another team's knowledge base does not exist for this key.
+    let agent = stack.client(&owner.key).post("/agents", json!({ "name": "Ava", "type": "phone" })).await;
+    let agent = agent.expect(201)["data"]["id"].as_str().unwrap().to_owned();
+
+    // Another team's knowledge base and agent do not exist for this key.
     let foreign = Mcp::new(&stack, &other.key);
-    let result = foreign.call_result("getKnowledgebase", json!({ "knowledgebaseId": kb })).await;
+    let result = foreign.call_result("search_knowledge", json!({ "knowledgebaseId": kb, "query": "x" })).await;
     assert_eq!(result["isError"], true);
     assert_eq!(result["structuredContent"]["code"], "NOT_FOUND");
-    let result = foreign.call_result("searchKnowledgebase", json!({ "knowledgebaseId": kb, "query": "x" })).await;
-    assert_eq!(result["structuredContent"]["code"], "NOT_FOUND");
-    assert_eq!(foreign.call("getMe", json!({})).await["data"]["credits"]["balance"], 10, "nothing charged");
+    let result = foreign.call_result("get_agent_instructions", json!({ "agentId": agent })).await;
+    assert_eq!(result["structuredContent"]["error"], "Agent not found");
+    assert_eq!(foreign.call("whoami", json!({})).await["data"]["credits"]["balance"], 10, "nothing charged");
 
-    // Bad arguments: a missing path parameter, an unknown argument, an out-of-range value.
+    // Bad arguments: no address, an unknown argument, an out-of-range value, a malformed id.
     let mcp = Mcp::new(&stack, &owner.key);
-    let result = mcp.call_result("getKnowledgebase", json!({})).await;
+    let result = mcp.call_result("search_knowledge", json!({ "query": "x" })).await;
     assert_eq!(result["structuredContent"]["code"], "VALIDATION_ERROR");
-    assert_eq!(result["structuredContent"]["details"][0]["field"], "knowledgebaseId");
-    let result = mcp.call_result("listAgents", json!({ "colour": "blue" })).await;
+    assert_eq!(result["structuredContent"]["details"][0]["field"], "agentId");
+    let result = mcp.call_result("list_agents", json!({ "colour": "blue" })).await;
     assert_eq!(result["structuredContent"]["details"][0]["field"], "colour");
-    let result =
-        mcp.call_result("searchKnowledgebase", json!({ "knowledgebaseId": kb, "query": "x", "limit": 51 })).await;
+    let result = mcp.call_result("search_knowledge", json!({ "knowledgebaseId": kb, "query": "x", "limit": 51 })).await;
     assert_eq!(result["structuredContent"]["code"], "VALIDATION_ERROR");
-    let result = mcp.call_result("getKnowledgebase", json!({ "knowledgebaseId": "not-a-uuid" })).await;
+    let result = mcp.call_result("get_agent_instructions", json!({ "agentId": "not-a-uuid" })).await;
     assert_eq!(result["structuredContent"]["code"], "VALIDATION_ERROR");
+    let result = mcp.call_result("update_agent_instructions", json!({ "agentId": agent, "instructions": "" })).await;
+    assert_eq!(result["structuredContent"]["details"][0]["field"], "instructions");
 
     // A read-only key may read but not write.
     let reader = Mcp::new(&stack, &stack.key(&owner.id, true).await);
-    assert_eq!(reader.call("listKnowledgebases", json!({})).await["data"][0]["id"], kb.as_str());
-    let result = reader.call_result("createAgent", json!({ "name": "No", "type": "chat" })).await;
+    assert_eq!(reader.call("list_agents", json!({})).await["data"][0]["id"], agent.as_str());
+    let result =
+        reader.call_result("update_agent_instructions", json!({ "agentId": agent, "instructions": "No" })).await;
     assert_eq!(result["structuredContent"]["code"], "FORBIDDEN");
-    assert!(stack.client(&owner.key).get("/agents").await.expect(200)["data"].as_array().unwrap().is_empty());
+    let history = stack.client(&owner.key).get(&format!("/agents/{agent}/instructions/history")).await;
+    assert!(history.expect(200)["data"].as_array().unwrap().is_empty());
 
     // Protocol errors.
     let unknown_tool = mcp.rpc("tools/call", json!({ "name": "launchRocket", "arguments": {} })).await;

@@ -2,9 +2,9 @@
 //!
 //! Every message is a POST answered with one JSON body; the server never pushes, so it offers no
 //! event stream (GET is 405) and keeps no session. The key comes as `Authorization: Bearer`
-//! (the spec) or `X-API-Key`. A tool call runs the REST operation of the same name through the
-//! same steps as a REST request (rate class, `teamId` scoping, access checks, handler), so a tool
-//! can do exactly what its operation can, no more.
+//! (the spec) or `X-API-Key`. The tools are the spec's (`tools.rs`); a tool call runs its REST
+//! operation through the same admission as a REST request (rate class, `teamId` scoping, access
+//! checks) and the same handler, so a tool can do exactly what its operation can, no more.
 
 pub mod tools;
 
@@ -19,17 +19,17 @@ use crate::app::{App, RequestCtx};
 use crate::call::{HandlerResult, Principal, Reply};
 use crate::routes::Body;
 use crate::services::Services;
-use tools::{Place, Tool};
+use tools::{Operation, Place, Tool};
 
 pub const PATHS: [&str; 2] = ["/mcp", "/v1/mcp"];
 
 /// Newest first; a client asking for another version gets the newest.
 const PROTOCOL_VERSIONS: [&str; 3] = ["2025-06-18", "2025-03-26", "2024-11-05"];
 
-const INSTRUCTIONS: &str = "Tools of the Switchboard v1 API: agents and their instructions, knowledge bases, \
-Q&A references, webpages, semantic search (costs 1 credit per search), and agency subteams. \
-Start with getMe to see the team and its credits; find ids with the list tools. Pass teamId to \
-act on a client subteam of an agency.";
+const INSTRUCTIONS: &str = "Tools of the Switchboard v1 API: agents, their instructions and their knowledge. \
+Call whoami first: it confirms the key and reports the team and its credit balance. Find agent ids \
+with list_agents. search_knowledge costs 1 credit per search. Pass teamId to act on a client \
+subteam of an agency.";
 
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
@@ -99,14 +99,19 @@ impl App {
             Some(Value::Object(arguments)) => arguments.clone(),
             Some(_) => return Err((INVALID_PARAMS, "arguments must be an object".to_owned())),
         };
-        let reply =
-            self.run_tool(tool, services, principal, arguments, ctx).await.unwrap_or_else(|error| Reply::error(&error));
+        let reply = match tool.operations.iter().find(|operation| operation.addressed_by(&arguments)) {
+            Some(operation) => self
+                .run_operation(operation, services, principal, arguments, ctx)
+                .await
+                .unwrap_or_else(|e| Reply::error(&e)),
+            None => Reply::error(&ServiceError::validation(missing_address(tool))),
+        };
         Ok(tool_result(reply))
     }
 
-    async fn run_tool(
+    async fn run_operation(
         &self,
-        tool: &Tool,
+        tool: &Operation,
         services: Services,
         principal: Arc<Principal>,
         arguments: Map<String, Value>,
@@ -154,6 +159,23 @@ impl App {
             .then_some(Value::Object(body));
         (route.handler)(call).await
     }
+}
+
+/// What a tool call lacks when it gives none of its operations' path parameters.
+fn missing_address(tool: &Tool) -> Vec<FieldViolation> {
+    let mut names: Vec<&str> = Vec::new();
+    for operation in &tool.operations {
+        let path: Vec<&str> = operation
+            .arguments
+            .iter()
+            .filter(|(_, place)| *place == Place::Path)
+            .map(|(name, _)| name.as_str())
+            .collect();
+        names.push(path.first().copied().unwrap_or_default());
+    }
+    let message =
+        if names.len() > 1 { format!("is required (or {})", names[1..].join(", ")) } else { "is required".to_owned() };
+    vec![FieldViolation::new(names.first().copied().unwrap_or_default(), message)]
 }
 
 /// The route template's own `&'static str` for a parameter name, as the router gives it.

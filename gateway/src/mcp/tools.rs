@@ -1,12 +1,41 @@
-//! The MCP tools: one per JSON operation of the route table, with an input schema that puts
-//! the path parameters, `teamId`, the query parameters and the body fields side by side, as a
-//! model fills them in most reliably.
+//! The MCP tools: the spec's tool names, each run by one REST operation (or one of two, where
+//! a tool reaches a knowledge base through its agent or by its own id). Input schemas put the
+//! path parameters, `teamId`, the query parameters and the body fields side by side, as a model
+//! fills them in most reliably.
 
 use anyhow::{Context, anyhow, bail};
 use serde_json::{Map, Value, json};
 
 use crate::openapi;
-use crate::routes::{self, Body, Method, Route};
+use crate::routes::{self, Method, Route};
+
+/// `(tool, operations, description)`. The spec also names list_calls, get_call, list_chats,
+/// get_chat, find_contacts, get_contact, create_contact and add_contact_note: they come with
+/// the calls, chats and CRM operations they would run.
+const TOOLS: &[(&str, &[&str], &str)] = &[
+    (
+        "whoami",
+        &["getMe"],
+        "Confirms the key works and reports the team, its credit balance, its subscription and the key's access. Call it first.",
+    ),
+    ("list_agents", &["listAgents"], "Lists the team's phone and chat agents, newest first."),
+    ("get_agent_instructions", &["getAgentInstructions"], "Reads an agent's current instructions (its prompt)."),
+    (
+        "update_agent_instructions",
+        &["updateAgentInstructions"],
+        "Replaces an agent's instructions. The previous text is kept in the agent's history (last 20 versions).",
+    ),
+    (
+        "search_knowledge",
+        &["searchAgentKnowledgebase", "searchKnowledgebase"],
+        "Semantic search in a knowledge base, given an agentId (its knowledge base) or a knowledgebaseId. Costs 1 credit.",
+    ),
+    (
+        "add_knowledge_answer",
+        &["createAgentReference", "createReference"],
+        "Adds a Q&A reference to a knowledge base, given an agentId (its knowledge base) or a knowledgebaseId; searchable at once.",
+    ),
+];
 
 /// Where an argument goes when the tool is called.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,11 +45,29 @@ pub enum Place {
     Body,
 }
 
-pub struct Tool {
+/// One operation a tool can run, with the arguments it takes.
+pub struct Operation {
     pub route: Route,
-    /// The MCP description of the tool, as `tools/list` shows it.
-    pub listing: Value,
     pub arguments: Vec<(String, Place)>,
+    required: Vec<String>,
+    /// The JSON schema of each argument.
+    schemas: Map<String, Value>,
+}
+
+impl Operation {
+    fn schema(&self, argument: &str) -> anyhow::Result<Value> {
+        self.schemas.get(argument).cloned().ok_or_else(|| anyhow!("no schema for {argument}"))
+    }
+
+    /// Whether `given` has every path parameter of this operation.
+    pub fn addressed_by(&self, given: &Map<String, Value>) -> bool {
+        self.arguments.iter().filter(|(_, place)| *place == Place::Path).all(|(name, _)| given.contains_key(name))
+    }
+}
+
+pub struct Tool {
+    pub name: &'static str,
+    pub operations: Vec<Operation>,
 }
 
 pub struct Tools {
@@ -31,15 +78,23 @@ pub struct Tools {
 impl Tools {
     pub fn build() -> anyhow::Result<Self> {
         let (operations, schemas) = openapi::written()?;
+        let table = routes::table();
         let mut tools = Vec::new();
-        // Uploads need a file, which a tool call cannot carry: they stay REST-only.
-        for route in routes::table().into_iter().filter(|route| route.body != Body::Multipart) {
-            let operation =
-                operations.get(route.operation_id).with_context(|| format!("{} undescribed", route.operation_id))?;
-            tools.push(tool(route, operation, &schemas)?);
+        let mut listing = Vec::new();
+        for (name, operation_ids, description) in TOOLS {
+            let mut backing = Vec::new();
+            for operation_id in *operation_ids {
+                let route = table
+                    .iter()
+                    .find(|route| route.operation_id == *operation_id)
+                    .with_context(|| format!("{name}: no route {operation_id}"))?;
+                let written = operations.get(*operation_id).with_context(|| format!("{operation_id} undescribed"))?;
+                backing.push(operation(route.clone(), written, &schemas)?);
+            }
+            listing.push(describe(name, description, &backing)?);
+            tools.push(Tool { name, operations: backing });
         }
-        let listing = Value::Array(tools.iter().map(|tool| tool.listing.clone()).collect());
-        Ok(Self { tools, listing })
+        Ok(Self { tools, listing: Value::Array(listing) })
     }
 
     pub fn listing(&self) -> &Value {
@@ -47,11 +102,46 @@ impl Tools {
     }
 
     pub fn find(&self, name: &str) -> Option<&Tool> {
-        self.tools.iter().find(|tool| tool.route.operation_id == name)
+        self.tools.iter().find(|tool| tool.name == name)
     }
 }
 
-fn tool(route: Route, operation: &Value, schemas: &Map<String, Value>) -> anyhow::Result<Tool> {
+/// The `tools/list` entry: the union of the operations' arguments, required where every
+/// operation requires them.
+fn describe(name: &str, description: &str, operations: &[Operation]) -> anyhow::Result<Value> {
+    let mut properties = Map::new();
+    let mut required: Vec<Value> = Vec::new();
+    for operation in operations {
+        for (argument, _) in &operation.arguments {
+            let schema = operation.schema(argument)?;
+            properties.entry(argument.clone()).or_insert(schema);
+            let everywhere = operations.iter().all(|other| other.required.contains(argument));
+            if everywhere && !required.contains(&Value::from(argument.as_str())) {
+                required.push(Value::from(argument.as_str()));
+            }
+        }
+    }
+    let read_only = operations.iter().all(|operation| operation.route.method == Method::Get);
+    let destructive = operations.iter().any(|operation| matches!(operation.route.method, Method::Put | Method::Delete));
+    let routes: Vec<String> = operations
+        .iter()
+        .map(|operation| format!("{} {}", operation.route.method.as_str(), operation.route.path))
+        .collect();
+    Ok(json!({
+        "name": name,
+        "title": operations.first().map(|operation| operation.route.summary).unwrap_or(name),
+        "description": format!("{description} (REST: {})", routes.join(" or ")),
+        "inputSchema": { "type": "object", "properties": properties, "required": required },
+        "annotations": {
+            "readOnlyHint": read_only,
+            "destructiveHint": destructive,
+            "idempotentHint": operations.iter().all(|operation| operation.route.method != Method::Post),
+            "openWorldHint": false,
+        },
+    }))
+}
+
+fn operation(route: Route, operation: &Value, schemas: &Map<String, Value>) -> anyhow::Result<Operation> {
     let mut properties = Map::new();
     let mut required = Vec::new();
     let mut arguments = Vec::new();
@@ -95,21 +185,8 @@ fn tool(route: Route, operation: &Value, schemas: &Map<String, Value>) -> anyhow
             add(name, field.clone(), needed.contains(&name.as_str()), Place::Body)?;
         }
     }
-    let description = operation.get("description").and_then(Value::as_str).unwrap_or(route.summary);
-    let listing = json!({
-        "name": route.operation_id,
-        "title": route.summary,
-        "description": format!("{} ({} {})\n\n{description}", route.summary, route.method.as_str(), route.path),
-        "inputSchema": { "type": "object", "properties": properties, "required": required },
-        "annotations": {
-            "title": route.summary,
-            "readOnlyHint": route.method == Method::Get,
-            "destructiveHint": route.method == Method::Delete,
-            "idempotentHint": matches!(route.method, Method::Get | Method::Put | Method::Delete),
-            "openWorldHint": false,
-        },
-    });
-    Ok(Tool { route, listing, arguments })
+    let required = required.iter().filter_map(Value::as_str).map(str::to_owned).collect();
+    Ok(Operation { route, arguments, required, schemas: properties })
 }
 
 /// Replaces `$ref`s by the schemas they name: a tool's input schema must stand alone.
@@ -142,19 +219,37 @@ fn inline(value: Value, schemas: &Map<String, Value>, depth: usize) -> anyhow::R
 mod tests {
     use super::*;
 
+    fn listed(tools: &Tools, name: &str) -> Value {
+        tools.listing().as_array().unwrap().iter().find(|tool| tool["name"] == name).unwrap().clone()
+    }
+
     #[test]
-    fn every_json_operation_is_a_tool_with_a_self_contained_schema() {
+    fn the_spec_tools_have_self_contained_schemas_and_the_right_annotations() {
         let tools = Tools::build().unwrap();
-        let listed = tools.listing().as_array().unwrap();
-        let json_routes = routes::table().into_iter().filter(|r| r.body != Body::Multipart).count();
-        assert_eq!(listed.len(), json_routes);
         assert!(!serde_json::to_string(tools.listing()).unwrap().contains("$ref"));
-        let create = tools.find("createAgent").unwrap();
-        let required = create.listing["inputSchema"]["required"].as_array().unwrap();
-        assert!(required.contains(&json!("name")) && required.contains(&json!("type")), "{required:?}");
-        let search = tools.find("searchKnowledgebase").unwrap();
-        assert!(search.arguments.contains(&("knowledgebaseId".to_owned(), Place::Path)));
-        assert!(search.arguments.contains(&("query".to_owned(), Place::Query)));
-        assert_eq!(search.listing["annotations"]["readOnlyHint"], true);
+        assert_eq!(listed(&tools, "whoami")["annotations"]["readOnlyHint"], true);
+        let update = listed(&tools, "update_agent_instructions");
+        assert_eq!(update["annotations"]["destructiveHint"], true);
+        assert_eq!(update["inputSchema"]["required"][0], "agentId");
+        assert_eq!(update["inputSchema"]["required"].as_array().unwrap().len(), 2);
+        // Reached through an agent or by id: neither is required alone, the query always is.
+        let search = listed(&tools, "search_knowledge");
+        assert_eq!(search["inputSchema"]["required"], json!(["query"]));
+        assert_eq!(search["annotations"]["readOnlyHint"], true);
+        for argument in ["agentId", "knowledgebaseId", "teamId", "limit", "threshold"] {
+            assert!(search["inputSchema"]["properties"][argument].is_object(), "{argument}");
+        }
+        let add = listed(&tools, "add_knowledge_answer");
+        let mut required: Vec<&str> =
+            add["inputSchema"]["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        required.sort_unstable();
+        assert_eq!(required, ["answer", "question"]);
+        assert_eq!(add["annotations"]["readOnlyHint"], false);
+        let by_id: Map<String, Value> = [("knowledgebaseId".to_owned(), json!("x"))].into_iter().collect();
+        let tool = tools.find("search_knowledge").unwrap();
+        assert_eq!(
+            tool.operations.iter().find(|o| o.addressed_by(&by_id)).unwrap().route.operation_id,
+            "searchKnowledgebase"
+        );
     }
 }

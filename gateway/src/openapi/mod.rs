@@ -91,7 +91,8 @@ pub fn document() -> anyhow::Result<Value> {
         "openapi": "3.1.0",
         "info": {
             "title": "Switchboard API",
-            "version": env!("CARGO_PKG_VERSION"),
+            // The version of the API description (the spec's), not of the binary.
+            "version": "1.0.0",
             "summary": "Phone and chat AI agents, their instructions and knowledge bases.",
             "description": INFO_DESCRIPTION,
             "license": { "name": "Apache-2.0", "identifier": "Apache-2.0" },
@@ -366,9 +367,9 @@ fn mcp_path() -> Value {
             "operationId": "mcp",
             "tags": ["Meta"],
             "summary": "MCP server: JSON-RPC 2.0 over Streamable HTTP",
-            "description": "initialize, ping, tools/list and tools/call; one tool per operation of this \
-                description except uploads, named by its operationId, with path parameters, teamId, query \
-                parameters and body fields as flat arguments. Also served at `/mcp`, beside `/v1`.",
+            "description": "initialize, ping, tools/list and tools/call. Tools: whoami, list_agents, \
+                get_agent_instructions, update_agent_instructions, search_knowledge, add_knowledge_answer; each \
+                runs the REST operation it names in its description. Also served at `/mcp`, beside `/v1`.",
             "security": [{ "Bearer": [] }, { "ApiKey": [] }],
             "requestBody": { "required": true, "content": { "application/json": { "schema": message } } },
             "responses": {
