@@ -154,7 +154,7 @@ impl App {
         route: &Route,
         services: Services,
         principal: Arc<Principal>,
-        params: Vec<(&'static str, String)>,
+        mut params: Vec<(&'static str, String)>,
         query: Vec<(String, String)>,
         ctx: &mut RequestCtx,
     ) -> Result<Result<Call, Reply>, ServiceError> {
@@ -167,7 +167,7 @@ impl App {
         let team_id = query.iter().find(|(k, _)| k == "teamId").map(|(_, v)| v.as_str());
         let team = self.scoper.effective_team(&services, &principal, team_id).await?;
         scope::check_access(route, &principal)?;
-        check_path_ids(&params)?;
+        normalise_path_ids(&mut params)?;
         Ok(Ok(Call {
             services,
             principal,
@@ -206,13 +206,17 @@ impl App {
     }
 }
 
-/// Every `...Id` path parameter is a UUID; anything else is a 400, not a lookup.
-fn check_path_ids(params: &[(&'static str, String)]) -> Result<(), ServiceError> {
-    let violations: Vec<_> = params
-        .iter()
-        .filter(|(name, value)| name.ends_with("Id") && uuid::Uuid::parse_str(value).is_err())
-        .map(|(name, _)| switchboard_kit::FieldViolation::new(*name, "must be a UUID"))
-        .collect();
+/// Every `...Id` path parameter is a UUID; anything else is a 400, not a lookup. UUIDs are
+/// stored in their canonical form (lowercase, hyphenated); an id written otherwise (uppercase,
+/// without hyphens, `urn:uuid:`) names the same resource, so it is rewritten to that form.
+fn normalise_path_ids(params: &mut [(&'static str, String)]) -> Result<(), ServiceError> {
+    let mut violations = Vec::new();
+    for (name, value) in params.iter_mut().filter(|(name, _)| name.ends_with("Id")) {
+        match uuid::Uuid::parse_str(value) {
+            Ok(id) => *value = id.to_string(),
+            Err(_) => violations.push(switchboard_kit::FieldViolation::new(*name, "must be a UUID")),
+        }
+    }
     if violations.is_empty() { Ok(()) } else { Err(ServiceError::validation(violations)) }
 }
 

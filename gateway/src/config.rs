@@ -42,7 +42,10 @@ impl Default for GatewayConfig {
             knowledgebase_url: "http://127.0.0.1:50053".to_owned(),
             redis_url: None,
             rate_limits: RateLimits::default(),
-            max_body_bytes: 1024 * 1024,
+            // Room for the largest body the spec allows written the longest way JSON can write it:
+            // 100,000 instruction characters outside the BMP, each escaped as a surrogate pair
+            // (`\ud83d\ude00`, 12 bytes), is 1.2 MB.
+            max_body_bytes: 2 * 1024 * 1024,
             max_upload_bytes: 20 * 1024 * 1024,
             request_timeout: Duration::from_secs(10),
             auth_cache_ttl: Duration::from_secs(2),

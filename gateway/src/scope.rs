@@ -39,9 +39,12 @@ impl Scoper {
             }
             return Ok(Arc::new(principal.team.clone()));
         };
-        if uuid::Uuid::parse_str(team_id).is_err() {
-            return Err(ServiceError::invalid_field("teamId", "must be a UUID"));
-        }
+        // Canonical form, as ids are stored: an uppercase teamId names the same team.
+        let team_id = match uuid::Uuid::parse_str(team_id) {
+            Ok(id) => id.to_string(),
+            Err(_) => return Err(ServiceError::invalid_field("teamId", "must be a UUID")),
+        };
+        let team_id = team_id.as_str();
         if principal.team.deleted {
             return Err(team_not_found());
         }

@@ -29,6 +29,9 @@ fn check_length(value: &str, min: usize, max: usize) -> Option<String> {
         Some(length_message(min, max))
     } else if min > 0 && value.trim().is_empty() {
         Some("must not be blank".to_owned())
+    } else if value.contains('\0') {
+        // PostgreSQL text cannot hold NUL; refusing it on both engines keeps them alike.
+        Some("must not contain NUL characters".to_owned())
     } else {
         None
     }
@@ -95,10 +98,14 @@ impl<'a> Fields<'a> {
     /// A UUID string that may be absent or `null`.
     pub fn nullable_uuid(&mut self, name: &str) -> Patch<String> {
         match self.nullable_text(name, 1, 64) {
-            Patch::Value(id) if uuid::Uuid::parse_str(&id).is_err() => {
-                self.violation(name, "must be a UUID");
-                Patch::Absent
-            }
+            // Canonical form, as ids are stored.
+            Patch::Value(id) => match uuid::Uuid::parse_str(&id) {
+                Ok(id) => Patch::Value(id.to_string()),
+                Err(_) => {
+                    self.violation(name, "must be a UUID");
+                    Patch::Absent
+                }
+            },
             other => other,
         }
     }

@@ -11,6 +11,7 @@ mod auth;
 mod backends;
 mod credits;
 mod docs;
+mod edges;
 mod errors;
 mod isolation;
 mod knowledge_sources;

@@ -127,6 +127,24 @@ async fn invalid_agents_are_refused_with_every_field() {
             .unwrap_err();
         let fields: Vec<_> = error.details.iter().map(|d| d.field.as_str()).collect();
         assert_eq!(fields, ["name", "description", "type", "instructions", "knowledgebaseId"]);
+
+        // NUL is a validation error on both engines, not a PostgreSQL failure.
+        let agent = store
+            .create(
+                &team(),
+                NewAgent {
+                    name: "Ava".into(),
+                    description: None,
+                    agent_type: AgentType::Chat,
+                    instructions: None,
+                    knowledgebase_id: None,
+                },
+            )
+            .await
+            .unwrap();
+        let error = store.replace_instructions(&agent.team_id, &agent.id, "a\0b").await.unwrap_err();
+        assert_eq!(error.details[0].field, "instructions");
+        assert_eq!(error.details[0].message, "must not contain NUL characters");
     })
     .await;
 }

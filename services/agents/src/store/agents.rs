@@ -46,8 +46,12 @@ pub struct AgentChanges {
     pub knowledgebase_id: Option<Option<String>>,
 }
 
-fn text_violation(field: &str, value: &str, min: usize, max: usize) -> Option<FieldViolation> {
+pub(super) fn text_violation(field: &str, value: &str, min: usize, max: usize) -> Option<FieldViolation> {
     let chars = value.chars().count();
+    if value.contains('\0') {
+        // PostgreSQL text cannot hold NUL.
+        return Some(FieldViolation::new(field, "must not contain NUL characters"));
+    }
     (chars < min || chars > max || (min > 0 && value.trim().is_empty()))
         .then(|| FieldViolation::new(field, format!("must be {min} to {max} characters")))
 }

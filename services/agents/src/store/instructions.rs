@@ -6,10 +6,10 @@
 use sqlx::Row;
 use switchboard_kit::jobs::{self, NewJob};
 use switchboard_kit::time::now_ms;
-use switchboard_kit::{FieldViolation, ServiceError, ServiceResult};
+use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::{Agent, InstructionVersion, Instructions, PromptOptimization, RuntimePrompt};
 
-use super::agents::{AGENT_COLUMNS, INSTRUCTIONS_MAX, agent_from_row};
+use super::agents::{AGENT_COLUMNS, INSTRUCTIONS_MAX, agent_from_row, text_violation};
 use super::{AgentStore, agent_not_found, check_ids};
 use crate::prompt::OPTIMIZE_PROMPT;
 
@@ -98,12 +98,8 @@ impl AgentStore {
 
     pub async fn replace_instructions(&self, team_id: &str, agent_id: &str, text: &str) -> ServiceResult<Instructions> {
         check_ids(&[("teamId", team_id), ("agentId", agent_id)])?;
-        let chars = text.chars().count();
-        if chars == 0 || chars > INSTRUCTIONS_MAX {
-            return Err(ServiceError::validation(vec![FieldViolation::new(
-                "instructions",
-                format!("must be 1 to {INSTRUCTIONS_MAX} characters"),
-            )]));
+        if let Some(violation) = text_violation("instructions", text, 1, INSTRUCTIONS_MAX) {
+            return Err(ServiceError::validation(vec![violation]));
         }
         let mut tx = self.db.begin_write().await?;
         let previous = self.current(&mut tx, team_id, agent_id, true).await?;

@@ -96,8 +96,9 @@ pub(crate) async fn replace_entries(
         .bind(owner.kind.as_str())
         .bind(owner.source_id)
         .bind(i64::try_from(position).unwrap_or(i64::MAX))
-        .bind(&entry.text.question)
-        .bind(&entry.text.answer)
+        // PostgreSQL text cannot hold NUL, which a document or page may contain.
+        .bind(entry.text.question.replace('\0', ""))
+        .bind(entry.text.answer.replace('\0', ""))
         .bind(encode_vector(&entry.embedding))
         .bind(model)
         .bind(now)

@@ -55,13 +55,18 @@ pub(crate) fn check_ids(ids: &[(&str, &str)]) -> ServiceResult<()> {
     if violations.is_empty() { Ok(()) } else { Err(ServiceError::validation(violations)) }
 }
 
-/// `min..=max` Unicode characters, not blank when required.
+/// Neither engine's text should hold NUL: PostgreSQL refuses it.
+const NUL_MESSAGE: &str = "must not contain NUL characters";
+
+/// `min..=max` Unicode characters, not blank when required, no NUL.
 pub(crate) fn text_violation(field: &str, value: &str, min: usize, max: usize) -> Option<FieldViolation> {
     let chars = value.chars().count();
     if chars < min || chars > max {
         Some(FieldViolation::new(field, format!("must be {min} to {max} characters")))
     } else if min > 0 && value.trim().is_empty() {
         Some(FieldViolation::new(field, "must not be blank"))
+    } else if value.contains('\0') {
+        Some(FieldViolation::new(field, NUL_MESSAGE))
     } else {
         None
     }
