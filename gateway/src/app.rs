@@ -21,6 +21,7 @@ use crate::router::{Match, Router};
 use crate::routes::{self, Body, Method, Route};
 use crate::scope::{self, Scoper};
 use crate::services::Services;
+use crate::validate::canonical_uuid;
 use crate::{mcp, openapi};
 
 /// What a multipart body may carry beyond its file: boundaries, part headers, name, notes.
@@ -206,15 +207,14 @@ impl App {
     }
 }
 
-/// Every `...Id` path parameter is a UUID; anything else is a 400, not a lookup. UUIDs are
-/// stored in their canonical form (lowercase, hyphenated); an id written otherwise (uppercase,
-/// without hyphens, `urn:uuid:`) names the same resource, so it is rewritten to that form.
+/// Every `...Id` path parameter is a UUID; anything else is a 400, not a lookup. An id
+/// spelled otherwise than stored names the same resource, so it is rewritten to that form.
 fn normalise_path_ids(params: &mut [(&'static str, String)]) -> Result<(), ServiceError> {
     let mut violations = Vec::new();
     for (name, value) in params.iter_mut().filter(|(name, _)| name.ends_with("Id")) {
-        match uuid::Uuid::parse_str(value) {
-            Ok(id) => *value = id.to_string(),
-            Err(_) => violations.push(switchboard_kit::FieldViolation::new(*name, "must be a UUID")),
+        match canonical_uuid(value) {
+            Some(id) => *value = id,
+            None => violations.push(switchboard_kit::FieldViolation::new(*name, "must be a UUID")),
         }
     }
     if violations.is_empty() { Ok(()) } else { Err(ServiceError::validation(violations)) }

@@ -11,6 +11,7 @@ use crate::cache::TtlCache;
 use crate::call::Principal;
 use crate::routes::Route;
 use crate::services::{Services, traced};
+use crate::validate::canonical_uuid;
 
 pub struct Scoper {
     /// By (agency team, subteam).
@@ -39,10 +40,8 @@ impl Scoper {
             }
             return Ok(Arc::new(principal.team.clone()));
         };
-        // Canonical form, as ids are stored: an uppercase teamId names the same team.
-        let team_id = match uuid::Uuid::parse_str(team_id) {
-            Ok(id) => id.to_string(),
-            Err(_) => return Err(ServiceError::invalid_field("teamId", "must be a UUID")),
+        let Some(team_id) = canonical_uuid(team_id) else {
+            return Err(ServiceError::invalid_field("teamId", "must be a UUID"));
         };
         let team_id = team_id.as_str();
         if principal.team.deleted {

@@ -18,6 +18,12 @@ pub struct Fields<'a> {
     violations: Vec<FieldViolation>,
 }
 
+/// A UUID in the form ids are stored in (lowercase, hyphenated), from any spelling that names
+/// the same UUID (uppercase, without hyphens, `urn:uuid:`); `None` when it is not a UUID.
+pub fn canonical_uuid(text: &str) -> Option<String> {
+    uuid::Uuid::parse_str(text).ok().map(|id| id.to_string())
+}
+
 fn length_message(min: usize, max: usize) -> String {
     if min == 0 { format!("must be at most {max} characters") } else { format!("must be {min} to {max} characters") }
 }
@@ -98,10 +104,9 @@ impl<'a> Fields<'a> {
     /// A UUID string that may be absent or `null`.
     pub fn nullable_uuid(&mut self, name: &str) -> Patch<String> {
         match self.nullable_text(name, 1, 64) {
-            // Canonical form, as ids are stored.
-            Patch::Value(id) => match uuid::Uuid::parse_str(&id) {
-                Ok(id) => Patch::Value(id.to_string()),
-                Err(_) => {
+            Patch::Value(id) => match canonical_uuid(&id) {
+                Some(id) => Patch::Value(id),
+                None => {
                     self.violation(name, "must be a UUID");
                     Patch::Absent
                 }

@@ -109,21 +109,23 @@ impl App {
         Ok(tool_result(reply))
     }
 
+    /// Runs one of a tool's operations; the caller picked it because `arguments` give all of
+    /// its path parameters.
     async fn run_operation(
         &self,
-        tool: &Operation,
+        operation: &Operation,
         services: Services,
         principal: Arc<Principal>,
         arguments: Map<String, Value>,
         ctx: &mut RequestCtx,
     ) -> HandlerResult {
-        let route = &tool.route;
+        let route = &operation.route;
         let mut violations = Vec::new();
         let mut params: Vec<(&'static str, String)> = Vec::new();
         let mut query = Vec::new();
         let mut body = Map::new();
         for (name, value) in arguments {
-            let Some((_, place)) = tool.arguments.iter().find(|(known, _)| *known == name) else {
+            let Some((_, place)) = operation.arguments.iter().find(|(known, _)| *known == name) else {
                 violations.push(FieldViolation::new(name, "is not an argument of this tool"));
                 continue;
             };
@@ -142,11 +144,6 @@ impl App {
                 },
             }
         }
-        for (name, place) in &tool.arguments {
-            if *place == Place::Path && !params.iter().any(|(given, _)| given == name) {
-                violations.push(FieldViolation::new(name.clone(), "is required"));
-            }
-        }
         if !violations.is_empty() {
             return Err(ServiceError::validation(violations));
         }
@@ -155,7 +152,7 @@ impl App {
             Ok(call) => call,
             Err(limited) => return Ok(limited),
         };
-        call.body = (route.body == Body::Json && tool.arguments.iter().any(|(_, place)| *place == Place::Body))
+        call.body = (route.body == Body::Json && operation.arguments.iter().any(|(_, place)| *place == Place::Body))
             .then_some(Value::Object(body));
         (route.handler)(call).await
     }

@@ -260,15 +260,7 @@ fn responses(route: &Route, written: &Value) -> anyhow::Result<Value> {
             }
             None => error_schema(status).to_owned(),
         };
-        let mut answer = json!({
-            "description": description,
-            "content": { "application/json": { "schema": schema_ref(&schema) } },
-        });
-        if status == "429" {
-            answer["headers"] =
-                json!({ "Retry-After": { "schema": { "type": "integer" }, "description": "Seconds to wait." } });
-        }
-        responses.insert(status.clone(), answer);
+        responses.insert(status.clone(), json_answer(status, description, &schema));
     }
     let has_ids = route.path.contains('{');
     for (status, name, _, _) in SHARED_RESPONSES {
@@ -308,29 +300,31 @@ const SHARED_RESPONSES: [(&str, &str, &str, &str); 7] = [
 fn shared_responses() -> Value {
     let mut responses = Map::new();
     for (status, name, description, schema) in SHARED_RESPONSES {
-        let mut answer = json!({
-            "description": description,
-            "content": { "application/json": { "schema": schema_ref(schema) } },
-        });
-        if status == "429" {
-            answer["headers"] = json!({
-                "Retry-After": { "schema": { "type": "integer" }, "description": "Seconds to wait." },
-                "X-RateLimit-Limit": { "schema": { "type": "integer" } },
-                "X-RateLimit-Remaining": { "schema": { "type": "integer" } },
-                "X-RateLimit-Reset": { "schema": { "type": "integer" }, "description": "Unix time in seconds." },
-            });
-        }
-        responses.insert(name.to_owned(), answer);
+        responses.insert(name.to_owned(), json_answer(status, description, schema));
     }
     Value::Object(responses)
 }
 
-fn error_schema(status: &str) -> &'static str {
-    match status {
-        "400" => "ValidationError",
-        "429" => "RateLimitError",
-        _ => "Error",
+/// An answer with a JSON body; a 429 also names the headers every 429 carries.
+fn json_answer(status: &str, description: &str, schema: &str) -> Value {
+    let mut answer = json!({
+        "description": description,
+        "content": { "application/json": { "schema": schema_ref(schema) } },
+    });
+    if status == "429" {
+        answer["headers"] = json!({
+            "Retry-After": { "schema": { "type": "integer" }, "description": "Seconds to wait." },
+            "X-RateLimit-Limit": { "schema": { "type": "integer" } },
+            "X-RateLimit-Remaining": { "schema": { "type": "integer" } },
+            "X-RateLimit-Reset": { "schema": { "type": "integer" }, "description": "Unix time in seconds." },
+        });
     }
+    answer
+}
+
+/// The body of an error with this status: the shared answer's, else the plain envelope.
+fn error_schema(status: &str) -> &'static str {
+    SHARED_RESPONSES.iter().find(|shared| shared.0 == status).map_or("Error", |shared| shared.3)
 }
 
 fn schema_ref(name: &str) -> Value {

@@ -17,9 +17,6 @@ use crate::sync::IndexSync;
 pub const QUERY_MAX: usize = 2000;
 pub const LIMIT_MAX: u32 = 50;
 /// An update retried this often when other writers keep changing the same reference.
-/// How far below the requested threshold the index is asked to go (see `search`).
-const THRESHOLD_SLACK: f32 = 1e-6;
-
 const UPDATE_ATTEMPTS: usize = 3;
 
 pub struct Knowledge {
@@ -282,7 +279,7 @@ impl Knowledge {
                 return Ok(current);
             }
             let vector = self.embed_one(after.embedding_input()).await?;
-            let embedding = Some((vector.as_slice(), self.embedder.model()));
+            let embedding = (vector.as_slice(), self.embedder.model());
             let replaced = self
                 .store
                 .replace_reference_text(team_id, knowledgebase_id, reference_id, &before, &after, embedding)
@@ -333,16 +330,12 @@ impl Knowledge {
         // The lookup runs beside the embedding, which takes far longer.
         let (_, vector) =
             tokio::try_join!(self.store.knowledgebase(team_id, knowledgebase_id), self.embed_one(query.to_owned()))?;
-        // The threshold is a minimum ("at least"), but Qdrant keeps only scores above it: ask
-        // for a hair less and keep what reaches the threshold, so that a result searched again
-        // with its own similarity as the threshold is still found.
-        let mut hits = self
+        let hits = self
             .sync
             .index()
-            .search(knowledgebase_id, vector, usize::try_from(limit).unwrap_or(10), threshold - THRESHOLD_SLACK)
+            .search(knowledgebase_id, vector, usize::try_from(limit).unwrap_or(10), threshold)
             .await
             .map_err(|e| ServiceError::internal(e.context("searching the index")))?;
-        hits.retain(|hit| hit.score >= threshold);
         let ids: Vec<String> = hits.iter().map(|hit| hit.id.to_string()).collect();
         let mut references = self.store.references_by_ids(team_id, knowledgebase_id, &ids).await?;
         // An entry deleted since the index saw it is dropped here rather than shown.

@@ -150,6 +150,22 @@ async fn limit_and_threshold_are_respected() {
 }
 
 #[tokio::test]
+async fn a_hit_scoring_exactly_the_threshold_is_kept() {
+    each_index(|index| async move {
+        let points: Vec<Point> = (1..4).map(|t| point("kb", unit(&[(0, 1.0), (1, t as f32)]))).collect();
+        index.upsert(points.clone()).await.unwrap();
+        let query = unit(&[(0, 1.0)]);
+        let all = index.search("kb", query.clone(), 10, -1.0).await.unwrap();
+        // The threshold is a minimum: each hit's own score keeps it and everything above.
+        for (rank, hit) in all.iter().enumerate() {
+            let kept = index.search("kb", query.clone(), 10, hit.score).await.unwrap();
+            assert_eq!(ids(&kept), ids(&all[..=rank]), "threshold {}", hit.score);
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn upserting_an_id_again_replaces_its_vector_and_payload() {
     each_index(|index| async move {
         let mut entry = point("kb-a", unit(&[(0, 1.0)]));

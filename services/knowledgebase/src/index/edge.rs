@@ -281,7 +281,7 @@ impl VectorIndex for EdgeIndex {
             prefetches: Vec::new(),
             query: Some(ScoringQuery::Vector(QueryEnum::Nearest(NamedQuery::default_dense(vector)))),
             filter: Some(knowledgebase_filter(knowledgebase_id)?),
-            score_threshold: Some(OrderedFloat(threshold)),
+            score_threshold: Some(OrderedFloat(super::qdrant_threshold(threshold))),
             limit,
             offset: 0,
             params: None,
@@ -298,6 +298,7 @@ impl VectorIndex for EdgeIndex {
                     // Only UUIDs are ever written.
                     PointId::NumId(_) => None,
                 })
+                .filter(|hit| super::reaches(hit, threshold))
                 .collect())
         })
         .await

@@ -15,6 +15,18 @@ mod remote;
 pub use edge::{EdgeIndex, EdgeIndexInfo};
 pub use remote::RemoteIndex;
 
+/// The score threshold to hand Qdrant for a search whose threshold is `threshold`. Qdrant
+/// keeps only scores strictly above its threshold, while [`VectorIndex::search`] promises
+/// "at least": ask for a hair less, then keep what [`reaches`] the threshold, so that a hit
+/// searched again with its own score as the threshold is still found.
+fn qdrant_threshold(threshold: f32) -> f32 {
+    threshold - 1e-6
+}
+
+fn reaches(hit: &Hit, threshold: f32) -> bool {
+    hit.score >= threshold
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Point {
     /// The knowledge entry's id.

@@ -195,7 +195,7 @@ impl VectorIndex for RemoteIndex {
                 QueryPointsBuilder::new(&self.collection)
                     .query(Query::new_nearest(vector))
                     .filter(Self::knowledgebase_filter(knowledgebase_id))
-                    .score_threshold(threshold)
+                    .score_threshold(super::qdrant_threshold(threshold))
                     .limit(limit as u64)
                     .with_payload(false),
             )
@@ -212,6 +212,7 @@ impl VectorIndex for RemoteIndex {
                 let id = uuid::Uuid::parse_str(&id).ok()?;
                 Some(Hit { id, score: point.score })
             })
+            .filter(|hit| super::reaches(hit, threshold))
             .collect())
     }
 

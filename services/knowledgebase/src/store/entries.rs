@@ -144,9 +144,9 @@ impl KnowledgeStore {
         Ok(reference_from_row(&row)?)
     }
 
-    /// Replaces the text of a manual reference if it still reads `expected`; `None` when
-    /// another writer changed it in between (the caller re-reads and retries, so that the
-    /// stored embedding always belongs to the stored text).
+    /// Replaces the text and embedding of a manual reference if it still reads `expected`;
+    /// `None` when another writer changed it in between (the caller re-reads and retries, so
+    /// that the stored embedding always belongs to the stored text).
     pub async fn replace_reference_text(
         &self,
         team_id: &str,
@@ -154,7 +154,7 @@ impl KnowledgeStore {
         reference_id: &str,
         expected: &EntryText,
         new: &EntryText,
-        embedding: Option<(&[f32], &str)>,
+        (vector, model): (&[f32], &str),
     ) -> ServiceResult<Option<Reference>> {
         new.validate()?;
         let current = self.reference(team_id, knowledgebase_id, reference_id).await?;
@@ -162,28 +162,23 @@ impl KnowledgeStore {
             return Err(extracted_is_read_only());
         }
         let mut tx = self.db.begin_write().await?;
-        let mut sql = "UPDATE entries SET question = $1, answer = $2, updated_at = $3".to_owned();
-        if embedding.is_some() {
-            sql.push_str(", embedding = $8, embedding_model = $9");
-        }
-        sql.push_str(" WHERE id = $4 AND team_id = $5 AND question = $6 AND answer = $7");
-        let mut query = sqlx::query(&sql)
-            .bind(&new.question)
-            .bind(&new.answer)
-            .bind(now_ms())
-            .bind(reference_id)
-            .bind(team_id)
-            .bind(&expected.question)
-            .bind(&expected.answer);
-        if let Some((vector, model)) = embedding {
-            query = query.bind(encode_vector(vector)).bind(model);
-        }
+        let query = sqlx::query(
+            "UPDATE entries SET question = $1, answer = $2, updated_at = $3, embedding = $8, embedding_model = $9 \
+             WHERE id = $4 AND team_id = $5 AND question = $6 AND answer = $7",
+        )
+        .bind(&new.question)
+        .bind(&new.answer)
+        .bind(now_ms())
+        .bind(reference_id)
+        .bind(team_id)
+        .bind(&expected.question)
+        .bind(&expected.answer)
+        .bind(encode_vector(vector))
+        .bind(model);
         if query.execute(&mut *tx).await?.rows_affected() == 0 {
             return Ok(None);
         }
-        if embedding.is_some() {
-            outbox::record(&mut tx, reference_id, knowledgebase_id, Op::Upsert).await?;
-        }
+        outbox::record(&mut tx, reference_id, knowledgebase_id, Op::Upsert).await?;
         tx.commit().await?;
         Ok(Some(self.reference(team_id, knowledgebase_id, reference_id).await?))
     }
