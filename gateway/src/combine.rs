@@ -140,7 +140,9 @@ mod tests {
                     .await
             })
         };
-        while combiner.queues.lock().is_empty() {
+        // Wait until the first call has started: requests arriving before it took its
+        // followers would join its batch instead of queueing for the next.
+        while calls.load(Ordering::SeqCst) == 0 {
             tokio::task::yield_now().await;
         }
         let others: Vec<_> = (0..5)
@@ -178,11 +180,17 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_leader_that_goes_away_hands_over_to_the_next_request() {
         let combiner = Arc::new(Combiner::<&str, usize>::default());
+        let calling = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let leader = {
-            let combiner = combiner.clone();
-            tokio::spawn(async move { combiner.run("k", |_| std::future::pending::<usize>(), |r, _| *r).await })
+            let (combiner, calling) = (combiner.clone(), calling.clone());
+            let call = move |_| {
+                calling.store(true, Ordering::SeqCst);
+                std::future::pending::<usize>()
+            };
+            tokio::spawn(async move { combiner.run("k", call, |r, _| *r).await })
         };
-        while combiner.queues.lock().is_empty() {
+        // The leader has taken its (empty) batch: the follower queues for the next call.
+        while !calling.load(Ordering::SeqCst) {
             tokio::task::yield_now().await;
         }
         let follower = {
