@@ -7,6 +7,7 @@ use clap::Subcommand;
 use serde_json::{Value, json};
 use switchboard_identity::IdentityStore;
 use switchboard_identity::store::NewTeam;
+use switchboard_kit::grpc::ServiceAccess;
 use switchboard_kit::time::iso_ms;
 use switchboard_proto::v1::{ApiKey, KeyAccess, NewUser, Team};
 
@@ -116,7 +117,8 @@ pub async fn run(
             switchboard_kit::db::sqlite_url(&dir.join("identity.db"))
         }
         (None, None) => {
-            config::database_url(file.identity.database_url.as_ref(), &config::data_dir(file, None), "identity")?
+            let identity = &switchboard_kit::peers::IDENTITY;
+            config::database_url(file.section(identity).database_url, &config::data_dir(file, None), identity.name)?
         }
     };
     let store = IdentityStore::open(&url).await?;
@@ -179,9 +181,9 @@ async fn reindex(file: &FileConfig, data_dir: Option<&Path>, url: Option<String>
         Some(url) => {
             use switchboard_proto::v1::ReindexRequest;
             use switchboard_proto::v1::knowledgebase_service_client::KnowledgebaseServiceClient;
-            let mut client = KnowledgebaseServiceClient::connect(url.clone())
-                .await
-                .map_err(|e| anyhow::anyhow!("connecting to {url}: {e}"))?;
+            let access = ServiceAccess::from_env()?.unwrap_or(ServiceAccess::Trusted);
+            let timeout = std::time::Duration::from_secs(3600);
+            let mut client = KnowledgebaseServiceClient::new(switchboard_kit::grpc::channel(&url, &access, timeout)?);
             client
                 .reindex(ReindexRequest {})
                 .await
@@ -191,7 +193,7 @@ async fn reindex(file: &FileConfig, data_dir: Option<&Path>, url: Option<String>
         }
         None => {
             let data_dir = config::data_dir(file, data_dir);
-            let settings = crate::serve::knowledgebase_settings(file, &data_dir, false)?;
+            let settings = crate::serve::knowledgebase_settings(file, &data_dir)?;
             let knowledge = switchboard_knowledgebase::open(settings).await?;
             let entries = knowledge.sync.rebuild(knowledge.embedder.as_ref()).await?;
             knowledge.store.db().close().await;

@@ -1,61 +1,134 @@
-//! Each service as a component: its gRPC routes and the background work that goes with
-//! it (job runners, the index drainer). `dev` and `serve` run them the same way.
+//! The registry of services: each row names a service (its name, gRPC services, default port
+//! and URL variable live in `switchboard_kit::peers`), the migrations of its database and how
+//! to build it. `dev`, `serve` and `migrate` read the registry; nothing else lists services.
 
 use std::future::Future;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 
 use switchboard_agents::AgentStore;
 use switchboard_agents::prompt::{OPTIMIZE_PROMPT, OptimizePrompt};
 use switchboard_identity::IdentityStore;
-use switchboard_kit::db::Db;
+use switchboard_kit::db::{Db, Migrations};
+use switchboard_kit::grpc::{Channel, ServiceAccess};
 use switchboard_kit::jobs::{Runner, RunnerConfig};
+use switchboard_kit::peers::{AGENTS, IDENTITY, KNOWLEDGEBASE, Peers, ServiceInfo};
+use switchboard_proto::v1::agents_service_client::AgentsServiceClient;
+use switchboard_proto::v1::identity_service_client::IdentityServiceClient;
+use switchboard_proto::v1::knowledgebase_service_client::KnowledgebaseServiceClient;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tonic::service::Routes;
 
-type Background = Box<dyn FnOnce(watch::Receiver<bool>) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
+use crate::config::{self, FileConfig};
 
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+type Background = Box<dyn FnOnce(watch::Receiver<bool>) -> BoxFuture<()> + Send>;
+
+/// What a service is built from.
+#[derive(Clone)]
+pub struct Context {
+    pub file: Arc<FileConfig>,
+    pub data_dir: PathBuf,
+    /// `switchboard dev`: every database is a SQLite file in the data directory.
+    pub dev: bool,
+    /// The other services, for the ones that call them.
+    pub peers: Peers,
+}
+
+/// How long one service waits on another before the call fails.
+const PEER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl Context {
+    fn channel(&self, service: &ServiceInfo) -> anyhow::Result<Channel> {
+        self.peers.channel(service, PEER_TIMEOUT)
+    }
+
+    /// The service's database: in `dev` its SQLite file; otherwise `DATABASE_URL`, the
+    /// section's `database_url`, or the SQLite file.
+    pub fn database_url(&self, service: &ServiceInfo) -> anyhow::Result<String> {
+        if self.dev {
+            config::sqlite_in(&self.data_dir, service.name)
+        } else {
+            config::database_url(self.file.section(service).database_url, &self.data_dir, service.name)
+        }
+    }
+}
+
+pub struct Registered {
+    pub info: &'static ServiceInfo,
+    pub migrations: &'static Migrations,
+    pub build: fn(Context) -> BoxFuture<anyhow::Result<Component>>,
+}
+
+pub const REGISTRY: [Registered; 3] = [
+    Registered {
+        info: &IDENTITY,
+        migrations: &switchboard_identity::MIGRATIONS,
+        build: |context| Box::pin(identity(context)),
+    },
+    Registered {
+        info: &AGENTS,
+        migrations: &switchboard_agents::MIGRATIONS,
+        build: |context| Box::pin(agents(context)),
+    },
+    Registered {
+        info: &KNOWLEDGEBASE,
+        migrations: &switchboard_knowledgebase::MIGRATIONS,
+        build: |context| Box::pin(knowledgebase(context)),
+    },
+];
+
+pub fn find(name: &str) -> Option<&'static Registered> {
+    REGISTRY.iter().find(|registered| registered.info.name == name)
+}
+
+/// A built service: its gRPC routes and the background work that goes with it (job runners,
+/// the index drainer).
 pub struct Component {
-    /// The gRPC service name, as health checks ask for it.
-    pub name: &'static str,
+    pub info: &'static ServiceInfo,
     routes: Routes,
     background: Vec<Background>,
     databases: Vec<Db>,
 }
 
-pub async fn identity(database_url: &str) -> anyhow::Result<(Component, IdentityStore)> {
-    let store = IdentityStore::open(database_url).await?;
-    let component = Component {
-        name: "switchboard.v1.IdentityService",
+async fn identity(context: Context) -> anyhow::Result<Component> {
+    let store = IdentityStore::open(&context.database_url(&IDENTITY)?).await?;
+    Ok(Component {
+        info: &IDENTITY,
         routes: switchboard_identity::routes(store.clone()),
         background: Vec::new(),
         databases: vec![store.db().clone()],
-    };
-    Ok((component, store))
+    })
 }
 
-pub async fn agents(database_url: &str) -> anyhow::Result<Component> {
-    let store = AgentStore::open(database_url).await?;
+async fn agents(context: Context) -> anyhow::Result<Component> {
+    let store = AgentStore::open(&context.database_url(&AGENTS)?).await?;
     let runner = Runner::new(store.db().clone(), RunnerConfig::from_env())
         .handle(OPTIMIZE_PROMPT, OptimizePrompt::new(store.clone()));
-    let routes = switchboard_agents::routes(store.clone(), runner.waker());
+    let knowledgebases = KnowledgebaseServiceClient::new(context.channel(&KNOWLEDGEBASE)?);
+    let routes = switchboard_agents::routes(store.clone(), runner.waker(), knowledgebases);
     Ok(Component {
-        name: "switchboard.v1.AgentsService",
+        info: &AGENTS,
         routes,
         background: vec![Box::new(move |stop| Box::pin(runner.run(stop)))],
         databases: vec![store.db().clone()],
     })
 }
 
-pub async fn knowledgebase(settings: switchboard_knowledgebase::Settings) -> anyhow::Result<Component> {
+async fn knowledgebase(context: Context) -> anyhow::Result<Component> {
+    let database_url = context.database_url(&KNOWLEDGEBASE)?;
+    let settings = config::knowledgebase(&context.file, &context.data_dir, database_url)?;
     let knowledge = switchboard_knowledgebase::open(settings.clone()).await?;
-    let runner = switchboard_knowledgebase::runner(&knowledge, &settings, RunnerConfig::from_env())?;
+    let agents = AgentsServiceClient::new(context.channel(&AGENTS)?);
+    let runner = switchboard_knowledgebase::runner(&knowledge, &settings, RunnerConfig::from_env(), agents)?;
     let sync = knowledge.sync.clone();
     let db = knowledge.store.db().clone();
-    let routes = switchboard_knowledgebase::routes(knowledge);
+    let identity = IdentityServiceClient::new(context.channel(&IDENTITY)?);
+    let routes = switchboard_knowledgebase::routes(knowledge, identity);
     Ok(Component {
-        name: "switchboard.v1.KnowledgebaseService",
+        info: &KNOWLEDGEBASE,
         routes,
         background: vec![
             Box::new(move |stop| Box::pin(sync.drain(stop))),
@@ -68,10 +141,15 @@ pub async fn knowledgebase(settings: switchboard_knowledgebase::Settings) -> any
 impl Component {
     /// Serves until `stop` turns true: calls in flight finish, background work stops,
     /// then the databases are closed.
-    pub async fn serve(self, listener: TcpListener, stop: watch::Receiver<bool>) -> anyhow::Result<()> {
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        access: ServiceAccess,
+        stop: watch::Receiver<bool>,
+    ) -> anyhow::Result<()> {
         let tasks: Vec<_> = self.background.into_iter().map(|work| tokio::spawn(work(stop.clone()))).collect();
         let mut stopped = stop.clone();
-        let served = switchboard_kit::grpc::serve(self.name, listener, self.routes, async move {
+        let served = switchboard_kit::grpc::serve(self.info.grpc, listener, self.routes, access, async move {
             let _ = stopped.wait_for(|stop| *stop).await;
         })
         .await;

@@ -9,6 +9,8 @@ use anyhow::Context;
 use serde::Deserialize;
 use switchboard_gateway::GatewayConfig;
 use switchboard_gateway::limits::RateClass;
+use switchboard_kit::grpc::ServiceAccess;
+use switchboard_kit::peers::{Peers, ServiceInfo};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -29,9 +31,6 @@ pub struct FileConfig {
 #[serde(deny_unknown_fields)]
 pub struct GatewayFile {
     pub listen: Option<String>,
-    pub identity_url: Option<String>,
-    pub agents_url: Option<String>,
-    pub knowledgebase_url: Option<String>,
     pub redis_url: Option<String>,
     pub max_body_bytes: Option<usize>,
     pub request_timeout_ms: Option<u64>,
@@ -51,11 +50,15 @@ pub struct RateLimitsFile {
     pub bulk: Option<u32>,
 }
 
+/// A service's section: `[identity]`, `[agents]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServiceFile {
+    /// Where `serve` listens for gRPC.
     pub listen: Option<String>,
     pub database_url: Option<String>,
+    /// Where the other components reach it.
+    pub url: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -63,6 +66,7 @@ pub struct ServiceFile {
 pub struct KnowledgebaseFile {
     pub listen: Option<String>,
     pub database_url: Option<String>,
+    pub url: Option<String>,
     pub index_dir: Option<PathBuf>,
     pub qdrant_url: Option<String>,
     pub qdrant_api_key: Option<String>,
@@ -75,6 +79,33 @@ pub struct KnowledgebaseFile {
     pub s3_bucket: Option<String>,
     pub s3_endpoint: Option<String>,
     pub max_upload_bytes: Option<usize>,
+}
+
+/// The parts every service's section has.
+pub struct Section<'a> {
+    pub listen: Option<&'a String>,
+    pub database_url: Option<&'a String>,
+    pub url: Option<&'a String>,
+}
+
+impl FileConfig {
+    pub fn section<'a>(&'a self, service: &ServiceInfo) -> Section<'a> {
+        let plain = |file: &'a ServiceFile| Section {
+            listen: file.listen.as_ref(),
+            database_url: file.database_url.as_ref(),
+            url: file.url.as_ref(),
+        };
+        match service.name {
+            "identity" => plain(&self.identity),
+            "agents" => plain(&self.agents),
+            "knowledgebase" => Section {
+                listen: self.knowledgebase.listen.as_ref(),
+                database_url: self.knowledgebase.database_url.as_ref(),
+                url: self.knowledgebase.url.as_ref(),
+            },
+            _ => Section { listen: None, database_url: None, url: None },
+        }
+    }
 }
 
 pub fn load_file(path: Option<&Path>) -> anyhow::Result<FileConfig> {
@@ -104,21 +135,12 @@ pub fn data_dir(file: &FileConfig, flag: Option<&Path>) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(".data"))
 }
 
-pub fn gateway(file: &FileConfig) -> anyhow::Result<GatewayConfig> {
+pub fn gateway(file: &FileConfig, peers: Peers) -> anyhow::Result<GatewayConfig> {
     let g = &file.gateway;
-    let mut config = GatewayConfig::default();
+    let mut config = GatewayConfig { peers, ..GatewayConfig::default() };
     let ms = Duration::from_millis;
     if let Some(v) = env("SWITCHBOARD_LISTEN").or_else(|| g.listen.clone()) {
         config.listen = v;
-    }
-    if let Some(v) = env("SWITCHBOARD_IDENTITY_URL").or_else(|| g.identity_url.clone()) {
-        config.identity_url = v;
-    }
-    if let Some(v) = env("SWITCHBOARD_AGENTS_URL").or_else(|| g.agents_url.clone()) {
-        config.agents_url = v;
-    }
-    if let Some(v) = env("SWITCHBOARD_KNOWLEDGEBASE_URL").or_else(|| g.knowledgebase_url.clone()) {
-        config.knowledgebase_url = v;
     }
     config.redis_url = env("REDIS_URL").or_else(|| g.redis_url.clone());
     if let Some(v) = env_parsed("SWITCHBOARD_MAX_BODY_BYTES")?.or(g.max_body_bytes) {
@@ -154,6 +176,18 @@ pub fn gateway(file: &FileConfig) -> anyhow::Result<GatewayConfig> {
     Ok(config)
 }
 
+/// Where this process reaches the other components: `SWITCHBOARD_<NAME>_URL`, the `url` of
+/// the service's section, or its default port on this host.
+pub fn peers(file: &FileConfig, access: ServiceAccess) -> Peers {
+    let mut peers = Peers::new(access);
+    for service in switchboard_kit::peers::ALL {
+        if let Some(url) = env(&service.url_variable()).or_else(|| file.section(service).url.cloned()) {
+            peers.set_url(service, url);
+        }
+    }
+    peers
+}
+
 /// A service's database: `DATABASE_URL`, the file's `database_url` of its section, or a
 /// SQLite file named after it in the data directory.
 pub fn database_url(section: Option<&String>, data_dir: &Path, name: &str) -> anyhow::Result<String> {
@@ -168,9 +202,11 @@ pub fn sqlite_in(data_dir: &Path, name: &str) -> anyhow::Result<String> {
     Ok(switchboard_kit::db::sqlite_url(&data_dir.join(format!("{name}.db"))))
 }
 
-/// The gRPC listen address of `serve <component>`.
-pub fn grpc_listen(section: Option<&String>, default_port: u16) -> String {
-    env("SWITCHBOARD_GRPC_LISTEN").or_else(|| section.cloned()).unwrap_or_else(|| format!("0.0.0.0:{default_port}"))
+/// The gRPC listen address of `serve <service>`.
+pub fn grpc_listen(file: &FileConfig, service: &ServiceInfo) -> String {
+    env("SWITCHBOARD_GRPC_LISTEN")
+        .or_else(|| file.section(service).listen.cloned())
+        .unwrap_or_else(|| format!("0.0.0.0:{}", service.default_port))
 }
 
 /// The knowledgebase service's settings around its database.

@@ -1,56 +1,66 @@
 //! `switchboard dev`: every component in one process, SQLite files in the data directory,
-//! the in-process rate limiter (unless REDIS_URL is set), loopback gRPC between them.
+//! the in-process rate limiter (unless REDIS_URL is set), loopback gRPC between them with a
+//! service token like any deployment.
 
 use std::io::Write;
 use std::path::Path;
+use std::sync::Arc;
 
-use anyhow::Context;
+use anyhow::Context as _;
 use switchboard_identity::IdentityStore;
 use switchboard_identity::store::NewTeam;
+use switchboard_kit::grpc::{ServiceAccess, ServiceToken};
+use switchboard_kit::peers::{IDENTITY, Peers};
 use switchboard_proto::v1::KeyAccess;
 use tokio::sync::watch;
 
-use crate::components::{self, Component};
+use crate::components::{self, Context};
 use crate::config::{self, FileConfig};
-use crate::serve::knowledgebase_settings;
 
 const DEMO_TEAM: &str = "Demo Team";
 const DEMO_CREDITS: i64 = 1000;
 
-pub async fn run(file: &FileConfig, data_dir: Option<&Path>, listen: &str) -> anyhow::Result<()> {
+pub async fn run(file: FileConfig, data_dir: Option<&Path>, listen: &str) -> anyhow::Result<()> {
     let _telemetry = switchboard_kit::telemetry::init("switchboard");
-    let data_dir = config::data_dir(file, data_dir);
+    let data_dir = config::data_dir(&file, data_dir);
     std::fs::create_dir_all(&data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
     let data_dir = data_dir.canonicalize().context("resolving the data directory")?;
+    // The variable when set (so that other processes can join), else a token for this run.
+    let access = ServiceAccess::from_env()?.unwrap_or_else(|| ServiceAccess::Token(ServiceToken::generate()));
 
-    let (identity, identity_store) = components::identity(&config::sqlite_in(&data_dir, "identity")?).await?;
-    let demo =
-        if identity_store.count_teams().await? == 0 { Some(create_demo_team(&identity_store).await?) } else { None };
-    let agents = components::agents(&config::sqlite_in(&data_dir, "agents")?).await?;
-    let knowledgebase = components::knowledgebase(knowledgebase_settings(file, &data_dir, true)?).await?;
+    let demo = create_demo_team_once(&config::sqlite_in(&data_dir, IDENTITY.name)?).await?;
 
+    // Every port is bound before any service is built, so that each knows where the others are.
+    let mut peers = Peers::new(access.clone());
+    let mut listeners = Vec::new();
+    for registered in &components::REGISTRY {
+        let listener = switchboard_kit::grpc::bind("127.0.0.1:0").await?;
+        peers.set_url(registered.info, format!("http://{}", listener.local_addr()?));
+        listeners.push((registered, listener));
+    }
+    let file = Arc::new(file);
+    let context = Context { file: file.clone(), data_dir: data_dir.clone(), dev: true, peers: peers.clone() };
     let (stop, stopped) = watch::channel(false);
     let mut services = Vec::new();
-    let mut urls = Vec::new();
-    for component in [identity, agents, knowledgebase] {
-        let (url, task) = serve_on_loopback(component, stopped.clone()).await?;
-        urls.push(url);
-        services.push(task);
+    for (registered, listener) in listeners {
+        let component = (registered.build)(context.clone()).await?;
+        services.push(tokio::spawn(component.serve(listener, access.clone(), stopped.clone())));
     }
-    let mut gateway_config = config::gateway(file)?;
+    let mut gateway_config = config::gateway(&file, peers.clone())?;
     gateway_config.listen = listen.to_owned();
-    gateway_config.identity_url = urls[0].clone();
-    gateway_config.agents_url = urls[1].clone();
-    gateway_config.knowledgebase_url = urls[2].clone();
     let gateway = switchboard_gateway::start(gateway_config).await?;
 
     let mut out = std::io::stdout().lock();
     writeln!(out, "Switchboard dev is running.")?;
     writeln!(out, "  API base URL:        http://{}/v1", gateway.address)?;
-    writeln!(out, "  identity gRPC:       {}", urls[0])?;
-    writeln!(out, "  agents gRPC:         {}", urls[1])?;
-    writeln!(out, "  knowledgebase gRPC:  {}", urls[2])?;
+    for registered in &components::REGISTRY {
+        let label = format!("{} gRPC:", registered.info.name);
+        writeln!(out, "  {label:<21}{}", peers.url(registered.info))?;
+    }
     writeln!(out, "  data directory:      {}", data_dir.display())?;
+    if let ServiceAccess::Token(token) = &access {
+        writeln!(out, "  service token:       {}", token.secret())?;
+    }
     if let Some((team, secret)) = demo {
         writeln!(out, "Created the demo team {DEMO_TEAM} ({team}), an agency with {DEMO_CREDITS} credits.")?;
         writeln!(out, "  API key (shown once, keep it): {secret}")?;
@@ -68,13 +78,12 @@ pub async fn run(file: &FileConfig, data_dir: Option<&Path>, listen: &str) -> an
     Ok(())
 }
 
-async fn serve_on_loopback(
-    component: Component,
-    stopped: watch::Receiver<bool>,
-) -> anyhow::Result<(String, tokio::task::JoinHandle<anyhow::Result<()>>)> {
-    let listener = switchboard_kit::grpc::bind("127.0.0.1:0").await?;
-    let url = format!("http://{}", listener.local_addr()?);
-    Ok((url, tokio::spawn(component.serve(listener, stopped))))
+/// On the first start (no team yet): a demo agency team and its key.
+async fn create_demo_team_once(identity_url: &str) -> anyhow::Result<Option<(String, String)>> {
+    let identity = IdentityStore::open(identity_url).await?;
+    let created = if identity.count_teams().await? == 0 { Some(create_demo_team(&identity).await?) } else { None };
+    identity.db().close().await;
+    Ok(created)
 }
 
 async fn create_demo_team(identity: &IdentityStore) -> anyhow::Result<(String, String)> {

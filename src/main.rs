@@ -42,8 +42,8 @@ enum Command {
     },
     /// Run one component, configured by the environment.
     Serve {
-        #[arg(value_enum)]
-        component: serve::Component,
+        #[arg(value_parser = serve::component_names())]
+        component: String,
     },
     /// Manage teams, keys and credits (prints JSON).
     Admin {
@@ -59,8 +59,8 @@ enum Command {
     Openapi,
     /// Apply the database migrations of a component and exit.
     Migrate {
-        #[arg(value_enum)]
-        component: serve::Component,
+        #[arg(value_parser = serve::component_names())]
+        component: String,
         #[arg(long)]
         data_dir: Option<PathBuf>,
     },
@@ -78,12 +78,12 @@ fn main() -> std::process::ExitCode {
     let result = runtime.block_on(async move {
         let file = config::load_file(cli.config.as_deref())?;
         match cli.command {
-            Command::Dev { data_dir, listen } => dev::run(&file, data_dir.as_deref(), &listen).await,
-            Command::Serve { component } => serve::run(&file, component).await,
+            Command::Dev { data_dir, listen } => dev::run(file, data_dir.as_deref(), &listen).await,
+            Command::Serve { component } => serve::run(file, &component).await,
             Command::Admin { data_dir, database_url, command } => {
                 admin::run(&file, data_dir.as_deref(), database_url, command).await
             }
-            Command::Migrate { component, data_dir } => serve::migrate(&file, component, data_dir.as_deref()).await,
+            Command::Migrate { component, data_dir } => serve::migrate(&file, &component, data_dir.as_deref()).await,
             Command::Openapi => {
                 let document = switchboard_gateway::openapi::document_bytes()?;
                 std::io::Write::write_all(&mut std::io::stdout(), &document).context("writing to stdout")?;

@@ -1,87 +1,59 @@
 //! One component per process, as each Kubernetes Deployment runs it.
 
 use std::path::Path;
+use std::sync::Arc;
 
-use clap::ValueEnum;
+use switchboard_kit::grpc::ServiceAccess;
 
-use crate::components;
+use crate::components::{self, Context};
 use crate::config::{self, FileConfig};
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum Component {
-    Gateway,
-    Identity,
-    Agents,
-    Knowledgebase,
+/// What `serve` and `migrate` accept: the gateway and every registered service.
+pub fn component_names() -> clap::builder::PossibleValuesParser {
+    let services = components::REGISTRY.iter().map(|registered| registered.info.name);
+    clap::builder::PossibleValuesParser::new(std::iter::once("gateway").chain(services))
 }
 
-pub async fn run(file: &FileConfig, component: Component) -> anyhow::Result<()> {
-    let _telemetry = switchboard_kit::telemetry::init(match component {
-        Component::Gateway => "switchboard-gateway",
-        Component::Identity => "switchboard-identity",
-        Component::Agents => "switchboard-agents",
-        Component::Knowledgebase => "switchboard-knowledgebase",
-    });
-    let data_dir = config::data_dir(file, None);
-    let (service, listen) = match component {
-        Component::Gateway => {
-            let gateway = switchboard_gateway::start(config::gateway(file)?).await?;
-            println!("gateway listening on http://{}/v1", gateway.address);
-            switchboard_kit::shutdown::signal().await;
-            gateway.shutdown().await;
-            return Ok(());
-        }
-        Component::Identity => {
-            let url = config::database_url(file.identity.database_url.as_ref(), &data_dir, "identity")?;
-            (components::identity(&url).await?.0, config::grpc_listen(file.identity.listen.as_ref(), 50051))
-        }
-        Component::Agents => {
-            let url = config::database_url(file.agents.database_url.as_ref(), &data_dir, "agents")?;
-            (components::agents(&url).await?, config::grpc_listen(file.agents.listen.as_ref(), 50052))
-        }
-        Component::Knowledgebase => {
-            let settings = knowledgebase_settings(file, &data_dir, false)?;
-            (components::knowledgebase(settings).await?, config::grpc_listen(file.knowledgebase.listen.as_ref(), 50053))
-        }
-    };
+pub async fn run(file: FileConfig, component: &str) -> anyhow::Result<()> {
+    let _telemetry = switchboard_kit::telemetry::init(&format!("switchboard-{component}"));
+    // Refuse to start with open service ports: a token, or the operator's word.
+    let access = ServiceAccess::required_from_env()?;
+    let peers = config::peers(&file, access.clone());
+    if component == "gateway" {
+        let gateway = switchboard_gateway::start(config::gateway(&file, peers)?).await?;
+        println!("gateway listening on http://{}/v1", gateway.address);
+        switchboard_kit::shutdown::signal().await;
+        gateway.shutdown().await;
+        return Ok(());
+    }
+    let registered = components::find(component).ok_or_else(|| anyhow::anyhow!("no component {component}"))?;
+    let listen = config::grpc_listen(&file, registered.info);
+    let data_dir = config::data_dir(&file, None);
+    let context = Context { file: Arc::new(file), data_dir, dev: false, peers };
+    let service = (registered.build)(context).await?;
     let listener = switchboard_kit::grpc::bind(&listen).await?;
-    let name = format!("{component:?}").to_lowercase();
-    println!("{name} gRPC listening on {}", listener.local_addr()?);
-    service.serve(listener, components::stop_on_signal()).await
+    println!("{component} gRPC listening on {}", listener.local_addr()?);
+    service.serve(listener, access, components::stop_on_signal()).await
 }
 
-/// The knowledgebase's settings; in `dev` (`embedded`) its database is always the SQLite
-/// file in the data directory.
+/// The knowledgebase's settings outside `dev`, for the admin commands that open its store.
 pub fn knowledgebase_settings(
     file: &FileConfig,
     data_dir: &Path,
-    embedded: bool,
 ) -> anyhow::Result<switchboard_knowledgebase::Settings> {
-    let database_url = if embedded {
-        config::sqlite_in(data_dir, "knowledgebase")?
-    } else {
-        config::database_url(file.knowledgebase.database_url.as_ref(), data_dir, "knowledgebase")?
-    };
+    let service = &switchboard_kit::peers::KNOWLEDGEBASE;
+    let database_url = config::database_url(file.section(service).database_url, data_dir, service.name)?;
     config::knowledgebase(file, data_dir, database_url)
 }
 
-pub async fn migrate(file: &FileConfig, component: Component, data_dir: Option<&Path>) -> anyhow::Result<()> {
+pub async fn migrate(file: &FileConfig, component: &str, data_dir: Option<&Path>) -> anyhow::Result<()> {
+    let Some(registered) = components::find(component) else {
+        println!("the {component} has no database");
+        return Ok(());
+    };
     let data_dir = config::data_dir(file, data_dir);
-    match component {
-        Component::Gateway => println!("the gateway has no database"),
-        Component::Identity => {
-            let url = config::database_url(file.identity.database_url.as_ref(), &data_dir, "identity")?;
-            switchboard_identity::IdentityStore::open(&url).await?.db().close().await;
-        }
-        Component::Agents => {
-            let url = config::database_url(file.agents.database_url.as_ref(), &data_dir, "agents")?;
-            switchboard_agents::AgentStore::open(&url).await?.db().close().await;
-        }
-        Component::Knowledgebase => {
-            let url = config::database_url(file.knowledgebase.database_url.as_ref(), &data_dir, "knowledgebase")?;
-            switchboard_knowledgebase::store::KnowledgeStore::open(&url).await?.db().close().await;
-        }
-    }
-    println!("{component:?} migrations applied");
+    let url = config::database_url(file.section(registered.info).database_url, &data_dir, component)?;
+    switchboard_kit::db::Db::connect(&url, registered.migrations).await?.close().await;
+    println!("{component} migrations applied");
     Ok(())
 }

@@ -24,6 +24,9 @@ use crate::services::Services;
 use crate::validate::canonical_uuid;
 use crate::{mcp, openapi};
 
+/// Liveness, at the root (where probes look) and under `/v1` (where the description puts it).
+const HEALTH_PATH: &str = "/healthz";
+
 /// What a multipart body may carry beyond its file: boundaries, part headers, name, notes.
 const UPLOAD_ENVELOPE_BYTES: usize = 64 * 1024;
 
@@ -39,6 +42,12 @@ pub struct App {
     /// The OpenAPI description, built from the route table at start.
     openapi: Bytes,
     pub(crate) tools: mcp::tools::Tools,
+}
+
+/// What admission decides: run the handler with this call, or answer at once (a 429).
+pub(crate) enum Admission {
+    Continue(Box<Call>),
+    Respond(Reply),
 }
 
 /// Per-request state.
@@ -85,17 +94,11 @@ impl App {
     async fn pipeline(&self, session: &mut Session, ctx: &mut RequestCtx) -> HandlerResult {
         let header = session.req_header();
         let path = header.uri.path().to_owned();
-        if path == "/healthz" {
-            return Ok(Reply::json(200, serde_json::json!({ "status": "ok" })));
-        }
-        if openapi::DOCUMENT_PATHS.contains(&path.as_str()) {
-            return Ok(Reply::document("application/json", self.openapi.clone()));
+        if let Some(reply) = self.public_resource(header.method.as_str(), &path) {
+            return Ok(reply);
         }
         if mcp::PATHS.contains(&path.as_str()) {
             return self.mcp(session, ctx).await;
-        }
-        if openapi::SKILL_PATHS.contains(&path.as_str()) {
-            return Ok(Reply::document("text/markdown; charset=utf-8", Bytes::from_static(openapi::SKILL.as_bytes())));
         }
         let method = Method::parse(header.method.as_str());
         let (route, params) = match self.router.find(method, &path) {
@@ -120,8 +123,8 @@ impl App {
         let principal = self.auth.authenticate(&services, auth::presented_key(session.req_header(), route)).await?;
 
         let mut call = match self.admit(route, services, principal, params, query, ctx).await? {
-            Ok(call) => call,
-            Err(limited) => return Ok(limited),
+            Admission::Continue(call) => call,
+            Admission::Respond(reply) => return Ok(reply),
         };
         call.body = match route.body {
             Body::Json => {
@@ -144,7 +147,27 @@ impl App {
             }
             Body::None | Body::Json => None,
         };
-        (route.handler)(call).await
+        (route.handler)(*call).await
+    }
+
+    /// The resources served without a key (health, the OpenAPI description, the skill file),
+    /// each at the root and under `/v1`; they answer GET and HEAD only.
+    fn public_resource(&self, method: &str, path: &str) -> Option<Reply> {
+        let path = path.strip_prefix("/v1").filter(|rest| rest.starts_with('/')).unwrap_or(path);
+        let reply = match path {
+            HEALTH_PATH => Reply::json(200, serde_json::json!({ "status": "ok" })),
+            openapi::DOCUMENT_PATH => Reply::document("application/json", self.openapi.clone()),
+            openapi::SKILL_PATH => {
+                Reply::document("text/markdown; charset=utf-8", Bytes::from_static(openapi::SKILL.as_bytes()))
+            }
+            _ => return None,
+        };
+        if matches!(method, "GET" | "HEAD") {
+            return Some(reply);
+        }
+        let error = ServiceError::new(ErrorKind::MethodNotAllowed, "Method not allowed")
+            .with_hint("This path accepts GET, HEAD.");
+        Some(Reply::error(&error).with_header("Allow", "GET, HEAD".to_owned()))
     }
 
     /// What every operation passes before its handler, over REST or MCP: the key-owning team's
@@ -158,18 +181,18 @@ impl App {
         mut params: Vec<(&'static str, String)>,
         query: Vec<(String, String)>,
         ctx: &mut RequestCtx,
-    ) -> Result<Result<Call, Reply>, ServiceError> {
+    ) -> Result<Admission, ServiceError> {
         let decision = self.limiter.check(&principal.team.id, route.class).await;
         ctx.decision = Some(decision);
         if !decision.allowed {
             let (body, retry_after) = limits::too_many_requests(&decision);
-            return Ok(Err(Reply::json(429, body).with_header(retry_after.0, retry_after.1)));
+            return Ok(Admission::Respond(Reply::json(429, body).with_header(retry_after.0, retry_after.1)));
         }
         let team_id = query.iter().find(|(k, _)| k == "teamId").map(|(_, v)| v.as_str());
         let team = self.scoper.effective_team(&services, &principal, team_id).await?;
         scope::check_access(route, &principal)?;
         normalise_path_ids(&mut params)?;
-        Ok(Ok(Call {
+        Ok(Admission::Continue(Box::new(Call {
             services,
             principal,
             team,
@@ -178,7 +201,7 @@ impl App {
             body: None,
             upload: None,
             max_upload_bytes: self.config.max_upload_bytes,
-        }))
+        })))
     }
 
     async fn write(&self, session: &mut Session, ctx: &RequestCtx, reply: Reply) -> pingora::Result<()> {

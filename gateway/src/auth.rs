@@ -13,7 +13,7 @@ use switchboard_proto::v1::AuthenticateRequest;
 use crate::cache::TtlCache;
 use crate::call::Principal;
 use crate::routes::Route;
-use crate::services::{Services, traced};
+use crate::services::Services;
 
 /// Longer values are not keys; they are refused without a lookup.
 const MAX_KEY_LEN: usize = 256;
@@ -54,8 +54,7 @@ impl Authenticator {
         if let Some(cached) = self.cache.get(&hash) {
             return cached.ok_or_else(invalid);
         }
-        let answer =
-            services.identity.clone().authenticate(traced(AuthenticateRequest { key_hash: hash.clone() })).await;
+        let answer = services.identity.clone().authenticate(AuthenticateRequest { key_hash: hash.clone() }).await;
         match answer {
             Ok(response) => {
                 let response = response.into_inner();

@@ -124,7 +124,10 @@ impl Reply {
         let mut reply = Self::json(error.kind.http_status(), body);
         if let Some(retry_at_ms) = error.retry_at_ms {
             let seconds = ((retry_at_ms - switchboard_kit::time::now_ms()).max(0) + 999) / 1000;
-            reply.body["nextAvailableAt"] = Value::from(switchboard_kit::time::iso_ms(retry_at_ms));
+            let at = Value::from(switchboard_kit::time::iso_ms(retry_at_ms));
+            // `resetAt` as on every 429; `nextAvailableAt` is the spec's name for this one.
+            reply.body["resetAt"] = at.clone();
+            reply.body["nextAvailableAt"] = at;
             reply.body["retryAfter"] = Value::from(seconds);
             reply = reply.with_header("Retry-After", seconds.to_string());
         }

@@ -3,18 +3,17 @@
 
 use std::time::Duration;
 
+use switchboard_kit::grpc::ServiceAccess;
+use switchboard_kit::peers::Peers;
+
 use crate::limits::RateLimits;
 
 #[derive(Debug, Clone)]
 pub struct GatewayConfig {
     /// `host:port` to serve HTTP on; port 0 picks a free one.
     pub listen: String,
-    /// gRPC endpoint of the identity service, e.g. `http://127.0.0.1:50051`.
-    pub identity_url: String,
-    /// gRPC endpoint of the agents service.
-    pub agents_url: String,
-    /// gRPC endpoint of the knowledgebase service.
-    pub knowledgebase_url: String,
+    /// Where the services are and the token the gateway's calls to them carry.
+    pub peers: Peers,
     /// Rate-limit buckets live in this Redis when set, in process otherwise.
     pub redis_url: Option<String>,
     pub rate_limits: RateLimits,
@@ -37,9 +36,8 @@ impl Default for GatewayConfig {
     fn default() -> Self {
         Self {
             listen: "127.0.0.1:8080".to_owned(),
-            identity_url: "http://127.0.0.1:50051".to_owned(),
-            agents_url: "http://127.0.0.1:50052".to_owned(),
-            knowledgebase_url: "http://127.0.0.1:50053".to_owned(),
+            // The binary always says how calls are authenticated; a default config is for tests.
+            peers: Peers::new(ServiceAccess::Trusted),
             redis_url: None,
             rate_limits: RateLimits::default(),
             // Room for the largest body the spec allows written the longest way JSON can write it:

@@ -10,7 +10,7 @@ use switchboard_proto::v1::{ResolveTeamRequest, Team};
 use crate::cache::TtlCache;
 use crate::call::Principal;
 use crate::routes::Route;
-use crate::services::{Services, traced};
+use crate::services::Services;
 use crate::validate::canonical_uuid;
 
 pub struct Scoper {
@@ -61,10 +61,7 @@ impl Scoper {
         let team = services
             .identity
             .clone()
-            .resolve_team(traced(ResolveTeamRequest {
-                agency_team_id: principal.team.id.clone(),
-                team_id: team_id.to_owned(),
-            }))
+            .resolve_team(ResolveTeamRequest { agency_team_id: principal.team.id.clone(), team_id: team_id.to_owned() })
             .await
             .map_err(|status| ServiceError::from_status(&status))?
             .into_inner();

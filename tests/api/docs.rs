@@ -69,3 +69,20 @@ async fn the_skill_file_is_public_markdown_with_front_matter() {
     assert!(answer.text.contains("GET /v1/openapi.json"));
     assert_eq!(answer.body, Value::Null, "markdown, not JSON");
 }
+
+#[tokio::test]
+async fn public_resources_answer_under_v1_and_at_the_root_and_only_to_get() {
+    let stack = Stack::start().await;
+    let root = stack.base.trim_end_matches("/v1").to_owned();
+    for base in [stack.base.as_str(), root.as_str()] {
+        let anonymous = Api::new(base, None);
+        assert_eq!(anonymous.get("/healthz").await.expect(200)["status"], "ok", "{base}/healthz");
+        for path in ["/healthz", "/skill.md", "/openapi.json"] {
+            for method in ["TRACE", "POST", "DELETE"] {
+                let answer = anonymous.raw(method, path, None, Vec::new()).await;
+                assert_eq!(answer.error_code(405), "METHOD_NOT_ALLOWED", "{method} {base}{path}");
+                assert_eq!(answer.header("allow"), Some("GET, HEAD"), "{method} {base}{path}");
+            }
+        }
+    }
+}

@@ -108,6 +108,7 @@ async fn a_service_that_is_down_is_a_503_not_a_hang() {
             ("SWITCHBOARD_LISTEN", "127.0.0.1:0"),
             ("SWITCHBOARD_IDENTITY_URL", &closed),
             ("SWITCHBOARD_REQUEST_TIMEOUT_MS", "3000"),
+            ("SWITCHBOARD_TRUSTED_NETWORK", "true"),
         ],
         "gateway listening on",
     )

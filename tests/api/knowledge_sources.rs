@@ -147,6 +147,7 @@ async fn a_webpage_is_scraped_searchable_refreshed_once_a_day_and_deleted() {
     let limited = api.post(&format!("{path}/refresh"), json!(null)).await;
     assert_eq!(limited.error_code(429), "RATE_LIMITED");
     assert!(limited.body["nextAvailableAt"].is_string());
+    assert_eq!(limited.body["resetAt"], limited.body["nextAvailableAt"], "every 429 carries resetAt");
     assert!(limited.header("retry-after").is_some_and(|s| s.parse::<i64>().unwrap() > 86_000));
 
     // Another team sees nothing of it.

@@ -2,7 +2,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use crate::agents::{create_agent, id};
-use crate::common::{Api, Stack, admin};
+use crate::common::{Api, Stack, admin, admin_with};
 
 /// Writes are numerous here: lift the write limit so that setup is not rate limited.
 const ENV: &[(&str, &str)] = &[("SWITCHBOARD_RATE_LIMIT_WRITE", "100000"), ("SWITCHBOARD_RATE_LIMIT_SEARCH", "100000")];
@@ -393,7 +393,8 @@ async fn the_rebuilt_index_answers_the_same_searches() {
         before.push(response.expect(200)["data"].clone());
     }
     let url = stack.process.line_after("knowledgebase gRPC:").unwrap();
-    let rebuilt = admin(&[], &["reindex", "--url", &url]).await;
+    let token = [("SWITCHBOARD_SERVICE_TOKEN", stack.service_token.as_str())];
+    let rebuilt = admin_with(&[], &["reindex", "--url", &url], &token).await;
     assert_eq!(rebuilt["reindexed"], 30);
     for (query, expected) in queries.iter().zip(&before) {
         let response = api.get(&format!("{base}/search?query={}&limit=5", url_encode(query))).await;

@@ -3,7 +3,7 @@ use std::time::Duration;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::common::{Api, Process, Stack, admin};
+use crate::common::{Api, Process, Stack, admin, free_port};
 
 #[tokio::test]
 async fn dev_prints_a_demo_key_once_and_keeps_its_data() {
@@ -53,6 +53,8 @@ async fn sigterm_lets_the_request_in_flight_finish_then_exits_zero() {
     assert_eq!(keys.as_array().unwrap().len(), 1);
 }
 
+const TOKEN: &str = "lifecycle-test-service-token";
+
 /// What Kubernetes runs: each component its own process with its own PostgreSQL database,
 /// talking gRPC; a reference written through the gateway is found by a search at once.
 #[tokio::test]
@@ -64,31 +66,30 @@ async fn the_components_run_as_separate_services_on_postgres() {
     let knowledgebase_db = switchboard_kit::testdb::postgres().await.unwrap().unwrap();
     let data_dir = tempfile::tempdir().unwrap();
     let data = data_dir.path().to_str().unwrap();
-    let serve = |component: &'static str, url: String| async move {
-        let env = [
-            ("DATABASE_URL", url.as_str()),
-            ("SWITCHBOARD_GRPC_LISTEN", "127.0.0.1:0"),
-            ("SWITCHBOARD_DATA_DIR", data),
-        ];
+    // The services call each other (knowledgebase → identity, agents; agents → knowledgebase):
+    // every process is told every address up front, as a Kubernetes ConfigMap does.
+    let ports = [free_port(), free_port(), free_port()];
+    let urls = ports.map(|port| format!("http://127.0.0.1:{port}"));
+    let peers = [
+        ("SWITCHBOARD_IDENTITY_URL", urls[0].as_str()),
+        ("SWITCHBOARD_AGENTS_URL", urls[1].as_str()),
+        ("SWITCHBOARD_KNOWLEDGEBASE_URL", urls[2].as_str()),
+        ("SWITCHBOARD_SERVICE_TOKEN", TOKEN),
+    ];
+    let serve = |component: &'static str, url: String, port: u16| async move {
+        let listen = format!("127.0.0.1:{port}");
+        let mut env =
+            vec![("DATABASE_URL", url.as_str()), ("SWITCHBOARD_GRPC_LISTEN", &listen), ("SWITCHBOARD_DATA_DIR", data)];
+        env.extend(peers);
         let ready = format!("{component} gRPC listening on");
-        let process = Process::start(&["serve", component], &env, &ready).await;
-        let url = format!("http://{}", process.line_after(&ready).unwrap());
-        (process, url)
+        Process::start(&["serve", component], &env, &ready).await
     };
-    let (identity, identity_url) = serve("identity", identity_db.url.clone()).await;
-    let (agents, agents_url) = serve("agents", agents_db.url.clone()).await;
-    let (knowledgebase, knowledgebase_url) = serve("knowledgebase", knowledgebase_db.url.clone()).await;
-    let gateway = Process::start(
-        &["serve", "gateway"],
-        &[
-            ("SWITCHBOARD_LISTEN", "127.0.0.1:0"),
-            ("SWITCHBOARD_IDENTITY_URL", &identity_url),
-            ("SWITCHBOARD_AGENTS_URL", &agents_url),
-            ("SWITCHBOARD_KNOWLEDGEBASE_URL", &knowledgebase_url),
-        ],
-        "gateway listening on",
-    )
-    .await;
+    let identity = serve("identity", identity_db.url.clone(), ports[0]).await;
+    let agents = serve("agents", agents_db.url.clone(), ports[1]).await;
+    let knowledgebase = serve("knowledgebase", knowledgebase_db.url.clone(), ports[2]).await;
+    let mut env = vec![("SWITCHBOARD_LISTEN", "127.0.0.1:0")];
+    env.extend(peers);
+    let gateway = Process::start(&["serve", "gateway"], &env, "gateway listening on").await;
     let base = gateway.line_after("gateway listening on").unwrap();
 
     let location = ["--database-url", identity_db.url.as_str()];

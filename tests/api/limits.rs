@@ -71,6 +71,7 @@ async fn second_gateway(stack: &Stack, redis: &Redis, limit: &str) -> (Process, 
         &[
             ("SWITCHBOARD_LISTEN", "127.0.0.1:0"),
             ("SWITCHBOARD_IDENTITY_URL", &stack.identity_url),
+            ("SWITCHBOARD_SERVICE_TOKEN", &stack.service_token),
             ("REDIS_URL", &url),
             ("SWITCHBOARD_RATE_LIMIT_STANDARD", limit),
         ],

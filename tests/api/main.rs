@@ -13,6 +13,7 @@ mod credits;
 mod docs;
 mod edges;
 mod errors;
+mod grpc;
 mod isolation;
 mod knowledge_sources;
 mod knowledgebase;

@@ -208,6 +208,18 @@ async fn the_endpoint_wants_a_valid_bearer_key_and_post() {
     assert_eq!(missing.header("www-authenticate"), Some("Bearer"));
     let wrong = Mcp::new(&stack, "ew_not_a_real_key").post(message.clone()).await;
     assert_eq!(wrong.error_code(401), "UNAUTHORIZED");
+    // Credentials that disagree are refused, whichever of them is valid.
+    for authorization in ["Bearer ew_not_a_real_key", "Basic dXNlcjpwYXNz", "Bearer"] {
+        let request = anonymous
+            .request(reqwest::Method::POST, "/mcp")
+            .header("Authorization", authorization)
+            .header("X-API-Key", &stack.demo_key)
+            .json(&message);
+        let conflicting = anonymous.send(request).await;
+        assert_eq!(conflicting.error_code(401), "UNAUTHORIZED", "{authorization}");
+        assert_eq!(conflicting.header("www-authenticate"), Some("Bearer"));
+    }
+    assert!(missing.body["error"].as_str().unwrap().contains("Bearer"), "{}", missing.text);
     // X-API-Key works too, and /v1/mcp is the same endpoint.
     let keyed = Api::new(&root, Some(&stack.demo_key)).post("/v1/mcp", message).await;
     assert!(keyed.expect(200)["result"]["tools"].is_array());

@@ -27,7 +27,14 @@ impl Process {
         command.args(args).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
         command.env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()));
         // Only what a test asks for: CI exports these for other purposes.
-        for inherited in ["REDIS_URL", "DATABASE_URL", "SWITCHBOARD_CONFIG", "SWITCHBOARD_DATA_DIR"] {
+        for inherited in [
+            "REDIS_URL",
+            "DATABASE_URL",
+            "SWITCHBOARD_CONFIG",
+            "SWITCHBOARD_DATA_DIR",
+            "SWITCHBOARD_SERVICE_TOKEN",
+            "SWITCHBOARD_TRUSTED_NETWORK",
+        ] {
             command.env_remove(inherited);
         }
         for (name, value) in env {
@@ -72,6 +79,8 @@ pub struct Stack {
     pub process: Process,
     pub base: String,
     pub identity_url: String,
+    /// The service token `dev` generated (or was given) for its gRPC ports.
+    pub service_token: String,
     pub demo_key: String,
     pub data_dir: tempfile::TempDir,
 }
@@ -92,7 +101,8 @@ impl Stack {
         let base = process.line_after("API base URL:").expect("base URL line");
         let identity_url = process.line_after("identity gRPC:").expect("identity line");
         let demo_key = process.line_after("API key (shown once, keep it):").unwrap_or_default();
-        Stack { process, base, identity_url, demo_key, data_dir }
+        let service_token = process.line_after("service token:").expect("service token line");
+        Stack { process, base, identity_url, service_token, demo_key, data_dir }
     }
 
     pub fn data_path(&self) -> &Path {
@@ -135,14 +145,19 @@ impl Stack {
 }
 
 pub async fn admin(location: &[&str], args: &[&str]) -> Value {
-    let output = Command::new(BIN)
-        .arg("admin")
-        .args(location)
-        .args(args)
-        .env("RUST_LOG", "error")
-        .env_remove("DATABASE_URL")
-        .output()
+    admin_with(location, args, &[]).await
+}
+
+/// `switchboard admin` with extra environment, e.g. the service token for `reindex --url`.
+pub async fn admin_with(location: &[&str], args: &[&str], env: &[(&str, &str)]) -> Value {
+    let mut command = Command::new(BIN);
+    command.arg("admin").args(location).args(args).env("RUST_LOG", "error").env_remove("DATABASE_URL");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let output = tokio::time::timeout(Duration::from_secs(120), command.output())
         .await
+        .unwrap_or_else(|_| panic!("admin {args:?} did not finish in 120 s"))
         .expect("run admin");
     assert!(output.status.success(), "admin {args:?} failed: {}", String::from_utf8_lossy(&output.stderr));
     serde_json::from_slice(&output.stdout).expect("admin prints JSON")

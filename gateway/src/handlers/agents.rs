@@ -7,13 +7,13 @@ use std::collections::HashMap;
 use serde_json::Value;
 use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::{
-    Agent, AgentType, CreateAgentRequest, FieldChange, GetAgentRequest, GetKnowledgebaseRequest, ListAgentsRequest,
-    ListKnowledgebasesRequest, RestoreInstructionVersionRequest, UpdateAgentRequest, UpdateInstructionsRequest,
+    Agent, AgentType, CreateAgentRequest, FieldChange, GetAgentRequest, ListAgentsRequest, ListKnowledgebasesRequest,
+    RestoreInstructionVersionRequest, UpdateAgentRequest, UpdateInstructionsRequest,
 };
 
 use crate::call::{Call, Reply};
 use crate::routes::HandlerFuture;
-use crate::services::{Services, traced};
+use crate::services::Services;
 use crate::validate::Patch;
 use crate::views;
 
@@ -26,7 +26,7 @@ pub fn agent_request(call: &Call) -> GetAgentRequest {
 }
 
 pub async fn fetch_agent(call: &Call) -> ServiceResult<Agent> {
-    Ok(call.services.agents.clone().get_agent(traced(agent_request(call))).await?.into_inner())
+    Ok(call.services.agents.clone().get_agent(agent_request(call)).await?.into_inner())
 }
 
 /// Names of the team's knowledge bases among `ids`; ids of deleted ones are absent.
@@ -41,7 +41,7 @@ async fn knowledgebase_names(
     let knowledgebases = services
         .knowledgebase
         .clone()
-        .list_knowledgebases(traced(ListKnowledgebasesRequest { team_id: team_id.to_owned(), ids }))
+        .list_knowledgebases(ListKnowledgebasesRequest { team_id: team_id.to_owned(), ids })
         .await?
         .into_inner()
         .knowledgebases;
@@ -67,20 +67,6 @@ async fn agent_view(call: &Call, agent: &Agent) -> ServiceResult<Value> {
     Ok(agent_views(call, std::slice::from_ref(agent)).await?.pop().unwrap_or(Value::Null))
 }
 
-/// A knowledge base named in a body must be one of the team's.
-async fn check_knowledgebase(call: &Call, knowledgebase_id: &str) -> ServiceResult<()> {
-    call.services
-        .knowledgebase
-        .clone()
-        .get_knowledgebase(traced(GetKnowledgebaseRequest {
-            team_id: call.team_id().to_owned(),
-            knowledgebase_id: knowledgebase_id.to_owned(),
-            include_content: false,
-        }))
-        .await?;
-    Ok(())
-}
-
 fn parse_type(value: &str) -> AgentType {
     match value {
         "phone" => AgentType::Phone,
@@ -96,7 +82,7 @@ pub fn list(call: Call) -> HandlerFuture {
             .services
             .agents
             .clone()
-            .list_agents(traced(ListAgentsRequest { team_id: call.team_id().to_owned() }))
+            .list_agents(ListAgentsRequest { team_id: call.team_id().to_owned() })
             .await?
             .into_inner()
             .agents;
@@ -120,21 +106,18 @@ pub fn create(call: Call) -> HandlerFuture {
             fields.violation("type", "must be phone or chat");
         }
         fields.finish()?;
-        if let Some(id) = &knowledgebase_id {
-            check_knowledgebase(&call, id).await?;
-        }
         let agent = call
             .services
             .agents
             .clone()
-            .create_agent(traced(CreateAgentRequest {
+            .create_agent(CreateAgentRequest {
                 team_id: call.team_id().to_owned(),
                 name,
                 description,
                 r#type: parse_type(&agent_type).into(),
                 instructions,
                 knowledgebase_id,
-            }))
+            })
             .await?
             .into_inner();
         Ok(Reply::created(agent_view(&call, &agent).await?, "Agent created successfully"))
@@ -158,16 +141,13 @@ pub fn update(call: Call) -> HandlerFuture {
         let description = fields.nullable_text("description", 0, DESCRIPTION_MAX);
         let knowledgebase = fields.nullable_uuid("knowledgebaseId");
         fields.finish()?;
-        if let Patch::Value(id) = &knowledgebase {
-            check_knowledgebase(&call, id).await?;
-        }
         let (description_change, description) = split(description);
         let (knowledgebase_change, knowledgebase_id) = split(knowledgebase);
         let agent = call
             .services
             .agents
             .clone()
-            .update_agent(traced(UpdateAgentRequest {
+            .update_agent(UpdateAgentRequest {
                 team_id: call.team_id().to_owned(),
                 agent_id: call.param("agentId").to_owned(),
                 name,
@@ -175,7 +155,7 @@ pub fn update(call: Call) -> HandlerFuture {
                 description,
                 knowledgebase_change: knowledgebase_change.into(),
                 knowledgebase_id,
-            }))
+            })
             .await?
             .into_inner();
         Ok(Reply::updated(agent_view(&call, &agent).await?, "Agent updated successfully"))
@@ -193,7 +173,7 @@ fn split(patch: Patch<String>) -> (FieldChange, String) {
 /// `DELETE /agents/{agentId}`
 pub fn delete(call: Call) -> HandlerFuture {
     Box::pin(async move {
-        let agent = call.services.agents.clone().delete_agent(traced(agent_request(&call))).await?.into_inner();
+        let agent = call.services.agents.clone().delete_agent(agent_request(&call)).await?.into_inner();
         Ok(Reply::updated(views::agent(&agent, None), "Agent deleted successfully"))
     })
 }
@@ -201,8 +181,7 @@ pub fn delete(call: Call) -> HandlerFuture {
 /// `GET /agents/{agentId}/instructions`
 pub fn get_instructions(call: Call) -> HandlerFuture {
     Box::pin(async move {
-        let instructions =
-            call.services.agents.clone().get_instructions(traced(agent_request(&call))).await?.into_inner();
+        let instructions = call.services.agents.clone().get_instructions(agent_request(&call)).await?.into_inner();
         Ok(Reply::data(views::instructions(&instructions)))
     })
 }
@@ -217,11 +196,11 @@ pub fn put_instructions(call: Call) -> HandlerFuture {
             .services
             .agents
             .clone()
-            .update_instructions(traced(UpdateInstructionsRequest {
+            .update_instructions(UpdateInstructionsRequest {
                 team_id: call.team_id().to_owned(),
                 agent_id: call.param("agentId").to_owned(),
                 instructions,
-            }))
+            })
             .await?
             .into_inner();
         Ok(Reply::updated(views::instructions(&updated), "Agent instructions updated successfully"))
@@ -231,14 +210,8 @@ pub fn put_instructions(call: Call) -> HandlerFuture {
 /// `GET /agents/{agentId}/instructions/history`: newest first.
 pub fn history(call: Call) -> HandlerFuture {
     Box::pin(async move {
-        let versions = call
-            .services
-            .agents
-            .clone()
-            .list_instruction_versions(traced(agent_request(&call)))
-            .await?
-            .into_inner()
-            .versions;
+        let versions =
+            call.services.agents.clone().list_instruction_versions(agent_request(&call)).await?.into_inner().versions;
         Ok(Reply::data(Value::from(versions.iter().map(views::instruction_version).collect::<Vec<_>>())))
     })
 }
@@ -256,11 +229,11 @@ pub fn restore(call: Call) -> HandlerFuture {
             .services
             .agents
             .clone()
-            .restore_instruction_version(traced(RestoreInstructionVersionRequest {
+            .restore_instruction_version(RestoreInstructionVersionRequest {
                 team_id: call.team_id().to_owned(),
                 agent_id: call.param("agentId").to_owned(),
                 version,
-            }))
+            })
             .await?
             .into_inner();
         Ok(Reply::updated(views::instructions(&restored), "Agent instructions restored successfully"))

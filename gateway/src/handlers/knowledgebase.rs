@@ -4,15 +4,13 @@
 use serde_json::{Value, json};
 use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::{
-    Agent, CreateKnowledgebaseRequest, CreateReferenceRequest, DebitCreditsRequest, GetKnowledgebaseRequest,
-    GetReferenceRequest, Knowledgebase, ListKnowledgebasesRequest, RefundCreditsRequest, SearchRequest,
-    UnlinkKnowledgebaseRequest, UpdateKnowledgebaseRequest, UpdateReferenceRequest,
+    Agent, CreateKnowledgebaseRequest, CreateReferenceRequest, GetKnowledgebaseRequest, GetReferenceRequest,
+    Knowledgebase, ListKnowledgebasesRequest, SearchRequest, UpdateKnowledgebaseRequest, UpdateReferenceRequest,
 };
 
 use super::agents::fetch_agent;
 use crate::call::{Call, Reply};
 use crate::routes::HandlerFuture;
-use crate::services::traced;
 use crate::validate::Patch;
 use crate::views;
 
@@ -21,7 +19,6 @@ const DESCRIPTION_MAX: usize = 5000;
 const QUESTION_MAX: usize = 5000;
 const ANSWER_MAX: usize = 50_000;
 const QUERY_MAX: usize = 2000;
-const SEARCH_CREDITS: i64 = 1;
 
 /// The knowledge base a request is about, and the agent it was reached through.
 pub(crate) struct Target {
@@ -48,11 +45,11 @@ async fn fetch_knowledgebase(
         .services
         .knowledgebase
         .clone()
-        .get_knowledgebase(traced(GetKnowledgebaseRequest {
+        .get_knowledgebase(GetKnowledgebaseRequest {
             team_id: call.team_id().to_owned(),
             knowledgebase_id: knowledgebase_id.to_owned(),
             include_content,
-        }))
+        })
         .await?
         .into_inner())
 }
@@ -64,10 +61,7 @@ pub fn list(call: Call) -> HandlerFuture {
             .services
             .knowledgebase
             .clone()
-            .list_knowledgebases(traced(ListKnowledgebasesRequest {
-                team_id: call.team_id().to_owned(),
-                ids: Vec::new(),
-            }))
+            .list_knowledgebases(ListKnowledgebasesRequest { team_id: call.team_id().to_owned(), ids: Vec::new() })
             .await?
             .into_inner()
             .knowledgebases;
@@ -86,11 +80,7 @@ pub fn create(call: Call) -> HandlerFuture {
             .services
             .knowledgebase
             .clone()
-            .create_knowledgebase(traced(CreateKnowledgebaseRequest {
-                team_id: call.team_id().to_owned(),
-                name,
-                description,
-            }))
+            .create_knowledgebase(CreateKnowledgebaseRequest { team_id: call.team_id().to_owned(), name, description })
             .await?
             .into_inner();
         Ok(Reply::created(views::knowledgebase(&created), "Knowledgebase created successfully"))
@@ -120,7 +110,7 @@ pub fn update(call: Call) -> HandlerFuture {
             .services
             .knowledgebase
             .clone()
-            .update_knowledgebase(traced(UpdateKnowledgebaseRequest {
+            .update_knowledgebase(UpdateKnowledgebaseRequest {
                 team_id: call.team_id().to_owned(),
                 knowledgebase_id: call.param("knowledgebaseId").to_owned(),
                 name,
@@ -129,7 +119,7 @@ pub fn update(call: Call) -> HandlerFuture {
                     Patch::Value(description) => Some(description),
                     Patch::Absent | Patch::Null => None,
                 },
-            }))
+            })
             .await?
             .into_inner();
         let updated = fetch_knowledgebase(&call, &updated.id, true).await?;
@@ -137,46 +127,26 @@ pub fn update(call: Call) -> HandlerFuture {
     })
 }
 
-/// `DELETE /knowledgebase/{knowledgebaseId}`: its content goes with it and the agents
-/// linked to it are unlinked.
+/// `DELETE /knowledgebase/{knowledgebaseId}`: its content goes with it; the knowledgebase
+/// service has the agents linked to it unlinked.
 pub fn delete(call: Call) -> HandlerFuture {
     Box::pin(async move {
-        let knowledgebase_id = call.param("knowledgebaseId").to_owned();
         let deleted = call
             .services
             .knowledgebase
             .clone()
-            .delete_knowledgebase(traced(GetKnowledgebaseRequest {
+            .delete_knowledgebase(GetKnowledgebaseRequest {
                 team_id: call.team_id().to_owned(),
-                knowledgebase_id: knowledgebase_id.clone(),
+                knowledgebase_id: call.param("knowledgebaseId").to_owned(),
                 include_content: false,
-            }))
+            })
             .await?
             .into_inner();
-        // Agents whose link could not be cleared here show `knowledgebase: null` anyway,
-        // because their views are joined with the knowledge bases that exist.
-        if let Err(status) = call
-            .services
-            .agents
-            .clone()
-            .unlink_knowledgebase(traced(UnlinkKnowledgebaseRequest {
-                team_id: call.team_id().to_owned(),
-                knowledgebase_id,
-            }))
-            .await
-        {
-            tracing::warn!(%status, "unlinking agents from a deleted knowledge base failed");
-        }
         Ok(Reply::updated(views::knowledgebase(&deleted), "Knowledgebase deleted successfully"))
     })
 }
 
-/// Search on both paths: 1 credit, given back if the search fails.
-///
-/// The search (mostly embedding the query) starts at once, beside the charge: checking that
-/// the knowledge base exists, then taking the credit. Its results are only shown once the
-/// credit is taken; when the charge fails (404, 402) the search is cancelled and its
-/// results are never seen, so an unknown knowledge base or an empty balance costs nothing.
+/// Search on both paths; the knowledgebase service charges the credit.
 pub fn search(call: Call) -> HandlerFuture {
     Box::pin(async move {
         let mut query = call.query();
@@ -185,59 +155,26 @@ pub fn search(call: Call) -> HandlerFuture {
         let threshold = query.number("threshold", 0.0, 1.0, 0.1);
         query.finish()?;
         let target = target(&call).await?;
-        let mut searching = tokio::task::JoinSet::new();
-        let request = traced(SearchRequest {
-            team_id: call.team_id().to_owned(),
-            knowledgebase_id: target.knowledgebase_id.clone(),
-            query: text.clone(),
-            limit: u32::try_from(limit).unwrap_or(10),
-            threshold: threshold as f32,
-        });
-        let mut client = call.services.knowledgebase.clone();
-        // Dropping the set (an early return) aborts the search.
-        searching.spawn(async move { client.search(request).await });
-        fetch_knowledgebase(&call, &target.knowledgebase_id, false).await?;
-        let debit = call
+        let searched = call
             .services
-            .identity
+            .knowledgebase
             .clone()
-            .debit_credits(traced(DebitCreditsRequest {
+            .search(SearchRequest {
                 team_id: call.team_id().to_owned(),
-                amount: SEARCH_CREDITS,
-                reason: "knowledgebase search".to_owned(),
-            }))
+                knowledgebase_id: target.knowledgebase_id.clone(),
+                query: text.clone(),
+                limit: u32::try_from(limit).unwrap_or(10),
+                threshold: threshold as f32,
+            })
             .await?
             .into_inner();
-        let searched = match searching.join_next().await {
-            Some(Ok(searched)) => searched,
-            Some(Err(join_error)) => Err(tonic::Status::internal(format!("the search task failed: {join_error}"))),
-            None => Err(tonic::Status::internal("the search task is missing")),
-        };
-        let hits = match searched {
-            Ok(response) => response.into_inner().hits,
-            Err(status) => {
-                let refund = call
-                    .services
-                    .identity
-                    .clone()
-                    .refund_credits(traced(RefundCreditsRequest {
-                        debit_entry_id: debit.id,
-                        team_id: call.team_id().to_owned(),
-                        reason: "knowledgebase search failed".to_owned(),
-                    }))
-                    .await;
-                if let Err(refund_status) = refund {
-                    tracing::error!(%refund_status, "refunding a failed search failed");
-                }
-                return Err(status.into());
-            }
-        };
+        let hits = searched.hits;
         let mut meta = json!({
             "query": text,
             "resultCount": hits.len(),
             "limit": limit,
             "threshold": threshold,
-            "creditsUsed": SEARCH_CREDITS,
+            "creditsUsed": searched.credits_used,
         });
         if let Some(agent) = &target.agent {
             meta["agentId"] = Value::from(agent.id.as_str());
@@ -268,12 +205,12 @@ pub fn create_reference(call: Call) -> HandlerFuture {
             .services
             .knowledgebase
             .clone()
-            .create_reference(traced(CreateReferenceRequest {
+            .create_reference(CreateReferenceRequest {
                 team_id: call.team_id().to_owned(),
                 knowledgebase_id: target.knowledgebase_id,
                 question,
                 answer,
-            }))
+            })
             .await?
             .into_inner();
         Ok(Reply::created(views::reference(&reference), "Reference created successfully"))
@@ -284,13 +221,8 @@ pub fn create_reference(call: Call) -> HandlerFuture {
 pub fn get_reference(call: Call) -> HandlerFuture {
     Box::pin(async move {
         let target = target(&call).await?;
-        let reference = call
-            .services
-            .knowledgebase
-            .clone()
-            .get_reference(traced(reference_request(&call, &target)))
-            .await?
-            .into_inner();
+        let reference =
+            call.services.knowledgebase.clone().get_reference(reference_request(&call, &target)).await?.into_inner();
         Ok(Reply::data(views::reference(&reference)))
     })
 }
@@ -307,13 +239,13 @@ pub fn update_reference(call: Call) -> HandlerFuture {
             .services
             .knowledgebase
             .clone()
-            .update_reference(traced(UpdateReferenceRequest {
+            .update_reference(UpdateReferenceRequest {
                 team_id: call.team_id().to_owned(),
                 knowledgebase_id: target.knowledgebase_id,
                 reference_id: call.param("referenceId").to_owned(),
                 question,
                 answer,
-            }))
+            })
             .await?
             .into_inner();
         Ok(Reply::updated(views::reference(&reference), "Reference updated successfully"))
@@ -324,13 +256,8 @@ pub fn update_reference(call: Call) -> HandlerFuture {
 pub fn delete_reference(call: Call) -> HandlerFuture {
     Box::pin(async move {
         let target = target(&call).await?;
-        let reference = call
-            .services
-            .knowledgebase
-            .clone()
-            .delete_reference(traced(reference_request(&call, &target)))
-            .await?
-            .into_inner();
+        let reference =
+            call.services.knowledgebase.clone().delete_reference(reference_request(&call, &target)).await?.into_inner();
         Ok(Reply::updated(views::reference(&reference), "Reference deleted successfully"))
     })
 }

@@ -12,7 +12,6 @@ use super::knowledgebase::{Target, target};
 use crate::body::Upload;
 use crate::call::{Call, Reply};
 use crate::routes::HandlerFuture;
-use crate::services::traced;
 use crate::validate::Patch;
 use crate::views;
 
@@ -50,13 +49,13 @@ pub fn create_webpage(call: Call) -> HandlerFuture {
             .services
             .knowledgebase
             .clone()
-            .create_webpage(traced(CreateWebpageRequest {
+            .create_webpage(CreateWebpageRequest {
                 team_id: call.team_id().to_owned(),
                 knowledgebase_id: target.knowledgebase_id,
                 name,
                 url,
                 notes,
-            }))
+            })
             .await?
             .into_inner();
         Ok(Reply::created(views::webpage(&webpage), "Webpage added; it is being scraped"))
@@ -68,7 +67,7 @@ pub fn get_webpage(call: Call) -> HandlerFuture {
     Box::pin(async move {
         let target = target(&call).await?;
         let request = source_request(&call, &target, "webpageId", true);
-        let webpage = call.services.knowledgebase.clone().get_webpage(traced(request)).await?.into_inner();
+        let webpage = call.services.knowledgebase.clone().get_webpage(request).await?.into_inner();
         Ok(Reply::data(views::webpage_detail(&webpage)))
     })
 }
@@ -87,7 +86,7 @@ pub fn update_webpage(call: Call) -> HandlerFuture {
             .services
             .knowledgebase
             .clone()
-            .update_webpage(traced(UpdateWebpageRequest {
+            .update_webpage(UpdateWebpageRequest {
                 team_id: call.team_id().to_owned(),
                 knowledgebase_id: target.knowledgebase_id,
                 webpage_id: call.param("webpageId").to_owned(),
@@ -95,7 +94,7 @@ pub fn update_webpage(call: Call) -> HandlerFuture {
                 url,
                 notes,
                 clear_notes,
-            }))
+            })
             .await?
             .into_inner();
         Ok(Reply::updated(views::webpage(&webpage), "Webpage updated successfully"))
@@ -107,7 +106,7 @@ pub fn delete_webpage(call: Call) -> HandlerFuture {
     Box::pin(async move {
         let target = target(&call).await?;
         let request = source_request(&call, &target, "webpageId", false);
-        let webpage = call.services.knowledgebase.clone().delete_webpage(traced(request)).await?.into_inner();
+        let webpage = call.services.knowledgebase.clone().delete_webpage(request).await?.into_inner();
         Ok(Reply::updated(views::webpage(&webpage), "Webpage deleted successfully"))
     })
 }
@@ -118,7 +117,7 @@ pub fn refresh_webpage(call: Call) -> HandlerFuture {
     Box::pin(async move {
         let target = target(&call).await?;
         let request = source_request(&call, &target, "webpageId", false);
-        let webpage = call.services.knowledgebase.clone().refresh_webpage(traced(request)).await?.into_inner();
+        let webpage = call.services.knowledgebase.clone().refresh_webpage(request).await?.into_inner();
         Ok(Reply::updated(
             json!({ "id": webpage.id, "url": webpage.url, "name": webpage.name, "status": webpage.status }),
             "Webpage refresh queued",
@@ -188,14 +187,14 @@ pub fn upload_document(mut call: Call) -> HandlerFuture {
             .services
             .knowledgebase
             .clone()
-            .upload_document(traced(UploadDocumentRequest {
+            .upload_document(UploadDocumentRequest {
                 team_id: call.team_id().to_owned(),
                 knowledgebase_id: target.knowledgebase_id,
                 file_name: form.file_name,
                 name: form.name,
                 notes: form.notes,
                 content: form.content.to_vec(),
-            }))
+            })
             .await?
             .into_inner();
         Ok(Reply::created(views::document(&document), "Document uploaded; its text is being extracted"))
@@ -207,7 +206,7 @@ pub fn get_document(call: Call) -> HandlerFuture {
     Box::pin(async move {
         let target = target(&call).await?;
         let request = source_request(&call, &target, "documentId", true);
-        let document = call.services.knowledgebase.clone().get_document(traced(request)).await?.into_inner();
+        let document = call.services.knowledgebase.clone().get_document(request).await?.into_inner();
         Ok(Reply::data(views::document_detail(&document)))
     })
 }
@@ -224,14 +223,14 @@ pub fn update_document(call: Call) -> HandlerFuture {
             .services
             .knowledgebase
             .clone()
-            .update_document(traced(UpdateDocumentRequest {
+            .update_document(UpdateDocumentRequest {
                 team_id: call.team_id().to_owned(),
                 knowledgebase_id: target.knowledgebase_id,
                 document_id: call.param("documentId").to_owned(),
                 name,
                 notes,
                 clear_notes,
-            }))
+            })
             .await?
             .into_inner();
         Ok(Reply::updated(views::document(&document), "Document updated successfully"))
@@ -243,7 +242,7 @@ pub fn delete_document(call: Call) -> HandlerFuture {
     Box::pin(async move {
         let target = target(&call).await?;
         let request = source_request(&call, &target, "documentId", false);
-        let document = call.services.knowledgebase.clone().delete_document(traced(request)).await?.into_inner();
+        let document = call.services.knowledgebase.clone().delete_document(request).await?.into_inner();
         Ok(Reply::updated(views::document(&document), "Document deleted successfully"))
     })
 }

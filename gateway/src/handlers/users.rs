@@ -3,7 +3,6 @@ use switchboard_proto::v1::ListUsersRequest;
 
 use crate::call::{Call, Reply};
 use crate::routes::HandlerFuture;
-use crate::services::traced;
 use crate::views;
 
 /// `GET /users`: the team's users, whose ids assignments take.
@@ -13,7 +12,7 @@ pub fn list(call: Call) -> HandlerFuture {
             .services
             .identity
             .clone()
-            .list_users(traced(ListUsersRequest { team_id: call.team_id().to_owned() }))
+            .list_users(ListUsersRequest { team_id: call.team_id().to_owned() })
             .await?
             .into_inner()
             .users;

@@ -15,7 +15,7 @@ use pingora::proxy::Session;
 use serde_json::{Map, Value, json};
 use switchboard_kit::{ErrorKind, FieldViolation, ServiceError};
 
-use crate::app::{App, RequestCtx};
+use crate::app::{Admission, App, RequestCtx};
 use crate::call::{HandlerResult, Principal, Reply};
 use crate::routes::Body;
 use crate::services::Services;
@@ -46,11 +46,16 @@ impl App {
                 .with_hint("Send JSON-RPC messages by POST; this server offers no event stream.");
             return Ok(Reply::error(&error).with_header("Allow", "POST".to_owned()));
         }
-        let key = bearer_key(header);
+        let unauthorized =
+            |error: ServiceError| Reply::error(&error).with_header("WWW-Authenticate", "Bearer".to_owned());
+        let key = match presented_key(header) {
+            Ok(key) => key,
+            Err(error) => return Ok(unauthorized(error)),
+        };
         let services = self.services().await?;
-        let principal = match self.auth.authenticate(&services, key.as_deref()).await {
+        let principal = match self.auth.authenticate(&services, Some(&key)).await {
             Ok(principal) => principal,
-            Err(error) => return Ok(Reply::error(&error).with_header("WWW-Authenticate", "Bearer".to_owned())),
+            Err(error) => return Ok(unauthorized(error)),
         };
         let message = match crate::body::read_json(session, self.config.max_body_bytes).await {
             Ok(Some(Value::Object(message))) => message,
@@ -149,12 +154,12 @@ impl App {
         }
 
         let mut call = match self.admit(route, services, principal, params, query, ctx).await? {
-            Ok(call) => call,
-            Err(limited) => return Ok(limited),
+            Admission::Continue(call) => call,
+            Admission::Respond(reply) => return Ok(reply),
         };
         call.body = (route.body == Body::Json && operation.arguments.iter().any(|(_, place)| *place == Place::Body))
             .then_some(Value::Object(body));
-        (route.handler)(call).await
+        (route.handler)(*call).await
     }
 }
 
@@ -189,18 +194,32 @@ fn scalar(value: &Value) -> Option<String> {
     }
 }
 
-/// `Authorization: Bearer <key>`, or `X-API-Key`.
-fn bearer_key(header: &RequestHeader) -> Option<String> {
-    let bearer = header
-        .headers
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, key)| key.trim().to_owned());
-    bearer
-        .or_else(|| header.headers.get("x-api-key").and_then(|v| v.to_str().ok()).map(|v| v.trim().to_owned()))
-        .filter(|key| !key.is_empty())
+/// The key of an MCP request: `Authorization: Bearer <key>` (the spec's way) or `X-API-Key`.
+/// Both may come only when they carry the same key, and an `Authorization` header must be a
+/// bearer key: a request whose credentials disagree is refused rather than guessed at.
+fn presented_key(header: &RequestHeader) -> Result<String, ServiceError> {
+    let unauthorized = |message: &str| {
+        ServiceError::new(ErrorKind::Unauthorized, message)
+            .with_hint("Send the API key as `Authorization: Bearer <API_KEY>`.")
+    };
+    let text = |name: &str| {
+        header.headers.get(name).map(|value| value.to_str().map(str::trim).map_err(|_| unauthorized("Invalid API key")))
+    };
+    let bearer = match text("authorization").transpose()? {
+        None => None,
+        Some(value) => match value.split_once(' ') {
+            Some((scheme, key)) if scheme.eq_ignore_ascii_case("bearer") && !key.trim().is_empty() => Some(key.trim()),
+            _ => return Err(unauthorized("The Authorization header must be `Bearer <API key>`")),
+        },
+    };
+    let api_key = text("x-api-key").transpose()?.filter(|key| !key.is_empty());
+    match (bearer, api_key) {
+        (Some(bearer), Some(api_key)) if bearer != api_key => {
+            Err(unauthorized("Authorization: Bearer and X-API-Key carry different keys"))
+        }
+        (Some(key), _) | (None, Some(key)) => Ok(key.to_owned()),
+        (None, None) => Err(unauthorized("Missing Authorization: Bearer header")),
+    }
 }
 
 fn initialize(params: &Value) -> Value {

@@ -17,9 +17,9 @@ const OPERATIONS: &str = include_str!("operations.json");
 /// The skill file in the Agent Skills format, served at `/v1/skill.md`.
 pub const SKILL: &str = include_str!("skill.md");
 
-/// Public paths that need no key: the descriptions themselves and the health check.
-pub const DOCUMENT_PATHS: [&str; 2] = ["/v1/openapi.json", "/openapi.json"];
-pub const SKILL_PATHS: [&str; 2] = ["/v1/skill.md", "/skill.md"];
+/// Public paths that need no key, served at the root and under `/v1`.
+pub const DOCUMENT_PATH: &str = "/openapi.json";
+pub const SKILL_PATH: &str = "/skill.md";
 
 /// The description, serialised once at start.
 pub fn document_bytes() -> anyhow::Result<Bytes> {
@@ -82,7 +82,7 @@ pub fn document() -> anyhow::Result<Value> {
         "/healthz".to_owned(),
         public_get(
             "getHealth",
-            "Liveness of the gateway; served at the root, `/healthz`, not under `/v1`.",
+            "Liveness of the gateway; also served at the root, `/healthz`, where probes look.",
             "application/json",
             Some(schema_ref("Health")),
         ),

@@ -13,6 +13,7 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 {{- range $name, $value := .Values.env }}
 - { name: {{ $name }}, value: {{ $value | quote }} }
 {{- end }}
+- { name: SWITCHBOARD_SERVICE_TOKEN, valueFrom: { secretKeyRef: { name: {{ .Values.existingSecret }}, key: SERVICE_TOKEN } } }
 - { name: SWITCHBOARD_IDENTITY_URL, value: "http://{{ .Release.Name }}-identity:{{ .Values.identity.port }}" }
 - { name: SWITCHBOARD_AGENTS_URL, value: "http://{{ .Release.Name }}-agents:{{ .Values.agents.port }}" }
 - { name: SWITCHBOARD_KNOWLEDGEBASE_URL, value: "http://{{ .Release.Name }}-knowledgebase:{{ .Values.knowledgebase.port }}" }

@@ -13,3 +13,11 @@ pub static MIGRATIONS: switchboard_kit::db::Migrations =
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_jobs_table_is_kits() {
+        assert_eq!(switchboard_kit::jobs::check_migrations(&super::MIGRATIONS), Ok(()));
+    }
+}

@@ -1,10 +1,12 @@
 //! The gRPC face of the agents store.
 
 use switchboard_kit::ServiceError;
+use switchboard_kit::grpc::{Channel, Reply, reply};
 use switchboard_proto::v1::agents_service_server::{AgentsService, AgentsServiceServer};
+use switchboard_proto::v1::knowledgebase_service_client::KnowledgebaseServiceClient;
 use switchboard_proto::v1::*;
+use tonic::Request;
 use tonic::service::Routes;
-use tonic::{Request, Response, Status};
 
 use crate::store::{AgentChanges, AgentStore, NewAgent};
 
@@ -12,16 +14,32 @@ pub struct AgentsApi {
     store: AgentStore,
     /// Rung after a job is committed, so that the runner starts it at once.
     wake: std::sync::Arc<tokio::sync::Notify>,
+    /// Where the knowledge bases that agents link to live.
+    knowledgebases: KnowledgebaseServiceClient<Channel>,
 }
 
-pub fn routes(store: AgentStore, wake: std::sync::Arc<tokio::sync::Notify>) -> Routes {
-    Routes::new(AgentsServiceServer::new(AgentsApi { store, wake }))
+pub fn routes(
+    store: AgentStore,
+    wake: std::sync::Arc<tokio::sync::Notify>,
+    knowledgebases: KnowledgebaseServiceClient<Channel>,
+) -> Routes {
+    Routes::new(AgentsServiceServer::new(AgentsApi { store, wake, knowledgebases }))
 }
 
-type Reply<T> = Result<Response<T>, Status>;
-
-fn reply<T>(result: Result<T, ServiceError>) -> Reply<T> {
-    result.map(Response::new).map_err(Status::from)
+impl AgentsApi {
+    /// A knowledge base an agent is linked to must be one of the team's: 404 otherwise.
+    async fn check_knowledgebase(&self, team_id: &str, knowledgebase_id: Option<&str>) -> Result<(), ServiceError> {
+        let Some(knowledgebase_id) = knowledgebase_id else {
+            return Ok(());
+        };
+        let request = GetKnowledgebaseRequest {
+            team_id: team_id.to_owned(),
+            knowledgebase_id: knowledgebase_id.to_owned(),
+            include_content: false,
+        };
+        self.knowledgebases.clone().get_knowledgebase(request).await?;
+        Ok(())
+    }
 }
 
 fn change(kind: FieldChange, value: String) -> Option<Option<String>> {
@@ -47,19 +65,16 @@ impl AgentsService for AgentsApi {
     async fn create_agent(&self, request: Request<CreateAgentRequest>) -> Reply<Agent> {
         let request = request.into_inner();
         let agent_type = request.r#type();
-        let created = self
-            .store
-            .create(
-                &request.team_id,
-                NewAgent {
-                    name: request.name,
-                    description: request.description,
-                    agent_type,
-                    instructions: request.instructions,
-                    knowledgebase_id: request.knowledgebase_id,
-                },
-            )
-            .await;
+        let new = NewAgent {
+            name: request.name,
+            description: request.description,
+            agent_type,
+            instructions: request.instructions,
+            knowledgebase_id: request.knowledgebase_id,
+        };
+        new.validate()?;
+        self.check_knowledgebase(&request.team_id, new.knowledgebase_id.as_deref()).await?;
+        let created = self.store.create(&request.team_id, new).await;
         self.wake.notify_one();
         reply(created)
     }
@@ -72,6 +87,8 @@ impl AgentsService for AgentsApi {
             knowledgebase_id: change(knowledgebase_change, request.knowledgebase_id),
             name: request.name,
         };
+        changes.validate()?;
+        self.check_knowledgebase(&request.team_id, changes.knowledgebase_id.clone().flatten().as_deref()).await?;
         reply(self.store.update(&request.team_id, &request.agent_id, changes).await)
     }
 

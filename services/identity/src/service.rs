@@ -1,10 +1,11 @@
 //! The gRPC face of the identity store: unpacks requests, calls the store, maps errors.
 
 use switchboard_kit::ServiceError;
+use switchboard_kit::grpc::{Reply, reply};
 use switchboard_proto::v1::identity_service_server::{IdentityService, IdentityServiceServer};
 use switchboard_proto::v1::*;
 use tonic::service::Routes;
-use tonic::{Request, Response, Status};
+use tonic::{Request, Status};
 
 use crate::store::{IdentityStore, NewSubteam, NewTeam};
 
@@ -15,12 +16,6 @@ pub struct IdentityApi {
 /// The identity service's routes, ready for `switchboard_kit::grpc::serve`.
 pub fn routes(store: IdentityStore) -> Routes {
     Routes::new(IdentityServiceServer::new(IdentityApi { store }))
-}
-
-type Reply<T> = Result<Response<T>, Status>;
-
-fn reply<T>(result: Result<T, ServiceError>) -> Reply<T> {
-    result.map(Response::new).map_err(Status::from)
 }
 
 fn required<T>(value: Option<T>, field: &str) -> Result<T, Status> {
@@ -72,17 +67,30 @@ impl IdentityService for IdentityApi {
         reply(self.store.delete_team(&request.into_inner().team_id).await)
     }
 
+    /// The defaults of a subteam are the identity service's: 1000 monthly credits, and every
+    /// access flag that is not given is on.
     async fn create_subteam(&self, request: Request<CreateSubteamRequest>) -> Reply<Subteam> {
         let request = request.into_inner();
         let user = required(request.user, "user")?;
+        let access = request.access.map(|flags| AccessConfig {
+            users: flags.users.unwrap_or(true),
+            instructions: flags.instructions.unwrap_or(true),
+            instructions_write: flags.instructions_write.unwrap_or(true),
+            testing: flags.testing.unwrap_or(true),
+            knowledge_base: flags.knowledge_base.unwrap_or(true),
+            agent_configuration: flags.agent_configuration.unwrap_or(true),
+            agent_creation: flags.agent_creation.unwrap_or(true),
+        });
         reply(
             self.store
                 .create_subteam(NewSubteam {
                     agency_team_id: request.agency_team_id,
                     team_name: request.team_name,
                     user,
-                    total_monthly_credits: request.total_monthly_credits,
-                    access: request.access,
+                    total_monthly_credits: request
+                        .total_monthly_credits
+                        .unwrap_or(switchboard_kit::limits::MONTHLY_CREDITS.default),
+                    access,
                 })
                 .await,
         )

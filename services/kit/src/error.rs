@@ -29,43 +29,60 @@ pub enum ErrorKind {
     Internal,
 }
 
-/// `(kind, public code, HTTP status, gRPC code)`: the single source of the mapping.
-const TABLE: &[(ErrorKind, &str, u16, Code)] = &[
-    (ErrorKind::Validation, "VALIDATION_ERROR", 400, Code::InvalidArgument),
-    (ErrorKind::MalformedJson, "INVALID_JSON", 400, Code::InvalidArgument),
-    (ErrorKind::Unauthorized, "UNAUTHORIZED", 401, Code::Unauthenticated),
-    (ErrorKind::Forbidden, "FORBIDDEN", 403, Code::PermissionDenied),
-    (ErrorKind::InsufficientCredits, "INSUFFICIENT_CREDITS", 402, Code::FailedPrecondition),
-    (ErrorKind::NotFound, "NOT_FOUND", 404, Code::NotFound),
-    (ErrorKind::MethodNotAllowed, "METHOD_NOT_ALLOWED", 405, Code::Unimplemented),
-    (ErrorKind::Conflict, "CONFLICT", 409, Code::Aborted),
-    (ErrorKind::PayloadTooLarge, "PAYLOAD_TOO_LARGE", 413, Code::OutOfRange),
-    (ErrorKind::UnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE", 415, Code::InvalidArgument),
-    (ErrorKind::Unprocessable, "UNPROCESSABLE_ENTITY", 422, Code::InvalidArgument),
-    (ErrorKind::RateLimited, "RATE_LIMITED", 429, Code::ResourceExhausted),
-    (ErrorKind::Unavailable, "SERVICE_UNAVAILABLE", 503, Code::Unavailable),
-    (ErrorKind::Internal, "INTERNAL_ERROR", 500, Code::Internal),
-];
-
 impl ErrorKind {
-    fn row(self) -> &'static (ErrorKind, &'static str, u16, Code) {
-        TABLE.iter().find(|row| row.0 == self).unwrap_or(&TABLE[TABLE.len() - 1])
+    /// Every kind, for lookups by code.
+    pub const ALL: [ErrorKind; 14] = [
+        ErrorKind::Validation,
+        ErrorKind::MalformedJson,
+        ErrorKind::Unauthorized,
+        ErrorKind::Forbidden,
+        ErrorKind::InsufficientCredits,
+        ErrorKind::NotFound,
+        ErrorKind::MethodNotAllowed,
+        ErrorKind::Conflict,
+        ErrorKind::PayloadTooLarge,
+        ErrorKind::UnsupportedMediaType,
+        ErrorKind::Unprocessable,
+        ErrorKind::RateLimited,
+        ErrorKind::Unavailable,
+        ErrorKind::Internal,
+    ];
+
+    /// `(public code, HTTP status, gRPC code)`: the single source of the mapping. The match is
+    /// exhaustive, so a new kind does not compile until it has all three.
+    const fn parts(self) -> (&'static str, u16, Code) {
+        match self {
+            ErrorKind::Validation => ("VALIDATION_ERROR", 400, Code::InvalidArgument),
+            ErrorKind::MalformedJson => ("INVALID_JSON", 400, Code::InvalidArgument),
+            ErrorKind::Unauthorized => ("UNAUTHORIZED", 401, Code::Unauthenticated),
+            ErrorKind::Forbidden => ("FORBIDDEN", 403, Code::PermissionDenied),
+            ErrorKind::InsufficientCredits => ("INSUFFICIENT_CREDITS", 402, Code::FailedPrecondition),
+            ErrorKind::NotFound => ("NOT_FOUND", 404, Code::NotFound),
+            ErrorKind::MethodNotAllowed => ("METHOD_NOT_ALLOWED", 405, Code::Unimplemented),
+            ErrorKind::Conflict => ("CONFLICT", 409, Code::Aborted),
+            ErrorKind::PayloadTooLarge => ("PAYLOAD_TOO_LARGE", 413, Code::OutOfRange),
+            ErrorKind::UnsupportedMediaType => ("UNSUPPORTED_MEDIA_TYPE", 415, Code::InvalidArgument),
+            ErrorKind::Unprocessable => ("UNPROCESSABLE_ENTITY", 422, Code::InvalidArgument),
+            ErrorKind::RateLimited => ("RATE_LIMITED", 429, Code::ResourceExhausted),
+            ErrorKind::Unavailable => ("SERVICE_UNAVAILABLE", 503, Code::Unavailable),
+            ErrorKind::Internal => ("INTERNAL_ERROR", 500, Code::Internal),
+        }
     }
 
     pub fn code(self) -> &'static str {
-        self.row().1
+        self.parts().0
     }
 
     pub fn http_status(self) -> u16 {
-        self.row().2
+        self.parts().1
     }
 
     pub fn grpc_code(self) -> Code {
-        self.row().3
+        self.parts().2
     }
 
     pub fn from_code(code: &str) -> Option<ErrorKind> {
-        TABLE.iter().find(|row| row.1 == code).map(|row| row.0)
+        Self::ALL.into_iter().find(|kind| kind.code() == code)
     }
 
     /// For statuses that did not come from a Switchboard service (no details attached).
@@ -205,6 +222,13 @@ impl ServiceError {
     }
 }
 
+/// Fails with every violation found, or passes when there are none: how a service checks all
+/// fields of a request before answering.
+pub fn validate(violations: impl IntoIterator<Item = Option<FieldViolation>>) -> ServiceResult<()> {
+    let found: Vec<FieldViolation> = violations.into_iter().flatten().collect();
+    if found.is_empty() { Ok(()) } else { Err(ServiceError::validation(found)) }
+}
+
 impl fmt::Display for ServiceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.kind.code(), self.message)?;
@@ -241,10 +265,10 @@ mod tests {
 
     #[test]
     fn every_kind_round_trips_through_a_grpc_status() {
-        for (kind, code, _, _) in TABLE {
-            let original = ServiceError::new(*kind, "something happened").with_hint("try again");
+        for kind in ErrorKind::ALL {
+            let original = ServiceError::new(kind, "something happened").with_hint("try again");
             let back = ServiceError::from_status(&original.to_status());
-            assert_eq!(back.kind, *kind, "{code}");
+            assert_eq!(back.kind, kind, "{}", kind.code());
             assert_eq!(back.message, "something happened");
             assert_eq!(back.hint.as_deref(), Some("try again"));
         }
@@ -277,9 +301,9 @@ mod tests {
 
     #[test]
     fn codes_are_unique() {
-        let mut codes: Vec<_> = TABLE.iter().map(|row| row.1).collect();
+        let mut codes: Vec<_> = ErrorKind::ALL.iter().map(|kind| kind.code()).collect();
         codes.sort_unstable();
         codes.dedup();
-        assert_eq!(codes.len(), TABLE.len());
+        assert_eq!(codes.len(), ErrorKind::ALL.len());
     }
 }

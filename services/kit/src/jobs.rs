@@ -8,9 +8,8 @@
 //! backoff; after the last attempt the job is `failed` and its handler is told, so the
 //! domain state can show the failure.
 //!
-//! Every service that uses jobs has this table in its migrations:
-//! `jobs (id, kind, team_id, subject_id, payload, status, attempts, max_attempts, run_after,
-//! lease_until, last_error, created_at, updated_at)`.
+//! Every service that uses jobs has the table of `jobs.sql` in its migrations; its tests call
+//! [`check_migration`] so that the copy cannot drift from the one definition.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -21,8 +20,53 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 use tokio::sync::{Notify, watch};
 
-use crate::db::Db;
+use crate::db::{Db, Engine, Migrations};
 use crate::time::now_ms;
+
+/// The jobs table's DDL for SQLite; PostgreSQL's is the same with BIGINT for INTEGER.
+const TABLE_DDL: &str = include_str!("jobs.sql");
+
+/// The statements of the jobs table for `engine`, comments dropped and whitespace collapsed.
+pub fn table_statements(engine: Engine) -> Vec<String> {
+    let ddl = match engine {
+        Engine::Sqlite => TABLE_DDL.to_owned(),
+        Engine::Postgres => TABLE_DDL.replace("INTEGER", "BIGINT"),
+    };
+    statements(&ddl)
+}
+
+fn statements(sql: &str) -> Vec<String> {
+    let code: Vec<&str> = sql.lines().map(|line| line.split("--").next().unwrap_or_default()).collect();
+    code.join(" ")
+        .split(';')
+        .map(|statement| statement.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|statement| !statement.is_empty())
+        .collect()
+}
+
+/// [`check_migration`] over every migration of a service, on both engines.
+pub fn check_migrations(migrations: &Migrations) -> Result<(), String> {
+    for (engine, migrator) in [(Engine::Sqlite, migrations.sqlite), (Engine::Postgres, migrations.postgres)] {
+        let all: String = migrator.iter().map(|migration| format!("{};\n", migration.sql)).collect();
+        check_migration(&all, engine).map_err(|error| format!("{engine:?}: {error}"))?;
+    }
+    Ok(())
+}
+
+/// Checks that a service's migration holds every statement of the jobs table exactly, and
+/// no other statement about it: `Err` names what differs.
+pub fn check_migration(migration: &str, engine: Engine) -> Result<(), String> {
+    let found = statements(migration);
+    let expected = table_statements(engine);
+    let about_jobs = |statement: &&String| statement.contains(" jobs ") || statement.contains(" jobs(");
+    let extra: Vec<&String> = found.iter().filter(about_jobs).filter(|s| !expected.contains(s)).collect();
+    let missing: Vec<&String> = expected.iter().filter(|s| !found.contains(s)).collect();
+    if extra.is_empty() && missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("the jobs table differs from switchboard_kit's jobs.sql: missing {missing:?}, different {extra:?}"))
+    }
+}
 
 pub const QUEUED: &str = "queued";
 pub const RUNNING: &str = "running";
@@ -338,5 +382,22 @@ impl Runner {
             .await
             .context("deleting old completed jobs")?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_faithful_copy_passes_and_a_drifted_one_is_named() {
+        let postgres = TABLE_DDL.replace("INTEGER", "BIGINT");
+        let migration = format!("CREATE TABLE agents (id TEXT);\n{postgres}");
+        assert_eq!(check_migration(&migration, Engine::Postgres), Ok(()));
+        assert!(check_migration(&migration, Engine::Sqlite).is_err(), "BIGINT is not the SQLite copy");
+        let drifted = migration.replace("last_error TEXT,", "last_error TEXT, note TEXT,");
+        let error = check_migration(&drifted, Engine::Postgres).unwrap_err();
+        assert!(error.contains("note TEXT"), "{error}");
+        assert!(check_migration("CREATE TABLE agents (id TEXT);", Engine::Sqlite).is_err());
     }
 }

@@ -1,5 +1,6 @@
--- The jobs table of switchboard_kit::jobs; copied into the migrations of each service that
--- runs jobs (INTEGER becomes BIGINT for PostgreSQL).
+-- The jobs table of switchboard_kit::jobs, the one definition: each service that runs jobs
+-- has it in its migrations (INTEGER becomes BIGINT for PostgreSQL), and
+-- `switchboard_kit::jobs::check_migration` in that service's tests proves the copy is exact.
 CREATE TABLE jobs (
     id TEXT PRIMARY KEY,
     kind TEXT NOT NULL,

@@ -1,14 +1,17 @@
-//! What two or more Switchboard crates share: the error type, the database layer,
-//! the gRPC server bootstrap, telemetry, time formatting and API-key hashing.
+//! What two or more Switchboard crates share: the error type, the database layer, the gRPC
+//! server and client bootstrap (service token included), the service registry, telemetry,
+//! time formatting and API-key hashing.
 
 pub mod apikey;
 pub mod db;
 pub mod error;
 pub mod grpc;
 pub mod jobs;
+pub mod limits;
+pub mod peers;
 pub mod shutdown;
 pub mod telemetry;
 pub mod testdb;
 pub mod time;
 
-pub use error::{ErrorKind, FieldViolation, ServiceError, ServiceResult};
+pub use error::{ErrorKind, FieldViolation, ServiceError, ServiceResult, validate};

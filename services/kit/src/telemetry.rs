@@ -37,8 +37,15 @@ impl Drop for Telemetry {
 /// `SWITCHBOARD_LOG_FORMAT=json` switches to one JSON object a line. Safe to call twice
 /// (the second call keeps the first subscriber), which tests rely on.
 pub fn init(service_name: &str) -> Telemetry {
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("info,pingora_core=warn,pingora_proxy=warn,sqlx=warn"));
+    // qdrant-edge reads two settings that only a Qdrant server initialises (feature flags, the
+    // multi-mmap check; their setters are private) and warns at every shard load; the defaults
+    // it falls back to are the ones wanted.
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        EnvFilter::new(
+            "info,pingora_core=warn,pingora_proxy=warn,sqlx=warn,\
+             qdrant_edge::common::flags=error,qdrant_edge::common::mmap::ops=error",
+        )
+    });
     let json = std::env::var("SWITCHBOARD_LOG_FORMAT").is_ok_and(|v| v == "json");
     let provider = otlp_provider(service_name);
     let otel_layer = provider
@@ -99,14 +106,14 @@ pub fn current_trace_headers() -> HashMap<String, String> {
     carrier
 }
 
-/// Copies the current trace context into the metadata of an outgoing gRPC request.
-pub fn inject<T>(request: &mut tonic::Request<T>) {
+/// Copies the current trace context into the metadata of an outgoing gRPC call.
+pub fn inject(metadata: &mut tonic::metadata::MetadataMap) {
     if !EXPORTING.load(Ordering::Relaxed) {
         return;
     }
     for (name, value) in current_trace_headers() {
         if let (Ok(key), Ok(value)) = (tonic::metadata::MetadataKey::from_bytes(name.as_bytes()), value.parse()) {
-            request.metadata_mut().insert(key, value);
+            metadata.insert(key, value);
         }
     }
 }

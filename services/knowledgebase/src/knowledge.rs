@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use switchboard_kit::{ErrorKind, FieldViolation, ServiceError, ServiceResult};
+use switchboard_kit::{ErrorKind, ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{Document, Knowledgebase, Reference, SearchHit, Webpage};
 use tokio::sync::Notify;
 
@@ -14,10 +14,17 @@ use crate::sources::documents::{self, Format};
 use crate::store::{EntryText, KnowledgeStore, NewDocument, SourcePatch};
 use crate::sync::IndexSync;
 
-pub const QUERY_MAX: usize = 2000;
-pub const LIMIT_MAX: u32 = 50;
 /// An update retried this often when other writers keep changing the same reference.
 const UPDATE_ATTEMPTS: usize = 3;
+
+/// The bounds of a search's query, limit and threshold.
+pub fn check_search(query: &str, limit: u32, threshold: f32) -> ServiceResult<()> {
+    switchboard_kit::validate([
+        limits::SEARCH_QUERY.check("query", query),
+        limits::SEARCH_LIMIT.check("limit", i64::from(limit)),
+        limits::SEARCH_THRESHOLD.check("threshold", f64::from(threshold)),
+    ])
+}
 
 pub struct Knowledge {
     pub store: KnowledgeStore,
@@ -313,20 +320,7 @@ impl Knowledge {
         limit: u32,
         threshold: f32,
     ) -> ServiceResult<Vec<SearchHit>> {
-        let chars = query.chars().count();
-        let mut problems = Vec::new();
-        if chars == 0 || chars > QUERY_MAX || query.trim().is_empty() {
-            problems.push(FieldViolation::new("query", format!("must be 1 to {QUERY_MAX} characters")));
-        }
-        if !(1..=LIMIT_MAX).contains(&limit) {
-            problems.push(FieldViolation::new("limit", format!("must be an integer from 1 to {LIMIT_MAX}")));
-        }
-        if !(0.0..=1.0).contains(&threshold) || threshold.is_nan() {
-            problems.push(FieldViolation::new("threshold", "must be a number from 0 to 1"));
-        }
-        if !problems.is_empty() {
-            return Err(ServiceError::validation(problems));
-        }
+        check_search(query, limit, threshold)?;
         // The lookup runs beside the embedding, which takes far longer.
         let (_, vector) =
             tokio::try_join!(self.store.knowledgebase(team_id, knowledgebase_id), self.embed_one(query.to_owned()))?;

@@ -3,34 +3,37 @@
 use std::sync::Arc;
 
 use switchboard_kit::ServiceError;
+use switchboard_kit::grpc::{Channel, Reply, reply};
+use switchboard_proto::v1::identity_service_client::IdentityServiceClient;
 use switchboard_proto::v1::knowledgebase_service_server::{KnowledgebaseService, KnowledgebaseServiceServer};
 use switchboard_proto::v1::*;
+use tonic::Request;
 use tonic::service::Routes;
-use tonic::{Request, Response, Status};
 
+use crate::charge::PaidSearch;
 use crate::knowledge::Knowledge;
 use crate::store::{EntryText, SourcePatch};
 
 pub struct KnowledgebaseApi {
     knowledge: Arc<Knowledge>,
+    paid_search: PaidSearch,
 }
 
 /// Room for the largest upload plus the request's other fields.
 const MESSAGE_OVERHEAD: usize = 64 * 1024;
 
-pub fn routes(knowledge: Arc<Knowledge>) -> Routes {
+/// The service's routes; searches are charged through `identity`.
+pub fn routes(knowledge: Arc<Knowledge>, identity: IdentityServiceClient<Channel>) -> Routes {
     let max_message = knowledge.max_upload_bytes.saturating_add(MESSAGE_OVERHEAD);
-    Routes::new(KnowledgebaseServiceServer::new(KnowledgebaseApi { knowledge }).max_decoding_message_size(max_message))
+    let paid_search = PaidSearch::new(knowledge.clone(), identity);
+    Routes::new(
+        KnowledgebaseServiceServer::new(KnowledgebaseApi { knowledge, paid_search })
+            .max_decoding_message_size(max_message),
+    )
 }
 
 fn notes_patch(notes: Option<String>, clear: bool) -> Option<Option<String>> {
     if clear { Some(None) } else { notes.map(Some) }
-}
-
-type Reply<T> = Result<Response<T>, Status>;
-
-fn reply<T>(result: Result<T, ServiceError>) -> Reply<T> {
-    result.map(Response::new).map_err(Status::from)
 }
 
 #[tonic::async_trait]
@@ -116,13 +119,7 @@ impl KnowledgebaseService for KnowledgebaseApi {
     }
 
     async fn search(&self, request: Request<SearchRequest>) -> Reply<SearchResponse> {
-        let request = request.into_inner();
-        reply(
-            self.knowledge
-                .search(&request.team_id, &request.knowledgebase_id, &request.query, request.limit, request.threshold)
-                .await
-                .map(|hits| SearchResponse { hits }),
-        )
+        reply(self.paid_search.search(request.into_inner()).await)
     }
 
     async fn reindex(&self, _request: Request<ReindexRequest>) -> Reply<ReindexResponse> {

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
+use switchboard_kit::grpc::Channel;
 use switchboard_kit::jobs::{Runner, RunnerConfig};
+use switchboard_proto::v1::agents_service_client::AgentsServiceClient;
 
 use crate::embed::{self, EmbeddingConfig};
 use crate::index::{self, IndexConfig};
@@ -16,8 +18,9 @@ use crate::knowledge::Knowledge;
 use crate::objects::{Objects, ObjectsConfig};
 use crate::sources::fetch::{FetchPolicy, Fetcher};
 use crate::sources::llm::{ChatConfig, ChatExtractor};
-use crate::store::{EXTRACT_DOCUMENT, KnowledgeStore, SCRAPE_WEBPAGE};
+use crate::store::{EXTRACT_DOCUMENT, KnowledgeStore, SCRAPE_WEBPAGE, UNLINK_AGENTS};
 use crate::sync::IndexSync;
+use crate::unlink::UnlinkAgents;
 
 /// Uploaded files up to this size are accepted unless configured otherwise.
 pub const DEFAULT_MAX_UPLOAD_BYTES: usize = 20 * 1024 * 1024;
@@ -34,15 +37,22 @@ pub struct Settings {
     pub chat: Option<ChatConfig>,
 }
 
-/// The job runner that scrapes webpages and extracts documents.
-pub fn runner(knowledge: &Arc<Knowledge>, settings: &Settings, config: RunnerConfig) -> anyhow::Result<Runner> {
+/// The job runner: it scrapes webpages, extracts documents and unlinks the agents of deleted
+/// knowledge bases (through `agents`).
+pub fn runner(
+    knowledge: &Arc<Knowledge>,
+    settings: &Settings,
+    config: RunnerConfig,
+    agents: AgentsServiceClient<Channel>,
+) -> anyhow::Result<Runner> {
     let fetcher = Fetcher::new(settings.fetch.clone()).context("building the page fetcher")?;
     let chat = settings.chat.clone().map(ChatExtractor::new).transpose().context("building the chat client")?;
     let ingest = Ingest::new(knowledge.clone(), fetcher, chat);
     Ok(Runner::new(knowledge.store.db().clone(), config)
         .with_waker(knowledge.jobs.clone())
         .handle(SCRAPE_WEBPAGE, ingest.clone())
-        .handle(EXTRACT_DOCUMENT, ingest))
+        .handle(EXTRACT_DOCUMENT, ingest)
+        .handle(UNLINK_AGENTS, Arc::new(UnlinkAgents::new(agents))))
 }
 
 /// Opens everything; fails when another process holds the embedded index.

@@ -3,17 +3,15 @@
 use sqlx::Row;
 use sqlx::any::AnyRow;
 use switchboard_kit::jobs::{self, NewJob};
+use switchboard_kit::limits;
 use switchboard_kit::time::now_ms;
-use switchboard_kit::{FieldViolation, ServiceError, ServiceResult};
+use switchboard_kit::{FieldViolation, ServiceResult, validate};
 use switchboard_proto::v1::{Agent, AgentType};
 
 use super::{AgentStore, agent_not_found, check_ids};
 use crate::prompt::OPTIMIZE_PROMPT;
 
 pub(super) const AGENT_COLUMNS: &str = "id, team_id, name, description, type, knowledgebase_id, created_at, updated_at";
-pub const NAME_MAX: usize = 255;
-pub const DESCRIPTION_MAX: usize = 5000;
-pub const INSTRUCTIONS_MAX: usize = 100_000;
 
 pub(super) fn agent_from_row(row: &AnyRow) -> Result<Agent, sqlx::Error> {
     let kind: String = row.try_get("type")?;
@@ -46,14 +44,36 @@ pub struct AgentChanges {
     pub knowledgebase_id: Option<Option<String>>,
 }
 
-pub(super) fn text_violation(field: &str, value: &str, min: usize, max: usize) -> Option<FieldViolation> {
-    let chars = value.chars().count();
-    if value.contains('\0') {
-        // PostgreSQL text cannot hold NUL.
-        return Some(FieldViolation::new(field, "must not contain NUL characters"));
+fn knowledgebase_id_violation(id: Option<&str>) -> Option<FieldViolation> {
+    id.and_then(|id| {
+        uuid::Uuid::parse_str(id).is_err().then(|| FieldViolation::new("knowledgebaseId", "must be a UUID"))
+    })
+}
+
+impl NewAgent {
+    /// Every field's bound, checked before anything is looked up.
+    pub fn validate(&self) -> ServiceResult<()> {
+        let instructions = self.instructions.as_deref().filter(|text| !text.is_empty());
+        validate([
+            limits::NAME.check("name", &self.name),
+            self.description.as_deref().and_then(|d| limits::DESCRIPTION.check("description", d)),
+            type_str(self.agent_type).is_none().then(|| FieldViolation::new("type", "must be phone or chat")),
+            instructions.and_then(|text| limits::INSTRUCTIONS.check("instructions", text)),
+            knowledgebase_id_violation(self.knowledgebase_id.as_deref()),
+        ])
     }
-    (chars < min || chars > max || (min > 0 && value.trim().is_empty()))
-        .then(|| FieldViolation::new(field, format!("must be {min} to {max} characters")))
+}
+
+impl AgentChanges {
+    pub fn validate(&self) -> ServiceResult<()> {
+        validate([
+            self.name.as_deref().and_then(|n| limits::NAME.check("name", n)),
+            self.description
+                .as_ref()
+                .and_then(|d| d.as_deref().and_then(|d| limits::DESCRIPTION.check("description", d))),
+            knowledgebase_id_violation(self.knowledgebase_id.clone().flatten().as_deref()),
+        ])
+    }
 }
 
 pub(super) fn type_str(agent_type: AgentType) -> Option<&'static str> {
@@ -92,23 +112,9 @@ impl AgentStore {
     /// either way, so that the agent has a runtime prompt from the start.
     pub async fn create(&self, team_id: &str, new: NewAgent) -> ServiceResult<Agent> {
         check_ids(&[("teamId", team_id)])?;
+        new.validate()?;
         let kind = type_str(new.agent_type);
         let instructions = new.instructions.unwrap_or_default();
-        let violations = [
-            text_violation("name", &new.name, 1, NAME_MAX),
-            new.description.as_deref().and_then(|d| text_violation("description", d, 0, DESCRIPTION_MAX)),
-            kind.is_none().then(|| FieldViolation::new("type", "must be phone or chat")),
-            (!instructions.is_empty())
-                .then(|| text_violation("instructions", &instructions, 1, INSTRUCTIONS_MAX))
-                .flatten(),
-            new.knowledgebase_id.as_deref().and_then(|id| {
-                uuid::Uuid::parse_str(id).is_err().then(|| FieldViolation::new("knowledgebaseId", "must be a UUID"))
-            }),
-        ];
-        let violations: Vec<_> = violations.into_iter().flatten().collect();
-        if !violations.is_empty() {
-            return Err(ServiceError::validation(violations));
-        }
         let now = now_ms();
         let id = uuid::Uuid::now_v7().to_string();
         let version = i64::from(!instructions.is_empty());
@@ -150,22 +156,7 @@ impl AgentStore {
 
     pub async fn update(&self, team_id: &str, agent_id: &str, changes: AgentChanges) -> ServiceResult<Agent> {
         check_ids(&[("teamId", team_id), ("agentId", agent_id)])?;
-        let violations = [
-            changes.name.as_deref().and_then(|n| text_violation("name", n, 1, NAME_MAX)),
-            changes
-                .description
-                .as_ref()
-                .and_then(|d| d.as_deref().and_then(|d| text_violation("description", d, 0, DESCRIPTION_MAX))),
-            changes.knowledgebase_id.as_ref().and_then(|k| {
-                k.as_deref().and_then(|id| {
-                    uuid::Uuid::parse_str(id).is_err().then(|| FieldViolation::new("knowledgebaseId", "must be a UUID"))
-                })
-            }),
-        ];
-        let violations: Vec<_> = violations.into_iter().flatten().collect();
-        if !violations.is_empty() {
-            return Err(ServiceError::validation(violations));
-        }
+        changes.validate()?;
         let mut tx = self.db.begin_write().await?;
         let current = sqlx::query(&format!(
             "SELECT {AGENT_COLUMNS} FROM agents WHERE id = $1 AND team_id = $2{}",

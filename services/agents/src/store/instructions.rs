@@ -9,7 +9,7 @@ use switchboard_kit::time::now_ms;
 use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::{Agent, InstructionVersion, Instructions, PromptOptimization, RuntimePrompt};
 
-use super::agents::{AGENT_COLUMNS, INSTRUCTIONS_MAX, agent_from_row, text_violation};
+use super::agents::{AGENT_COLUMNS, agent_from_row};
 use super::{AgentStore, agent_not_found, check_ids};
 use crate::prompt::OPTIMIZE_PROMPT;
 
@@ -98,7 +98,7 @@ impl AgentStore {
 
     pub async fn replace_instructions(&self, team_id: &str, agent_id: &str, text: &str) -> ServiceResult<Instructions> {
         check_ids(&[("teamId", team_id), ("agentId", agent_id)])?;
-        if let Some(violation) = text_violation("instructions", text, 1, INSTRUCTIONS_MAX) {
+        if let Some(violation) = switchboard_kit::limits::INSTRUCTIONS.check("instructions", text) {
             return Err(ServiceError::validation(vec![violation]));
         }
         let mut tx = self.db.begin_write().await?;

@@ -48,7 +48,7 @@ fn unauthorized() -> ServiceError {
 impl IdentityStore {
     pub async fn create_key(&self, team_id: &str, name: &str, access: KeyAccess) -> ServiceResult<CreatedApiKey> {
         let name = if name.trim().is_empty() { "API key" } else { name };
-        validate::all([validate::text("name", name, 100)])?;
+        validate::all([switchboard_kit::limits::KEY_NAME.check("name", name)])?;
         self.team(team_id).await?;
         let secret = crate::keys::generate_secret();
         let key = ApiKey {

@@ -2,7 +2,7 @@
 
 use sqlx::{AnyConnection, Row};
 use switchboard_kit::time::now_ms;
-use switchboard_kit::{ServiceError, ServiceResult};
+use switchboard_kit::{ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{
     AccessConfig, Identity, NewUser, PageInfo, PageRequest, Subscription, Subteam, Team, TeamRef, User,
 };
@@ -13,7 +13,6 @@ use crate::validate;
 
 pub const DEFAULT_PLAN: &str = "self-hosted";
 const BILLING_PERIOD_MS: i64 = 30 * 24 * 60 * 60 * 1000;
-const TEAM_NAME_MAX: usize = 100;
 
 #[derive(Debug, Clone, Default)]
 pub struct NewTeam {
@@ -111,7 +110,7 @@ fn current_period_end(stored_end: i64, now: i64) -> i64 {
 impl IdentityStore {
     pub async fn create_team(&self, new: NewTeam) -> ServiceResult<Team> {
         validate::all([
-            validate::text("name", &new.name, TEAM_NAME_MAX),
+            limits::TEAM_NAME.check("name", &new.name),
             (new.initial_credits < 0)
                 .then(|| switchboard_kit::FieldViolation::new("initialCredits", "must not be negative")),
             new.parent_team_id.as_deref().and_then(|id| validate::uuid("parentTeamId", id)),
@@ -187,12 +186,11 @@ impl IdentityStore {
     pub async fn create_subteam(&self, new: NewSubteam) -> ServiceResult<Subteam> {
         validate::all([
             validate::uuid("agencyTeamId", &new.agency_team_id),
-            validate::text("teamName", &new.team_name, 50),
-            validate::text("firstName", &new.user.first_name, 50),
-            validate::text("lastName", &new.user.last_name, 50),
+            limits::SUBTEAM_NAME.check("teamName", &new.team_name),
+            limits::PERSON_NAME.check("firstName", &new.user.first_name),
+            limits::PERSON_NAME.check("lastName", &new.user.last_name),
             validate::email("email", &new.user.email),
-            (new.total_monthly_credits < 0)
-                .then(|| switchboard_kit::FieldViolation::new("totalMonthlyCredits", "must not be negative")),
+            limits::MONTHLY_CREDITS.check("totalMonthlyCredits", new.total_monthly_credits),
         ])?;
         let mut tx = self.db.begin_write().await?;
         let agency = team_in(&mut tx, &new.agency_team_id).await?.filter(|t| !t.deleted).ok_or_else(team_not_found)?;

@@ -27,8 +27,8 @@ pub(super) fn user_from_row(row: &AnyRow) -> Result<User, sqlx::Error> {
 pub(super) async fn insert_user(conn: &mut AnyConnection, team_id: &str, new: &NewUser) -> ServiceResult<User> {
     let role = if new.role.is_empty() { "member" } else { new.role.as_str() };
     validate::all([
-        validate::text("firstName", &new.first_name, 50),
-        validate::text("lastName", &new.last_name, 50),
+        switchboard_kit::limits::PERSON_NAME.check("firstName", &new.first_name),
+        switchboard_kit::limits::PERSON_NAME.check("lastName", &new.last_name),
         validate::email("email", &new.email),
         (!ROLES.contains(&role))
             .then(|| switchboard_kit::FieldViolation::new("role", format!("must be one of {}", ROLES.join(", ")))),

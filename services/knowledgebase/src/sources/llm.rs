@@ -106,8 +106,8 @@ impl ChatExtractor {
                 let question = pair["question"].as_str()?.trim();
                 let answer = pair["answer"].as_str()?.trim();
                 (!question.is_empty() && !answer.is_empty()).then(|| QaPair {
-                    question: question.chars().take(5000).collect(),
-                    answer: answer.chars().take(50_000).collect(),
+                    question: question.chars().take(switchboard_kit::limits::QUESTION.max).collect(),
+                    answer: answer.chars().take(switchboard_kit::limits::ANSWER.max).collect(),
                 })
             })
             .collect())

@@ -9,7 +9,6 @@ use super::html::Section;
 pub const CHUNK_CHARS: usize = 1200;
 /// A source yields at most this many entries.
 pub const MAX_ENTRIES: usize = 2000;
-const QUESTION_MAX: usize = 5000;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QaPair {
@@ -22,7 +21,7 @@ pub fn from_sections(title: Option<&str>, source_name: &str, sections: &[Section
     let mut pairs = Vec::new();
     for section in sections {
         let question = section.heading.as_deref().map(str::trim).filter(|h| !h.is_empty()).unwrap_or(fallback);
-        let question: String = question.chars().take(QUESTION_MAX).collect();
+        let question: String = question.chars().take(switchboard_kit::limits::QUESTION.max).collect();
         for chunk in chunks(&section.text, CHUNK_CHARS) {
             if pairs.len() == MAX_ENTRIES {
                 return pairs;

@@ -5,12 +5,12 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 use switchboard_kit::jobs::{self, NewJob};
 use switchboard_kit::time::now_ms;
-use switchboard_kit::{ServiceError, ServiceResult};
+use switchboard_kit::{ServiceError, ServiceResult, limits, validate};
 use switchboard_proto::v1::Document;
 
 use super::extracted::{self, Owner, SourceKind};
 use super::webpages::SourcePatch;
-use super::{KnowledgeStore, NAME_MAX, NOTES_MAX, check_ids, text_violation, validate};
+use super::{KnowledgeStore, check_ids};
 
 pub const EXTRACT_DOCUMENT: &str = "extract_document";
 const EXTRACT_ATTEMPTS: i64 = 3;
@@ -57,9 +57,9 @@ pub struct NewDocument {
 impl NewDocument {
     pub fn validate(&self) -> ServiceResult<()> {
         validate([
-            text_violation("name", &self.name, 1, NAME_MAX),
-            self.notes.as_deref().and_then(|n| text_violation("notes", n, 0, NOTES_MAX)),
-            text_violation("file", &self.file_name, 1, NAME_MAX),
+            limits::NAME.check("name", &self.name),
+            self.notes.as_deref().and_then(|n| limits::NOTES.check("notes", n)),
+            limits::NAME.check("file", &self.file_name),
         ])
     }
 }

@@ -7,14 +7,11 @@ use std::collections::HashMap;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 use switchboard_kit::time::now_ms;
-use switchboard_kit::{ServiceError, ServiceResult};
+use switchboard_kit::{ServiceError, ServiceResult, limits, validate};
 use switchboard_proto::v1::{Reference, Source};
 
 use super::outbox::{self, Op};
-use super::{
-    ANSWER_MAX, KnowledgeStore, QUESTION_MAX, check_ids, decode_vector, encode_vector, knowledgebase_not_found,
-    reference_not_found, text_violation, validate,
-};
+use super::{KnowledgeStore, check_ids, decode_vector, encode_vector, knowledgebase_not_found, reference_not_found};
 
 const ENTRY_COLUMNS: &str = "e.id, e.knowledgebase_id, e.source_type, e.source_id, e.question, e.answer, \
      e.created_at, e.updated_at, COALESCE((SELECT w.name FROM webpages w WHERE w.id = e.source_id), \
@@ -29,10 +26,7 @@ pub struct EntryText {
 
 impl EntryText {
     pub fn validate(&self) -> ServiceResult<()> {
-        validate([
-            text_violation("question", &self.question, 1, QUESTION_MAX),
-            text_violation("answer", &self.answer, 1, ANSWER_MAX),
-        ])
+        validate([limits::QUESTION.check("question", &self.question), limits::ANSWER.check("answer", &self.answer)])
     }
 
     /// The question comes first: the model reads 256 tokens at most, and the question is

@@ -2,11 +2,12 @@
 
 use sqlx::Row;
 use sqlx::any::AnyRow;
-use switchboard_kit::ServiceResult;
+use switchboard_kit::jobs::{self, NewJob};
 use switchboard_kit::time::now_ms;
+use switchboard_kit::{ServiceResult, limits, validate};
 use switchboard_proto::v1::{Knowledgebase, KnowledgebaseCounts};
 
-use super::{DESCRIPTION_MAX, KnowledgeStore, NAME_MAX, check_ids, knowledgebase_not_found, text_violation, validate};
+use super::{KnowledgeStore, check_ids, knowledgebase_not_found};
 
 const KNOWLEDGEBASE_COLUMNS: &str = "k.id, k.team_id, k.name, k.description, k.created_at, k.updated_at";
 
@@ -43,6 +44,11 @@ fn counted_knowledgebase_from_row(row: &AnyRow) -> Result<Knowledgebase, sqlx::E
     })
 }
 
+/// The job that unlinks a deleted knowledge base's agents (see `crate::unlink`).
+pub const UNLINK_AGENTS: &str = "unlink-agents";
+/// With the runner's backoff (doubling, at most 5 minutes apart), about 3 days of retries.
+const UNLINK_ATTEMPTS: i64 = 1000;
+
 impl KnowledgeStore {
     pub async fn create_knowledgebase(
         &self,
@@ -52,8 +58,8 @@ impl KnowledgeStore {
     ) -> ServiceResult<Knowledgebase> {
         check_ids(&[("teamId", team_id)])?;
         validate([
-            text_violation("name", name, 1, NAME_MAX),
-            description.and_then(|d| text_violation("description", d, 0, DESCRIPTION_MAX)),
+            limits::NAME.check("name", name),
+            description.and_then(|d| limits::DESCRIPTION.check("description", d)),
         ])?;
         let id = uuid::Uuid::now_v7().to_string();
         let now = now_ms();
@@ -112,8 +118,8 @@ impl KnowledgeStore {
         description: Option<Option<&str>>,
     ) -> ServiceResult<Knowledgebase> {
         validate([
-            name.and_then(|n| text_violation("name", n, 1, NAME_MAX)),
-            description.flatten().and_then(|d| text_violation("description", d, 0, DESCRIPTION_MAX)),
+            name.and_then(|n| limits::NAME.check("name", n)),
+            description.flatten().and_then(|d| limits::DESCRIPTION.check("description", d)),
         ])?;
         let current = self.knowledgebase(team_id, knowledgebase_id).await?;
         let name = name.map(str::trim).map(str::to_owned).or(current.name);
@@ -150,6 +156,19 @@ impl KnowledgeStore {
             .await?;
         super::outbox::record(&mut tx, knowledgebase_id, knowledgebase_id, super::outbox::Op::DeleteKnowledgebase)
             .await?;
+        // The agents linked to it are unlinked by a job committed with the delete, so that an
+        // agents service that is down delays the unlink instead of losing it.
+        jobs::enqueue(
+            &mut tx,
+            NewJob {
+                kind: UNLINK_AGENTS,
+                team_id,
+                subject_id: knowledgebase_id,
+                payload: serde_json::Value::Null,
+                max_attempts: UNLINK_ATTEMPTS,
+            },
+        )
+        .await?;
         tx.commit().await?;
         Ok(knowledgebase)
     }

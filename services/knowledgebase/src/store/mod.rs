@@ -14,14 +14,9 @@ use switchboard_kit::{FieldViolation, ServiceError, ServiceResult};
 pub use documents::{EXTRACT_DOCUMENT, NewDocument};
 pub use entries::{EntryText, IndexedEntry};
 pub use extracted::{ExtractedEntry, SourceKind};
+pub use knowledgebases::UNLINK_AGENTS;
 pub use outbox::OutboxItem;
-pub use webpages::{REFRESH_INTERVAL_MS, SCRAPE_WEBPAGE, SourcePatch, URL_MAX, url_violation};
-
-pub const NAME_MAX: usize = 255;
-pub const DESCRIPTION_MAX: usize = 5000;
-pub const QUESTION_MAX: usize = 5000;
-pub const ANSWER_MAX: usize = 50_000;
-pub const NOTES_MAX: usize = 5000;
+pub use webpages::{REFRESH_INTERVAL_MS, SCRAPE_WEBPAGE, SourcePatch, url_violation};
 
 #[derive(Clone, Debug)]
 pub struct KnowledgeStore {
@@ -53,28 +48,6 @@ pub(crate) fn check_ids(ids: &[(&str, &str)]) -> ServiceResult<()> {
         .map(|(field, _)| FieldViolation::new(*field, "must be a UUID"))
         .collect();
     if violations.is_empty() { Ok(()) } else { Err(ServiceError::validation(violations)) }
-}
-
-/// Neither engine's text should hold NUL: PostgreSQL refuses it.
-const NUL_MESSAGE: &str = "must not contain NUL characters";
-
-/// `min..=max` Unicode characters, not blank when required, no NUL.
-pub(crate) fn text_violation(field: &str, value: &str, min: usize, max: usize) -> Option<FieldViolation> {
-    let chars = value.chars().count();
-    if chars < min || chars > max {
-        Some(FieldViolation::new(field, format!("must be {min} to {max} characters")))
-    } else if min > 0 && value.trim().is_empty() {
-        Some(FieldViolation::new(field, "must not be blank"))
-    } else if value.contains('\0') {
-        Some(FieldViolation::new(field, NUL_MESSAGE))
-    } else {
-        None
-    }
-}
-
-pub(crate) fn validate(violations: impl IntoIterator<Item = Option<FieldViolation>>) -> ServiceResult<()> {
-    let found: Vec<_> = violations.into_iter().flatten().collect();
-    if found.is_empty() { Ok(()) } else { Err(ServiceError::validation(found)) }
 }
 
 pub(crate) fn encode_vector(vector: &[f32]) -> Vec<u8> {

@@ -6,15 +6,14 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 use switchboard_kit::jobs::{self, NewJob};
 use switchboard_kit::time::now_ms;
-use switchboard_kit::{FieldViolation, ServiceError, ServiceResult};
+use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, limits, validate};
 use switchboard_proto::v1::Webpage;
 
 use super::extracted::{self, Owner, SourceKind};
-use super::{KnowledgeStore, NAME_MAX, NOTES_MAX, check_ids, knowledgebase_not_found, text_violation, validate};
+use super::{KnowledgeStore, check_ids, knowledgebase_not_found};
 
 pub const SCRAPE_WEBPAGE: &str = "scrape_webpage";
 pub const REFRESH_INTERVAL_MS: i64 = 24 * 60 * 60 * 1000;
-pub const URL_MAX: usize = 2048;
 /// A scrape is tried this often before the page is left `failed`.
 const SCRAPE_ATTEMPTS: i64 = 4;
 
@@ -44,11 +43,11 @@ fn webpage_from_row(row: &AnyRow) -> Result<Webpage, sqlx::Error> {
     })
 }
 
-/// An absolute http or https URL with a host, of at most [`URL_MAX`] characters.
+/// An absolute http or https URL with a host, within [`limits::URL`].
 pub fn url_violation(url: &str) -> Option<FieldViolation> {
     let problem = || Some(FieldViolation::new("url", "must be an absolute http or https URL"));
-    if url.chars().count() > URL_MAX {
-        return Some(FieldViolation::new("url", format!("must be at most {URL_MAX} characters")));
+    if let Some(violation) = limits::URL.check("url", url) {
+        return Some(violation);
     }
     match url::Url::parse(url.trim()) {
         Ok(parsed)
@@ -72,12 +71,9 @@ pub struct SourcePatch {
 impl SourcePatch {
     pub(crate) fn validate(&self) -> ServiceResult<()> {
         validate([
-            self.name.as_deref().and_then(|name| text_violation("name", name, 1, NAME_MAX)),
+            self.name.as_deref().and_then(|name| limits::NAME.check("name", name)),
             self.url.as_deref().and_then(url_violation),
-            self.notes
-                .as_ref()
-                .and_then(|notes| notes.as_deref())
-                .and_then(|n| text_violation("notes", n, 0, NOTES_MAX)),
+            self.notes.as_ref().and_then(|notes| notes.as_deref()).and_then(|n| limits::NOTES.check("notes", n)),
         ])
     }
 }
@@ -94,9 +90,9 @@ impl KnowledgeStore {
     ) -> ServiceResult<Webpage> {
         check_ids(&[("teamId", team_id), ("knowledgebaseId", knowledgebase_id)])?;
         validate([
-            text_violation("name", name, 1, NAME_MAX),
+            limits::NAME.check("name", name),
             url_violation(url),
-            notes.and_then(|n| text_violation("notes", n, 0, NOTES_MAX)),
+            notes.and_then(|n| limits::NOTES.check("notes", n)),
         ])?;
         let id = uuid::Uuid::now_v7().to_string();
         let now = now_ms();

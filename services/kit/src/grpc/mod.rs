@@ -1,0 +1,80 @@
+//! How every service serves gRPC: its own services plus the standard health service and
+//! server reflection (both `v1` and `v1alpha`, because common tools such as grpcurl still
+//! speak only the older one) listing exactly what it serves, the service token on every call,
+//! a tracing span per call that continues the caller's trace, and a graceful stop.
+
+pub mod client;
+pub mod token;
+
+use std::future::Future;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+use tonic::service::Routes;
+use tonic::transport::Server;
+use tonic::transport::server::TcpIncoming;
+use tonic_health::ServingStatus;
+
+pub use client::{Channel, channel};
+pub use token::{ServiceAccess, ServiceToken};
+
+const HEALTH: &str = "grpc.health.v1.Health";
+const REFLECTION_V1: &str = "grpc.reflection.v1.ServerReflection";
+const REFLECTION_V1ALPHA: &str = "grpc.reflection.v1alpha.ServerReflection";
+
+fn reflection(services: &[&'static str]) -> tonic_reflection::server::Builder<'static> {
+    let mut builder = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(switchboard_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET);
+    for name in services.iter().copied().chain([HEALTH, REFLECTION_V1, REFLECTION_V1ALPHA]) {
+        builder = builder.with_service_name(name);
+    }
+    builder
+}
+
+/// Serves `routes`, which implement the gRPC `services` (full names, as health checks and
+/// reflection show them), on an already bound listener until `shutdown` completes; calls in
+/// flight are allowed to finish.
+pub async fn serve(
+    services: &[&'static str],
+    listener: TcpListener,
+    routes: Routes,
+    access: ServiceAccess,
+    shutdown: impl Future<Output = ()> + Send,
+) -> anyhow::Result<()> {
+    let (health_reporter, health_service) = tonic_health::server::health_reporter();
+    for service in services {
+        health_reporter.set_service_status(*service, ServingStatus::Serving).await;
+    }
+    let reflection_v1 = reflection(services).build_v1().context("building gRPC reflection v1")?;
+    let reflection_v1alpha = reflection(services).build_v1alpha().context("building gRPC reflection v1alpha")?;
+    let routes = routes.add_service(health_service).add_service(reflection_v1).add_service(reflection_v1alpha);
+
+    let name = services.first().copied().unwrap_or("grpc");
+    let address = listener.local_addr().ok();
+    tracing::info!(services = ?services, ?address, "gRPC server listening");
+    // The builder's `tcp_nodelay` only reaches listeners tonic binds itself: set it on ours,
+    // or a reply larger than one segment waits out the peer's delayed ACK (about 40 ms).
+    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    Server::builder()
+        .trace_fn(move |request| crate::telemetry::grpc_server_span(name, request))
+        .layer(token::RequireToken::new(access))
+        .add_routes(routes)
+        .serve_with_incoming_shutdown(incoming, shutdown)
+        .await
+        .with_context(|| format!("serving gRPC for {name}"))
+}
+
+/// What a gRPC method answers.
+pub type Reply<T> = Result<tonic::Response<T>, tonic::Status>;
+
+/// A store's result as a gRPC answer: its error becomes a status that carries the public code,
+/// hint and field violations (see `crate::error`).
+pub fn reply<T>(result: crate::ServiceResult<T>) -> Reply<T> {
+    result.map(tonic::Response::new).map_err(tonic::Status::from)
+}
+
+/// Binds a gRPC listen address such as `0.0.0.0:50051` (`:0` picks a free port).
+pub async fn bind(address: &str) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(address).await.with_context(|| format!("binding {address}"))
+}
