@@ -10,18 +10,18 @@ use bytes::Bytes;
 use pingora::http::ResponseHeader;
 use pingora::prelude::HttpPeer;
 use pingora::proxy::{ProxyHttp, Session};
+use serde_json::Value;
 use switchboard_kit::{ErrorKind, ServiceError};
 use tokio::sync::OnceCell;
 
 use crate::auth::{self, Authenticator};
 use crate::call::{Call, HandlerResult, Principal, Reply};
 use crate::config::GatewayConfig;
+use crate::endpoint::{BodyKind, Endpoint, Method, RawInput};
 use crate::limits::{self, Decision, RateLimiter};
 use crate::router::{Match, Router};
-use crate::routes::{self, Body, Method, Route};
 use crate::scope::{self, Scoper};
 use crate::services::Services;
-use crate::validate::canonical_uuid;
 use crate::{mcp, openapi};
 
 /// Liveness, at the root (where probes look) and under `/v1` (where the description puts it).
@@ -39,9 +39,10 @@ pub struct App {
     /// Created on the first request, on the runtime that serves requests.
     services: OnceCell<Services>,
     in_flight: Arc<AtomicUsize>,
-    /// The OpenAPI description, built from the route table at start.
+    /// The OpenAPI description and the skill file, built from the endpoints at start.
     openapi: Bytes,
-    pub(crate) tools: mcp::tools::Tools,
+    skill: Bytes,
+    pub(crate) tools: mcp::Tools,
 }
 
 /// What admission decides: run the handler with this call, or answer at once (a 429).
@@ -70,15 +71,17 @@ impl Drop for InFlight {
 
 impl App {
     pub fn new(config: GatewayConfig, in_flight: Arc<AtomicUsize>) -> anyhow::Result<Self> {
+        let endpoints = crate::api::endpoints();
         Ok(Self {
-            router: Router::new(routes::table()),
+            openapi: openapi::document_bytes()?,
+            skill: Bytes::from(openapi::skill(&endpoints)),
+            tools: mcp::Tools::build(&endpoints)?,
+            router: Router::new(endpoints),
             auth: Authenticator::new(config.auth_cache_ttl),
             scoper: Scoper::new(config.auth_cache_ttl),
             limiter: RateLimiter::new(&config)?,
             services: OnceCell::new(),
             in_flight,
-            openapi: openapi::document_bytes()?,
-            tools: mcp::tools::Tools::build()?,
             config,
         })
     }
@@ -113,41 +116,47 @@ impl App {
                 return Err(ServiceError::not_found("Route not found"));
             }
         };
-        let query: Vec<(String, String)> = header
-            .uri
-            .query()
-            .map(|q| url::form_urlencoded::parse(q.as_bytes()).into_owned().collect())
-            .unwrap_or_default();
+        let mut raw = RawInput::default();
+        for (name, value) in header.uri.query().map(|q| url::form_urlencoded::parse(q.as_bytes())).into_iter().flatten()
+        {
+            // The first of repeated parameters counts.
+            raw.query.entry(name.into_owned()).or_insert_with(|| Value::String(value.into_owned()));
+        }
+        raw.path = params.into_iter().map(|(name, value)| (name.to_owned(), Value::String(value))).collect();
+        let team_id = raw.query.get("teamId").and_then(Value::as_str).map(str::to_owned);
 
         let services = self.services().await?;
         let principal = self.auth.authenticate(&services, auth::presented_key(session.req_header(), route)).await?;
-
-        let mut call = match self.admit(route, services, principal, params, query, ctx).await? {
+        let call = match self.admit(route, services, principal, team_id.as_deref(), ctx).await? {
             Admission::Continue(call) => call,
             Admission::Respond(reply) => return Ok(reply),
         };
-        call.body = match route.body {
-            Body::Json => {
-                let read = crate::body::read_json(session, self.config.max_body_bytes).await;
-                if read.as_ref().is_err_and(|e| e.kind == ErrorKind::PayloadTooLarge) {
-                    ctx.close = true;
-                }
-                read?
+        match route.body {
+            BodyKind::Json => raw.body = self.read_json(session, ctx).await?,
+            // A body an operation does not take is still read: a non-JSON one is refused as
+            // anywhere else, and the connection stays usable.
+            BodyKind::None if route.method != Method::Get && route.method != Method::Delete => {
+                self.read_json(session, ctx).await?;
             }
-            Body::None | Body::Multipart => None,
-        };
-        call.upload = match route.body {
-            Body::Multipart => {
+            BodyKind::None => {}
+            BodyKind::Multipart => {
                 let limit = self.config.max_upload_bytes.saturating_add(UPLOAD_ENVELOPE_BYTES);
                 let read = crate::body::read_upload(session, limit).await;
                 if read.is_err() {
                     ctx.close = true;
                 }
-                Some(read?)
+                raw.upload = Some(read?);
             }
-            Body::None | Body::Json => None,
-        };
-        (route.handler)(*call).await
+        }
+        route.run(*call, raw).await
+    }
+
+    async fn read_json(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<Option<Value>, ServiceError> {
+        let read = crate::body::read_json(session, self.config.max_body_bytes).await;
+        if read.as_ref().is_err_and(|e| e.kind == ErrorKind::PayloadTooLarge) {
+            ctx.close = true;
+        }
+        read
     }
 
     /// The resources served without a key (health, the OpenAPI description, the skill file),
@@ -157,9 +166,7 @@ impl App {
         let reply = match path {
             HEALTH_PATH => Reply::json(200, serde_json::json!({ "status": "ok" })),
             openapi::DOCUMENT_PATH => Reply::document("application/json", self.openapi.clone()),
-            openapi::SKILL_PATH => {
-                Reply::document("text/markdown; charset=utf-8", Bytes::from_static(openapi::SKILL.as_bytes()))
-            }
+            openapi::SKILL_PATH => Reply::document("text/markdown; charset=utf-8", self.skill.clone()),
             _ => return None,
         };
         if matches!(method, "GET" | "HEAD") {
@@ -171,15 +178,14 @@ impl App {
     }
 
     /// What every operation passes before its handler, over REST or MCP: the key-owning team's
-    /// rate limit (a 429 answer when spent), `teamId` scoping, the access checks and well-formed
-    /// ids. The call it gives has no body yet.
+    /// rate limit (a 429 answer when spent), `teamId` scoping and the access checks. The input
+    /// is checked by the endpoint itself.
     pub(crate) async fn admit(
         &self,
-        route: &Route,
+        route: &Endpoint,
         services: Services,
         principal: Arc<Principal>,
-        mut params: Vec<(&'static str, String)>,
-        query: Vec<(String, String)>,
+        team_id: Option<&str>,
         ctx: &mut RequestCtx,
     ) -> Result<Admission, ServiceError> {
         let decision = self.limiter.check(&principal.team.id, route.class).await;
@@ -188,18 +194,12 @@ impl App {
             let (body, retry_after) = limits::too_many_requests(&decision);
             return Ok(Admission::Respond(Reply::json(429, body).with_header(retry_after.0, retry_after.1)));
         }
-        let team_id = query.iter().find(|(k, _)| k == "teamId").map(|(_, v)| v.as_str());
         let team = self.scoper.effective_team(&services, &principal, team_id).await?;
         scope::check_access(route, &principal)?;
-        normalise_path_ids(&mut params)?;
         Ok(Admission::Continue(Box::new(Call {
             services,
             principal,
             team,
-            params,
-            query,
-            body: None,
-            upload: None,
             max_upload_bytes: self.config.max_upload_bytes,
         })))
     }
@@ -228,19 +228,6 @@ impl App {
         session.write_response_header(Box::new(header), false).await?;
         session.write_response_body(Some(body), true).await
     }
-}
-
-/// Every `...Id` path parameter is a UUID; anything else is a 400, not a lookup. An id
-/// spelled otherwise than stored names the same resource, so it is rewritten to that form.
-fn normalise_path_ids(params: &mut [(&'static str, String)]) -> Result<(), ServiceError> {
-    let mut violations = Vec::new();
-    for (name, value) in params.iter_mut().filter(|(name, _)| name.ends_with("Id")) {
-        match canonical_uuid(value) {
-            Some(id) => *value = id,
-            None => violations.push(switchboard_kit::FieldViolation::new(*name, "must be a UUID")),
-        }
-    }
-    if violations.is_empty() { Ok(()) } else { Err(ServiceError::validation(violations)) }
 }
 
 /// A request id from the client is kept when it is short and printable, so that callers

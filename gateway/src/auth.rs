@@ -12,7 +12,7 @@ use switchboard_proto::v1::AuthenticateRequest;
 
 use crate::cache::TtlCache;
 use crate::call::Principal;
-use crate::routes::Route;
+use crate::endpoint::Endpoint;
 use crate::services::Services;
 
 /// Longer values are not keys; they are refused without a lookup.
@@ -32,7 +32,7 @@ fn invalid() -> ServiceError {
 }
 
 /// The key a request presents: `X-API-Key`, or `X-AGENCY-KEY` on the agency routes.
-pub fn presented_key<'h>(header: &'h RequestHeader, route: &Route) -> Option<&'h str> {
+pub fn presented_key<'h>(header: &'h RequestHeader, route: &Endpoint) -> Option<&'h str> {
     let value = header
         .headers
         .get("x-api-key")

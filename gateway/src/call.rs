@@ -3,11 +3,11 @@
 use std::sync::Arc;
 
 use serde_json::Value;
-use switchboard_kit::{ServiceError, ServiceResult};
+use switchboard_kit::ServiceError;
 use switchboard_proto::v1::{ApiKey, Team};
 
+use crate::endpoint::errors::{Code, ErrorBody, FieldError};
 use crate::services::Services;
-use crate::validate::{Fields, Query};
 
 /// The key behind a request and the team that owns it.
 #[derive(Debug)]
@@ -21,41 +21,12 @@ pub struct Call {
     pub principal: Arc<Principal>,
     /// The team the request acts on: the key's own, or a client subteam chosen by `teamId`.
     pub team: Arc<Team>,
-    pub params: Vec<(&'static str, String)>,
-    pub query: Vec<(String, String)>,
-    pub body: Option<Value>,
-    /// The raw multipart body of an upload route.
-    pub upload: Option<crate::body::Upload>,
     pub max_upload_bytes: usize,
 }
 
 impl Call {
     pub fn team_id(&self) -> &str {
         &self.team.id
-    }
-
-    /// True when an agency key acts on one of its subteams through `teamId`.
-    pub fn via_agency(&self) -> bool {
-        self.team.id != self.principal.team.id
-    }
-
-    pub fn has_param(&self, name: &str) -> bool {
-        self.params.iter().any(|(key, _)| *key == name)
-    }
-
-    pub fn param(&self, name: &str) -> &str {
-        self.params.iter().find(|(key, _)| *key == name).map(|(_, value)| value.as_str()).unwrap_or_default()
-    }
-
-    pub fn query(&self) -> Query<'_> {
-        Query::new(&self.query)
-    }
-
-    pub fn fields(&self) -> ServiceResult<Fields<'_>> {
-        match &self.body {
-            Some(body) => Fields::of(body),
-            None => Err(crate::body::body_required()),
-        }
     }
 }
 
@@ -85,53 +56,39 @@ impl Reply {
             .with_header("Cache-Control", "public, max-age=300".to_owned())
     }
 
-    /// `200 {"data": ...}`
-    pub fn data(data: Value) -> Self {
-        Self::json(200, serde_json::json!({ "data": data }))
-    }
-
-    /// `201 {"data": ..., "message": ...}`
-    pub fn created(data: Value, message: &str) -> Self {
-        Self::json(201, serde_json::json!({ "data": data, "message": message }))
-    }
-
-    /// `200 {"data": ..., "message": ...}`
-    pub fn updated(data: Value, message: &str) -> Self {
-        Self::json(200, serde_json::json!({ "data": data, "message": message }))
-    }
-
     pub fn with_header(mut self, name: &'static str, value: String) -> Self {
         self.headers.push((name, value));
         self
     }
 
-    /// The public error envelope: `{error, code, hint?, details?}`.
+    /// The public error envelope: `{error, code, hint?, details?}`, and when a per-resource
+    /// rule allows the action again later, `retryAfter`, `resetAt` and `nextAvailableAt`.
     pub fn error(error: &ServiceError) -> Self {
         if let Some(source) = &error.source {
             tracing::error!(error = format!("{source:#}"), "internal error");
         }
-        let mut body = serde_json::json!({
-            "error": error.message,
-            "code": error.kind.code(),
+        let details = (!error.details.is_empty()).then(|| {
+            error.details.iter().map(|v| FieldError { field: v.field.clone(), message: v.message.clone() }).collect()
         });
-        if let Some(hint) = &error.hint {
-            body["hint"] = Value::from(hint.as_str());
-        }
-        if !error.details.is_empty() {
-            body["details"] =
-                error.details.iter().map(|v| serde_json::json!({ "field": v.field, "message": v.message })).collect();
-        }
-        let mut reply = Self::json(error.kind.http_status(), body);
-        if let Some(retry_at_ms) = error.retry_at_ms {
+        let retry = error.retry_at_ms.map(|retry_at_ms| {
             let seconds = ((retry_at_ms - switchboard_kit::time::now_ms()).max(0) + 999) / 1000;
-            let at = Value::from(switchboard_kit::time::iso_ms(retry_at_ms));
+            (seconds, switchboard_kit::time::iso_ms(retry_at_ms))
+        });
+        let body = ErrorBody {
+            error: error.message.clone(),
+            code: Code(error.kind.code()),
+            hint: error.hint.clone(),
+            details,
+            retry_after: retry.as_ref().map(|(seconds, _)| *seconds),
             // `resetAt` as on every 429; `nextAvailableAt` is the spec's name for this one.
-            reply.body["resetAt"] = at.clone();
-            reply.body["nextAvailableAt"] = at;
-            reply.body["retryAfter"] = Value::from(seconds);
-            reply = reply.with_header("Retry-After", seconds.to_string());
+            reset_at: retry.as_ref().map(|(_, at)| at.clone()),
+            next_available_at: retry.as_ref().map(|(_, at)| at.clone()),
+        };
+        let reply = Self::json(error.kind.http_status(), serde_json::to_value(&body).unwrap_or(Value::Null));
+        match retry {
+            Some((seconds, _)) => reply.with_header("Retry-After", seconds.to_string()),
+            None => reply,
         }
-        reply
     }
 }
 

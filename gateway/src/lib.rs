@@ -1,7 +1,11 @@
 //! The public edge of Switchboard: a pingora server that authenticates `X-API-Key`,
 //! applies agency scoping and rate limits, and translates the REST API into gRPC calls
 //! to the services. Services never see HTTP, keys or limits.
+//!
+//! Every operation is declared once, in `api`, on the types of `endpoint`; the router, the
+//! OpenAPI description, the MCP tools and the skill file are read off those declarations.
 
+mod api;
 mod app;
 mod auth;
 mod body;
@@ -9,17 +13,14 @@ mod cache;
 mod call;
 mod combine;
 pub mod config;
-mod handlers;
+mod endpoint;
 pub mod limits;
 mod mcp;
 pub mod openapi;
 mod router;
-pub mod routes;
 mod scope;
 pub mod server;
 mod services;
-mod validate;
-mod views;
 
 pub use config::GatewayConfig;
 pub use server::{RunningGateway, start};

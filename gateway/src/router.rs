@@ -1,10 +1,10 @@
 //! Finds the route of a request: by path first, then by method, so that a known path with
 //! the wrong method is a 405 that names the allowed ones.
 
-use crate::routes::{Method, Route};
+use crate::endpoint::{Endpoint, Method};
 
 pub struct Router {
-    routes: Vec<(Vec<Segment>, Route)>,
+    routes: Vec<(Vec<Segment>, Endpoint)>,
 }
 
 enum Segment {
@@ -13,13 +13,13 @@ enum Segment {
 }
 
 pub enum Match<'r> {
-    Found(&'r Route, Vec<(&'static str, String)>),
+    Found(&'r Endpoint, Vec<(&'static str, String)>),
     MethodNotAllowed(Vec<Method>),
     NotFound,
 }
 
 impl Router {
-    pub fn new(routes: Vec<Route>) -> Self {
+    pub fn new(routes: Vec<Endpoint>) -> Self {
         let routes = routes
             .into_iter()
             .map(|route| {
@@ -82,17 +82,17 @@ fn percent_decode(part: &str) -> String {
 mod tests {
     use super::*;
     use crate::call::Call;
-    use crate::routes::HandlerFuture;
+    use crate::endpoint::{Data, Input};
 
-    fn nothing(_: Call) -> HandlerFuture {
-        Box::pin(async { Err(switchboard_kit::ServiceError::not_found("x")) })
+    async fn nothing(_: Call, _: Input) -> switchboard_kit::ServiceResult<Data<()>> {
+        Err(switchboard_kit::ServiceError::not_found("x"))
     }
 
     fn router() -> Router {
         Router::new(vec![
-            Route::get("/v1/agents", nothing),
-            Route::get("/v1/agents/{agentId}/instructions", nothing),
-            Route::put("/v1/agents/{agentId}/instructions", nothing),
+            Endpoint::get("/v1/agents", nothing),
+            Endpoint::get("/v1/agents/{agentId}/instructions", nothing),
+            Endpoint::put("/v1/agents/{agentId}/instructions", nothing),
         ])
     }
 

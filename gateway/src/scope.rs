@@ -9,9 +9,9 @@ use switchboard_proto::v1::{ResolveTeamRequest, Team};
 
 use crate::cache::TtlCache;
 use crate::call::Principal;
-use crate::routes::Route;
+use crate::endpoint::Endpoint;
+use crate::endpoint::input::canonical_uuid;
 use crate::services::Services;
-use crate::validate::canonical_uuid;
 
 pub struct Scoper {
     /// By (agency team, subteam).
@@ -73,7 +73,7 @@ impl Scoper {
 
 /// Read-only keys may not write; a subteam's own keys may not use what its access flags
 /// switch off.
-pub fn check_access(route: &Route, principal: &Principal) -> ServiceResult<()> {
+pub fn check_access(route: &Endpoint, principal: &Principal) -> ServiceResult<()> {
     use switchboard_proto::v1::KeyAccess;
     if route.write && principal.key.access() == KeyAccess::ReadOnly {
         return Err(ServiceError::forbidden("This API key is read-only")

@@ -63,7 +63,8 @@ async fn agent_bodies_are_validated() {
         )
         .await;
     assert_eq!(response.error_code(400), "VALIDATION_ERROR");
-    assert_eq!(response.fields(), ["name", "instructions", "knowledgebaseId", "type"]);
+    // Every violation, in the order the request type declares its members.
+    assert_eq!(response.fields(), ["name", "type", "instructions", "knowledgebaseId"]);
     let missing = api.post("/agents", json!({})).await;
     assert_eq!(missing.fields(), ["name", "type"]);
     let unknown_kb =

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+mod contract;
+
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -10,6 +12,8 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
+
+pub use contract::Contract;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 
@@ -234,11 +238,17 @@ impl Api {
         request
     }
 
+    /// Sends the request; the answer is checked against the gateway's OpenAPI document (see
+    /// `contract.rs`) before the test sees it.
     pub async fn send(&self, request: reqwest::RequestBuilder) -> Response {
-        let response = request.send().await.expect("request");
+        let request = request.build().expect("request");
+        let (method, url) = (request.method().as_str().to_owned(), request.url().clone());
+        let response = self.http.execute(request).await.expect("request");
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let text = response.text().await.expect("body");
+        let content_type = headers.get("content-type").and_then(|v| v.to_str().ok());
+        Contract::of(&url.origin().ascii_serialization()).await.check(&method, url.path(), status, content_type, &text);
         let body = serde_json::from_str(&text).unwrap_or(Value::Null);
         Response { status, headers, body, text }
     }

@@ -2,10 +2,11 @@
 //! and the IETF `RateLimit` / `RateLimit-Policy` structured fields
 //! (draft-ietf-httpapi-ratelimit-headers).
 
-use serde_json::json;
+use switchboard_kit::ErrorKind;
 
 use super::Decision;
 use super::WINDOW_MS;
+use crate::endpoint::errors::{Code, RateLimitBody};
 
 pub fn rate_limit_headers(decision: &Decision) -> Vec<(&'static str, String)> {
     let reset_seconds = decision.seconds_to_reset();
@@ -22,12 +23,12 @@ pub fn rate_limit_headers(decision: &Decision) -> Vec<(&'static str, String)> {
 /// The 429 body and its `Retry-After`.
 pub fn too_many_requests(decision: &Decision) -> (serde_json::Value, (&'static str, String)) {
     let retry_after = decision.seconds_to_reset();
-    let body = json!({
-        "error": "Rate limit exceeded",
-        "code": "RATE_LIMITED",
-        "retryAfter": retry_after,
-        "resetAt": switchboard_kit::time::iso_ms(decision.reset_at_ms),
-        "hint": format!("The {} limit is {} requests per minute for this team.", decision.class.name(), decision.limit),
-    });
-    (body, ("Retry-After", retry_after.to_string()))
+    let body = RateLimitBody {
+        error: "Rate limit exceeded",
+        code: Code(ErrorKind::RateLimited.code()),
+        retry_after,
+        reset_at: switchboard_kit::time::iso_ms(decision.reset_at_ms),
+        hint: format!("The {} limit is {} requests per minute for this team.", decision.class.name(), decision.limit),
+    };
+    (serde_json::to_value(&body).unwrap_or_default(), ("Retry-After", retry_after.to_string()))
 }

@@ -1,42 +1,49 @@
 //! The hosted MCP server: JSON-RPC 2.0 over MCP's Streamable HTTP transport at `/mcp`.
 //!
-//! Every message is a POST answered with one JSON body; the server never pushes, so it offers no
-//! event stream (GET is 405) and keeps no session. The key comes as `Authorization: Bearer`
-//! (the spec) or `X-API-Key`. The tools are the spec's (`tools.rs`); a tool call runs its REST
-//! operation through the same admission as a REST request (rate class, `teamId` scoping, access
-//! checks) and the same handler, so a tool can do exactly what its operation can, no more.
+//! Messages are parsed into and answered with the protocol types of rmcp, the official Rust
+//! SDK, so the protocol surface follows the SDK as MCP revisions land; the transport is the
+//! gateway's own. Every message is a POST answered with one JSON body: the server never pushes,
+//! so it offers no event stream (GET is 405) and keeps no session, and any gateway replica
+//! answers. The key comes as `Authorization: Bearer` (the spec) or `X-API-Key`. The tools are
+//! the endpoints that declare one (`tools.rs`); a tool call runs its endpoint through the same
+//! admission as a REST request (rate class, `teamId` scoping, access checks) and the same input
+//! checks and handler, so a tool can do exactly what its operation can, no more.
 
-pub mod tools;
+mod tools;
 
 use std::sync::Arc;
 
 use pingora::http::RequestHeader;
 use pingora::proxy::Session;
-use serde_json::{Map, Value, json};
-use switchboard_kit::{ErrorKind, FieldViolation, ServiceError};
+use rmcp::model::{
+    CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, ErrorCode, ErrorData, Implementation, InitializeResult,
+    JsonRpcMessage, ListToolsResult, ProtocolVersion, RequestId, ServerCapabilities, ServerJsonRpcMessage,
+    ServerResult, ToolsCapability,
+};
+use serde_json::{Value, json};
+use switchboard_kit::{ErrorKind, ServiceError};
 
-use crate::app::{Admission, App, RequestCtx};
-use crate::call::{HandlerResult, Principal, Reply};
-use crate::routes::Body;
-use crate::services::Services;
-use tools::{Operation, Place, Tool};
+use crate::app::{App, RequestCtx};
+use crate::call::{HandlerResult, Reply};
+use crate::endpoint::Endpoint;
+
+pub use tools::{Tools, openapi_path, tool_names};
 
 pub const PATHS: [&str; 2] = ["/mcp", "/v1/mcp"];
 
-/// Newest first; a client asking for another version gets the newest.
-const PROTOCOL_VERSIONS: [&str; 3] = ["2025-06-18", "2025-03-26", "2024-11-05"];
+/// The newest revision this server speaks that still begins with `initialize`.
+const NEWEST: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 
-const INSTRUCTIONS: &str = "Tools of the Switchboard v1 API: agents, their instructions and their knowledge. \
-Call whoami first: it confirms the key and reports the team and its credit balance. Find agent ids \
-with list_agents. search_knowledge costs 1 credit per search. Pass teamId to act on a client \
-subteam of an agency.";
+/// The revisions a client may ask for; any other gets [`NEWEST`].
+const SUPPORTED: [ProtocolVersion; 4] = [
+    ProtocolVersion::V_2025_11_25,
+    ProtocolVersion::V_2025_06_18,
+    ProtocolVersion::V_2025_03_26,
+    ProtocolVersion::V_2024_11_05,
+];
 
-const PARSE_ERROR: i64 = -32700;
-const INVALID_REQUEST: i64 = -32600;
-const METHOD_NOT_FOUND: i64 = -32601;
-const INVALID_PARAMS: i64 = -32602;
-
-type RpcResult = Result<Value, (i64, String)>;
+/// The methods this server answers; a known method whose params do not parse is `-32602`.
+const KNOWN_METHODS: [&str; 4] = ["initialize", "ping", "tools/list", "tools/call"];
 
 impl App {
     pub(crate) async fn mcp(&self, session: &mut Session, ctx: &mut RequestCtx) -> HandlerResult {
@@ -58,140 +65,99 @@ impl App {
             Err(error) => return Ok(unauthorized(error)),
         };
         let message = match crate::body::read_json(session, self.config.max_body_bytes).await {
-            Ok(Some(Value::Object(message))) => message,
-            Ok(Some(_)) => return Ok(rpc_error(400, Value::Null, INVALID_REQUEST, "Send one JSON-RPC object")),
-            Ok(None) => return Ok(rpc_error(400, Value::Null, INVALID_REQUEST, "Empty body")),
+            Ok(Some(message)) => message,
+            Ok(None) => return Ok(rpc_error(400, None, ErrorData::invalid_request("Empty body", None))),
             Err(error) if error.kind == ErrorKind::MalformedJson => {
-                return Ok(rpc_error(400, Value::Null, PARSE_ERROR, "Parse error"));
+                return Ok(rpc_error(400, None, ErrorData::parse_error("Parse error", None)));
             }
             Err(error) => return Err(error),
         };
-        let id = message.get("id").cloned();
-        let method = message.get("method").and_then(Value::as_str);
-        let (Some(id), Some(method)) = (id, method) else {
+        let id_hint = message.get("id").and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
+        let (id, request) = match serde_json::from_value::<ClientJsonRpcMessage>(message) {
+            Ok(JsonRpcMessage::Request(request)) => (request.id, request.request),
             // Notifications and the client's answers need no reply.
-            return Ok(Reply::empty(202));
+            Ok(_) => return Ok(Reply::empty(202)),
+            Err(error) => {
+                let error = ErrorData::invalid_request(format!("Not a JSON-RPC 2.0 message: {error}"), None);
+                return Ok(rpc_error(400, id_hint, error));
+            }
         };
-        if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-            return Ok(rpc_error(400, id, INVALID_REQUEST, "jsonrpc must be \"2.0\""));
-        }
-        let params = message.get("params").cloned().unwrap_or_else(|| json!({}));
-        let result = match method {
-            "initialize" => Ok(initialize(&params)),
-            "ping" => Ok(json!({})),
-            "tools/list" => Ok(json!({ "tools": self.tools.listing() })),
-            "tools/call" => self.call_tool(services, principal, &params, ctx).await,
-            other => Err((METHOD_NOT_FOUND, format!("Method not found: {other}"))),
+        let answered = match request {
+            ClientRequest::InitializeRequest(request) => {
+                Ok(initialize(&request.params.protocol_version, self.tools.instructions()))
+            }
+            ClientRequest::PingRequest(_) => Ok(ServerResult::empty(())),
+            ClientRequest::ListToolsRequest(_) => Ok(ListToolsResult::with_all_items(self.tools.listing()).into()),
+            ClientRequest::CallToolRequest(request) => self.call_tool(principal, services, request.params, ctx).await,
+            ClientRequest::CustomRequest(request) if KNOWN_METHODS.contains(&request.method.as_str()) => {
+                Err(ErrorData::invalid_params(format!("Invalid params for {}", request.method), None))
+            }
+            other => {
+                Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, format!("Method not found: {}", other.method()), None))
+            }
         };
-        Ok(match result {
-            Ok(result) => Reply::json(200, json!({ "jsonrpc": "2.0", "id": id, "result": result })),
-            Err((code, message)) => rpc_error(200, id, code, &message),
+        Ok(match answered {
+            Ok(mut result) => {
+                // Fields of revisions after the ones served would confuse their clients.
+                result.strip_result_type_for_legacy_peer();
+                result.strip_non_object_output_for_legacy_peer();
+                let answer = ServerJsonRpcMessage::response(result, id);
+                Reply::json(200, serde_json::to_value(answer).unwrap_or(Value::Null))
+            }
+            Err(error) => rpc_error(200, Some(id), error),
         })
     }
 
     async fn call_tool(
         &self,
-        services: Services,
-        principal: Arc<Principal>,
-        params: &Value,
+        principal: Arc<crate::call::Principal>,
+        services: crate::services::Services,
+        params: CallToolRequestParams,
         ctx: &mut RequestCtx,
-    ) -> RpcResult {
-        let name =
-            params.get("name").and_then(Value::as_str).ok_or((INVALID_PARAMS, "tools/call needs a name".to_owned()))?;
-        let tool = self.tools.find(name).ok_or_else(|| (INVALID_PARAMS, format!("Unknown tool: {name}")))?;
-        let arguments = match params.get("arguments") {
-            None | Some(Value::Null) => Map::new(),
-            Some(Value::Object(arguments)) => arguments.clone(),
-            Some(_) => return Err((INVALID_PARAMS, "arguments must be an object".to_owned())),
-        };
-        let reply = match tool.operations.iter().find(|operation| operation.addressed_by(&arguments)) {
-            Some(operation) => self
-                .run_operation(operation, services, principal, arguments, ctx)
+    ) -> Result<ServerResult, ErrorData> {
+        let tool = self
+            .tools
+            .find(&params.name)
+            .ok_or_else(|| ErrorData::invalid_params(format!("Unknown tool: {}", params.name), None))?;
+        let arguments = params.arguments.unwrap_or_default();
+        let reply = match tool.pick(&arguments) {
+            Ok((endpoint, raw)) => self
+                .run_tool(endpoint, raw, principal, services, ctx)
                 .await
-                .unwrap_or_else(|e| Reply::error(&e)),
-            None => Reply::error(&ServiceError::validation(missing_address(tool))),
+                .unwrap_or_else(|error| Reply::error(&error)),
+            Err(error) => Reply::error(&error),
         };
-        Ok(tool_result(reply))
+        Ok(tools::result(reply).into())
     }
 
-    /// Runs one of a tool's operations; the caller picked it because `arguments` give all of
-    /// its path parameters.
-    async fn run_operation(
+    async fn run_tool(
         &self,
-        operation: &Operation,
-        services: Services,
-        principal: Arc<Principal>,
-        arguments: Map<String, Value>,
+        endpoint: &Endpoint,
+        raw: crate::endpoint::RawInput,
+        principal: Arc<crate::call::Principal>,
+        services: crate::services::Services,
         ctx: &mut RequestCtx,
     ) -> HandlerResult {
-        let route = &operation.route;
-        let mut violations = Vec::new();
-        let mut params: Vec<(&'static str, String)> = Vec::new();
-        let mut query = Vec::new();
-        let mut body = Map::new();
-        for (name, value) in arguments {
-            let Some((_, place)) = operation.arguments.iter().find(|(known, _)| *known == name) else {
-                violations.push(FieldViolation::new(name, "is not an argument of this tool"));
-                continue;
-            };
-            match place {
-                Place::Body => {
-                    body.insert(name, value);
-                }
-                Place::Path | Place::Query => match scalar(&value) {
-                    Some(text) if *place == Place::Query => query.push((name, text)),
-                    Some(text) => {
-                        if let Some(segment) = path_parameter(route.path, &name) {
-                            params.push((segment, text));
-                        }
-                    }
-                    None => violations.push(FieldViolation::new(name, "must be a string or a number")),
-                },
-            }
+        let team_id = raw.query.get("teamId").and_then(Value::as_str).map(str::to_owned);
+        match self.admit(endpoint, services, principal, team_id.as_deref(), ctx).await? {
+            crate::app::Admission::Continue(call) => endpoint.run(*call, raw).await,
+            crate::app::Admission::Respond(reply) => Ok(reply),
         }
-        if !violations.is_empty() {
-            return Err(ServiceError::validation(violations));
-        }
-
-        let mut call = match self.admit(route, services, principal, params, query, ctx).await? {
-            Admission::Continue(call) => call,
-            Admission::Respond(reply) => return Ok(reply),
-        };
-        call.body = (route.body == Body::Json && operation.arguments.iter().any(|(_, place)| *place == Place::Body))
-            .then_some(Value::Object(body));
-        (route.handler)(*call).await
     }
 }
 
-/// What a tool call lacks when it gives none of its operations' path parameters.
-fn missing_address(tool: &Tool) -> Vec<FieldViolation> {
-    let mut names: Vec<&str> = Vec::new();
-    for operation in &tool.operations {
-        let path: Vec<&str> = operation
-            .arguments
-            .iter()
-            .filter(|(_, place)| *place == Place::Path)
-            .map(|(name, _)| name.as_str())
-            .collect();
-        names.push(path.first().copied().unwrap_or_default());
-    }
-    let message =
-        if names.len() > 1 { format!("is required (or {})", names[1..].join(", ")) } else { "is required".to_owned() };
-    vec![FieldViolation::new(names.first().copied().unwrap_or_default(), message)]
-}
-
-/// The route template's own `&'static str` for a parameter name, as the router gives it.
-fn path_parameter(path: &'static str, name: &str) -> Option<&'static str> {
-    path.split('/').filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}'))).find(|s| *s == name)
-}
-
-fn scalar(value: &Value) -> Option<String> {
-    match value {
-        Value::String(text) => Some(text.clone()),
-        Value::Number(number) => Some(number.to_string()),
-        Value::Bool(flag) => Some(flag.to_string()),
-        _ => None,
-    }
+/// The answer to `initialize`: the client's revision when this server speaks it, else the newest.
+fn initialize(requested: &ProtocolVersion, instructions: &str) -> ServerResult {
+    let version = SUPPORTED.iter().find(|known| *known == requested).cloned().unwrap_or(NEWEST);
+    let mut capabilities = ServerCapabilities::default();
+    let mut tools = ToolsCapability::default();
+    tools.list_changed = Some(false);
+    capabilities.tools = Some(tools);
+    InitializeResult::new(capabilities)
+        .with_protocol_version(version)
+        .with_server_info(Implementation::new("switchboard", env!("CARGO_PKG_VERSION")).with_title("Switchboard"))
+        .with_instructions(instructions.to_owned())
+        .into()
 }
 
 /// The key of an MCP request: `Authorization: Bearer <key>` (the spec's way) or `X-API-Key`.
@@ -222,52 +188,27 @@ fn presented_key(header: &RequestHeader) -> Result<String, ServiceError> {
     }
 }
 
-fn initialize(params: &Value) -> Value {
-    let requested = params.get("protocolVersion").and_then(Value::as_str);
-    let version = requested.filter(|v| PROTOCOL_VERSIONS.contains(v)).unwrap_or(PROTOCOL_VERSIONS[0]);
-    json!({
-        "protocolVersion": version,
-        "capabilities": { "tools": { "listChanged": false } },
-        "serverInfo": { "name": "switchboard", "title": "Switchboard", "version": env!("CARGO_PKG_VERSION") },
-        "instructions": INSTRUCTIONS,
-    })
-}
-
-/// The REST answer as a tool result: its JSON body as text and as structured content; an error
-/// status makes it an error result the model can read and act on.
-fn tool_result(reply: Reply) -> Value {
-    let text = serde_json::to_string(&reply.body).unwrap_or_default();
-    let mut result = json!({
-        "content": [{ "type": "text", "text": text }],
-        "isError": reply.status >= 400,
-    });
-    if reply.body.is_object() {
-        result["structuredContent"] = reply.body;
-    }
-    result
-}
-
-fn rpc_error(status: u16, id: Value, code: i64, message: &str) -> Reply {
-    Reply::json(status, json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } }))
+/// A JSON-RPC error; JSON-RPC 2.0 wants `"id": null` when the request's id is unknown.
+fn rpc_error(status: u16, id: Option<RequestId>, error: ErrorData) -> Reply {
+    let id = id.map_or(Value::Null, |id| serde_json::to_value(id).unwrap_or(Value::Null));
+    Reply::json(status, json!({ "jsonrpc": "2.0", "id": id, "error": error }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn initialize_keeps_a_known_version_and_offers_the_newest_otherwise() {
-        assert_eq!(initialize(&json!({ "protocolVersion": "2025-03-26" }))["protocolVersion"], "2025-03-26");
-        assert_eq!(initialize(&json!({ "protocolVersion": "1999-01-01" }))["protocolVersion"], PROTOCOL_VERSIONS[0]);
-        assert_eq!(initialize(&json!({}))["capabilities"]["tools"]["listChanged"], false);
+    fn negotiated(requested: &str) -> Value {
+        let requested: ProtocolVersion = serde_json::from_value(json!(requested)).unwrap();
+        serde_json::to_value(initialize(&requested, "Call whoami first.")).unwrap()
     }
 
     #[test]
-    fn an_error_answer_is_an_error_result_with_the_body_as_text() {
-        let result = tool_result(Reply::json(404, json!({ "error": "Agent not found", "code": "NOT_FOUND" })));
-        assert_eq!(result["isError"], true);
-        assert_eq!(result["structuredContent"]["code"], "NOT_FOUND");
-        let text: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
-        assert_eq!(text["error"], "Agent not found");
+    fn initialize_keeps_a_known_version_and_offers_the_newest_otherwise() {
+        assert_eq!(negotiated("2025-03-26")["protocolVersion"], "2025-03-26");
+        assert_eq!(negotiated("1999-01-01")["protocolVersion"], NEWEST.to_string());
+        let answer = negotiated("2025-06-18");
+        assert_eq!(answer["capabilities"]["tools"]["listChanged"], false);
+        assert_eq!(answer["serverInfo"]["name"], "switchboard");
     }
 }

@@ -1,217 +1,295 @@
-//! The MCP tools: the spec's tool names, each run by one REST operation (or one of two, where
-//! a tool reaches a knowledge base through its agent or by its own id). Input schemas put the
-//! path parameters, `teamId`, the query parameters and the body fields side by side, as a model
-//! fills them in most reliably.
+//! The MCP tools, read off the endpoints that declare one. A tool's `inputSchema` puts the path
+//! parameters, `teamId`, the query parameters and the body members side by side, as a model fills
+//! them in most reliably; they are the schemas of the endpoint's own types, written in place.
+//! Two endpoints may back one tool (a knowledge base through its agent or by its id): a call runs
+//! the one whose path parameters its arguments give.
 
-use anyhow::{Context, anyhow, bail};
+use std::sync::Arc;
+
+use anyhow::bail;
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
+use switchboard_kit::{FieldViolation, ServiceError};
 
-use crate::openapi;
-use crate::routes::{self, Method, Route};
+use crate::call::Reply;
+use crate::endpoint::schema::{is_required, properties};
+use crate::endpoint::{BodyKind, Endpoint, RawInput, ToolHints};
 
-/// `(tool, operations, description)`. The spec also names list_calls, get_call, list_chats,
-/// get_chat, find_contacts, get_contact, create_contact and add_contact_note: they come with
-/// the calls, chats and CRM operations they would run.
-const TOOLS: &[(&str, &[&str], &str)] = &[
-    (
-        "whoami",
-        &["getMe"],
-        "Confirms the key works and reports the team, its credit balance, its subscription and the key's access. Call it first.",
-    ),
-    ("list_agents", &["listAgents"], "Lists the team's phone and chat agents, newest first."),
-    ("get_agent_instructions", &["getAgentInstructions"], "Reads an agent's current instructions (its prompt)."),
-    (
-        "update_agent_instructions",
-        &["updateAgentInstructions"],
-        "Replaces an agent's instructions. The previous text is kept in the agent's history (last 20 versions).",
-    ),
-    (
-        "search_knowledge",
-        &["searchAgentKnowledgebase", "searchKnowledgebase"],
-        "Semantic search in a knowledge base, given an agentId (its knowledge base) or a knowledgebaseId. Costs 1 credit.",
-    ),
-    (
-        "add_knowledge_answer",
-        &["createAgentReference", "createReference"],
-        "Adds a Q&A reference to a knowledge base, given an agentId (its knowledge base) or a knowledgebaseId; searchable at once.",
-    ),
-];
-
-/// Where an argument goes when the tool is called.
+/// Where an argument goes when the tool runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Place {
+enum Place {
     Path,
     Query,
     Body,
 }
 
-/// One operation a tool can run, with the arguments it takes.
-pub struct Operation {
-    pub route: Route,
-    pub arguments: Vec<(String, Place)>,
-    required: Vec<String>,
-    /// The JSON schema of each argument.
-    schemas: Map<String, Value>,
+/// One endpoint a tool can run, with the arguments it takes.
+struct Operation {
+    endpoint: Endpoint,
+    arguments: Vec<(String, Place, Value, bool)>,
 }
 
 impl Operation {
-    fn schema(&self, argument: &str) -> anyhow::Result<Value> {
-        self.schemas.get(argument).cloned().ok_or_else(|| anyhow!("no schema for {argument}"))
+    fn new(endpoint: &Endpoint) -> anyhow::Result<Self> {
+        let inputs = endpoint.inputs.clone();
+        let mut arguments: Vec<(String, Place, Value, bool)> = Vec::new();
+        let mut add = |name: &str, place: Place, schema: &Value, required: bool| -> anyhow::Result<()> {
+            if arguments.iter().any(|(known, ..)| known == name) {
+                bail!("{}: two arguments named {name}", endpoint.operation_id);
+            }
+            arguments.push((name.to_owned(), place, schema.clone(), required));
+            Ok(())
+        };
+        for (name, schema) in properties(&inputs.path) {
+            add(name, Place::Path, schema, true)?;
+        }
+        let team = json!({ "type": "string", "format": "uuid", "description": "Act on this client subteam of the key's agency." });
+        add("teamId", Place::Query, &team, false)?;
+        for (name, schema) in properties(&inputs.query) {
+            add(name, Place::Query, schema, is_required(&inputs.query, name))?;
+        }
+        match (&inputs.body, endpoint.body) {
+            (Some(body), BodyKind::Json) => {
+                for (name, schema) in properties(body) {
+                    add(name, Place::Body, schema, is_required(body, name))?;
+                }
+            }
+            (None, BodyKind::None) => {}
+            _ => bail!("{}: only JSON bodies can be tool arguments", endpoint.operation_id),
+        }
+        Ok(Self { endpoint: endpoint.clone(), arguments })
     }
 
     /// Whether `given` has every path parameter of this operation.
-    pub fn addressed_by(&self, given: &Map<String, Value>) -> bool {
-        self.arguments.iter().filter(|(_, place)| *place == Place::Path).all(|(name, _)| given.contains_key(name))
+    fn addressed_by(&self, given: &JsonObject) -> bool {
+        self.arguments.iter().filter(|(_, place, ..)| *place == Place::Path).all(|(name, ..)| given.contains_key(name))
+    }
+
+    /// The arguments as the endpoint's raw input.
+    fn input(&self, arguments: &JsonObject) -> Result<RawInput, ServiceError> {
+        let mut raw = RawInput::default();
+        let mut body = Map::new();
+        let mut unknown = Vec::new();
+        for (name, value) in arguments {
+            match self.arguments.iter().find(|(known, ..)| known == name).map(|(_, place, ..)| place) {
+                Some(Place::Path) => {
+                    raw.path.insert(name.clone(), value.clone());
+                }
+                Some(Place::Query) => {
+                    raw.query.insert(name.clone(), value.clone());
+                }
+                Some(Place::Body) => {
+                    body.insert(name.clone(), value.clone());
+                }
+                None => unknown.push(FieldViolation::new(name, "is not an argument of this tool")),
+            }
+        }
+        if !unknown.is_empty() {
+            return Err(ServiceError::validation(unknown));
+        }
+        if self.endpoint.body == BodyKind::Json {
+            raw.body = Some(Value::Object(body));
+        }
+        Ok(raw)
     }
 }
 
-pub struct Tool {
-    pub name: &'static str,
-    pub operations: Vec<Operation>,
+pub struct ToolEntry {
+    name: &'static str,
+    operations: Vec<Operation>,
+}
+
+impl ToolEntry {
+    /// The endpoint the arguments address, and its input.
+    pub fn pick(&self, arguments: &JsonObject) -> Result<(&Endpoint, RawInput), ServiceError> {
+        let operation = self
+            .operations
+            .iter()
+            .find(|operation| operation.addressed_by(arguments))
+            .ok_or_else(|| ServiceError::validation(vec![self.missing_address()]))?;
+        Ok((&operation.endpoint, operation.input(arguments)?))
+    }
+
+    /// What a call lacks when it gives none of its operations' path parameters.
+    fn missing_address(&self) -> FieldViolation {
+        let names: Vec<&str> = self
+            .operations
+            .iter()
+            .filter_map(|operation| operation.arguments.iter().find(|(_, place, ..)| *place == Place::Path))
+            .map(|(name, ..)| name.as_str())
+            .collect();
+        let message = if names.len() > 1 {
+            format!("is required (or {})", names[1..].join(", "))
+        } else {
+            "is required".to_owned()
+        };
+        FieldViolation::new(names.first().copied().unwrap_or_default(), message)
+    }
+
+    /// The `tools/list` entry: the union of the operations' arguments, required where every
+    /// operation requires them.
+    fn describe(&self) -> Tool {
+        let mut schema = Map::new();
+        let mut properties = Map::new();
+        let mut required: Vec<Value> = Vec::new();
+        for operation in &self.operations {
+            for (name, _, argument, _) in &operation.arguments {
+                properties.entry(name.clone()).or_insert_with(|| argument.clone());
+                let everywhere = self
+                    .operations
+                    .iter()
+                    .all(|other| other.arguments.iter().any(|(known, _, _, needed)| known == name && *needed));
+                if everywhere && !required.contains(&Value::from(name.as_str())) {
+                    required.push(Value::from(name.as_str()));
+                }
+            }
+        }
+        schema.insert("type".to_owned(), json!("object"));
+        schema.insert("properties".to_owned(), Value::Object(properties));
+        schema.insert("required".to_owned(), Value::Array(required));
+        let first = &self.operations[0].endpoint;
+        let hints: Vec<ToolHints> = self
+            .operations
+            .iter()
+            .filter_map(|operation| operation.endpoint.tool.as_ref().map(|t| t.annotations))
+            .collect();
+        let routes: Vec<String> = self
+            .operations
+            .iter()
+            .map(|operation| format!("{} {}", operation.endpoint.method.as_str(), operation.endpoint.path))
+            .collect();
+        let description = first.tool.as_ref().map_or("", |tool| tool.description);
+        Tool::new(self.name, format!("{description} (REST: {})", routes.join(" or ")), Arc::new(schema))
+            .with_title(first.summary)
+            .with_annotations(
+                ToolAnnotations::new()
+                    .read_only(hints.iter().all(|h| h.read_only))
+                    .destructive(hints.iter().any(|h| h.destructive))
+                    .idempotent(hints.iter().all(|h| h.idempotent))
+                    .open_world(hints.iter().any(|h| h.open_world)),
+            )
+    }
 }
 
 pub struct Tools {
-    tools: Vec<Tool>,
-    listing: Value,
+    tools: Vec<ToolEntry>,
+    listing: Vec<Tool>,
+    instructions: String,
 }
 
 impl Tools {
-    pub fn build() -> anyhow::Result<Self> {
-        let (operations, schemas) = openapi::written()?;
-        let table = routes::table();
-        let mut tools = Vec::new();
-        let mut listing = Vec::new();
-        for (name, operation_ids, description) in TOOLS {
-            let mut backing = Vec::new();
-            for operation_id in *operation_ids {
-                let route = table
-                    .iter()
-                    .find(|route| route.operation_id == *operation_id)
-                    .with_context(|| format!("{name}: no route {operation_id}"))?;
-                let written = operations.get(*operation_id).with_context(|| format!("{operation_id} undescribed"))?;
-                backing.push(operation(route.clone(), written, &schemas)?);
+    pub fn build(endpoints: &[Endpoint]) -> anyhow::Result<Self> {
+        let mut tools: Vec<ToolEntry> = Vec::new();
+        for endpoint in endpoints {
+            let Some(tool) = &endpoint.tool else {
+                continue;
+            };
+            let operation = Operation::new(endpoint)?;
+            match tools.iter_mut().find(|entry| entry.name == tool.name) {
+                Some(entry) => entry.operations.push(operation),
+                None => tools.push(ToolEntry { name: tool.name, operations: vec![operation] }),
             }
-            listing.push(describe(name, description, &backing)?);
-            tools.push(Tool { name, operations: backing });
         }
-        Ok(Self { tools, listing: Value::Array(listing) })
+        let listing = tools.iter().map(ToolEntry::describe).collect();
+        Ok(Self { instructions: instructions(&tool_names(endpoints)), tools, listing })
     }
 
-    pub fn listing(&self) -> &Value {
-        &self.listing
+    pub fn listing(&self) -> Vec<Tool> {
+        self.listing.clone()
     }
 
-    pub fn find(&self, name: &str) -> Option<&Tool> {
+    pub fn find(&self, name: &str) -> Option<&ToolEntry> {
         self.tools.iter().find(|tool| tool.name == name)
     }
+
+    pub fn instructions(&self) -> &str {
+        &self.instructions
+    }
 }
 
-/// The `tools/list` entry: the union of the operations' arguments, required where every
-/// operation requires them.
-fn describe(name: &str, description: &str, operations: &[Operation]) -> anyhow::Result<Value> {
-    let mut properties = Map::new();
-    let mut required: Vec<Value> = Vec::new();
-    for operation in operations {
-        for (argument, _) in &operation.arguments {
-            let schema = operation.schema(argument)?;
-            properties.entry(argument.clone()).or_insert(schema);
-            let everywhere = operations.iter().all(|other| other.required.contains(argument));
-            if everywhere && !required.contains(&Value::from(argument.as_str())) {
-                required.push(Value::from(argument.as_str()));
-            }
+/// The tool names, in the order their endpoints are declared.
+pub fn tool_names(endpoints: &[Endpoint]) -> Vec<&'static str> {
+    let mut names = Vec::new();
+    for tool in endpoints.iter().filter_map(|endpoint| endpoint.tool.as_ref()) {
+        if !names.contains(&tool.name) {
+            names.push(tool.name);
         }
     }
-    let read_only = operations.iter().all(|operation| operation.route.method == Method::Get);
-    let destructive = operations.iter().any(|operation| matches!(operation.route.method, Method::Put | Method::Delete));
-    let routes: Vec<String> = operations
-        .iter()
-        .map(|operation| format!("{} {}", operation.route.method.as_str(), operation.route.path))
-        .collect();
-    Ok(json!({
-        "name": name,
-        "title": operations.first().map(|operation| operation.route.summary).unwrap_or(name),
-        "description": format!("{description} (REST: {})", routes.join(" or ")),
-        "inputSchema": { "type": "object", "properties": properties, "required": required },
-        "annotations": {
-            "readOnlyHint": read_only,
-            "destructiveHint": destructive,
-            "idempotentHint": operations.iter().all(|operation| operation.route.method != Method::Post),
-            "openWorldHint": false,
-        },
-    }))
+    names
 }
 
-fn operation(route: Route, operation: &Value, schemas: &Map<String, Value>) -> anyhow::Result<Operation> {
-    let mut properties = Map::new();
-    let mut required = Vec::new();
-    let mut arguments = Vec::new();
-    let mut add = |name: &str, schema: Value, needed: bool, place: Place| -> anyhow::Result<()> {
-        if properties.insert(name.to_owned(), schema).is_some() {
-            bail!("{}: two arguments named {name}", route.operation_id);
-        }
-        if needed {
-            required.push(Value::from(name));
-        }
-        arguments.push((name.to_owned(), place));
-        Ok(())
+fn instructions(names: &[&str]) -> String {
+    format!(
+        "Tools of the Switchboard v1 API: {}. Call whoami first: it confirms the key and reports the team and its \
+         credit balance. Find ids by listing (list_agents). search_knowledge costs 1 credit per search. Pass teamId \
+         to act on a client subteam of an agency.",
+        names.join(", ")
+    )
+}
+
+/// The REST answer as a tool result: its JSON body as text and as structured content; an error
+/// status makes it an error result the model can read and act on.
+pub fn result(reply: Reply) -> CallToolResult {
+    let text = serde_json::to_string(&reply.body).unwrap_or_default();
+    let mut result = if reply.status >= 400 {
+        CallToolResult::error(vec![ContentBlock::text(text)])
+    } else {
+        CallToolResult::success(vec![ContentBlock::text(text)])
     };
-    for name in route.path.split('/').filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}'))) {
-        let schema = if name.ends_with("Id") {
-            json!({ "type": "string", "format": "uuid" })
-        } else {
-            json!({ "type": "integer", "minimum": 1 })
-        };
-        add(name, schema, true, Place::Path)?;
+    if reply.body.is_object() {
+        result.structured_content = Some(reply.body);
     }
-    add(
-        "teamId",
-        json!({ "type": "string", "format": "uuid", "description": "Act on this client subteam of the key's agency." }),
-        false,
-        Place::Query,
-    )?;
-    for query in operation.get("query").and_then(Value::as_array).into_iter().flatten() {
-        let name = query.get("name").and_then(Value::as_str).context("query parameter without name")?;
-        let mut schema = inline(query.get("schema").cloned().unwrap_or(json!({})), schemas, 0)?;
-        if let Some(description) = query.get("description") {
-            schema["description"] = description.clone();
-        }
-        add(name, schema, query.get("required").and_then(Value::as_bool).unwrap_or(false), Place::Query)?;
-    }
-    if let Some(request) = operation.get("request").and_then(|r| r.get("schema")).and_then(Value::as_str) {
-        let schema = inline(json!({ "$ref": format!("#/components/schemas/{request}") }), schemas, 0)?;
-        let needed: Vec<&str> =
-            schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
-        for (name, field) in schema.get("properties").and_then(Value::as_object).into_iter().flatten() {
-            add(name, field.clone(), needed.contains(&name.as_str()), Place::Body)?;
-        }
-    }
-    let required = required.iter().filter_map(Value::as_str).map(str::to_owned).collect();
-    Ok(Operation { route, arguments, required, schemas: properties })
+    result
 }
 
-/// Replaces `$ref`s by the schemas they name: a tool's input schema must stand alone.
-fn inline(value: Value, schemas: &Map<String, Value>, depth: usize) -> anyhow::Result<Value> {
-    if depth > 16 {
-        bail!("schemas nest too deep");
+/// The MCP endpoint in the OpenAPI document, as far as HTTP goes; its tools are listed.
+pub fn openapi_path(endpoints: &[Endpoint], error: &Value) -> Value {
+    let message = json!({
+        "type": "object",
+        "required": ["jsonrpc", "method"],
+        "properties": {
+            "jsonrpc": { "const": "2.0" },
+            "id": { "type": ["string", "integer"] },
+            "method": { "type": "string", "examples": ["initialize", "tools/list", "tools/call", "ping"] },
+            "params": { "type": "object" },
+        },
+    });
+    let mut tools = Vec::new();
+    for endpoint in endpoints {
+        if let Some(tool) = &endpoint.tool {
+            tools.push(format!("{} ({} {})", tool.name, endpoint.method.as_str(), endpoint.path));
+        }
     }
-    Ok(match value {
-        Value::Object(map) => {
-            if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
-                let name =
-                    reference.strip_prefix("#/components/schemas/").ok_or_else(|| anyhow!("bad $ref {reference}"))?;
-                let target = schemas.get(name).cloned().ok_or_else(|| anyhow!("{reference} names no schema"))?;
-                return inline(target, schemas, depth + 1);
-            }
-            let mut inlined = Map::new();
-            for (key, value) in map {
-                inlined.insert(key, inline(value, schemas, depth + 1)?);
-            }
-            Value::Object(inlined)
+    json!({
+        "post": {
+            "operationId": "mcp",
+            "tags": ["Meta"],
+            "summary": "MCP server: JSON-RPC 2.0 over Streamable HTTP",
+            "description": format!(
+                "initialize, ping, tools/list and tools/call. Tools and the operations they run: {}. Also served at \
+                 `/mcp`, beside `/v1`. `Authorization: Bearer` and `X-API-Key` may both be sent only when they carry \
+                 the same key.",
+                tools.join(", ")
+            ),
+            "security": [{ "Bearer": [] }, { "ApiKey": [] }],
+            "requestBody": { "required": true, "content": { "application/json": { "schema": message } } },
+            "responses": {
+                "200": {
+                    "description": "The JSON-RPC answer: `result`, or `error` for an unknown method or tool.",
+                    "content": { "application/json": { "schema": { "type": "object" } } },
+                },
+                "202": { "description": "A notification, accepted." },
+                "400": { "description": "Unparsable JSON (-32700) or not a JSON-RPC request (-32600)." },
+                "401": {
+                    "description": "Missing, invalid or conflicting credentials; `WWW-Authenticate: Bearer`.",
+                    "content": { "application/json": { "schema": error } },
+                },
+                "405": {
+                    "description": "Not a POST: this server offers no event stream.",
+                    "content": { "application/json": { "schema": error } },
+                },
+            },
         }
-        Value::Array(items) => {
-            Value::Array(items.into_iter().map(|item| inline(item, schemas, depth + 1)).collect::<Result<_, _>>()?)
-        }
-        other => other,
     })
 }
 
@@ -220,18 +298,18 @@ mod tests {
     use super::*;
 
     fn listed(tools: &Tools, name: &str) -> Value {
-        tools.listing().as_array().unwrap().iter().find(|tool| tool["name"] == name).unwrap().clone()
+        let tool = tools.listing().into_iter().find(|tool| tool.name == name).unwrap();
+        serde_json::to_value(tool).unwrap()
     }
 
     #[test]
     fn the_spec_tools_have_self_contained_schemas_and_the_right_annotations() {
-        let tools = Tools::build().unwrap();
-        assert!(!serde_json::to_string(tools.listing()).unwrap().contains("$ref"));
+        let tools = Tools::build(&crate::api::endpoints()).unwrap();
+        assert!(!serde_json::to_string(&tools.listing()).unwrap().contains("$ref"));
         assert_eq!(listed(&tools, "whoami")["annotations"]["readOnlyHint"], true);
         let update = listed(&tools, "update_agent_instructions");
         assert_eq!(update["annotations"]["destructiveHint"], true);
-        assert_eq!(update["inputSchema"]["required"][0], "agentId");
-        assert_eq!(update["inputSchema"]["required"].as_array().unwrap().len(), 2);
+        assert_eq!(update["inputSchema"]["required"], json!(["agentId", "instructions"]));
         // Reached through an agent or by id: neither is required alone, the query always is.
         let search = listed(&tools, "search_knowledge");
         assert_eq!(search["inputSchema"]["required"], json!(["query"]));
@@ -240,16 +318,10 @@ mod tests {
             assert!(search["inputSchema"]["properties"][argument].is_object(), "{argument}");
         }
         let add = listed(&tools, "add_knowledge_answer");
-        let mut required: Vec<&str> =
-            add["inputSchema"]["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
-        required.sort_unstable();
-        assert_eq!(required, ["answer", "question"]);
+        assert_eq!(add["inputSchema"]["required"], json!(["question", "answer"]));
         assert_eq!(add["annotations"]["readOnlyHint"], false);
-        let by_id: Map<String, Value> = [("knowledgebaseId".to_owned(), json!("x"))].into_iter().collect();
-        let tool = tools.find("search_knowledge").unwrap();
-        assert_eq!(
-            tool.operations.iter().find(|o| o.addressed_by(&by_id)).unwrap().route.operation_id,
-            "searchKnowledgebase"
-        );
+        let by_id: JsonObject = [("knowledgebaseId".to_owned(), json!("x"))].into_iter().collect();
+        let (endpoint, _) = tools.find("search_knowledge").unwrap().pick(&by_id).unwrap();
+        assert_eq!(endpoint.operation_id, "searchKnowledgebase");
     }
 }

@@ -1,21 +1,21 @@
-//! The published OpenAPI 3.1 description and the skill file.
+//! The published OpenAPI 3.1 description and the skill file, both read off the endpoints.
 //!
-//! Paths, methods, path parameters, security, rate classes, access features and the errors
-//! every operation shares come from the route table, so the description cannot list a route
-//! the gateway does not serve or miss one it does. What the table cannot know (query
-//! parameters, request and response bodies, operation-specific errors) is written by hand in
-//! `operations.json`; building fails when the two disagree, which the tests catch.
+//! Paths, methods, parameters, bodies, answers, rate classes, access features and errors all
+//! come from the endpoint declarations and the Rust types of their inputs and answers, so the
+//! description cannot list a route the gateway does not serve, miss one it does, or describe a
+//! field other than the one sent.
 
-use anyhow::{Context, anyhow, bail};
+mod skill;
+
+use anyhow::{Context, bail};
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
-use crate::routes::{self, Body, Method, Route};
+use crate::endpoint::errors::{ErrorBody, RateLimitBody};
+use crate::endpoint::schema::{Generators, is_required, properties};
+use crate::endpoint::{BodyKind, Endpoint};
 
-const OPERATIONS: &str = include_str!("operations.json");
-
-/// The skill file in the Agent Skills format, served at `/v1/skill.md`.
-pub const SKILL: &str = include_str!("skill.md");
+pub use skill::skill;
 
 /// Public paths that need no key, served at the root and under `/v1`.
 pub const DOCUMENT_PATH: &str = "/openapi.json";
@@ -23,68 +23,55 @@ pub const SKILL_PATH: &str = "/skill.md";
 
 /// The description, serialised once at start.
 pub fn document_bytes() -> anyhow::Result<Bytes> {
-    let document = sorted(document()?);
+    let document = sorted(document(&crate::api::endpoints())?);
     let mut text = serde_json::to_string_pretty(&document).context("serialising the OpenAPI description")?;
     text.push('\n');
     Ok(Bytes::from(text))
 }
 
-/// What `operations.json` says: the operations by id, and the schemas they reference.
-pub(crate) fn written() -> anyhow::Result<(Map<String, Value>, Map<String, Value>)> {
-    let mut written: Value = serde_json::from_str(OPERATIONS).context("operations.json is not valid JSON")?;
-    let Some(operations) = written.get_mut("operations").map(Value::take).and_then(into_object) else {
-        bail!("operations.json lacks `operations`");
-    };
-    let Some(schemas) = written.get_mut("schemas").map(Value::take).and_then(into_object) else {
-        bail!("operations.json lacks `schemas`");
-    };
-    Ok((operations, schemas))
-}
+pub fn document(endpoints: &[Endpoint]) -> anyhow::Result<Value> {
+    let mut generators = Generators::default();
+    let error = generators.answer::<ErrorBody>();
+    let rate_limited = generators.answer::<RateLimitBody>();
+    let errors = ErrorRefs { error: Value::from(error), rate_limited: Value::from(rate_limited) };
 
-fn into_object(value: Value) -> Option<Map<String, Value>> {
-    match value {
-        Value::Object(map) => Some(map),
-        _ => None,
-    }
-}
-
-pub fn document() -> anyhow::Result<Value> {
-    let (operations, mut schemas) = written()?;
-    let operations = &operations;
-    for shared in ["Error", "ValidationError", "RateLimitError"] {
-        if !schemas.contains_key(shared) {
-            bail!("operations.json lacks the shared schema {shared}");
-        }
-    }
-    schemas.insert("Health".to_owned(), json!({ "type": "object", "properties": { "status": { "const": "ok" } } }));
-
-    let table = routes::table();
     let mut paths = Map::new();
-    for route in &table {
-        let written = operations
-            .get(route.operation_id)
-            .ok_or_else(|| anyhow!("operations.json does not describe {}", route.operation_id))?;
-        let operation = operation(route, written).with_context(|| format!("describing {}", route.operation_id))?;
-        let path = route.path.strip_prefix("/v1").unwrap_or(route.path);
+    for endpoint in endpoints {
+        let operation = operation(endpoint, &mut generators, &errors)
+            .with_context(|| format!("describing {}", endpoint.operation_id))?;
+        let path = endpoint.path.strip_prefix("/v1").unwrap_or(endpoint.path);
         let item = paths.entry(path.to_owned()).or_insert_with(|| json!({}));
-        item[method_key(route.method)] = operation;
+        if item.get(endpoint.method.key()).is_some() {
+            bail!("{} {} is declared twice", endpoint.method.as_str(), endpoint.path);
+        }
+        item[endpoint.method.key()] = operation;
     }
-    if let Some(extra) = operations.keys().find(|id| !table.iter().any(|route| route.operation_id == id.as_str())) {
-        bail!("operations.json describes {extra}, which no route serves");
+    let mut ids: Vec<&str> = endpoints.iter().map(|endpoint| endpoint.operation_id).collect();
+    ids.sort_unstable();
+    if let Some(twice) = ids.windows(2).find(|pair| pair[0] == pair[1]) {
+        bail!("the operation id {} is used twice", twice[0]);
     }
-    paths.insert("/openapi.json".to_owned(), public_get("getOpenApi", "This description.", "application/json", None));
+    let mut schemas = generators.into_components()?;
+    schemas.insert(
+        "Health".to_owned(),
+        json!({ "type": "object", "properties": { "status": { "const": "ok" } }, "required": ["status"], "additionalProperties": false }),
+    );
+    paths.insert(
+        "/openapi.json".to_owned(),
+        public_get("getOpenApi", "This description.", "application/json", Some(json!({ "type": "object" }))),
+    );
     paths.insert(
         "/skill.md".to_owned(),
         public_get("getSkill", "The skill file (Agent Skills format).", "text/markdown", None),
     );
-    paths.insert("/mcp".to_owned(), mcp_path());
+    paths.insert("/mcp".to_owned(), crate::mcp::openapi_path(endpoints, &errors.error));
     paths.insert(
         "/healthz".to_owned(),
         public_get(
             "getHealth",
             "Liveness of the gateway; also served at the root, `/healthz`, where probes look.",
             "application/json",
-            Some(schema_ref("Health")),
+            Some(json!({ "$ref": "#/components/schemas/Health" })),
         ),
     );
     let document = json!({
@@ -99,7 +86,7 @@ pub fn document() -> anyhow::Result<Value> {
         },
         "servers": [{ "url": "/v1", "description": "the gateway that serves this description" }],
         "security": [{ "ApiKey": [] }],
-        "tags": tags(&table),
+        "tags": tags(endpoints),
         "paths": paths,
         "components": {
             "securitySchemes": {
@@ -114,7 +101,7 @@ pub fn document() -> anyhow::Result<Value> {
                 },
             },
             "schemas": schemas,
-            "responses": shared_responses(),
+            "responses": shared_responses(&errors),
         },
     });
     check_references(&document)?;
@@ -128,10 +115,17 @@ with a human `message` on writes and `pagination` on paged lists; errors are \
 subteam of the key's agency; rate limits always count against the key's own team. Each \
 operation belongs to a rate class (`x-rate-class`), and every answer carries `X-RateLimit-*` \
 headers. Read-only keys are refused writes with 403; a subteam's access configuration can switch \
-off features (`x-access-feature`). Knowledge-base searches cost credits.";
+off features (`x-access-feature`). Knowledge-base searches cost credits. Every answer schema is \
+closed: a member not described is never sent.";
 
-/// The same bytes whether or not serde_json keeps insertion order (a feature another crate of
-/// the build may turn on), so that the committed copy can be compared byte for byte.
+/// References to the error schemas.
+pub struct ErrorRefs {
+    pub error: Value,
+    pub rate_limited: Value,
+}
+
+/// The same bytes whether or not serde_json keeps insertion order, so that the committed copy can
+/// be compared byte for byte.
 fn sorted(value: Value) -> Value {
     match value {
         Value::Object(map) => {
@@ -144,174 +138,158 @@ fn sorted(value: Value) -> Value {
     }
 }
 
-fn method_key(method: Method) -> &'static str {
-    match method {
-        Method::Get => "get",
-        Method::Post => "post",
-        Method::Put => "put",
-        Method::Patch => "patch",
-        Method::Delete => "delete",
-    }
-}
-
-fn tags(table: &[Route]) -> Vec<Value> {
+fn tags(endpoints: &[Endpoint]) -> Vec<Value> {
     let mut names: Vec<&str> = Vec::new();
-    for route in table {
-        if !names.contains(&route.tag) {
-            names.push(route.tag);
+    for endpoint in endpoints {
+        if !names.contains(&endpoint.tag) {
+            names.push(endpoint.tag);
         }
     }
     names.into_iter().map(|name| json!({ "name": name })).collect()
 }
 
-fn operation(route: &Route, written: &Value) -> anyhow::Result<Value> {
-    let mut parameters = path_parameters(route.path);
+/// A parameter from a property of a path or query type.
+fn parameter(name: &str, location: &str, schema: &Value, required: bool) -> Value {
+    let mut schema = schema.clone();
+    let description = schema.as_object_mut().and_then(|object| object.remove("description"));
+    let mut parameter = json!({ "name": name, "in": location, "required": required, "schema": schema });
+    if let Some(description) = description {
+        parameter["description"] = description;
+    }
+    parameter
+}
+
+fn operation(endpoint: &Endpoint, generators: &mut Generators, errors: &ErrorRefs) -> anyhow::Result<Value> {
+    let inputs = &endpoint.inputs;
+    let mut parameters = Vec::new();
+    let declared: Vec<&str> = properties(&inputs.path).map(|(name, _)| name.as_str()).collect();
+    let in_path: Vec<&str> = endpoint.path_parameters().collect();
+    if declared != in_path {
+        bail!("the path names {in_path:?}, its type {declared:?}");
+    }
+    for (name, schema) in properties(&inputs.path) {
+        parameters.push(parameter(name, "path", schema, true));
+    }
     parameters.push(json!({
         "name": "teamId", "in": "query", "required": false,
         "description": "Act on this client subteam of the key's agency.",
         "schema": { "type": "string", "format": "uuid" },
     }));
-    for query in written.get("query").and_then(Value::as_array).into_iter().flatten() {
-        let mut query = query.clone();
-        query["in"] = json!("query");
-        parameters.push(query);
+    for (name, schema) in properties(&inputs.query) {
+        parameters.push(parameter(name, "query", schema, is_required(&inputs.query, name)));
     }
 
-    let mut description = written.get("description").and_then(Value::as_str).unwrap_or_default().to_owned();
-    let mut rules = vec![format!("Rate class `{}`.", route.class.name())];
-    if route.write {
+    let mut rules = vec![format!("Rate class `{}`.", endpoint.class.name())];
+    if endpoint.write {
         rules.push("Needs a full-access key.".to_owned());
     }
-    if let Some(feature) = route.feature.filter(|f| !description.contains(&format!("`{}`", f.name()))) {
-        rules.push(format!("A subteam needs the `{}` access.", feature.name()));
+    if let Some(feature) = endpoint.feature {
+        rules.push(format!("A subteam's own keys need the `{}` access feature.", feature.name()));
     }
-    if !description.is_empty() {
-        description.push_str("\n\n");
-    }
-    description.push_str(&rules.join(" "));
+    let description = [endpoint.description, &rules.join(" ")]
+        .into_iter()
+        .filter(|part| !part.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n");
 
+    let described = endpoint.describe(generators);
     let mut operation = json!({
-        "operationId": route.operation_id,
-        "tags": [route.tag],
-        "summary": route.summary,
+        "operationId": endpoint.operation_id,
+        "tags": [endpoint.tag],
+        "summary": endpoint.summary,
         "description": description,
         "parameters": parameters,
-        "responses": responses(route, written)?,
-        "x-rate-class": route.class.name(),
+        "responses": responses(endpoint, described.status, Value::from(described.answer), errors)?,
+        "x-rate-class": endpoint.class.name(),
     });
-    if let Some(feature) = route.feature {
+    if let Some(feature) = endpoint.feature {
         operation["x-access-feature"] = json!(feature.name());
     }
-    if route.agency_key_header {
+    if let Some(tool) = &endpoint.tool {
+        operation["x-mcp-tool"] = json!(tool.name);
+    }
+    if endpoint.agency_key_header {
         operation["security"] = json!([{ "ApiKey": [] }, { "AgencyKey": [] }]);
     }
-    match (route.body, written.get("request")) {
-        (Body::None, None) => {}
-        (Body::Json | Body::Multipart, Some(request)) => {
-            let content_type =
-                request.get("contentType").and_then(Value::as_str).context("request without contentType")?;
-            let expected = if route.body == Body::Multipart { "multipart/form-data" } else { "application/json" };
-            if content_type != expected {
-                bail!("the route reads {expected}, operations.json says {content_type}");
-            }
-            let schema = request.get("schema").and_then(Value::as_str).context("request without schema")?;
-            operation["requestBody"] = json!({
-                "required": true,
-                "content": { content_type: { "schema": schema_ref(schema) } },
-            });
-        }
-        // Some writes (refresh, restore) take no body although the route accepts JSON.
-        (Body::Json, None) => {}
-        (Body::Multipart, None) | (Body::None, Some(_)) => {
-            bail!("the route's body and operations.json's request disagree")
-        }
+    if let Some(request) = described.request {
+        let content_type = match endpoint.body {
+            BodyKind::Multipart => "multipart/form-data",
+            BodyKind::Json | BodyKind::None => "application/json",
+        };
+        operation["requestBody"] = json!({ "required": true, "content": { content_type: { "schema": request } } });
     }
     Ok(operation)
 }
 
-fn path_parameters(path: &str) -> Vec<Value> {
-    path.split('/')
-        .filter_map(|segment| segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
-        .map(|name| {
-            let schema = if name.ends_with("Id") {
-                json!({ "type": "string", "format": "uuid" })
-            } else {
-                json!({ "type": "integer", "minimum": 1 })
-            };
-            json!({ "name": name, "in": "path", "required": true, "schema": schema })
-        })
-        .collect()
-}
-
-/// The written responses, then the errors every operation can give.
-fn responses(route: &Route, written: &Value) -> anyhow::Result<Value> {
+/// The answer, the operation's own errors, then the errors every operation can give.
+fn responses(endpoint: &Endpoint, status: u16, answer: Value, errors: &ErrorRefs) -> anyhow::Result<Value> {
     let mut responses = Map::new();
-    let written = written.get("responses").and_then(Value::as_object).context("no responses")?;
-    if !written.keys().any(|status| status.starts_with('2')) {
-        bail!("no success response");
+    let summary = if status == 201 { "Created." } else { "Done." };
+    responses.insert(
+        status.to_string(),
+        json!({ "description": summary, "content": { "application/json": { "schema": answer } } }),
+    );
+    let mut failures = endpoint.failures.clone();
+    if endpoint.body == BodyKind::Json {
+        failures.push(crate::endpoint::Failure {
+            status: 413,
+            description: "The JSON body is larger than the gateway's limit (2 MiB by default, `SWITCHBOARD_MAX_BODY_BYTES`).",
+        });
     }
-    for (status, response) in written {
-        let description = response.get("description").and_then(Value::as_str).unwrap_or("");
-        let schema = match response.get("schema").and_then(Value::as_str) {
-            Some(schema) => schema.to_owned(),
-            None if status.starts_with('2') => {
-                responses.insert(status.clone(), json!({ "description": description }));
-                continue;
-            }
-            None => error_schema(status).to_owned(),
+    if endpoint.body != BodyKind::Multipart && endpoint.method != crate::endpoint::Method::Get {
+        failures.push(crate::endpoint::Failure {
+            status: 415,
+            description: "A non-empty body whose Content-Type is not application/json (or another `+json` type).",
+        });
+    }
+    for failure in failures {
+        let key = failure.status.to_string();
+        if responses.contains_key(&key) {
+            continue;
+        }
+        let schema = if failure.status == 429 {
+            json!({ "anyOf": [errors.error.clone(), errors.rate_limited.clone()] })
+        } else {
+            errors.error.clone()
         };
-        responses.insert(status.clone(), json_answer(status, description, &schema));
+        responses.insert(key, json_answer(failure.status, failure.description, schema));
     }
-    let has_ids = route.path.contains('{');
-    for (status, name, _, _) in SHARED_RESPONSES {
-        if (status != "404" || has_ids) && !responses.contains_key(status) {
-            responses.insert(status.to_owned(), json!({ "$ref": format!("#/components/responses/{name}") }));
+    let has_ids = endpoint.path.contains('{');
+    for (status, name, _) in SHARED_RESPONSES {
+        if (status != 404 || has_ids) && !responses.contains_key(&status.to_string()) {
+            responses.insert(status.to_string(), json!({ "$ref": format!("#/components/responses/{name}") }));
         }
     }
     Ok(Value::Object(responses))
 }
 
-/// `(status, name, description, schema)` of the answers every operation can give.
-const SHARED_RESPONSES: [(&str, &str, &str, &str); 7] = [
-    (
-        "400",
-        "BadRequest",
-        "Invalid input: malformed JSON, a missing field, a wrong type, a value out of range.",
-        "ValidationError",
-    ),
-    ("401", "Unauthorized", "Missing or invalid API key.", "Error"),
-    (
-        "403",
-        "Forbidden",
-        "The key may not do this (read-only key, or a feature switched off for the subteam).",
-        "Error",
-    ),
-    ("404", "NotFound", "Not found for this team.", "Error"),
-    ("429", "TooManyRequests", "Rate limit exceeded.", "RateLimitError"),
-    ("500", "InternalError", "Unexpected server error.", "Error"),
-    (
-        "503",
-        "Unavailable",
-        "A backing service (a database, the index, file storage) is unavailable; retry later.",
-        "Error",
-    ),
+/// `(status, name, description)` of the answers every operation can give.
+const SHARED_RESPONSES: [(u16, &str, &str); 7] = [
+    (400, "BadRequest", "Invalid input: malformed JSON, a missing field, a wrong type, a value out of range."),
+    (401, "Unauthorized", "Missing or invalid API key."),
+    (403, "Forbidden", "The key may not do this (read-only key, or a feature switched off for the subteam)."),
+    (404, "NotFound", "Not found for this team."),
+    (429, "TooManyRequests", "Rate limit exceeded."),
+    (500, "InternalError", "Unexpected server error."),
+    (503, "Unavailable", "A backing service (a database, the index, file storage) is unavailable; retry later."),
 ];
 
-fn shared_responses() -> Value {
+fn shared_responses(errors: &ErrorRefs) -> Value {
     let mut responses = Map::new();
-    for (status, name, description, schema) in SHARED_RESPONSES {
+    for (status, name, description) in SHARED_RESPONSES {
+        let schema = if status == 429 { errors.rate_limited.clone() } else { errors.error.clone() };
         responses.insert(name.to_owned(), json_answer(status, description, schema));
     }
     Value::Object(responses)
 }
 
-/// An answer with a JSON body; a 429 also names the headers every 429 carries.
-fn json_answer(status: &str, description: &str, schema: &str) -> Value {
+/// An error answer with a JSON body; a 429 also names the headers every 429 carries.
+fn json_answer(status: u16, description: &str, schema: Value) -> Value {
     let mut answer = json!({
         "description": description,
-        "content": { "application/json": { "schema": schema_ref(schema) } },
+        "content": { "application/json": { "schema": schema } },
     });
-    if status == "429" {
+    if status == 429 {
         answer["headers"] = json!({
             "Retry-After": { "schema": { "type": "integer" }, "description": "Seconds to wait." },
             "X-RateLimit-Limit": { "schema": { "type": "integer" } },
@@ -320,15 +298,6 @@ fn json_answer(status: &str, description: &str, schema: &str) -> Value {
         });
     }
     answer
-}
-
-/// The body of an error with this status: the shared answer's, else the plain envelope.
-fn error_schema(status: &str) -> &'static str {
-    SHARED_RESPONSES.iter().find(|shared| shared.0 == status).map_or("Error", |shared| shared.3)
-}
-
-fn schema_ref(name: &str) -> Value {
-    json!({ "$ref": format!("#/components/schemas/{name}") })
 }
 
 fn public_get(operation_id: &str, summary: &str, content_type: &str, schema: Option<Value>) -> Value {
@@ -340,41 +309,6 @@ fn public_get(operation_id: &str, summary: &str, content_type: &str, schema: Opt
             "summary": summary,
             "security": [],
             "responses": { "200": { "description": summary, "content": { content_type: { "schema": schema } } } },
-        }
-    })
-}
-
-/// The MCP endpoint, described as far as HTTP goes; its tools are the operations above.
-fn mcp_path() -> Value {
-    let message = json!({
-        "type": "object",
-        "required": ["jsonrpc", "method"],
-        "properties": {
-            "jsonrpc": { "const": "2.0" },
-            "id": { "type": ["string", "integer"] },
-            "method": { "type": "string", "examples": ["initialize", "tools/list", "tools/call", "ping"] },
-            "params": { "type": "object" },
-        },
-    });
-    json!({
-        "post": {
-            "operationId": "mcp",
-            "tags": ["Meta"],
-            "summary": "MCP server: JSON-RPC 2.0 over Streamable HTTP",
-            "description": "initialize, ping, tools/list and tools/call. Tools: whoami, list_agents, \
-                get_agent_instructions, update_agent_instructions, search_knowledge, add_knowledge_answer; each \
-                runs the REST operation it names in its description. Also served at `/mcp`, beside `/v1`.",
-            "security": [{ "Bearer": [] }, { "ApiKey": [] }],
-            "requestBody": { "required": true, "content": { "application/json": { "schema": message } } },
-            "responses": {
-                "200": {
-                    "description": "The JSON-RPC answer: `result`, or `error` for an unknown method or tool.",
-                    "content": { "application/json": { "schema": { "type": "object" } } },
-                },
-                "202": { "description": "A notification, accepted." },
-                "400": { "description": "Unparsable JSON (-32700) or not a JSON-RPC request (-32600)." },
-                "401": { "$ref": "#/components/responses/Unauthorized" },
-            },
         }
     })
 }
@@ -408,16 +342,73 @@ fn check_references(document: &Value) -> anyhow::Result<()> {
 mod tests {
     use super::*;
 
+    fn document() -> Value {
+        super::document(&crate::api::endpoints()).unwrap()
+    }
+
     #[test]
-    fn every_route_is_described_and_every_reference_resolves() {
-        let document = document().unwrap();
+    fn every_endpoint_is_described_with_its_answer() {
+        let document = document();
         assert_eq!(document["openapi"], "3.1.0");
-        for route in routes::table() {
-            let path = route.path.strip_prefix("/v1").unwrap();
-            let operation = &document["paths"][path][method_key(route.method)];
-            assert_eq!(operation["operationId"], route.operation_id, "{path}");
+        for endpoint in crate::api::endpoints() {
+            let path = endpoint.path.strip_prefix("/v1").unwrap();
+            let operation = &document["paths"][path][endpoint.method.key()];
+            assert_eq!(operation["operationId"], endpoint.operation_id, "{path}");
             assert!(operation["responses"].as_object().unwrap().keys().any(|s| s.starts_with('2')), "{path}");
+            assert!(!endpoint.summary.is_empty() && !endpoint.tag.is_empty(), "{path} is documented");
         }
+    }
+
+    /// An answer may not carry a member its schema does not name.
+    #[test]
+    fn every_answer_schema_is_closed() {
+        let document = document();
+        let schemas = document["components"]["schemas"].as_object().unwrap();
+        let mut open = Vec::new();
+        let mut pending: Vec<(String, &Value)> = Vec::new();
+        for (path, item) in document["paths"].as_object().unwrap() {
+            for (method, operation) in item.as_object().unwrap() {
+                for (status, answer) in operation["responses"].as_object().into_iter().flatten() {
+                    if let Some(schema) = answer.pointer("/content/application~1json/schema") {
+                        pending.push((format!("{method} {path} {status}"), schema));
+                    }
+                }
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        while let Some((at, schema)) = pending.pop() {
+            let Some(object) = schema.as_object() else { continue };
+            if let Some(name) =
+                object.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix("#/components/schemas/"))
+            {
+                if seen.insert(name.to_owned()) {
+                    pending.push((name.to_owned(), &schemas[name]));
+                }
+                continue;
+            }
+            let is_object = object
+                .get("type")
+                .is_some_and(|t| t == "object" || t.as_array().is_some_and(|a| a.contains(&json!("object"))));
+            if is_object
+                && object.get("additionalProperties") != Some(&Value::Bool(false))
+                && object.contains_key("properties")
+            {
+                open.push(at.clone());
+            }
+            for (key, value) in object {
+                match key.as_str() {
+                    "properties" => {
+                        pending.extend(value.as_object().into_iter().flatten().map(|(k, v)| (format!("{at}.{k}"), v)))
+                    }
+                    "items" | "additionalProperties" => pending.push((at.clone(), value)),
+                    "anyOf" | "oneOf" | "allOf" => {
+                        pending.extend(value.as_array().into_iter().flatten().map(|v| (at.clone(), v)))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert!(open.is_empty(), "open answer schemas: {open:?}");
     }
 
     #[test]
@@ -428,13 +419,5 @@ mod tests {
             committed.as_bytes() == generated.as_ref(),
             "docs/openapi.json is stale: run `cargo run -- openapi > docs/openapi.json`"
         );
-    }
-
-    #[test]
-    fn the_skill_file_has_its_front_matter() {
-        let front = SKILL.strip_prefix("---\n").unwrap().split("\n---\n").next().unwrap();
-        for key in ["name:", "description:", "version:", "last_updated:"] {
-            assert!(front.lines().any(|line| line.starts_with(key)), "{key}");
-        }
     }
 }

@@ -1,0 +1,241 @@
+//! `/agency/subteams`: an agency's client subteams.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use switchboard_kit::{ServiceResult, limits};
+use switchboard_proto::v1::{
+    self as proto, AccessFlags, CreateSubteamRequest, ListSubteamsRequest, NewUser, PageRequest,
+};
+
+use super::identity::{Credits, User};
+use super::tags::AGENCY;
+use super::time::Timestamp;
+use crate::call::Call;
+use crate::endpoint::{Created, Endpoint, Id, Input, Json, Nothing, Page};
+
+const NOT_AGENCY: &str = "This API key's team does not own an agency (also with `teamId` naming a subteam, which owns \
+    none), or another refusal (read-only key on writes).";
+const TEAM_GONE: &str = "Team not found: the key's team, or the `teamId` subteam, has been deleted.";
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::get("/v1/agency/subteams", list)
+            .doc("listSubteams", AGENCY, "List the agency's client subteams")
+            .about(
+                "The agency's client subteams with their credit balance, access configuration and users, one page at \
+                 a time. The key's team (or the `teamId` team) must own an agency. Also accepts the key in \
+                 `X-AGENCY-KEY`.",
+            )
+            .fails(403, NOT_AGENCY)
+            .fails(404, TEAM_GONE),
+        Endpoint::post("/v1/agency/subteams", create)
+            .doc("createSubteam", AGENCY, "Create a client subteam with its first user and monthly credits")
+            .about(
+                "Creates a client subteam, its first user (role `owner`) and moves `totalMonthlyCredits` (default \
+                 1000) from the agency's balance to the subteam's, all in one transaction; access flags left out are \
+                 on (the identity service's defaults). The key's team must own an agency. Also accepts the key in \
+                 `X-AGENCY-KEY`.",
+            )
+            .fails(
+                402,
+                "Insufficient credits: the agency's balance is smaller than `totalMonthlyCredits`; nothing is created.",
+            )
+            .fails(403, NOT_AGENCY)
+            .fails(404, TEAM_GONE),
+    ]
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum SubteamSort {
+    CreatedAt,
+    Name,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SortOrder {
+    Asc,
+    Desc,
+}
+
+fn first_page() -> u32 {
+    1
+}
+
+fn default_page_limit() -> u32 {
+    u32::try_from(limits::PAGE_LIMIT.default).unwrap_or(20)
+}
+
+fn by_creation() -> SubteamSort {
+    SubteamSort::CreatedAt
+}
+
+fn descending() -> SortOrder {
+    SortOrder::Desc
+}
+
+/// The hosted list parameters.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubteamQuery {
+    /// The page, from 1.
+    #[serde(default = "first_page")]
+    #[schemars(range(min = limits::PAGE.min, max = limits::PAGE.max))]
+    pub page: u32,
+    /// Subteams per page.
+    #[serde(default = "default_page_limit")]
+    #[schemars(range(min = limits::PAGE_LIMIT.min, max = limits::PAGE_LIMIT.max))]
+    pub limit: u32,
+    /// Sort field.
+    #[serde(default = "by_creation")]
+    pub sort_by: SubteamSort,
+    /// Sort direction.
+    #[serde(default = "descending")]
+    pub sort_order: SortOrder,
+}
+
+/// Features the subteam's own keys may use. Flags left out are on; absent or null switches every
+/// feature on. Members other than these seven are refused.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AccessFlagsInput {
+    pub users: Option<bool>,
+    pub instructions: Option<bool>,
+    pub instructions_write: Option<bool>,
+    pub testing: Option<bool>,
+    pub knowledge_base: Option<bool>,
+    pub agent_configuration: Option<bool>,
+    pub agent_creation: Option<bool>,
+}
+
+/// The hosted body of `POST /agency/subteams`. Other members are ignored.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateSubteam {
+    /// The first user's first name (not blank).
+    #[schemars(length(min = limits::PERSON_NAME.min, max = limits::PERSON_NAME.max))]
+    pub first_name: String,
+    /// The first user's last name (not blank).
+    #[schemars(length(min = limits::PERSON_NAME.min, max = limits::PERSON_NAME.max))]
+    pub last_name: String,
+    /// The subteam's name (not blank).
+    #[schemars(length(min = limits::SUBTEAM_NAME.min, max = limits::SUBTEAM_NAME.max))]
+    pub team_name: String,
+    /// The first user's e-mail (one `@`, a dotted domain, no spaces); that user becomes the
+    /// subteam's `owner`.
+    #[schemars(length(min = limits::EMAIL.min, max = limits::EMAIL.max), extend("format" = "email"))]
+    pub email: String,
+    /// Credits moved from the agency's balance to the subteam's; absent or null means 1000.
+    #[schemars(range(min = limits::MONTHLY_CREDITS.min, max = limits::MONTHLY_CREDITS.max))]
+    pub total_monthly_credits: Option<i64>,
+    pub access_config: Option<AccessFlagsInput>,
+}
+
+/// What a subteam's own keys may use (an agency key acting through `teamId` is not limited by it).
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct AccessConfig {
+    /// `GET /users`.
+    pub users: bool,
+    /// Reading agent instructions and their history.
+    pub instructions: bool,
+    /// Replacing and restoring agent instructions.
+    pub instructions_write: bool,
+    /// Testing agents (no public operation uses it yet).
+    pub testing: bool,
+    /// Every knowledge-base operation.
+    pub knowledge_base: bool,
+    /// Updating and deleting agents.
+    pub agent_configuration: bool,
+    /// Creating agents.
+    pub agent_creation: bool,
+}
+
+/// A client subteam of the agency.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Subteam {
+    pub id: Id,
+    pub name: String,
+    pub created_at: Timestamp,
+    /// The subteam's monthly credit allowance.
+    pub total_monthly_credits: u64,
+    pub credits: Credits,
+    pub access_config: AccessConfig,
+    /// The subteam's users, oldest first.
+    pub users: Vec<User>,
+}
+
+impl From<&proto::Subteam> for Subteam {
+    fn from(subteam: &proto::Subteam) -> Self {
+        let team = subteam.team.clone().unwrap_or_default();
+        let access = team.access.unwrap_or_default();
+        Self {
+            id: Id::stored(team.id),
+            name: team.name,
+            created_at: Timestamp::from_ms(team.created_at_ms),
+            total_monthly_credits: u64::try_from(team.monthly_credits).unwrap_or_default(),
+            credits: Credits { balance: subteam.credit_balance },
+            access_config: AccessConfig {
+                users: access.users,
+                instructions: access.instructions,
+                instructions_write: access.instructions_write,
+                testing: access.testing,
+                knowledge_base: access.knowledge_base,
+                agent_configuration: access.agent_configuration,
+                agent_creation: access.agent_creation,
+            },
+            users: subteam.users.iter().map(User::from).collect(),
+        }
+    }
+}
+
+async fn list(call: Call, input: Input<Nothing, SubteamQuery>) -> ServiceResult<Page<Subteam>> {
+    let query = input.query;
+    let page = PageRequest {
+        page: query.page,
+        limit: query.limit,
+        sort_by: match query.sort_by {
+            SubteamSort::CreatedAt => "createdAt",
+            SubteamSort::Name => "name",
+        }
+        .to_owned(),
+        ascending: matches!(query.sort_order, SortOrder::Asc),
+    };
+    let request = ListSubteamsRequest { agency_team_id: call.team_id().to_owned(), page: Some(page) };
+    let response = call.services.identity.clone().list_subteams(request).await?.into_inner();
+    Ok(Page {
+        data: response.subteams.iter().map(Subteam::from).collect(),
+        pagination: response.page.unwrap_or_default().into(),
+    })
+}
+
+async fn create(call: Call, input: Input<Nothing, Nothing, Json<CreateSubteam>>) -> ServiceResult<Created<Subteam>> {
+    let Json(body) = input.body;
+    let access = body.access_config.map(|flags| AccessFlags {
+        users: flags.users,
+        instructions: flags.instructions,
+        instructions_write: flags.instructions_write,
+        testing: flags.testing,
+        knowledge_base: flags.knowledge_base,
+        agent_configuration: flags.agent_configuration,
+        agent_creation: flags.agent_creation,
+    });
+    let request = CreateSubteamRequest {
+        agency_team_id: call.team_id().to_owned(),
+        team_name: body.team_name,
+        user: Some(NewUser {
+            first_name: body.first_name,
+            last_name: body.last_name,
+            email: body.email,
+            role: String::new(),
+        }),
+        total_monthly_credits: body.total_monthly_credits,
+        access,
+    };
+    let subteam = call.services.identity.clone().create_subteam(request).await?.into_inner();
+    Ok(Created::new(Subteam::from(&subteam), "Subteam created successfully"))
+}

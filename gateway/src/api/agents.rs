@@ -1,0 +1,446 @@
+//! `/agents`: agents, their instructions and the instructions history. Agent views carry their
+//! knowledge base's name, which lives in the knowledgebase service: the gateway joins the two.
+
+use std::collections::HashMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use switchboard_kit::{ServiceResult, limits};
+use switchboard_proto::v1::{
+    self as proto, AgentType, CreateAgentRequest, FieldChange, GetAgentRequest, ListAgentsRequest,
+    ListKnowledgebasesRequest, RestoreInstructionVersionRequest, UpdateAgentRequest, UpdateInstructionsRequest,
+};
+
+use super::tags::AGENTS;
+use super::time::Timestamp;
+use crate::call::Call;
+use crate::endpoint::{Created, Data, Endpoint, Feature, Id, Input, Json, List, Nothing, Patch, Updated};
+use crate::services::Services;
+
+const AGENT_GONE: &str = "Agent not found";
+
+pub fn endpoints() -> Vec<Endpoint> {
+    use Feature::{AgentConfiguration, AgentCreation, Instructions, InstructionsWrite};
+    vec![
+        Endpoint::get("/v1/agents", list)
+            .doc("listAgents", AGENTS, "List agents, newest first")
+            .about("All of the team's agents, newest first, each with its linked knowledge base; not paged.")
+            .tool("list_agents", "Lists the team's phone and chat agents, newest first."),
+        Endpoint::post("/v1/agents", create)
+            .doc("createAgent", AGENTS, "Create an agent")
+            .about(
+                "Beyond the spec: instructions given here become version 1, and a prompt-optimisation job is \
+                 queued either way. A `knowledgebaseId` must name one of the team's knowledge bases.",
+            )
+            .feature(AgentCreation)
+            .fails(404, "Knowledgebase not found (the `knowledgebaseId` is not one of the team's)."),
+        Endpoint::get("/v1/agents/{agentId}", get)
+            .doc("getAgent", AGENTS, "Get an agent")
+            .about("Beyond the spec: one agent with its linked knowledge base.")
+            .fails(404, AGENT_GONE),
+        Endpoint::put("/v1/agents/{agentId}", update)
+            .doc("updateAgent", AGENTS, "Rename an agent, change its description or its knowledge base (null unlinks)")
+            .about(
+                "Beyond the spec: a partial update of name, description and linked knowledge base; `null` clears \
+                 the description or unlinks the knowledge base. Does not change the instructions.",
+            )
+            .feature(AgentConfiguration)
+            .fails(404, "Agent not found, or Knowledgebase not found (the `knowledgebaseId` is not one of the team's)."),
+        Endpoint::delete("/v1/agents/{agentId}", delete)
+            .doc("deleteAgent", AGENTS, "Delete an agent with its instructions history")
+            .about(
+                "Beyond the spec: deletes the agent with its instructions history and runtime prompt; its knowledge \
+                 base is kept. `data` is the agent as it was, with `knowledgebase` null.",
+            )
+            .feature(AgentConfiguration)
+            .fails(404, AGENT_GONE),
+        Endpoint::get("/v1/agents/{agentId}/instructions", get_instructions)
+            .doc("getAgentInstructions", AGENTS, "Get an agent's instructions (system prompt)")
+            .about(
+                "The agent's current instructions with their version and the state of the prompt-optimisation job.",
+            )
+            .feature(Instructions)
+            .fails(404, AGENT_GONE)
+            .tool("get_agent_instructions", "Reads an agent's current instructions (its prompt)."),
+        Endpoint::put("/v1/agents/{agentId}/instructions", put_instructions)
+            .doc("updateAgentInstructions", AGENTS, "Replace an agent's instructions; the previous text goes to the history")
+            .about(
+                "Replaces the instructions in full: the previous text (if any) is saved to the history, which keeps \
+                 the newest 20 versions, the version goes up by one, and a prompt-optimisation job is queued so the \
+                 change applies to upcoming conversations.",
+            )
+            .feature(InstructionsWrite)
+            .fails(404, AGENT_GONE)
+            .tool(
+                "update_agent_instructions",
+                "Replaces an agent's instructions. The previous text is kept in the agent's history (last 20 versions).",
+            ),
+        Endpoint::get("/v1/agents/{agentId}/instructions/history", history)
+            .doc("listAgentInstructionsHistory", AGENTS, "The last 20 versions of an agent's instructions, newest first")
+            .about("Beyond the spec: the saved earlier versions (at most 20), each with when it was set and replaced.")
+            .feature(Instructions)
+            .fails(404, AGENT_GONE),
+        Endpoint::post("/v1/agents/{agentId}/instructions/history/{version}/restore", restore)
+            .doc("restoreAgentInstructions", AGENTS, "Make a saved version the current instructions again")
+            .about(
+                "Beyond the spec: makes a saved version current again as a new version (the text it replaces is \
+                 saved too) and queues a prompt-optimisation job; takes no body.",
+            )
+            .feature(InstructionsWrite)
+            .fails(404, "Agent not found, or Instructions version not found"),
+    ]
+}
+
+/// An agent's id in the path.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentPath {
+    pub agent_id: Id,
+}
+
+/// A saved version of an agent's instructions in the path.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VersionPath {
+    pub agent_id: Id,
+    #[schemars(range(min = 1))]
+    pub version: u32,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentKind {
+    Phone,
+    Chat,
+}
+
+impl From<AgentKind> for AgentType {
+    fn from(kind: AgentKind) -> Self {
+        match kind {
+            AgentKind::Phone => AgentType::Phone,
+            AgentKind::Chat => AgentType::Chat,
+        }
+    }
+}
+
+impl From<&proto::Agent> for AgentKind {
+    fn from(agent: &proto::Agent) -> Self {
+        if agent.r#type() == AgentType::Phone { AgentKind::Phone } else { AgentKind::Chat }
+    }
+}
+
+/// Other members are ignored.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateAgent {
+    /// Not blank.
+    #[schemars(length(min = limits::NAME.min, max = limits::NAME.max))]
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: AgentKind,
+    /// Null or absent: no description.
+    #[schemars(length(max = limits::DESCRIPTION.max))]
+    pub description: Option<String>,
+    /// The first instructions (version 1; not blank). Absent or null: none yet (version 0).
+    #[schemars(length(min = limits::INSTRUCTIONS.min, max = limits::INSTRUCTIONS.max))]
+    pub instructions: Option<String>,
+    /// One of the team's knowledge bases to link (404 otherwise); null or absent links none.
+    pub knowledgebase_id: Option<Id>,
+}
+
+/// A partial update: every member is optional. Other members are ignored.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateAgent {
+    /// Not blank; absent or null keeps the name.
+    #[schemars(length(min = limits::NAME.min, max = limits::NAME.max))]
+    pub name: Option<String>,
+    /// Absent keeps it, null clears it.
+    #[serde(default)]
+    #[schemars(length(max = limits::DESCRIPTION.max))]
+    pub description: Patch<String>,
+    /// Absent keeps the link, null unlinks, a UUID links that knowledge base of the team (404
+    /// otherwise).
+    #[serde(default)]
+    pub knowledgebase_id: Patch<Id>,
+}
+
+/// Other members are ignored.
+#[derive(Deserialize, JsonSchema)]
+pub struct ReplaceInstructions {
+    /// The full replacement text (not blank).
+    #[schemars(length(min = limits::INSTRUCTIONS.min, max = limits::INSTRUCTIONS.max))]
+    pub instructions: String,
+}
+
+/// A linked knowledge base by id and name.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct KnowledgebaseRef {
+    pub id: Id,
+    pub name: Option<String>,
+}
+
+/// An AI agent.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Agent {
+    pub id: Id,
+    pub name: String,
+    pub description: Option<String>,
+    #[serde(rename = "type")]
+    pub kind: AgentKind,
+    /// The linked knowledge base, or null when none is linked (or it no longer exists).
+    pub knowledgebase: Option<KnowledgebaseRef>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl Agent {
+    /// `knowledgebase` is `None` when it has no (or no longer a) knowledge base.
+    pub fn new(agent: &proto::Agent, knowledgebase: Option<KnowledgebaseRef>) -> Self {
+        Self {
+            id: Id::stored(agent.id.clone()),
+            name: agent.name.clone(),
+            description: agent.description.clone(),
+            kind: AgentKind::from(agent),
+            knowledgebase,
+            created_at: Timestamp::from_ms(agent.created_at_ms),
+            updated_at: Timestamp::from_ms(agent.updated_at_ms),
+        }
+    }
+}
+
+/// An agent by id, name and type.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct AgentRef {
+    pub id: Id,
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: AgentKind,
+}
+
+impl From<&proto::Agent> for AgentRef {
+    fn from(agent: &proto::Agent) -> Self {
+        Self { id: Id::stored(agent.id.clone()), name: agent.name.clone(), kind: AgentKind::from(agent) }
+    }
+}
+
+/// The build of the runtime prompt from the instructions.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct PromptOptimization {
+    /// State of the latest prompt-optimisation job.
+    #[schemars(extend("enum" = ["queued", "running", "completed", "failed"]))]
+    pub status: String,
+    /// The instructions version that job builds (or last built).
+    pub version: u64,
+    /// When the job completed; null unless `status` is completed.
+    pub completed_at: Option<Timestamp>,
+    /// Why the job failed; null unless `status` is failed.
+    pub error: Option<String>,
+}
+
+/// An agent's instructions.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Instructions {
+    /// The agent's id.
+    pub id: Id,
+    /// The agent's name.
+    pub name: String,
+    /// The current instructions (system prompt); empty when none were ever set.
+    pub instructions: String,
+    /// Increases by one with each replacement or restore; 0 when none were ever set.
+    pub version: u64,
+    /// When the instructions were last set.
+    pub updated_at: Timestamp,
+    pub prompt_optimization: PromptOptimization,
+}
+
+impl From<&proto::Instructions> for Instructions {
+    fn from(instructions: &proto::Instructions) -> Self {
+        let optimization = instructions.optimization.clone().unwrap_or_default();
+        Self {
+            id: Id::stored(instructions.agent_id.clone()),
+            name: instructions.agent_name.clone(),
+            instructions: instructions.instructions.clone(),
+            version: u64::try_from(instructions.version).unwrap_or_default(),
+            updated_at: Timestamp::from_ms(instructions.updated_at_ms),
+            prompt_optimization: PromptOptimization {
+                status: optimization.status,
+                version: u64::try_from(optimization.version).unwrap_or_default(),
+                completed_at: Timestamp::option(optimization.completed_at_ms),
+                error: optimization.error,
+            },
+        }
+    }
+}
+
+/// A saved earlier version of an agent's instructions.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct InstructionVersion {
+    #[schemars(range(min = 1))]
+    pub version: u64,
+    pub instructions: String,
+    /// When this text became the agent's instructions.
+    pub created_at: Timestamp,
+    /// When it was replaced.
+    pub replaced_at: Timestamp,
+}
+
+impl From<&proto::InstructionVersion> for InstructionVersion {
+    fn from(version: &proto::InstructionVersion) -> Self {
+        Self {
+            version: u64::try_from(version.version).unwrap_or_default(),
+            instructions: version.instructions.clone(),
+            created_at: Timestamp::from_ms(version.created_at_ms),
+            replaced_at: Timestamp::from_ms(version.replaced_at_ms),
+        }
+    }
+}
+
+fn agent_request(call: &Call, agent_id: &Id) -> GetAgentRequest {
+    GetAgentRequest { team_id: call.team_id().to_owned(), agent_id: agent_id.to_string() }
+}
+
+pub async fn fetch_agent(call: &Call, agent_id: &Id) -> ServiceResult<proto::Agent> {
+    Ok(call.services.agents.clone().get_agent(agent_request(call, agent_id)).await?.into_inner())
+}
+
+/// Names of the team's knowledge bases among `ids`; ids of deleted ones are absent.
+async fn knowledgebase_names(
+    services: &Services,
+    team_id: &str,
+    ids: Vec<String>,
+) -> ServiceResult<HashMap<String, Option<String>>> {
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let knowledgebases = services
+        .knowledgebase
+        .clone()
+        .list_knowledgebases(ListKnowledgebasesRequest { team_id: team_id.to_owned(), ids })
+        .await?
+        .into_inner()
+        .knowledgebases;
+    Ok(knowledgebases.into_iter().map(|k| (k.id, k.name)).collect())
+}
+
+async fn agent_views(call: &Call, agents: &[proto::Agent]) -> ServiceResult<Vec<Agent>> {
+    let mut ids: Vec<String> = agents.iter().filter_map(|a| a.knowledgebase_id.clone()).collect();
+    ids.sort();
+    ids.dedup();
+    let names = knowledgebase_names(&call.services, call.team_id(), ids).await?;
+    Ok(agents
+        .iter()
+        .map(|agent| {
+            let linked = agent.knowledgebase_id.as_deref().and_then(|id| {
+                names.get(id).map(|name| KnowledgebaseRef { id: Id::stored(id.to_owned()), name: name.clone() })
+            });
+            Agent::new(agent, linked)
+        })
+        .collect())
+}
+
+async fn agent_view(call: &Call, agent: proto::Agent) -> ServiceResult<Agent> {
+    let mut views = agent_views(call, std::slice::from_ref(&agent)).await?;
+    Ok(views.pop().unwrap_or_else(|| Agent::new(&agent, None)))
+}
+
+fn change<T: ToString>(patch: Patch<T>) -> (FieldChange, String) {
+    match patch {
+        Patch::Absent => (FieldChange::Keep, String::new()),
+        Patch::Null => (FieldChange::Clear, String::new()),
+        Patch::Value(value) => (FieldChange::Set, value.to_string()),
+    }
+}
+
+async fn list(call: Call, _: Input) -> ServiceResult<List<Agent>> {
+    let request = ListAgentsRequest { team_id: call.team_id().to_owned() };
+    let agents = call.services.agents.clone().list_agents(request).await?.into_inner().agents;
+    Ok(List::new(agent_views(&call, &agents).await?))
+}
+
+async fn create(call: Call, input: Input<Nothing, Nothing, Json<CreateAgent>>) -> ServiceResult<Created<Agent>> {
+    let Json(body) = input.body;
+    let request = CreateAgentRequest {
+        team_id: call.team_id().to_owned(),
+        name: body.name,
+        description: body.description,
+        r#type: AgentType::from(body.kind).into(),
+        instructions: body.instructions,
+        knowledgebase_id: body.knowledgebase_id.map(Id::into_string),
+    };
+    let agent = call.services.agents.clone().create_agent(request).await?.into_inner();
+    Ok(Created::new(agent_view(&call, agent).await?, "Agent created successfully"))
+}
+
+async fn get(call: Call, input: Input<AgentPath>) -> ServiceResult<Data<Agent>> {
+    let agent = fetch_agent(&call, &input.path.agent_id).await?;
+    Ok(Data::new(agent_view(&call, agent).await?))
+}
+
+async fn update(call: Call, input: Input<AgentPath, Nothing, Json<UpdateAgent>>) -> ServiceResult<Updated<Agent>> {
+    let Json(body) = input.body;
+    let (description_change, description) = change(body.description);
+    let (knowledgebase_change, knowledgebase_id) = change(body.knowledgebase_id);
+    let request = UpdateAgentRequest {
+        team_id: call.team_id().to_owned(),
+        agent_id: input.path.agent_id.into_string(),
+        name: body.name,
+        description_change: description_change.into(),
+        description,
+        knowledgebase_change: knowledgebase_change.into(),
+        knowledgebase_id,
+    };
+    let agent = call.services.agents.clone().update_agent(request).await?.into_inner();
+    Ok(Updated::new(agent_view(&call, agent).await?, "Agent updated successfully"))
+}
+
+async fn delete(call: Call, input: Input<AgentPath>) -> ServiceResult<Updated<Agent>> {
+    let request = agent_request(&call, &input.path.agent_id);
+    let agent = call.services.agents.clone().delete_agent(request).await?.into_inner();
+    Ok(Updated::new(Agent::new(&agent, None), "Agent deleted successfully"))
+}
+
+async fn get_instructions(call: Call, input: Input<AgentPath>) -> ServiceResult<Data<Instructions>> {
+    let request = agent_request(&call, &input.path.agent_id);
+    let instructions = call.services.agents.clone().get_instructions(request).await?.into_inner();
+    Ok(Data::new(Instructions::from(&instructions)))
+}
+
+async fn put_instructions(
+    call: Call,
+    input: Input<AgentPath, Nothing, Json<ReplaceInstructions>>,
+) -> ServiceResult<Updated<Instructions>> {
+    let request = UpdateInstructionsRequest {
+        team_id: call.team_id().to_owned(),
+        agent_id: input.path.agent_id.into_string(),
+        instructions: input.body.0.instructions,
+    };
+    let updated = call.services.agents.clone().update_instructions(request).await?.into_inner();
+    Ok(Updated::new(Instructions::from(&updated), "Agent instructions updated successfully"))
+}
+
+async fn history(call: Call, input: Input<AgentPath>) -> ServiceResult<List<InstructionVersion>> {
+    let request = agent_request(&call, &input.path.agent_id);
+    let versions = call.services.agents.clone().list_instruction_versions(request).await?.into_inner().versions;
+    Ok(List::new(versions.iter().map(InstructionVersion::from).collect()))
+}
+
+async fn restore(call: Call, input: Input<VersionPath>) -> ServiceResult<Updated<Instructions>> {
+    let request = RestoreInstructionVersionRequest {
+        team_id: call.team_id().to_owned(),
+        agent_id: input.path.agent_id.into_string(),
+        version: i64::from(input.path.version),
+    };
+    let restored = call.services.agents.clone().restore_instruction_version(request).await?.into_inner();
+    Ok(Updated::new(Instructions::from(&restored), "Agent instructions restored successfully"))
+}

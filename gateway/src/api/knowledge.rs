@@ -1,0 +1,709 @@
+//! `/knowledgebase/...` and `/agents/{agentId}/knowledgebase/...`: knowledge bases, their Q&A
+//! references and search. An operation on both paths has one handler, generic over its path
+//! type; [`target`] works out which knowledge base is meant.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use switchboard_kit::{ServiceError, ServiceResult, limits};
+use switchboard_proto::v1::{
+    self as proto, CreateKnowledgebaseRequest, CreateReferenceRequest, GetKnowledgebaseRequest, GetReferenceRequest,
+    ListKnowledgebasesRequest, SearchRequest, UpdateKnowledgebaseRequest, UpdateReferenceRequest,
+};
+
+use super::agents::{AgentPath, AgentRef, fetch_agent};
+use super::sources::{Document, Webpage};
+use super::tags::{AGENT_KNOWLEDGEBASE, KNOWLEDGEBASE};
+use super::time::Timestamp;
+use crate::call::Call;
+use crate::endpoint::{Answer, Created, Data, Endpoint, Feature, Id, Input, Json, List, Nothing, Patch, Updated};
+use crate::limits::RateClass;
+
+const THROUGH_AGENT: &str = "Agent not found, Agent has no knowledgebase assigned, or Knowledgebase not found";
+const KNOWLEDGEBASE_GONE: &str = "Knowledgebase not found";
+const SEARCH_DESCRIPTION: &str = "Semantic search in a knowledge base, given an agentId (its knowledge base) or a \
+    knowledgebaseId. Costs 1 credit.";
+const ANSWER_DESCRIPTION: &str = "Adds a Q&A reference to a knowledge base, given an agentId (its knowledge base) or \
+    a knowledgebaseId; searchable at once.";
+
+pub fn endpoints() -> Vec<Endpoint> {
+    use Feature::KnowledgeBase;
+    let agent = |endpoint: Endpoint| endpoint.feature(KnowledgeBase);
+    vec![
+        agent(Endpoint::get("/v1/agents/{agentId}/knowledgebase", get_through_agent))
+            .doc("getAgentKnowledgebase", AGENT_KNOWLEDGEBASE, "The agent's knowledge base")
+            .about("The agent (as a reference) and its linked knowledge base with its webpages, documents and manual references.")
+            .fails(404, THROUGH_AGENT),
+        agent(Endpoint::get("/v1/agents/{agentId}/knowledgebase/search", search_through_agent))
+            .doc("searchAgentKnowledgebase", AGENT_KNOWLEDGEBASE, "Semantic search in the agent's knowledge base (1 credit)")
+            .about(
+                "Best match first. Costs 1 credit from the team acted on, taken by the knowledgebase service only \
+                 after the parameters, the agent and the knowledge base check out, and given back if the search \
+                 fails; `meta` also names the agent and its knowledge base.",
+            )
+            .class(RateClass::Search)
+            .fails(402, "Insufficient credits: the team's balance has no credit left; nothing is charged.")
+            .fails(404, THROUGH_AGENT)
+            .tool("search_knowledge", SEARCH_DESCRIPTION),
+        agent(Endpoint::post("/v1/agents/{agentId}/knowledgebase/references", create_reference::<AgentPath>))
+            .doc("createAgentReference", AGENT_KNOWLEDGEBASE, "Add a Q&A reference to the agent's knowledge base")
+            .about("A manual Q&A reference, embedded before the answer: searchable at once.")
+            .fails(404, THROUGH_AGENT)
+            .tool("add_knowledge_answer", ANSWER_DESCRIPTION),
+        agent(Endpoint::get("/v1/agents/{agentId}/knowledgebase/references/{referenceId}", get_reference::<AgentItem>))
+            .doc("getAgentReference", AGENT_KNOWLEDGEBASE, "Get a Q&A reference")
+            .about("A manual reference, or an entry extracted from a webpage or document.")
+            .fails(404, "Agent not found, Agent has no knowledgebase assigned, Knowledgebase not found, or Reference not found"),
+        agent(Endpoint::put("/v1/agents/{agentId}/knowledgebase/references/{referenceId}", update_reference::<AgentItem>))
+            .doc("updateAgentReference", AGENT_KNOWLEDGEBASE, "Update a Q&A reference")
+            .about(UPDATE_REFERENCE)
+            .fails(404, "Agent not found, Agent has no knowledgebase assigned, Knowledgebase not found, or Reference not found")
+            .fails(409, CHANGE_EXTRACTED),
+        agent(Endpoint::delete("/v1/agents/{agentId}/knowledgebase/references/{referenceId}", delete_reference::<AgentItem>))
+            .doc("deleteAgentReference", AGENT_KNOWLEDGEBASE, "Delete a Q&A reference")
+            .about(DELETE_REFERENCE)
+            .fails(404, "Agent not found, Agent has no knowledgebase assigned, Knowledgebase not found, or Reference not found")
+            .fails(409, "This entry was extracted from a webpage or document."),
+        agent(Endpoint::get("/v1/knowledgebase", list))
+            .doc("listKnowledgebases", KNOWLEDGEBASE, "The team's knowledge bases")
+            .about("Beyond the spec: newest first, with counts of their webpages, documents and manual references; not paged."),
+        agent(Endpoint::post("/v1/knowledgebase", create))
+            .doc("createKnowledgebase", KNOWLEDGEBASE, "Create a knowledge base")
+            .about("Beyond the spec: an empty knowledge base."),
+        agent(Endpoint::get("/v1/knowledgebase/{knowledgebaseId}", get))
+            .doc("getKnowledgebase", KNOWLEDGEBASE, "A knowledge base with its webpages, documents and manual references")
+            .about("Extracted entries are in each source's detail view.")
+            .fails(404, KNOWLEDGEBASE_GONE),
+        agent(Endpoint::put("/v1/knowledgebase/{knowledgebaseId}", update))
+            .doc("updateKnowledgebase", KNOWLEDGEBASE, "Rename a knowledge base or change its description")
+            .about("Beyond the spec: a partial update (`null` clears the description); answers with its content.")
+            .fails(404, KNOWLEDGEBASE_GONE),
+        agent(Endpoint::delete("/v1/knowledgebase/{knowledgebaseId}", delete))
+            .doc("deleteKnowledgebase", KNOWLEDGEBASE, "Delete a knowledge base and all its content")
+            .about(
+                "Beyond the spec: deletes the knowledge base with its references, webpages, documents and uploaded \
+                 files; the knowledgebase service unlinks the agents linked to it (a job that retries until the \
+                 agents service has done it). `data` is the knowledge base as it was, with empty content lists.",
+            )
+            .fails(404, KNOWLEDGEBASE_GONE),
+        agent(Endpoint::get("/v1/knowledgebase/{knowledgebaseId}/search", search))
+            .doc("searchKnowledgebase", KNOWLEDGEBASE, "Semantic search in a knowledge base (1 credit)")
+            .about(
+                "Best match first. Costs 1 credit from the team acted on, taken by the knowledgebase service only \
+                 after the parameters and the knowledge base check out, and given back if the search fails.",
+            )
+            .class(RateClass::Search)
+            .fails(402, "Insufficient credits: the team's balance has no credit left; nothing is charged.")
+            .fails(404, KNOWLEDGEBASE_GONE)
+            .tool("search_knowledge", SEARCH_DESCRIPTION),
+        agent(Endpoint::post("/v1/knowledgebase/{knowledgebaseId}/references", create_reference::<KnowledgebasePath>))
+            .doc("createReference", KNOWLEDGEBASE, "Add a Q&A reference")
+            .about("A manual Q&A reference, embedded before the answer: searchable at once.")
+            .fails(404, KNOWLEDGEBASE_GONE)
+            .tool("add_knowledge_answer", ANSWER_DESCRIPTION),
+        agent(Endpoint::get("/v1/knowledgebase/{knowledgebaseId}/references/{referenceId}", get_reference::<KnowledgebaseItem>))
+            .doc("getReference", KNOWLEDGEBASE, "Get a Q&A reference")
+            .about("A manual reference, or an entry extracted from a webpage or document.")
+            .fails(404, "Knowledgebase not found, or Reference not found"),
+        agent(Endpoint::put("/v1/knowledgebase/{knowledgebaseId}/references/{referenceId}", update_reference::<KnowledgebaseItem>))
+            .doc("updateReference", KNOWLEDGEBASE, "Update a Q&A reference")
+            .about(UPDATE_REFERENCE)
+            .fails(404, "Knowledgebase not found, or Reference not found")
+            .fails(409, CHANGE_EXTRACTED),
+        agent(Endpoint::delete("/v1/knowledgebase/{knowledgebaseId}/references/{referenceId}", delete_reference::<KnowledgebaseItem>))
+            .doc("deleteReference", KNOWLEDGEBASE, "Delete a Q&A reference")
+            .about(DELETE_REFERENCE)
+            .fails(404, "Knowledgebase not found, or Reference not found")
+            .fails(409, "This entry was extracted from a webpage or document."),
+    ]
+}
+
+const UPDATE_REFERENCE: &str = "A partial update of a manual reference; it is re-embedded when its text changes. \
+    Entries extracted from webpages and documents cannot be changed here (409).";
+const DELETE_REFERENCE: &str = "Beyond the spec: deletes a manual reference; it leaves search at once. Entries \
+    extracted from webpages and documents cannot be deleted here (409).";
+const CHANGE_EXTRACTED: &str = "This entry was extracted from a webpage or document (change its source instead), or \
+    The reference kept changing while it was being updated (retry).";
+
+/// A knowledge base's id in the path.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KnowledgebasePath {
+    pub knowledgebase_id: Id,
+}
+
+/// A reference of the agent's knowledge base.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentItem {
+    pub agent_id: Id,
+    pub reference_id: Id,
+}
+
+/// A reference of a knowledge base.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KnowledgebaseItem {
+    pub knowledgebase_id: Id,
+    pub reference_id: Id,
+}
+
+/// How a path names a knowledge base: through an agent, or by its id.
+pub enum Address<'a> {
+    Agent(&'a Id),
+    Knowledgebase(&'a Id),
+}
+
+pub trait Addressed: Send + Sync + 'static {
+    fn address(&self) -> Address<'_>;
+}
+
+/// A path that also names one thing in the knowledge base.
+pub trait ItemPath: Addressed {
+    fn item(&self) -> &Id;
+}
+
+impl Addressed for AgentPath {
+    fn address(&self) -> Address<'_> {
+        Address::Agent(&self.agent_id)
+    }
+}
+
+impl Addressed for KnowledgebasePath {
+    fn address(&self) -> Address<'_> {
+        Address::Knowledgebase(&self.knowledgebase_id)
+    }
+}
+
+impl Addressed for AgentItem {
+    fn address(&self) -> Address<'_> {
+        Address::Agent(&self.agent_id)
+    }
+}
+
+impl ItemPath for AgentItem {
+    fn item(&self) -> &Id {
+        &self.reference_id
+    }
+}
+
+impl Addressed for KnowledgebaseItem {
+    fn address(&self) -> Address<'_> {
+        Address::Knowledgebase(&self.knowledgebase_id)
+    }
+}
+
+impl ItemPath for KnowledgebaseItem {
+    fn item(&self) -> &Id {
+        &self.reference_id
+    }
+}
+
+/// The knowledge base a request is about, and the agent it was reached through.
+pub struct Target {
+    pub knowledgebase_id: String,
+    pub agent: Option<proto::Agent>,
+}
+
+pub async fn target(call: &Call, address: Address<'_>) -> ServiceResult<Target> {
+    match address {
+        Address::Knowledgebase(id) => Ok(Target { knowledgebase_id: id.to_string(), agent: None }),
+        Address::Agent(agent_id) => {
+            let agent = fetch_agent(call, agent_id).await?;
+            let knowledgebase_id = agent
+                .knowledgebase_id
+                .clone()
+                .ok_or_else(|| ServiceError::not_found("Agent has no knowledgebase assigned"))?;
+            Ok(Target { knowledgebase_id, agent: Some(agent) })
+        }
+    }
+}
+
+/// Other members are ignored.
+#[derive(Deserialize, JsonSchema)]
+pub struct CreateKnowledgebase {
+    /// Not blank.
+    #[schemars(length(min = limits::NAME.min, max = limits::NAME.max))]
+    pub name: String,
+    /// Null or absent: none.
+    #[schemars(length(max = limits::DESCRIPTION.max))]
+    pub description: Option<String>,
+}
+
+/// A partial update. Other members are ignored.
+#[derive(Deserialize, JsonSchema)]
+pub struct UpdateKnowledgebase {
+    /// Not blank; absent or null keeps it.
+    #[schemars(length(min = limits::NAME.min, max = limits::NAME.max))]
+    pub name: Option<String>,
+    /// Absent keeps it, null clears it.
+    #[serde(default)]
+    #[schemars(length(max = limits::DESCRIPTION.max))]
+    pub description: Patch<String>,
+}
+
+/// Other members are ignored.
+#[derive(Deserialize, JsonSchema)]
+pub struct CreateReference {
+    /// Not blank.
+    #[schemars(length(min = limits::QUESTION.min, max = limits::QUESTION.max))]
+    pub question: String,
+    /// Not blank.
+    #[schemars(length(min = limits::ANSWER.min, max = limits::ANSWER.max))]
+    pub answer: String,
+}
+
+/// A partial update. Other members are ignored.
+#[derive(Deserialize, JsonSchema)]
+pub struct UpdateReference {
+    /// Not blank; absent or null keeps it.
+    #[schemars(length(min = limits::QUESTION.min, max = limits::QUESTION.max))]
+    pub question: Option<String>,
+    /// Not blank; absent or null keeps it.
+    #[schemars(length(min = limits::ANSWER.min, max = limits::ANSWER.max))]
+    pub answer: Option<String>,
+}
+
+fn default_limit() -> u32 {
+    u32::try_from(limits::SEARCH_LIMIT.default).unwrap_or(10)
+}
+
+fn default_threshold() -> f64 {
+    limits::SEARCH_THRESHOLD.default
+}
+
+/// The parameters of a search.
+#[derive(Deserialize, JsonSchema)]
+pub struct SearchQuery {
+    /// The text to search for (not blank).
+    #[schemars(length(min = limits::SEARCH_QUERY.min, max = limits::SEARCH_QUERY.max))]
+    pub query: String,
+    /// Most results to return.
+    #[serde(default = "default_limit")]
+    #[schemars(range(min = limits::SEARCH_LIMIT.min, max = limits::SEARCH_LIMIT.max))]
+    pub limit: u32,
+    /// Minimum cosine similarity of a result.
+    #[serde(default = "default_threshold")]
+    #[schemars(range(min = limits::SEARCH_THRESHOLD.min, max = limits::SEARCH_THRESHOLD.max))]
+    pub threshold: f64,
+}
+
+/// Always `QA`, the hosted product's value for a question-and-answer entry.
+#[derive(Serialize, JsonSchema)]
+pub enum EntryType {
+    #[serde(rename = "QA")]
+    Qa,
+}
+
+/// Where an entry comes from: `{type: "manual"}`, or `{type: "webpage" | "document", id, name}`.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ReferenceSource {
+    #[serde(rename = "type")]
+    #[schemars(extend("enum" = ["manual", "webpage", "document"]))]
+    pub kind: String,
+    /// The webpage or document it was extracted from; absent for manual references.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<Id>,
+    /// That source's name; absent for manual references.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<Option<String>>,
+}
+
+impl From<Option<proto::Source>> for ReferenceSource {
+    fn from(source: Option<proto::Source>) -> Self {
+        let source = source.unwrap_or_default();
+        let kind = if source.r#type.is_empty() { "manual".to_owned() } else { source.r#type };
+        let name = source.id.as_ref().map(|_| source.name.clone());
+        Self { kind, id: source.id.map(Id::stored), name }
+    }
+}
+
+/// A Q&A entry: a manual reference, or one extracted from a webpage or document.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Reference {
+    pub id: Id,
+    #[schemars(length(max = limits::QUESTION.max))]
+    pub question: String,
+    #[schemars(length(max = limits::ANSWER.max))]
+    pub answer: String,
+    #[serde(rename = "type")]
+    pub kind: EntryType,
+    pub source: ReferenceSource,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl From<&proto::Reference> for Reference {
+    fn from(reference: &proto::Reference) -> Self {
+        Self {
+            id: Id::stored(reference.id.clone()),
+            question: reference.question.clone(),
+            answer: reference.answer.clone(),
+            kind: EntryType::Qa,
+            source: ReferenceSource::from(reference.source.clone()),
+            created_at: Timestamp::from_ms(reference.created_at_ms),
+            updated_at: Timestamp::from_ms(reference.updated_at_ms),
+        }
+    }
+}
+
+/// A knowledge base with its content.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Knowledgebase {
+    pub id: Id,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    /// Oldest first.
+    pub webpages: Vec<Webpage>,
+    /// Oldest first.
+    pub documents: Vec<Document>,
+    /// Manual references only, oldest first; entries extracted from webpages and documents are
+    /// in their source's `content`.
+    pub references: Vec<Reference>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl From<&proto::Knowledgebase> for Knowledgebase {
+    fn from(knowledgebase: &proto::Knowledgebase) -> Self {
+        Self {
+            id: Id::stored(knowledgebase.id.clone()),
+            name: knowledgebase.name.clone(),
+            description: knowledgebase.description.clone(),
+            webpages: knowledgebase.webpages.iter().map(Webpage::from).collect(),
+            documents: knowledgebase.documents.iter().map(Document::from).collect(),
+            references: knowledgebase.references.iter().map(Reference::from).collect(),
+            created_at: Timestamp::from_ms(knowledgebase.created_at_ms),
+            updated_at: Timestamp::from_ms(knowledgebase.updated_at_ms),
+        }
+    }
+}
+
+/// How much a knowledge base holds.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct KnowledgebaseCounts {
+    pub webpages: u64,
+    pub documents: u64,
+    /// Manual references only.
+    pub references: u64,
+}
+
+/// A knowledge base in a list: its counts instead of its content.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct KnowledgebaseSummary {
+    pub id: Id,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub counts: KnowledgebaseCounts,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl From<&proto::Knowledgebase> for KnowledgebaseSummary {
+    fn from(knowledgebase: &proto::Knowledgebase) -> Self {
+        let counts = knowledgebase.counts.unwrap_or_default();
+        let count = |n: i64| u64::try_from(n).unwrap_or_default();
+        Self {
+            id: Id::stored(knowledgebase.id.clone()),
+            name: knowledgebase.name.clone(),
+            description: knowledgebase.description.clone(),
+            counts: KnowledgebaseCounts {
+                webpages: count(counts.webpages),
+                documents: count(counts.documents),
+                references: count(counts.references),
+            },
+            created_at: Timestamp::from_ms(knowledgebase.created_at_ms),
+            updated_at: Timestamp::from_ms(knowledgebase.updated_at_ms),
+        }
+    }
+}
+
+/// An agent and its linked knowledge base.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct AgentKnowledgebase {
+    pub agent: AgentRef,
+    pub knowledgebase: Knowledgebase,
+}
+
+/// The matching entry (manual or extracted).
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct SearchResultReference {
+    pub id: Id,
+    pub question: String,
+    pub answer: String,
+    #[serde(rename = "type")]
+    pub kind: EntryType,
+    pub source: ReferenceSource,
+}
+
+/// One search hit.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct SearchResult {
+    pub reference: SearchResultReference,
+    /// Cosine similarity of the query's embedding and the entry's (at most 1, up to rounding);
+    /// at least `threshold`.
+    pub similarity: f32,
+}
+
+impl From<&proto::SearchHit> for SearchResult {
+    fn from(hit: &proto::SearchHit) -> Self {
+        let reference = hit.reference.clone().unwrap_or_default();
+        Self {
+            reference: SearchResultReference {
+                id: Id::stored(reference.id),
+                question: reference.question,
+                answer: reference.answer,
+                kind: EntryType::Qa,
+                source: ReferenceSource::from(reference.source),
+            },
+            similarity: hit.similarity,
+        }
+    }
+}
+
+/// About a search.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct SearchMeta {
+    /// The query run.
+    pub query: String,
+    pub result_count: u64,
+    /// The limit applied.
+    pub limit: u32,
+    /// The similarity threshold applied.
+    pub threshold: f64,
+    /// What the search cost.
+    pub credits_used: i64,
+}
+
+/// About a search through an agent: the search meta with the agent and its knowledge base.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct AgentSearchMeta {
+    /// The query run.
+    pub query: String,
+    pub result_count: u64,
+    /// The limit applied.
+    pub limit: u32,
+    /// The similarity threshold applied.
+    pub threshold: f64,
+    /// What the search cost.
+    pub credits_used: i64,
+    pub agent_id: Id,
+    pub agent_name: String,
+    /// The agent's knowledge base.
+    pub knowledgebase_id: Id,
+}
+
+/// Search hits, best first.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct SearchAnswer {
+    pub data: Vec<SearchResult>,
+    pub meta: SearchMeta,
+}
+
+/// Search hits, best first, and the agent searched through.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct AgentSearchAnswer {
+    pub data: Vec<SearchResult>,
+    pub meta: AgentSearchMeta,
+}
+
+impl Answer for SearchAnswer {
+    const STATUS: u16 = 200;
+}
+
+impl Answer for AgentSearchAnswer {
+    const STATUS: u16 = 200;
+}
+
+async fn fetch_knowledgebase(
+    call: &Call,
+    knowledgebase_id: &str,
+    include_content: bool,
+) -> ServiceResult<proto::Knowledgebase> {
+    let request = GetKnowledgebaseRequest {
+        team_id: call.team_id().to_owned(),
+        knowledgebase_id: knowledgebase_id.to_owned(),
+        include_content,
+    };
+    Ok(call.services.knowledgebase.clone().get_knowledgebase(request).await?.into_inner())
+}
+
+async fn list(call: Call, _: Input) -> ServiceResult<List<KnowledgebaseSummary>> {
+    let request = ListKnowledgebasesRequest { team_id: call.team_id().to_owned(), ids: Vec::new() };
+    let knowledgebases = call.services.knowledgebase.clone().list_knowledgebases(request).await?.into_inner();
+    Ok(List::new(knowledgebases.knowledgebases.iter().map(KnowledgebaseSummary::from).collect()))
+}
+
+async fn create(
+    call: Call,
+    input: Input<Nothing, Nothing, Json<CreateKnowledgebase>>,
+) -> ServiceResult<Created<Knowledgebase>> {
+    let Json(body) = input.body;
+    let request = CreateKnowledgebaseRequest {
+        team_id: call.team_id().to_owned(),
+        name: body.name,
+        description: body.description,
+    };
+    let created = call.services.knowledgebase.clone().create_knowledgebase(request).await?.into_inner();
+    Ok(Created::new(Knowledgebase::from(&created), "Knowledgebase created successfully"))
+}
+
+async fn get(call: Call, input: Input<KnowledgebasePath>) -> ServiceResult<Data<Knowledgebase>> {
+    let knowledgebase = fetch_knowledgebase(&call, input.path.knowledgebase_id.as_str(), true).await?;
+    Ok(Data::new(Knowledgebase::from(&knowledgebase)))
+}
+
+async fn get_through_agent(call: Call, input: Input<AgentPath>) -> ServiceResult<Data<AgentKnowledgebase>> {
+    let target = target(&call, input.path.address()).await?;
+    let knowledgebase = fetch_knowledgebase(&call, &target.knowledgebase_id, true).await?;
+    let agent = target.agent.as_ref().map(AgentRef::from).ok_or_else(|| ServiceError::not_found("Agent not found"))?;
+    Ok(Data::new(AgentKnowledgebase { agent, knowledgebase: Knowledgebase::from(&knowledgebase) }))
+}
+
+async fn update(
+    call: Call,
+    input: Input<KnowledgebasePath, Nothing, Json<UpdateKnowledgebase>>,
+) -> ServiceResult<Updated<Knowledgebase>> {
+    let Json(body) = input.body;
+    let request = UpdateKnowledgebaseRequest {
+        team_id: call.team_id().to_owned(),
+        knowledgebase_id: input.path.knowledgebase_id.into_string(),
+        name: body.name,
+        clear_description: body.description == Patch::Null,
+        description: body.description.value(),
+    };
+    let updated = call.services.knowledgebase.clone().update_knowledgebase(request).await?.into_inner();
+    let updated = fetch_knowledgebase(&call, &updated.id, true).await?;
+    Ok(Updated::new(Knowledgebase::from(&updated), "Knowledgebase updated successfully"))
+}
+
+async fn delete(call: Call, input: Input<KnowledgebasePath>) -> ServiceResult<Updated<Knowledgebase>> {
+    let request = GetKnowledgebaseRequest {
+        team_id: call.team_id().to_owned(),
+        knowledgebase_id: input.path.knowledgebase_id.into_string(),
+        include_content: false,
+    };
+    let deleted = call.services.knowledgebase.clone().delete_knowledgebase(request).await?.into_inner();
+    Ok(Updated::new(Knowledgebase::from(&deleted), "Knowledgebase deleted successfully"))
+}
+
+/// The search itself, on either path; the knowledgebase service charges the credit.
+async fn run_search(
+    call: &Call,
+    knowledgebase_id: &str,
+    query: &SearchQuery,
+) -> ServiceResult<(Vec<SearchResult>, i64)> {
+    let request = SearchRequest {
+        team_id: call.team_id().to_owned(),
+        knowledgebase_id: knowledgebase_id.to_owned(),
+        query: query.query.clone(),
+        limit: query.limit,
+        // The service searches in f32; the bound check already ran on the f64.
+        #[allow(clippy::cast_possible_truncation)]
+        threshold: query.threshold as f32,
+    };
+    let searched = call.services.knowledgebase.clone().search(request).await?.into_inner();
+    Ok((searched.hits.iter().map(SearchResult::from).collect(), searched.credits_used))
+}
+
+async fn search(call: Call, input: Input<KnowledgebasePath, SearchQuery>) -> ServiceResult<SearchAnswer> {
+    let (data, credits_used) = run_search(&call, input.path.knowledgebase_id.as_str(), &input.query).await?;
+    let SearchQuery { query, limit, threshold } = input.query;
+    let meta = SearchMeta { query, result_count: data.len() as u64, limit, threshold, credits_used };
+    Ok(SearchAnswer { data, meta })
+}
+
+async fn search_through_agent(call: Call, input: Input<AgentPath, SearchQuery>) -> ServiceResult<AgentSearchAnswer> {
+    let target = target(&call, input.path.address()).await?;
+    let agent = target.agent.clone().unwrap_or_default();
+    let (data, credits_used) = run_search(&call, &target.knowledgebase_id, &input.query).await?;
+    let SearchQuery { query, limit, threshold } = input.query;
+    let meta = AgentSearchMeta {
+        query,
+        result_count: data.len() as u64,
+        limit,
+        threshold,
+        credits_used,
+        agent_id: Id::stored(agent.id),
+        agent_name: agent.name,
+        knowledgebase_id: Id::stored(target.knowledgebase_id),
+    };
+    Ok(AgentSearchAnswer { data, meta })
+}
+
+fn reference_request(call: &Call, target: Target, reference_id: &Id) -> GetReferenceRequest {
+    GetReferenceRequest {
+        team_id: call.team_id().to_owned(),
+        knowledgebase_id: target.knowledgebase_id,
+        reference_id: reference_id.to_string(),
+    }
+}
+
+async fn create_reference<P: Addressed + crate::endpoint::input::Params>(
+    call: Call,
+    input: Input<P, Nothing, Json<CreateReference>>,
+) -> ServiceResult<Created<Reference>> {
+    let target = target(&call, input.path.address()).await?;
+    let Json(body) = input.body;
+    let request = CreateReferenceRequest {
+        team_id: call.team_id().to_owned(),
+        knowledgebase_id: target.knowledgebase_id,
+        question: body.question,
+        answer: body.answer,
+    };
+    let reference = call.services.knowledgebase.clone().create_reference(request).await?.into_inner();
+    Ok(Created::new(Reference::from(&reference), "Reference created successfully"))
+}
+
+async fn get_reference<P: ItemPath + crate::endpoint::input::Params>(
+    call: Call,
+    input: Input<P>,
+) -> ServiceResult<Data<Reference>> {
+    let target = target(&call, input.path.address()).await?;
+    let request = reference_request(&call, target, input.path.item());
+    let reference = call.services.knowledgebase.clone().get_reference(request).await?.into_inner();
+    Ok(Data::new(Reference::from(&reference)))
+}
+
+async fn update_reference<P: ItemPath + crate::endpoint::input::Params>(
+    call: Call,
+    input: Input<P, Nothing, Json<UpdateReference>>,
+) -> ServiceResult<Updated<Reference>> {
+    let target = target(&call, input.path.address()).await?;
+    let Json(body) = input.body;
+    let request = UpdateReferenceRequest {
+        team_id: call.team_id().to_owned(),
+        knowledgebase_id: target.knowledgebase_id,
+        reference_id: input.path.item().to_string(),
+        question: body.question,
+        answer: body.answer,
+    };
+    let reference = call.services.knowledgebase.clone().update_reference(request).await?.into_inner();
+    Ok(Updated::new(Reference::from(&reference), "Reference updated successfully"))
+}
+
+async fn delete_reference<P: ItemPath + crate::endpoint::input::Params>(
+    call: Call,
+    input: Input<P>,
+) -> ServiceResult<Updated<Reference>> {
+    let target = target(&call, input.path.address()).await?;
+    let request = reference_request(&call, target, input.path.item());
+    let reference = call.services.knowledgebase.clone().delete_reference(request).await?.into_inner();
+    Ok(Updated::new(Reference::from(&reference), "Reference deleted successfully"))
+}

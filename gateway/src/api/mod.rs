@@ -1,0 +1,29 @@
+//! The public API, one module per resource: each declares its endpoints next to their handlers
+//! and the types of their requests and answers. The route table is the union of the modules'
+//! endpoints.
+
+pub mod agency;
+pub mod agents;
+pub mod identity;
+pub mod knowledge;
+pub mod sources;
+pub mod time;
+
+use crate::endpoint::Endpoint;
+
+/// OpenAPI tags, in the order the spec lists its endpoint groups.
+pub mod tags {
+    pub const IDENTITY: &str = "Identity";
+    pub const AGENTS: &str = "Agents";
+    pub const AGENT_KNOWLEDGEBASE: &str = "Agent knowledgebase";
+    pub const KNOWLEDGEBASE: &str = "Knowledgebase";
+    pub const AGENCY: &str = "Agency";
+}
+
+/// Every public operation.
+pub fn endpoints() -> Vec<Endpoint> {
+    [identity::endpoints(), agents::endpoints(), knowledge::endpoints(), sources::endpoints(), agency::endpoints()]
+        .into_iter()
+        .flatten()
+        .collect()
+}

@@ -1,0 +1,497 @@
+//! Webpages and documents of a knowledge base, on both the agent-addressed and the
+//! knowledgebase-addressed paths (see [`super::knowledge::target`]).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use switchboard_kit::{ServiceResult, limits};
+use switchboard_proto::v1::{
+    self as proto, CreateWebpageRequest, GetSourceRequest, UpdateDocumentRequest, UpdateWebpageRequest,
+    UploadDocumentRequest,
+};
+
+use super::agents::AgentPath;
+use super::knowledge::{Address, Addressed, ItemPath, KnowledgebasePath, Reference, Target, target};
+use super::tags::{AGENT_KNOWLEDGEBASE, KNOWLEDGEBASE};
+use super::time::Timestamp;
+use crate::call::Call;
+use crate::endpoint::input::Params;
+use crate::endpoint::{Created, Data, Endpoint, Feature, Form, Id, Input, Json, NoBody, Nothing, Patch, Updated};
+
+const THROUGH_AGENT: &str = "Agent not found, Agent has no knowledgebase assigned, or Knowledgebase not found";
+const UPLOAD_413: &str = "The file is larger than the upload limit (20 MiB by default, \
+    `SWITCHBOARD_MAX_UPLOAD_BYTES`), or the whole form is larger than that limit plus 64 KiB.";
+const UPLOAD_415: &str = "Content-Type must be multipart/form-data, or Unsupported file type (the file name's \
+    extension is not a supported one; `hint` lists them).";
+const UPLOAD_422: &str = "The file cannot be read: empty, not UTF-8 text, not really what its extension says, or \
+    without text; `hint` says why. Nothing is stored.";
+const UPLOAD_503: &str = "File storage is unavailable; retry the upload later.";
+const REFRESH_409: &str = "Webpage is already being refreshed (its status is pending or refreshing).";
+const REFRESH_429: &str = "Webpage was refreshed within the last 24 hours (with `nextAvailableAt`, `retryAfter` and \
+    `resetAt`), or the team's write rate limit was reached.";
+
+/// The endpoints of one kind of source on one path family: `base` is
+/// `/v1/agents/{agentId}/knowledgebase` or `/v1/knowledgebase/{knowledgebaseId}`.
+pub fn endpoints() -> Vec<Endpoint> {
+    let mut all = Vec::new();
+    all.extend(webpages::<AgentPath, AgentWebpage>(WEBPAGES_THROUGH_AGENT, AGENT_KNOWLEDGEBASE, THROUGH_AGENT));
+    all.extend(documents::<AgentPath, AgentDocument>(DOCUMENTS_THROUGH_AGENT, AGENT_KNOWLEDGEBASE, THROUGH_AGENT));
+    all.extend(webpages::<KnowledgebasePath, KnowledgebaseWebpage>(WEBPAGES, KNOWLEDGEBASE, "Knowledgebase not found"));
+    all.extend(documents::<KnowledgebasePath, KnowledgebaseDocument>(
+        DOCUMENTS,
+        KNOWLEDGEBASE,
+        "Knowledgebase not found",
+    ));
+    all
+}
+
+/// Paths and operation ids of one family.
+struct Family {
+    collection: &'static str,
+    item: &'static str,
+    refresh: &'static str,
+    ids: [&'static str; 5],
+    item_missing: &'static str,
+}
+
+const WEBPAGES_THROUGH_AGENT: Family = Family {
+    collection: "/v1/agents/{agentId}/knowledgebase/webpages",
+    item: "/v1/agents/{agentId}/knowledgebase/webpages/{webpageId}",
+    refresh: "/v1/agents/{agentId}/knowledgebase/webpages/{webpageId}/refresh",
+    ids: ["createAgentWebpage", "getAgentWebpage", "updateAgentWebpage", "deleteAgentWebpage", "refreshAgentWebpage"],
+    item_missing: "Agent not found, Agent has no knowledgebase assigned, Knowledgebase not found, or Webpage not found",
+};
+const WEBPAGES: Family = Family {
+    collection: "/v1/knowledgebase/{knowledgebaseId}/webpages",
+    item: "/v1/knowledgebase/{knowledgebaseId}/webpages/{webpageId}",
+    refresh: "/v1/knowledgebase/{knowledgebaseId}/webpages/{webpageId}/refresh",
+    ids: ["createWebpage", "getWebpage", "updateWebpage", "deleteWebpage", "refreshWebpage"],
+    item_missing: "Knowledgebase not found, or Webpage not found",
+};
+const DOCUMENTS_THROUGH_AGENT: Family = Family {
+    collection: "/v1/agents/{agentId}/knowledgebase/documents",
+    item: "/v1/agents/{agentId}/knowledgebase/documents/{documentId}",
+    refresh: "",
+    ids: ["uploadAgentDocument", "getAgentDocument", "updateAgentDocument", "deleteAgentDocument", ""],
+    item_missing: "Agent not found, Agent has no knowledgebase assigned, Knowledgebase not found, or Document not found",
+};
+const DOCUMENTS: Family = Family {
+    collection: "/v1/knowledgebase/{knowledgebaseId}/documents",
+    item: "/v1/knowledgebase/{knowledgebaseId}/documents/{documentId}",
+    refresh: "",
+    ids: ["uploadDocument", "getDocument", "updateDocument", "deleteDocument", ""],
+    item_missing: "Knowledgebase not found, or Document not found",
+};
+
+fn webpages<B, I>(family: Family, tag: &'static str, base_missing: &'static str) -> Vec<Endpoint>
+where
+    B: Addressed + Params,
+    I: ItemPath + Params,
+{
+    let [create, get, update, delete, refresh] = family.ids;
+    vec![
+        Endpoint::post(family.collection, create_webpage::<B>)
+            .doc(create, tag, "Add a webpage; its first scrape is queued")
+            .about(
+                "Beyond the spec: adds a webpage source with status `pending`; its first scrape is queued in the \
+                 same transaction (it does not count as a refresh).",
+            )
+            .fails(404, base_missing),
+        Endpoint::get(family.item, get_webpage::<I>)
+            .doc(get, tag, "A webpage with the Q&A content extracted from it")
+            .fails(404, family.item_missing),
+        Endpoint::put(family.item, update_webpage::<I>)
+            .doc(update, tag, "Change a webpage's name, url or notes (no re-scrape)")
+            .about("A partial update (`null` clears the notes); a new url is not scraped until the next refresh.")
+            .fails(404, family.item_missing),
+        Endpoint::delete(family.item, delete_webpage::<I>)
+            .doc(delete, tag, "Remove a webpage and its content")
+            .about("Beyond the spec: its extracted entries leave search before the answer.")
+            .fails(404, family.item_missing),
+        Endpoint::post(family.refresh, refresh_webpage::<I>)
+            .doc(refresh, tag, "Re-scrape a webpage (once per 24 hours)")
+            .about(
+                "Queues a re-scrape and turns the webpage `refreshing`; takes no body. At most one accepted refresh \
+                 per webpage per 24 hours (the first scrape after adding does not count), never while a scrape is \
+                 under way; the write rate limit applies first.",
+            )
+            .fails(404, family.item_missing)
+            .fails(409, REFRESH_409)
+            .fails(429, REFRESH_429),
+    ]
+    .into_iter()
+    .map(|endpoint| endpoint.feature(Feature::KnowledgeBase))
+    .collect()
+}
+
+fn documents<B, I>(family: Family, tag: &'static str, base_missing: &'static str) -> Vec<Endpoint>
+where
+    B: Addressed + Params,
+    I: ItemPath + Params,
+{
+    let [upload, get, update, delete, _] = family.ids;
+    vec![
+        Endpoint::post(family.collection, upload_document::<B>)
+            .doc(upload, tag, "Upload a document; its text is extracted by a job")
+            .about(
+                "Beyond the spec: a multipart form. The file is parsed before anything is stored; it is then kept \
+                 and its text extraction queued (status `pending`). A form without a `file` part, or whose file has \
+                 no file name, is a 400 naming `file`.",
+            )
+            .fails(404, base_missing)
+            .fails(413, UPLOAD_413)
+            .fails(415, UPLOAD_415)
+            .fails(422, UPLOAD_422)
+            .fails(503, UPLOAD_503),
+        Endpoint::get(family.item, get_document::<I>)
+            .doc(get, tag, "A document with the Q&A content extracted from it")
+            .fails(404, family.item_missing),
+        Endpoint::put(family.item, update_document::<I>)
+            .doc(update, tag, "Change a document's name or notes")
+            .about("A partial update (`null` clears the notes); the file itself never changes.")
+            .fails(404, family.item_missing),
+        Endpoint::delete(family.item, delete_document::<I>)
+            .doc(delete, tag, "Remove a document, its file and its content")
+            .fails(404, family.item_missing),
+    ]
+    .into_iter()
+    .map(|endpoint| endpoint.feature(Feature::KnowledgeBase))
+    .collect()
+}
+
+macro_rules! item_path {
+    ($name:ident, $base:ident, $base_variant:ident, $item:ident, $doc:literal) => {
+        #[doc = $doc]
+        #[derive(Deserialize, JsonSchema)]
+        #[serde(rename_all = "camelCase")]
+        pub struct $name {
+            pub $base: Id,
+            pub $item: Id,
+        }
+
+        impl Addressed for $name {
+            fn address(&self) -> Address<'_> {
+                Address::$base_variant(&self.$base)
+            }
+        }
+
+        impl ItemPath for $name {
+            fn item(&self) -> &Id {
+                &self.$item
+            }
+        }
+    };
+}
+
+item_path!(AgentWebpage, agent_id, Agent, webpage_id, "A webpage of the agent's knowledge base.");
+item_path!(KnowledgebaseWebpage, knowledgebase_id, Knowledgebase, webpage_id, "A webpage of a knowledge base.");
+item_path!(AgentDocument, agent_id, Agent, document_id, "A document of the agent's knowledge base.");
+item_path!(KnowledgebaseDocument, knowledgebase_id, Knowledgebase, document_id, "A document of a knowledge base.");
+
+/// Other members are ignored.
+#[derive(Deserialize, JsonSchema)]
+pub struct CreateWebpage {
+    /// Display name (not blank).
+    #[schemars(length(min = limits::NAME.min, max = limits::NAME.max))]
+    pub name: String,
+    /// An absolute http or https URL with a host.
+    #[schemars(length(min = limits::URL.min, max = limits::URL.max), extend("format" = "uri"))]
+    pub url: String,
+    /// Shown to the AI alongside the webpage; null or absent: none.
+    #[schemars(length(max = limits::NOTES.max))]
+    pub notes: Option<String>,
+}
+
+/// A partial update. Other members are ignored.
+#[derive(Deserialize, JsonSchema)]
+pub struct UpdateWebpage {
+    /// Not blank; absent or null keeps it.
+    #[schemars(length(min = limits::NAME.min, max = limits::NAME.max))]
+    pub name: Option<String>,
+    /// An absolute http or https URL; absent or null keeps it. A new URL is not scraped until the
+    /// next refresh.
+    #[schemars(length(min = limits::URL.min, max = limits::URL.max), extend("format" = "uri"))]
+    pub url: Option<String>,
+    /// Absent keeps the notes, null clears them.
+    #[serde(default)]
+    #[schemars(length(max = limits::NOTES.max))]
+    pub notes: Patch<String>,
+}
+
+/// A partial update; the file itself never changes. Other members (including `url`) are ignored.
+#[derive(Deserialize, JsonSchema)]
+pub struct UpdateDocument {
+    /// Not blank; absent or null keeps it.
+    #[schemars(length(min = limits::NAME.min, max = limits::NAME.max))]
+    pub name: Option<String>,
+    /// Absent keeps the notes, null clears them.
+    #[serde(default)]
+    #[schemars(length(max = limits::NOTES.max))]
+    pub notes: Patch<String>,
+}
+
+/// A webpage source of a knowledge base.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Webpage {
+    pub id: Id,
+    pub name: String,
+    #[schemars(extend("format" = "uri"))]
+    pub url: String,
+    /// Shown to the AI alongside the webpage.
+    pub notes: Option<String>,
+    /// pending: first scrape queued or running; refreshing: a refresh was accepted; ready; failed
+    /// (`failureReason` says why; the entries of the last good scrape stay searchable).
+    #[schemars(extend("enum" = ["pending", "refreshing", "ready", "failed"]))]
+    pub status: String,
+    /// True while `status` is pending or refreshing.
+    pub is_updating: bool,
+    /// When the page was last scraped successfully; null before the first success.
+    pub last_scraped_at: Option<Timestamp>,
+    /// Why the last scrape failed; null otherwise.
+    pub failure_reason: Option<String>,
+    /// Q&A entries extracted from the page.
+    pub entry_count: u64,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl From<&proto::Webpage> for Webpage {
+    fn from(webpage: &proto::Webpage) -> Self {
+        Self {
+            id: Id::stored(webpage.id.clone()),
+            name: webpage.name.clone(),
+            url: webpage.url.clone(),
+            notes: webpage.notes.clone(),
+            status: webpage.status.clone(),
+            is_updating: matches!(webpage.status.as_str(), "pending" | "refreshing"),
+            last_scraped_at: Timestamp::option(webpage.last_scraped_at_ms),
+            failure_reason: webpage.failure_reason.clone(),
+            entry_count: u64::try_from(webpage.entry_count).unwrap_or_default(),
+            created_at: Timestamp::from_ms(webpage.created_at_ms),
+            updated_at: Timestamp::from_ms(webpage.updated_at_ms),
+        }
+    }
+}
+
+/// A webpage with the Q&A entries extracted from it.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct WebpageDetail {
+    #[serde(flatten)]
+    pub webpage: Webpage,
+    /// The extracted entries, in page order.
+    pub content: Vec<Reference>,
+}
+
+/// A webpage whose refresh was accepted.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct WebpageRefresh {
+    pub id: Id,
+    #[schemars(extend("format" = "uri"))]
+    pub url: String,
+    pub name: String,
+    /// `refreshing`: the scrape has been queued.
+    #[schemars(extend("enum" = ["pending", "refreshing", "ready", "failed"]))]
+    pub status: String,
+}
+
+/// An uploaded document of a knowledge base.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Document {
+    pub id: Id,
+    /// Display name; the file name unless one was given.
+    pub name: String,
+    /// Shown to the AI alongside the document.
+    pub notes: Option<String>,
+    /// The uploaded file's name (without any directory part).
+    pub file_name: String,
+    /// Known from the file's extension.
+    #[schemars(extend("enum" = [
+        "text/plain",
+        "text/markdown",
+        "text/html",
+        "application/pdf",
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        "text/csv",
+    ]))]
+    pub content_type: String,
+    /// File size in bytes.
+    pub size: u64,
+    /// pending: extraction queued or running; ready; failed (`failureReason` says why).
+    #[schemars(extend("enum" = ["pending", "ready", "failed"]))]
+    pub status: String,
+    /// True while `status` is pending.
+    pub is_updating: bool,
+    /// When the text was last extracted; null before that.
+    pub extracted_at: Option<Timestamp>,
+    /// Why the extraction failed; null otherwise.
+    pub failure_reason: Option<String>,
+    /// Q&A entries extracted from the document.
+    pub entry_count: u64,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl From<&proto::Document> for Document {
+    fn from(document: &proto::Document) -> Self {
+        Self {
+            id: Id::stored(document.id.clone()),
+            name: document.name.clone(),
+            notes: document.notes.clone(),
+            file_name: document.file_name.clone(),
+            content_type: document.content_type.clone(),
+            size: u64::try_from(document.size_bytes).unwrap_or_default(),
+            status: document.status.clone(),
+            is_updating: document.status == "pending",
+            extracted_at: Timestamp::option(document.extracted_at_ms),
+            failure_reason: document.failure_reason.clone(),
+            entry_count: u64::try_from(document.entry_count).unwrap_or_default(),
+            created_at: Timestamp::from_ms(document.created_at_ms),
+            updated_at: Timestamp::from_ms(document.updated_at_ms),
+        }
+    }
+}
+
+/// A document with the Q&A entries extracted from it.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct DocumentDetail {
+    #[serde(flatten)]
+    pub document: Document,
+    /// The extracted entries, in document order.
+    pub content: Vec<Reference>,
+}
+
+fn source_request(call: &Call, target: Target, source_id: &Id, include_content: bool) -> GetSourceRequest {
+    GetSourceRequest {
+        team_id: call.team_id().to_owned(),
+        knowledgebase_id: target.knowledgebase_id,
+        source_id: source_id.to_string(),
+        include_content,
+    }
+}
+
+fn notes_patch(notes: Patch<String>) -> (Option<String>, bool) {
+    let clear = notes == Patch::Null;
+    (notes.value(), clear)
+}
+
+async fn create_webpage<B: Addressed + Params>(
+    call: Call,
+    input: Input<B, Nothing, Json<CreateWebpage>>,
+) -> ServiceResult<Created<Webpage>> {
+    let target = target(&call, input.path.address()).await?;
+    let Json(body) = input.body;
+    let request = CreateWebpageRequest {
+        team_id: call.team_id().to_owned(),
+        knowledgebase_id: target.knowledgebase_id,
+        name: body.name,
+        url: body.url,
+        notes: body.notes,
+    };
+    let webpage = call.services.knowledgebase.clone().create_webpage(request).await?.into_inner();
+    Ok(Created::new(Webpage::from(&webpage), "Webpage added; it is being scraped"))
+}
+
+async fn get_webpage<I: ItemPath + Params>(call: Call, input: Input<I>) -> ServiceResult<Data<WebpageDetail>> {
+    let target = target(&call, input.path.address()).await?;
+    let request = source_request(&call, target, input.path.item(), true);
+    let webpage = call.services.knowledgebase.clone().get_webpage(request).await?.into_inner();
+    let content = webpage.content.iter().map(Reference::from).collect();
+    Ok(Data::new(WebpageDetail { webpage: Webpage::from(&webpage), content }))
+}
+
+async fn update_webpage<I: ItemPath + Params>(
+    call: Call,
+    input: Input<I, Nothing, Json<UpdateWebpage>>,
+) -> ServiceResult<Updated<Webpage>> {
+    let target = target(&call, input.path.address()).await?;
+    let Json(body) = input.body;
+    let (notes, clear_notes) = notes_patch(body.notes);
+    let request = UpdateWebpageRequest {
+        team_id: call.team_id().to_owned(),
+        knowledgebase_id: target.knowledgebase_id,
+        webpage_id: input.path.item().to_string(),
+        name: body.name,
+        url: body.url,
+        notes,
+        clear_notes,
+    };
+    let webpage = call.services.knowledgebase.clone().update_webpage(request).await?.into_inner();
+    Ok(Updated::new(Webpage::from(&webpage), "Webpage updated successfully"))
+}
+
+async fn delete_webpage<I: ItemPath + Params>(call: Call, input: Input<I>) -> ServiceResult<Updated<Webpage>> {
+    let target = target(&call, input.path.address()).await?;
+    let request = source_request(&call, target, input.path.item(), false);
+    let webpage = call.services.knowledgebase.clone().delete_webpage(request).await?.into_inner();
+    Ok(Updated::new(Webpage::from(&webpage), "Webpage deleted successfully"))
+}
+
+async fn refresh_webpage<I: ItemPath + Params>(
+    call: Call,
+    input: Input<I, Nothing, NoBody>,
+) -> ServiceResult<Updated<WebpageRefresh>> {
+    let target = target(&call, input.path.address()).await?;
+    let request = source_request(&call, target, input.path.item(), false);
+    let webpage = call.services.knowledgebase.clone().refresh_webpage(request).await?.into_inner();
+    let refreshed =
+        WebpageRefresh { id: Id::stored(webpage.id), url: webpage.url, name: webpage.name, status: webpage.status };
+    Ok(Updated::new(refreshed, "Webpage refresh queued"))
+}
+
+async fn upload_document<B: Addressed + Params>(
+    call: Call,
+    input: Input<B, Nothing, Form>,
+) -> ServiceResult<Created<Document>> {
+    let target = target(&call, input.path.address()).await?;
+    let form = input.body;
+    let request = UploadDocumentRequest {
+        team_id: call.team_id().to_owned(),
+        knowledgebase_id: target.knowledgebase_id,
+        file_name: form.file_name,
+        name: form.name,
+        notes: form.notes,
+        content: form.content.to_vec(),
+    };
+    let document = call.services.knowledgebase.clone().upload_document(request).await?.into_inner();
+    Ok(Created::new(Document::from(&document), "Document uploaded; its text is being extracted"))
+}
+
+async fn get_document<I: ItemPath + Params>(call: Call, input: Input<I>) -> ServiceResult<Data<DocumentDetail>> {
+    let target = target(&call, input.path.address()).await?;
+    let request = source_request(&call, target, input.path.item(), true);
+    let document = call.services.knowledgebase.clone().get_document(request).await?.into_inner();
+    let content = document.content.iter().map(Reference::from).collect();
+    Ok(Data::new(DocumentDetail { document: Document::from(&document), content }))
+}
+
+async fn update_document<I: ItemPath + Params>(
+    call: Call,
+    input: Input<I, Nothing, Json<UpdateDocument>>,
+) -> ServiceResult<Updated<Document>> {
+    let target = target(&call, input.path.address()).await?;
+    let Json(body) = input.body;
+    let (notes, clear_notes) = notes_patch(body.notes);
+    let request = UpdateDocumentRequest {
+        team_id: call.team_id().to_owned(),
+        knowledgebase_id: target.knowledgebase_id,
+        document_id: input.path.item().to_string(),
+        name: body.name,
+        notes,
+        clear_notes,
+    };
+    let document = call.services.knowledgebase.clone().update_document(request).await?.into_inner();
+    Ok(Updated::new(Document::from(&document), "Document updated successfully"))
+}
+
+async fn delete_document<I: ItemPath + Params>(call: Call, input: Input<I>) -> ServiceResult<Updated<Document>> {
+    let target = target(&call, input.path.address()).await?;
+    let request = source_request(&call, target, input.path.item(), false);
+    let document = call.services.knowledgebase.clone().delete_document(request).await?.into_inner();
+    Ok(Updated::new(Document::from(&document), "Document deleted successfully"))
+}

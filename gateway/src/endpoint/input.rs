@@ -1,0 +1,368 @@
+//! What a handler receives from the client, typed: its path parameters `P`, its query `Q` and
+//! its body `B`, each checked against the schema of its type before the handler runs.
+
+use std::borrow::Cow;
+use std::future::Future;
+
+use bytes::Bytes;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+use switchboard_kit::{ErrorKind, FieldViolation, ServiceError, ServiceResult};
+
+use super::check::{check, coerce};
+use super::schema::{Generators, inlined, properties};
+use crate::body::{Upload, body_required};
+
+/// What the client sent, before it is checked: path and query parameters (text from a URL,
+/// values from an MCP tool call) and the body.
+#[derive(Default)]
+pub struct RawInput {
+    pub path: Map<String, Value>,
+    pub query: Map<String, Value>,
+    pub body: Option<Value>,
+    pub upload: Option<Upload>,
+}
+
+pub struct Input<P = Nothing, Q = Nothing, B = NoBody> {
+    pub path: P,
+    pub query: Q,
+    pub body: B,
+}
+
+/// The schemas an endpoint's input is checked against, written in place.
+pub struct InputSchemas {
+    pub path: Value,
+    pub query: Value,
+    pub body: Option<Value>,
+}
+
+/// Path or query parameters: a struct whose members are the parameters.
+pub trait Params: DeserializeOwned + JsonSchema + Send + 'static {}
+impl<T: DeserializeOwned + JsonSchema + Send + 'static> Params for T {}
+
+/// No path parameters, or no query parameters.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub struct Nothing {}
+
+/// How the gateway reads an endpoint's body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyKind {
+    /// None is read. A POST or PUT without one may still carry one: it is read as JSON (a
+    /// non-JSON body is refused as everywhere else) and dropped.
+    None,
+    Json,
+    /// `multipart/form-data`, up to the upload limit.
+    Multipart,
+}
+
+/// A request body type.
+pub trait RequestBody: Sized + Send + 'static {
+    const KIND: BodyKind;
+    /// Its schema written in place, for validation and MCP tools.
+    fn inlined() -> Option<Value>;
+    /// Its schema for the OpenAPI document: a reference to a named schema.
+    fn describe(generators: &mut Generators) -> Option<Schema>;
+    fn extract(
+        schema: Option<&Value>,
+        raw: &mut RawInput,
+        max_upload_bytes: usize,
+        violations: &mut Vec<FieldViolation>,
+    ) -> impl Future<Output = ServiceResult<Option<Self>>> + Send;
+}
+
+/// An endpoint without a body.
+pub struct NoBody;
+
+impl RequestBody for NoBody {
+    const KIND: BodyKind = BodyKind::None;
+
+    fn inlined() -> Option<Value> {
+        None
+    }
+
+    fn describe(_: &mut Generators) -> Option<Schema> {
+        None
+    }
+
+    async fn extract(
+        _: Option<&Value>,
+        _: &mut RawInput,
+        _: usize,
+        _: &mut Vec<FieldViolation>,
+    ) -> ServiceResult<Option<Self>> {
+        Ok(Some(NoBody))
+    }
+}
+
+/// A JSON object body of type `T`; members it does not name are ignored.
+pub struct Json<T>(pub T);
+
+impl<T: DeserializeOwned + JsonSchema + Send + 'static> RequestBody for Json<T> {
+    const KIND: BodyKind = BodyKind::Json;
+
+    fn inlined() -> Option<Value> {
+        Some(inlined::<T>())
+    }
+
+    fn describe(generators: &mut Generators) -> Option<Schema> {
+        Some(generators.request::<T>())
+    }
+
+    async fn extract(
+        schema: Option<&Value>,
+        raw: &mut RawInput,
+        _: usize,
+        violations: &mut Vec<FieldViolation>,
+    ) -> ServiceResult<Option<Self>> {
+        let body = raw.body.take().ok_or_else(body_required)?;
+        if !body.is_object() {
+            return Err(ServiceError::new(ErrorKind::MalformedJson, "Request body must be a JSON object"));
+        }
+        Ok(parse::<T>(schema, body, "", violations).map(Json))
+    }
+}
+
+/// The multipart form of an upload: `file`, `name?`, `notes?`.
+pub struct Form {
+    pub file_name: String,
+    pub content: Bytes,
+    pub name: Option<String>,
+    pub notes: Option<String>,
+}
+
+/// What the form's schema describes (its text parts are checked by it).
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+pub struct UploadForm {
+    /// The file, with a file name whose extension is one of .txt/.text, .md/.markdown,
+    /// .html/.htm, .pdf, .docx, .csv (a Content-Type of the part is not needed).
+    #[schemars(extend("contentMediaType" = "application/octet-stream"))]
+    file: String,
+    /// Display name; the file name when left out.
+    #[schemars(length(min = switchboard_kit::limits::NAME.min, max = switchboard_kit::limits::NAME.max))]
+    name: Option<String>,
+    /// Shown to the AI alongside the document.
+    #[schemars(length(max = switchboard_kit::limits::NOTES.max))]
+    notes: Option<String>,
+}
+
+fn malformed(error: impl std::fmt::Display) -> ServiceError {
+    ServiceError::invalid_field("file", format!("the multipart body cannot be read: {error}"))
+}
+
+impl RequestBody for Form {
+    const KIND: BodyKind = BodyKind::Multipart;
+
+    fn inlined() -> Option<Value> {
+        Some(inlined::<UploadForm>())
+    }
+
+    fn describe(generators: &mut Generators) -> Option<Schema> {
+        Some(generators.request::<UploadForm>())
+    }
+
+    async fn extract(
+        schema: Option<&Value>,
+        raw: &mut RawInput,
+        max_upload_bytes: usize,
+        violations: &mut Vec<FieldViolation>,
+    ) -> ServiceResult<Option<Self>> {
+        let Upload { boundary, body } =
+            raw.upload.take().ok_or_else(|| ServiceError::invalid_field("file", "is required"))?;
+        let stream = futures::stream::once(async move { Ok::<Bytes, std::io::Error>(body) });
+        let mut multipart = multer::Multipart::new(stream, boundary);
+        let (mut file, mut name, mut notes) = (None, None, None);
+        while let Some(part) = multipart.next_field().await.map_err(malformed)? {
+            match part.name().unwrap_or_default() {
+                "file" => {
+                    let file_name = part.file_name().unwrap_or_default().to_owned();
+                    file = Some((file_name, part.bytes().await.map_err(malformed)?));
+                }
+                "name" => name = Some(part.text().await.map_err(malformed)?),
+                "notes" => notes = Some(part.text().await.map_err(malformed)?),
+                _ => {}
+            }
+        }
+        if let Some((_, content)) = &file
+            && content.len() > max_upload_bytes
+        {
+            return Err(ServiceError::new(
+                ErrorKind::PayloadTooLarge,
+                format!("The file is larger than {max_upload_bytes} bytes"),
+            ));
+        }
+        let mut parts = Map::new();
+        if let Some((file_name, _)) = &file {
+            parts.insert("file".to_owned(), Value::from(file_name.as_str()));
+        }
+        for (key, value) in [("name", &name), ("notes", &notes)] {
+            if let Some(value) = value {
+                parts.insert(key.to_owned(), Value::from(value.as_str()));
+            }
+        }
+        let before = violations.len();
+        if let Some(schema) = schema {
+            check(schema, &Value::Object(parts), "", violations);
+        }
+        Ok(match file {
+            Some((file_name, content)) if violations.len() == before => Some(Form { file_name, content, name, notes }),
+            _ => None,
+        })
+    }
+}
+
+/// Reads `T` from `value` after checking it against `schema`; its violations (named under
+/// `prefix`) go to `violations` and the result is `None`.
+fn parse<T: DeserializeOwned>(
+    schema: Option<&Value>,
+    value: Value,
+    prefix: &str,
+    violations: &mut Vec<FieldViolation>,
+) -> Option<T> {
+    let before = violations.len();
+    if let Some(schema) = schema {
+        check(schema, &value, prefix, violations);
+    }
+    if violations.len() > before {
+        return None;
+    }
+    match serde_json::from_value(value) {
+        Ok(parsed) => Some(parsed),
+        Err(error) => {
+            // The schema admitted what the type does not: say what serde says.
+            violations.push(FieldViolation::new(prefix, error.to_string()));
+            None
+        }
+    }
+}
+
+/// Parameters as their schema wants them: text read as numbers or booleans where it says so.
+fn parameters(schema: &Value, mut given: Map<String, Value>) -> Value {
+    for (name, property) in properties(schema) {
+        if let Some(Value::String(text)) = given.get(name) {
+            let value = coerce(Some(property), text);
+            given.insert(name.clone(), value);
+        }
+    }
+    Value::Object(given)
+}
+
+impl<P: Params, Q: Params, B: RequestBody> Input<P, Q, B> {
+    pub fn schemas() -> InputSchemas {
+        InputSchemas { path: inlined::<P>(), query: inlined::<Q>(), body: B::inlined() }
+    }
+
+    /// Checks and reads the input: bad path parameters answer at once (the resource cannot be
+    /// named); the query's and the body's problems are reported together.
+    pub async fn extract(schemas: &InputSchemas, mut raw: RawInput, max_upload_bytes: usize) -> ServiceResult<Self> {
+        let mut violations = Vec::new();
+        let path_value = parameters(&schemas.path, std::mem::take(&mut raw.path));
+        let path = parse::<P>(Some(&schemas.path), path_value, "", &mut violations);
+        let Some(path) = path else {
+            return Err(ServiceError::validation(violations));
+        };
+        let query_value = parameters(&schemas.query, std::mem::take(&mut raw.query));
+        let query = parse::<Q>(Some(&schemas.query), query_value, "", &mut violations);
+        let body = B::extract(schemas.body.as_ref(), &mut raw, max_upload_bytes, &mut violations).await?;
+        match (query, body) {
+            (Some(query), Some(body)) if violations.is_empty() => Ok(Input { path, query, body }),
+            _ => Err(ServiceError::validation(violations)),
+        }
+    }
+}
+
+/// A UUID in the form ids are stored in (lowercase, hyphenated), from any spelling that names
+/// the same UUID (uppercase, without hyphens, `urn:uuid:`); `None` when it is not a UUID.
+pub fn canonical_uuid(text: &str) -> Option<String> {
+    uuid::Uuid::parse_str(text).ok().map(|id| id.to_string())
+}
+
+/// A UUID as clients may spell it (any case, without hyphens, `urn:uuid:`), held in the form ids
+/// are stored in (lowercase, hyphenated).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Id(String);
+
+impl Id {
+    /// An id as a service answers it: already in the stored form.
+    pub fn stored(id: String) -> Self {
+        Self(id)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl std::fmt::Display for Id {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Id {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = Cow::<str>::deserialize(deserializer)?;
+        canonical_uuid(&text).map(Id).ok_or_else(|| serde::de::Error::custom("must be a UUID"))
+    }
+}
+
+impl JsonSchema for Id {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "Id".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": "string", "format": "uuid" })
+    }
+}
+
+/// A member of a partial update: left out (keep), `null` (clear) or a value (set). The member
+/// needs `#[serde(default)]`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum Patch<T> {
+    #[default]
+    Absent,
+    Null,
+    Value(T),
+}
+
+impl<T> Patch<T> {
+    /// The value when one was given; `null` and left out are both `None`.
+    pub fn value(self) -> Option<T> {
+        match self {
+            Patch::Value(value) => Some(value),
+            Patch::Absent | Patch::Null => None,
+        }
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Patch<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(Option::<T>::deserialize(deserializer)?.map_or(Patch::Null, Patch::Value))
+    }
+}
+
+impl<T: JsonSchema> JsonSchema for Patch<T> {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        format!("Patch_{}", T::schema_name()).into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        Option::<T>::json_schema(generator)
+    }
+}

@@ -1,0 +1,310 @@
+//! An endpoint, declared once: its method and typed path, rate class, access feature, MCP
+//! tool, documentation and handler sit in one [`Endpoint`] next to the handler. Its path,
+//! query, body and answer are Rust types; their JSON Schemas validate requests (every violated
+//! field reported), describe the operation in the OpenAPI document and give MCP tools their
+//! input schema. The route table, the OpenAPI document, the MCP tools and the skill file's
+//! endpoint table are all read off the endpoints.
+
+pub mod answer;
+pub mod check;
+pub mod errors;
+pub mod input;
+pub mod schema;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use schemars::Schema;
+use switchboard_kit::ServiceResult;
+use switchboard_proto::v1::AccessConfig;
+
+pub use answer::{Answer, Created, Data, List, Page, Updated};
+pub use input::{BodyKind, Form, Id, Input, Json, NoBody, Nothing, Patch, RawInput, RequestBody};
+
+use crate::call::{Call, HandlerResult};
+use crate::limits::RateClass;
+use input::{InputSchemas, Params};
+use schema::Generators;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Post,
+    Put,
+    Patch,
+    Delete,
+}
+
+impl Method {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Put => "PUT",
+            Method::Patch => "PATCH",
+            Method::Delete => "DELETE",
+        }
+    }
+
+    /// The key of an OpenAPI path item.
+    pub fn key(self) -> &'static str {
+        match self {
+            Method::Get => "get",
+            Method::Post => "post",
+            Method::Put => "put",
+            Method::Patch => "patch",
+            Method::Delete => "delete",
+        }
+    }
+
+    pub fn parse(method: &str) -> Option<Method> {
+        Some(match method {
+            "GET" | "HEAD" => Method::Get,
+            "POST" => Method::Post,
+            "PUT" => Method::Put,
+            "PATCH" => Method::Patch,
+            "DELETE" => Method::Delete,
+            _ => return None,
+        })
+    }
+}
+
+/// A feature that a client subteam's access configuration can switch off for its own keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Feature {
+    Users,
+    Instructions,
+    InstructionsWrite,
+    Testing,
+    KnowledgeBase,
+    AgentConfiguration,
+    AgentCreation,
+}
+
+impl Feature {
+    /// The name used in `accessConfig`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Feature::Users => "users",
+            Feature::Instructions => "instructions",
+            Feature::InstructionsWrite => "instructionsWrite",
+            Feature::Testing => "testing",
+            Feature::KnowledgeBase => "knowledgeBase",
+            Feature::AgentConfiguration => "agentConfiguration",
+            Feature::AgentCreation => "agentCreation",
+        }
+    }
+
+    pub fn allowed_by(self, access: &AccessConfig) -> bool {
+        match self {
+            Feature::Users => access.users,
+            Feature::Instructions => access.instructions,
+            Feature::InstructionsWrite => access.instructions_write,
+            Feature::Testing => access.testing,
+            Feature::KnowledgeBase => access.knowledge_base,
+            Feature::AgentConfiguration => access.agent_configuration,
+            Feature::AgentCreation => access.agent_creation,
+        }
+    }
+}
+
+/// An error answer an operation documents beyond the ones every operation can give.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub status: u16,
+    pub description: &'static str,
+}
+
+/// The MCP tool an endpoint backs. Two endpoints may back one tool (a knowledge base reached
+/// through its agent or by its id): the call's arguments pick the one whose path they fill.
+#[derive(Debug, Clone)]
+pub struct Tool {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub annotations: ToolHints,
+}
+
+/// The MCP annotations of a tool, all four said explicitly. By default they follow the method:
+/// GET reads, PUT and DELETE destroy what was there, only POST is not idempotent; no tool
+/// reaches outside Switchboard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolHints {
+    pub read_only: bool,
+    pub destructive: bool,
+    pub idempotent: bool,
+    pub open_world: bool,
+}
+
+impl ToolHints {
+    pub fn of(method: Method) -> Self {
+        Self {
+            read_only: method == Method::Get,
+            destructive: matches!(method, Method::Put | Method::Delete),
+            idempotent: method != Method::Post,
+            open_world: false,
+        }
+    }
+}
+
+pub type HandlerFuture = Pin<Box<dyn Future<Output = HandlerResult> + Send>>;
+type Runner = Arc<dyn Fn(Call, RawInput) -> HandlerFuture + Send + Sync>;
+
+/// What the OpenAPI document says of an endpoint's body and answer.
+pub struct Described {
+    pub request: Option<Schema>,
+    pub status: u16,
+    pub answer: Schema,
+}
+
+#[derive(Clone)]
+pub struct Endpoint {
+    pub method: Method,
+    /// Segments in braces are path parameters, e.g. `/v1/agents/{agentId}`; their types are
+    /// the members of the handler's path type.
+    pub path: &'static str,
+    pub operation_id: &'static str,
+    pub tag: &'static str,
+    pub summary: &'static str,
+    pub description: &'static str,
+    pub class: RateClass,
+    /// Writes are refused to read-only keys.
+    pub write: bool,
+    pub feature: Option<Feature>,
+    /// Accept `X-AGENCY-KEY` as well as `X-API-Key`.
+    pub agency_key_header: bool,
+    pub body: BodyKind,
+    pub failures: Vec<Failure>,
+    pub tool: Option<Tool>,
+    pub inputs: Arc<InputSchemas>,
+    describe: fn(&mut Generators) -> Described,
+    run: Runner,
+}
+
+fn describe<B: RequestBody, R: Answer>(generators: &mut Generators) -> Described {
+    Described { request: B::describe(generators), status: R::STATUS, answer: generators.answer::<R>() }
+}
+
+impl Endpoint {
+    /// An endpoint served by `handler`; its input and answer types are the handler's.
+    pub fn new<P, Q, B, R, F, Fut>(method: Method, path: &'static str, handler: F) -> Self
+    where
+        P: Params,
+        Q: Params,
+        B: RequestBody,
+        R: Answer,
+        F: Fn(Call, Input<P, Q, B>) -> Fut + Copy + Send + Sync + 'static,
+        Fut: Future<Output = ServiceResult<R>> + Send + 'static,
+    {
+        let inputs = Arc::new(Input::<P, Q, B>::schemas());
+        let schemas = inputs.clone();
+        let run: Runner = Arc::new(move |call: Call, raw: RawInput| {
+            let schemas = schemas.clone();
+            Box::pin(async move {
+                let input = Input::<P, Q, B>::extract(&schemas, raw, call.max_upload_bytes).await?;
+                Ok(handler(call, input).await?.into_reply())
+            })
+        });
+        let write = method != Method::Get;
+        Self {
+            method,
+            path,
+            operation_id: "",
+            tag: "",
+            summary: "",
+            description: "",
+            class: if write { RateClass::Write } else { RateClass::Standard },
+            write,
+            feature: None,
+            agency_key_header: path.starts_with("/v1/agency/"),
+            body: B::KIND,
+            failures: Vec::new(),
+            tool: None,
+            inputs,
+            describe: describe::<B, R>,
+            run,
+        }
+    }
+
+    pub fn get<P: Params, Q: Params, R: Answer, F, Fut>(path: &'static str, handler: F) -> Self
+    where
+        F: Fn(Call, Input<P, Q, NoBody>) -> Fut + Copy + Send + Sync + 'static,
+        Fut: Future<Output = ServiceResult<R>> + Send + 'static,
+    {
+        Self::new(Method::Get, path, handler)
+    }
+
+    pub fn post<P: Params, Q: Params, B: RequestBody, R: Answer, F, Fut>(path: &'static str, handler: F) -> Self
+    where
+        F: Fn(Call, Input<P, Q, B>) -> Fut + Copy + Send + Sync + 'static,
+        Fut: Future<Output = ServiceResult<R>> + Send + 'static,
+    {
+        Self::new(Method::Post, path, handler)
+    }
+
+    pub fn put<P: Params, Q: Params, B: RequestBody, R: Answer, F, Fut>(path: &'static str, handler: F) -> Self
+    where
+        F: Fn(Call, Input<P, Q, B>) -> Fut + Copy + Send + Sync + 'static,
+        Fut: Future<Output = ServiceResult<R>> + Send + 'static,
+    {
+        Self::new(Method::Put, path, handler)
+    }
+
+    pub fn delete<P: Params, Q: Params, R: Answer, F, Fut>(path: &'static str, handler: F) -> Self
+    where
+        F: Fn(Call, Input<P, Q, NoBody>) -> Fut + Copy + Send + Sync + 'static,
+        Fut: Future<Output = ServiceResult<R>> + Send + 'static,
+    {
+        Self::new(Method::Delete, path, handler)
+    }
+
+    /// Its operation id, OpenAPI tag and one-line summary.
+    pub fn doc(mut self, operation_id: &'static str, tag: &'static str, summary: &'static str) -> Self {
+        self.operation_id = operation_id;
+        self.tag = tag;
+        self.summary = summary;
+        self
+    }
+
+    /// What the operation does beyond its summary.
+    pub fn about(mut self, description: &'static str) -> Self {
+        self.description = description;
+        self
+    }
+
+    pub fn class(mut self, class: RateClass) -> Self {
+        self.class = class;
+        self
+    }
+
+    pub fn feature(mut self, feature: Feature) -> Self {
+        self.feature = Some(feature);
+        self
+    }
+
+    /// An error answer of this operation, e.g. `404` with the texts it can carry.
+    pub fn fails(mut self, status: u16, description: &'static str) -> Self {
+        self.failures.push(Failure { status, description });
+        self
+    }
+
+    /// Backs the MCP tool `name`, with annotations that follow the method.
+    pub fn tool(mut self, name: &'static str, description: &'static str) -> Self {
+        self.tool = Some(Tool { name, description, annotations: ToolHints::of(self.method) });
+        self
+    }
+
+    pub fn describe(&self, generators: &mut Generators) -> Described {
+        (self.describe)(generators)
+    }
+
+    /// Checks the input, runs the handler and renders its answer.
+    pub fn run(&self, call: Call, raw: RawInput) -> HandlerFuture {
+        (self.run)(call, raw)
+    }
+
+    /// The names of the path parameters, in path order.
+    pub fn path_parameters(&self) -> impl Iterator<Item = &'static str> {
+        self.path.split('/').filter_map(|segment| segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+    }
+}
