@@ -29,7 +29,7 @@ impl Process {
     pub async fn start(args: &[&str], env: &[(&str, &str)], ready: &str) -> Process {
         let mut command = Command::new(BIN);
         command.args(args).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
-        command.env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()));
+        command.env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn,qdrant_edge::common=error".into()));
         // Only what a test asks for: CI exports these for other purposes.
         for inherited in [
             "REDIS_URL",
