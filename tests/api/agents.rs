@@ -150,6 +150,11 @@ async fn the_history_keeps_exactly_twenty_versions_and_restores_them() {
     assert_eq!(versions[19]["version"], 3);
     assert!(versions.iter().all(|v| v["createdAt"].is_string() && v["replacedAt"].is_string()));
 
+    let one = api.get(&format!("{path}/history/5")).await;
+    assert_eq!(one.expect(200)["data"], versions[17]);
+    assert_eq!(api.get(&format!("{path}/history/1")).await.error_code(404), "NOT_FOUND");
+    assert_eq!(api.get(&format!("{path}/history/0")).await.fields(), ["version"]);
+
     let restored = api.post(&format!("{path}/history/5/restore"), json!({})).await;
     assert_eq!(restored.expect(200)["data"]["instructions"], "text 5");
     assert_eq!(restored.body["data"]["version"], 24);
@@ -175,6 +180,7 @@ async fn another_teams_agent_is_404_on_every_endpoint() {
         api.get(&format!("/agents/{agent_id}/instructions")).await,
         api.put(&format!("/agents/{agent_id}/instructions"), json!({ "instructions": "hijack" })).await,
         api.get(&format!("/agents/{agent_id}/instructions/history")).await,
+        api.get(&format!("/agents/{agent_id}/instructions/history/1")).await,
         api.post(&format!("/agents/{agent_id}/instructions/history/1/restore"), json!({})).await,
         api.get(&format!("/agents/{agent_id}/knowledgebase")).await,
         api.get(&format!("/agents/{agent_id}/knowledgebase/search?query=hello")).await,

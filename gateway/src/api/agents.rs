@@ -7,8 +7,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use switchboard_kit::{ServiceResult, limits};
 use switchboard_proto::v1::{
-    self as proto, AgentType, CreateAgentRequest, FieldChange, GetAgentRequest, ListAgentsRequest,
-    ListKnowledgebasesRequest, RestoreInstructionVersionRequest, UpdateAgentRequest, UpdateInstructionsRequest,
+    self as proto, AgentType, CreateAgentRequest, FieldChange, GetAgentRequest, GetInstructionVersionRequest,
+    ListAgentsRequest, ListKnowledgebasesRequest, RestoreInstructionVersionRequest, UpdateAgentRequest,
+    UpdateInstructionsRequest,
 };
 
 use super::tags::AGENTS;
@@ -80,6 +81,11 @@ pub fn endpoints() -> Vec<Endpoint> {
             .about("Beyond the spec: the saved earlier versions (at most 20), each with when it was set and replaced.")
             .feature(Instructions)
             .fails(404, AGENT_GONE),
+        Endpoint::get("/v1/agents/{agentId}/instructions/history/{version}", history_version)
+            .doc("getAgentInstructionsVersion", AGENTS, "One saved version of an agent's instructions")
+            .about("Beyond the spec: a saved earlier version, as the history lists it.")
+            .feature(Instructions)
+            .fails(404, "Agent not found, or Instructions version not found"),
         Endpoint::post("/v1/agents/{agentId}/instructions/history/{version}/restore", restore)
             .doc("restoreAgentInstructions", AGENTS, "Make a saved version the current instructions again")
             .about(
@@ -433,6 +439,16 @@ async fn history(call: Call, input: Input<AgentPath>) -> ServiceResult<List<Inst
     let request = agent_request(&call, &input.path.agent_id);
     let versions = call.services.agents.clone().list_instruction_versions(request).await?.into_inner().versions;
     Ok(List::new(versions.iter().map(InstructionVersion::from).collect()))
+}
+
+async fn history_version(call: Call, input: Input<VersionPath>) -> ServiceResult<Data<InstructionVersion>> {
+    let request = GetInstructionVersionRequest {
+        team_id: call.team_id().to_owned(),
+        agent_id: input.path.agent_id.into_string(),
+        version: i64::from(input.path.version),
+    };
+    let version = call.services.agents.clone().get_instruction_version(request).await?.into_inner();
+    Ok(Data::new(InstructionVersion::from(&version)))
 }
 
 async fn restore(call: Call, input: Input<VersionPath>) -> ServiceResult<Updated<Instructions>> {

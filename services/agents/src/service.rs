@@ -122,6 +122,14 @@ impl AgentsService for AgentsApi {
         )
     }
 
+    async fn get_instruction_version(
+        &self,
+        request: Request<GetInstructionVersionRequest>,
+    ) -> Reply<InstructionVersion> {
+        let request = request.into_inner();
+        reply(self.store.instruction_version(&request.team_id, &request.agent_id, request.version).await)
+    }
+
     async fn restore_instruction_version(
         &self,
         request: Request<RestoreInstructionVersionRequest>,

@@ -166,6 +166,11 @@ async fn history_keeps_exactly_the_last_twenty_versions() {
         assert_eq!(history[0].instructions, "version 25");
         assert!(history.iter().all(|v| v.replaced_at_ms >= v.created_at_ms));
         assert_eq!(store.instructions(&team, &agent.id).await.unwrap().instructions, "version 26");
+        assert_eq!(store.instruction_version(&team, &agent.id, 6).await.unwrap(), history[19]);
+        let pruned = store.instruction_version(&team, &agent.id, 5).await.unwrap_err();
+        assert_eq!(pruned.kind, ErrorKind::NotFound);
+        let foreign = store.instruction_version(&uuid::Uuid::new_v4().to_string(), &agent.id, 6).await.unwrap_err();
+        assert_eq!(foreign.kind, ErrorKind::NotFound);
     })
     .await;
 }

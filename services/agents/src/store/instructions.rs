@@ -177,6 +177,32 @@ impl AgentStore {
         Ok(versions)
     }
 
+    /// One saved version of an agent's instructions.
+    pub async fn instruction_version(
+        &self,
+        team_id: &str,
+        agent_id: &str,
+        version: i64,
+    ) -> ServiceResult<InstructionVersion> {
+        self.get(team_id, agent_id).await?;
+        let row = sqlx::query(
+            "SELECT version, instructions, created_at, replaced_at FROM instruction_versions \
+             WHERE agent_id = $1 AND team_id = $2 AND version = $3",
+        )
+        .bind(agent_id)
+        .bind(team_id)
+        .bind(version)
+        .fetch_optional(self.db.pool())
+        .await?
+        .ok_or_else(|| ServiceError::not_found("Instructions version not found"))?;
+        Ok(InstructionVersion {
+            version: row.try_get("version")?,
+            instructions: row.try_get("instructions")?,
+            created_at_ms: row.try_get("created_at")?,
+            replaced_at_ms: row.try_get("replaced_at")?,
+        })
+    }
+
     /// Makes a saved version the current instructions again (as a new version, so that the
     /// text being replaced is itself kept).
     pub async fn restore(&self, team_id: &str, agent_id: &str, version: i64) -> ServiceResult<Instructions> {
