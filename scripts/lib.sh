@@ -94,3 +94,17 @@ ensure_moto() {
   fi
   export SWITCHBOARD_TEST_MOTO_SERVER="$venv/bin/moto_server"
 }
+
+# schemathesis, the OpenAPI fuzzer API clients use, in a venv of its own (pinned: its checks
+# change between releases). Exports SCHEMATHESIS.
+ensure_schemathesis() {
+  local venv="$HOME/.cache/switchboard/schemathesis-venv" version="4.32.5"
+  if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -q "$version"; then
+    python3 -m venv --help >/dev/null 2>&1 && python3 -c 'import ensurepip' >/dev/null 2>&1 || ensure_packages python3-venv
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    echo "installing schemathesis $version" >&2
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$version"
+  fi
+  export SCHEMATHESIS="$venv/bin/schemathesis"
+}

@@ -124,7 +124,7 @@ pub struct CreateSubteam {
     pub team_name: String,
     /// The first user's e-mail (one `@`, a dotted domain, no spaces); that user becomes the
     /// subteam's `owner`.
-    #[schemars(length(min = limits::EMAIL.min, max = limits::EMAIL.max), extend("format" = "email"))]
+    #[schemars(length(min = limits::EMAIL.min, max = limits::EMAIL.max), extend("pattern" = limits::EMAIL_PATTERN))]
     pub email: String,
     /// Credits moved from the agency's balance to the subteam's; absent or null means 1000.
     #[schemars(range(min = limits::MONTHLY_CREDITS.min, max = limits::MONTHLY_CREDITS.max))]

@@ -109,7 +109,7 @@ pub struct AgentPath {
 #[serde(rename_all = "camelCase")]
 pub struct VersionPath {
     pub agent_id: Id,
-    #[schemars(range(min = 1))]
+    #[schemars(range(min = limits::VERSION.min, max = limits::VERSION.max))]
     pub version: u32,
 }
 

@@ -120,7 +120,7 @@ pub struct User {
     pub first_name: String,
     pub last_name: String,
     /// Stored lower-case.
-    #[schemars(extend("format" = "email"))]
+    #[schemars(extend("pattern" = switchboard_kit::limits::EMAIL_PATTERN))]
     pub email: String,
     #[schemars(extend("enum" = ["owner", "admin", "member"]))]
     pub role: String,

@@ -6,14 +6,15 @@
 //! `const`, `format` (`uuid`, `email`, `date-time`), `minLength`/`maxLength`, `minimum`/
 //! `maximum`, `properties`/`required`/`additionalProperties`, `items`/`minItems`/`maxItems` and
 //! `anyOf`/`oneOf`. Two rules hold for every string whatever its schema says, and the schema
-//! says them too (see [`super::schema`]): a string with a minimum length must not be blank, and
-//! no string may hold NUL (PostgreSQL cannot store it).
+//! says them too as a `pattern` (see [`super::schema`]): a string with a minimum length must not
+//! be blank, and no string may hold NUL (PostgreSQL cannot store it). The only other pattern is
+//! the e-mail rule of `switchboard_kit::limits`, checked by `is_email`.
 
 use serde_json::{Map, Value};
 use switchboard_kit::FieldViolation;
 use switchboard_kit::limits::{Count, Fraction, Length, NUL_MESSAGE};
 
-use switchboard_kit::limits::is_email;
+use switchboard_kit::limits::{EMAIL_PATTERN, is_email};
 
 use super::input::canonical_uuid;
 
@@ -170,7 +171,9 @@ fn check_string(schema: &Map<String, Value>, text: &str, path: &str, out: &mut V
         out.push(FieldViolation::new(field(path), NUL_MESSAGE));
         return;
     }
+    let email = schema.get("pattern").and_then(Value::as_str) == Some(EMAIL_PATTERN);
     let problem = match schema.get("format").and_then(Value::as_str) {
+        _ if email && !is_email(text) => Some("must be a valid e-mail address"),
         Some("uuid") if canonical_uuid(text).is_none() => Some("must be a UUID"),
         Some("email") if !is_email(text) => Some("must be a valid e-mail address"),
         Some("date-time") if chrono::DateTime::parse_from_rfc3339(text).is_err() => {
@@ -242,6 +245,42 @@ fn check_array(schema: &Map<String, Value>, items: &[Value], path: &str, out: &m
         for (index, value) in items.iter().enumerate() {
             check(item, value, &format!("{path}[{index}]"), out);
         }
+    }
+}
+
+/// JSON Schema counts `5.0` as an integer: where the schema wants an integer, a whole number
+/// written with a fraction is rewritten as the integer, so that the check and serde agree.
+pub fn whole_numbers(schema: &Value, value: &mut Value) {
+    let Some(schema) = schema.as_object() else {
+        return;
+    };
+    for branch in schema.get("anyOf").or_else(|| schema.get("oneOf")).and_then(Value::as_array).into_iter().flatten() {
+        whole_numbers(branch, value);
+    }
+    match value {
+        Value::Number(number) if number.is_f64() && types_of(schema).contains(&"integer") => {
+            let n = number.as_f64().unwrap_or(f64::NAN);
+            // i64::MAX as f64 rounds up to 2^63, itself out of range: compare strictly.
+            #[allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
+            if n.fract() == 0.0 && n >= i64::MIN as f64 && n < i64::MAX as f64 {
+                *value = Value::from(n as i64);
+            }
+        }
+        Value::Object(members) => {
+            let properties = schema.get("properties").and_then(Value::as_object);
+            for (name, member) in members.iter_mut() {
+                let property = properties.and_then(|properties| properties.get(name));
+                if let Some(property) = property.or_else(|| schema.get("additionalProperties")) {
+                    whole_numbers(property, member);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item) = schema.get("items") {
+                items.iter_mut().for_each(|value| whole_numbers(item, value));
+            }
+        }
+        _ => {}
     }
 }
 
@@ -332,6 +371,17 @@ mod tests {
         let found = problems(json!({ "type": "string" }), json!("a\u{0}b"));
         assert_eq!(found, [(String::new(), NUL_MESSAGE.to_owned())]);
         assert_eq!(problems(json!({ "type": "string", "maxLength": 2 }), json!("éé")), []);
+    }
+
+    #[test]
+    fn whole_numbers_written_with_a_fraction_are_integers() {
+        let schema = json!({ "type": "object", "properties": { "n": { "type": ["integer", "null"], "maximum": 10 } } });
+        let mut value = json!({ "n": 7.0 });
+        whole_numbers(&schema, &mut value);
+        assert_eq!(value, json!({ "n": 7 }));
+        let mut value = json!({ "n": 7.5 });
+        whole_numbers(&schema, &mut value);
+        assert_eq!(problems(schema, value), [("n".to_owned(), "must be an integer".to_owned())]);
     }
 
     #[test]

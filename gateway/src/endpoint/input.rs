@@ -11,7 +11,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 use switchboard_kit::{ErrorKind, FieldViolation, ServiceError, ServiceResult};
 
-use super::check::{check, coerce};
+use super::check::{check, coerce, whole_numbers};
 use super::schema::{Generators, inlined, properties};
 use crate::body::{Upload, body_required};
 
@@ -217,12 +217,13 @@ impl RequestBody for Form {
 /// `prefix`) go to `violations` and the result is `None`.
 fn parse<T: DeserializeOwned>(
     schema: Option<&Value>,
-    value: Value,
+    mut value: Value,
     prefix: &str,
     violations: &mut Vec<FieldViolation>,
 ) -> Option<T> {
     let before = violations.len();
     if let Some(schema) = schema {
+        whole_numbers(schema, &mut value);
         check(schema, &value, prefix, violations);
     }
     if violations.len() > before {

@@ -3,11 +3,31 @@
 //! they are written (serialisation: every member that is always present is required).
 
 use schemars::generate::{SchemaGenerator, SchemaSettings};
+use schemars::transform::RecursiveTransform;
 use schemars::{JsonSchema, Schema};
 use serde_json::{Map, Value};
+use switchboard_kit::limits;
 
 /// Where named schemas live in the OpenAPI document.
 pub const COMPONENTS: &str = "#/components/schemas/";
+
+/// The rules every request text meets, said in its schema: no NUL anywhere, and not blank when
+/// it has a minimum length (see `switchboard_kit::limits`). Texts with a format, an enumeration
+/// or a pattern of their own say enough already.
+fn text_rules(schema: &mut Schema) {
+    let is_text = match schema.get("type") {
+        Some(Value::String(kind)) => kind == "string",
+        Some(Value::Array(kinds)) => kinds.iter().any(|kind| kind == "string"),
+        _ => false,
+    };
+    let said = ["format", "enum", "const", "pattern"].into_iter().any(|keyword| schema.get(keyword).is_some());
+    if !is_text || said {
+        return;
+    }
+    let required = schema.get("minLength").and_then(Value::as_u64).is_some_and(|min| min > 0);
+    let pattern = if required { limits::NOT_BLANK_PATTERN } else { limits::NO_NUL_PATTERN };
+    schema.insert("pattern".to_owned(), Value::from(pattern));
+}
 
 /// The schema of `T` with every subschema written in place: what validation reads and what an
 /// MCP tool's `inputSchema` must be (it has to stand alone).
@@ -17,6 +37,7 @@ pub fn inlined<T: JsonSchema>() -> Value {
             settings.inline_subschemas = true;
             settings.meta_schema = None;
         })
+        .with_transform(RecursiveTransform(text_rules))
         .into_generator();
     let mut schema = Value::from(generator.into_root_schema_for::<T>());
     if let Some(object) = schema.as_object_mut() {
@@ -39,7 +60,10 @@ impl Default for Generators {
                 settings.meta_schema = None;
             })
         };
-        Self { requests: settings().into_generator(), answers: settings().for_serialize().into_generator() }
+        Self {
+            requests: settings().with_transform(RecursiveTransform(text_rules)).into_generator(),
+            answers: settings().for_serialize().into_generator(),
+        }
     }
 }
 

@@ -43,6 +43,32 @@ impl Length {
 
 pub const NUL_MESSAGE: &str = "must not contain NUL characters";
 
+/// The characters of Unicode's White_Space property, as a regular-expression class body.
+macro_rules! white_space {
+    () => {
+        r"\t\n\u000B\f\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000"
+    };
+}
+
+/// The rules above as JSON Schema patterns (ECMA-262), for the published schemas: no NUL; not
+/// blank (a character that is not Unicode White_Space, as `str::trim` counts it); an e-mail as
+/// [`is_email`] reads it.
+pub const NO_NUL_PATTERN: &str = r"^[^\u0000]*$";
+pub const NOT_BLANK_PATTERN: &str = concat!(r"^[^\u0000]*[^\u0000", white_space!(), r"][^\u0000]*$");
+pub const EMAIL_PATTERN: &str = concat!(
+    r"^[^@\u0000",
+    white_space!(),
+    r"]+@[^@.\u0000",
+    white_space!(),
+    r"][^@\u0000",
+    white_space!(),
+    r"]*\.[^@\u0000",
+    white_space!(),
+    r"]*[^@.\u0000",
+    white_space!(),
+    r"]$"
+);
+
 /// Deliberately simple: one `@`, a non-empty local part, a dotted domain, no spaces, at most
 /// [`EMAIL`] long.
 pub fn is_email(value: &str) -> bool {
@@ -122,6 +148,8 @@ pub const MONTHLY_CREDITS: Count = Count { min: 0, max: 1_000_000_000, default: 
 pub const KEY_NAME: Length = Length::new(1, 100);
 /// A team's name, as operators create teams.
 pub const TEAM_NAME: Length = Length::new(1, 100);
+/// A saved version of an agent's instructions.
+pub const VERSION: Count = Count { min: 1, max: 2_147_483_647, default: 1 };
 /// Paged lists: `page` from 1, `limit` 1 to 100 (default 20).
 pub const PAGE: Count = Count { min: 1, max: 1_000_000, default: 1 };
 pub const PAGE_LIMIT: Count = Count { min: 1, max: 100, default: 20 };
@@ -138,6 +166,22 @@ mod tests {
         assert_eq!(NOTES.check("notes", "a\0b").unwrap().message, NUL_MESSAGE);
         assert!(NOTES.check("notes", "").is_none());
         assert_eq!(NOTES.message(), "must be at most 5000 characters");
+    }
+
+    /// The published patterns say what the code checks.
+    #[test]
+    fn the_patterns_agree_with_the_checks() {
+        let pattern = |source: &str| regex::Regex::new(source).unwrap();
+        let (no_nul, not_blank, email) = (pattern(NO_NUL_PATTERN), pattern(NOT_BLANK_PATTERN), pattern(EMAIL_PATTERN));
+        for text in ["", " ", "a", " a ", "\u{85}", "\u{3000}x", "\u{feff}", "a\0b", "\t\n", "é"] {
+            assert_eq!(no_nul.is_match(text), !text.contains('\0'), "{text:?}");
+            let blank_ok = Length::new(1, 100).check("f", text).is_none();
+            assert_eq!(not_blank.is_match(text), blank_ok, "{text:?}");
+        }
+        for text in ["a@b.c", "a@b", "a@.b", "a@b.", "a b@c.d", "@b.c", "a@b@c.d", "a@b..c", "ü@é.fr", "a@b.c\u{85}"]
+        {
+            assert_eq!(email.is_match(text), is_email(text), "{text:?}");
+        }
     }
 
     #[test]
