@@ -9,11 +9,14 @@ use std::sync::Arc;
 
 use switchboard_agents::AgentStore;
 use switchboard_agents::prompt::{OPTIMIZE_PROMPT, OptimizePrompt};
+use switchboard_conversations::ConversationStore;
+use switchboard_conversations::phone::PhoneRules;
 use switchboard_identity::IdentityStore;
 use switchboard_kit::db::{Db, Migrations};
 use switchboard_kit::grpc::{Channel, ServiceAccess};
 use switchboard_kit::jobs::{Runner, RunnerConfig};
-use switchboard_kit::peers::{AGENTS, IDENTITY, KNOWLEDGEBASE, Peers, ServiceInfo};
+use switchboard_kit::objects::Objects;
+use switchboard_kit::peers::{AGENTS, CONVERSATIONS, IDENTITY, KNOWLEDGEBASE, Peers, ServiceInfo};
 use switchboard_proto::v1::agents_service_client::AgentsServiceClient;
 use switchboard_proto::v1::identity_service_client::IdentityServiceClient;
 use switchboard_proto::v1::knowledgebase_service_client::KnowledgebaseServiceClient;
@@ -62,7 +65,7 @@ pub struct Registered {
     pub build: fn(Context) -> BoxFuture<anyhow::Result<Component>>,
 }
 
-pub const REGISTRY: [Registered; 3] = [
+pub const REGISTRY: [Registered; 4] = [
     Registered {
         info: &IDENTITY,
         migrations: &switchboard_identity::MIGRATIONS,
@@ -77,6 +80,11 @@ pub const REGISTRY: [Registered; 3] = [
         info: &KNOWLEDGEBASE,
         migrations: &switchboard_knowledgebase::MIGRATIONS,
         build: |context| Box::pin(knowledgebase(context)),
+    },
+    Registered {
+        info: &CONVERSATIONS,
+        migrations: &switchboard_conversations::MIGRATIONS,
+        build: |context| Box::pin(conversations(context)),
     },
 ];
 
@@ -136,6 +144,17 @@ async fn knowledgebase(context: Context) -> anyhow::Result<Component> {
         ],
         databases: vec![db],
     })
+}
+
+async fn conversations(context: Context) -> anyhow::Result<Component> {
+    let store = ConversationStore::open(&context.database_url(&CONVERSATIONS)?).await?;
+    let peers = switchboard_conversations::service::Peers {
+        identity: IdentityServiceClient::new(context.channel(&IDENTITY)?),
+        agents: AgentsServiceClient::new(context.channel(&AGENTS)?),
+    };
+    let objects = Objects::open(&config::objects(&context.file, &context.data_dir))?;
+    let routes = switchboard_conversations::service::routes(store.clone(), PhoneRules::from_env()?, peers, objects);
+    Ok(Component { info: &CONVERSATIONS, routes, background: Vec::new(), databases: vec![store.db().clone()] })
 }
 
 impl Component {

@@ -9,7 +9,9 @@ use anyhow::Context;
 use serde::Deserialize;
 use switchboard_gateway::GatewayConfig;
 use switchboard_gateway::limits::RateClass;
+use switchboard_gateway::playback::UrlKey;
 use switchboard_kit::grpc::ServiceAccess;
+use switchboard_kit::objects::ObjectsConfig;
 use switchboard_kit::peers::{Peers, ServiceInfo};
 
 #[derive(Debug, Default, Deserialize)]
@@ -25,6 +27,8 @@ pub struct FileConfig {
     pub agents: ServiceFile,
     #[serde(default)]
     pub knowledgebase: KnowledgebaseFile,
+    #[serde(default)]
+    pub conversations: ServiceFile,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -98,6 +102,7 @@ impl FileConfig {
         match service.name {
             "identity" => plain(&self.identity),
             "agents" => plain(&self.agents),
+            "conversations" => plain(&self.conversations),
             "knowledgebase" => Section {
                 listen: self.knowledgebase.listen.as_ref(),
                 database_url: self.knowledgebase.database_url.as_ref(),
@@ -137,7 +142,17 @@ pub fn data_dir(file: &FileConfig, flag: Option<&Path>) -> PathBuf {
 
 pub fn gateway(file: &FileConfig, peers: Peers) -> anyhow::Result<GatewayConfig> {
     let g = &file.gateway;
-    let mut config = GatewayConfig { peers, ..GatewayConfig::default() };
+    // Playback URLs of recordings: the variable's key, else one derived from the service token
+    // (shared by every replica), else one for this process.
+    let url_key = match (env("SWITCHBOARD_URL_SIGNING_KEY"), peers.access()) {
+        (Some(key), _) => UrlKey::new(key.as_bytes()),
+        (None, ServiceAccess::Token(token)) => UrlKey::derived_from(token.secret()),
+        (None, ServiceAccess::Trusted) => {
+            tracing::warn!("no SWITCHBOARD_URL_SIGNING_KEY: recording URLs work on this gateway process only");
+            UrlKey::random()
+        }
+    };
+    let mut config = GatewayConfig { peers, url_key, ..GatewayConfig::default() };
     let ms = Duration::from_millis;
     if let Some(v) = env("SWITCHBOARD_LISTEN").or_else(|| g.listen.clone()) {
         config.listen = v;
@@ -217,7 +232,6 @@ pub fn knowledgebase(
 ) -> anyhow::Result<switchboard_knowledgebase::Settings> {
     use switchboard_knowledgebase::embed::{EmbeddingConfig, OpenAiConfig};
     use switchboard_knowledgebase::index::IndexConfig;
-    use switchboard_knowledgebase::objects::ObjectsConfig;
     use switchboard_knowledgebase::sources::fetch::FetchPolicy;
     use switchboard_knowledgebase::sources::llm::ChatConfig;
     let k = &file.knowledgebase;
@@ -246,17 +260,7 @@ pub fn knowledgebase(
         .map(PathBuf::from)
         .or_else(|| k.embedding_model_dir.clone())
         .unwrap_or_else(switchboard_knowledgebase::embed::default_model_dir);
-    let objects = match env("SWITCHBOARD_S3_BUCKET").or_else(|| k.s3_bucket.clone()) {
-        Some(bucket) => {
-            ObjectsConfig::S3 { bucket, endpoint: env("SWITCHBOARD_S3_ENDPOINT").or_else(|| k.s3_endpoint.clone()) }
-        }
-        None => ObjectsConfig::Local(
-            env("SWITCHBOARD_OBJECT_STORE_DIR")
-                .map(PathBuf::from)
-                .or_else(|| k.object_store_dir.clone())
-                .unwrap_or_else(|| data_dir.join("objects")),
-        ),
-    };
+    let objects = objects(file, data_dir);
     Ok(switchboard_knowledgebase::Settings {
         database_url,
         index,
@@ -266,6 +270,23 @@ pub fn knowledgebase(
         fetch: FetchPolicy::from_env(),
         chat: ChatConfig::from_env(),
     })
+}
+
+/// The object storage of uploaded documents and call recordings: an S3-compatible bucket when
+/// one is named, else a directory.
+pub fn objects(file: &FileConfig, data_dir: &Path) -> ObjectsConfig {
+    let k = &file.knowledgebase;
+    match env("SWITCHBOARD_S3_BUCKET").or_else(|| k.s3_bucket.clone()) {
+        Some(bucket) => {
+            ObjectsConfig::S3 { bucket, endpoint: env("SWITCHBOARD_S3_ENDPOINT").or_else(|| k.s3_endpoint.clone()) }
+        }
+        None => ObjectsConfig::Local(
+            env("SWITCHBOARD_OBJECT_STORE_DIR")
+                .map(PathBuf::from)
+                .or_else(|| k.object_store_dir.clone())
+                .unwrap_or_else(|| data_dir.join("objects")),
+        ),
+    }
 }
 
 /// The largest uploaded file; the gateway and the knowledgebase service both apply it.

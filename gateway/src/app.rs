@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use futures::StreamExt;
 use pingora::http::ResponseHeader;
 use pingora::prelude::HttpPeer;
 use pingora::proxy::{ProxyHttp, Session};
@@ -22,7 +23,7 @@ use crate::limits::{self, Decision, RateLimiter};
 use crate::router::{Match, Router};
 use crate::scope::{self, Scoper};
 use crate::services::Services;
-use crate::{mcp, openapi};
+use crate::{mcp, openapi, playback};
 
 /// Liveness, at the root (where probes look) and under `/v1` (where the description puts it).
 const HEALTH_PATH: &str = "/healthz";
@@ -103,6 +104,17 @@ impl App {
         if mcp::PATHS.contains(&path.as_str()) {
             return self.mcp(session, ctx).await;
         }
+        if let Some(call_id) = playback::call_of(&path)
+            && matches!(header.method.as_str(), "GET" | "HEAD")
+        {
+            let query: Vec<(String, String)> = header
+                .uri
+                .query()
+                .map(|q| url::form_urlencoded::parse(q.as_bytes()).into_owned().collect())
+                .unwrap_or_default();
+            let services = self.services().await?;
+            return playback::serve(&self.config.url_key, &services, session.req_header(), call_id, &query).await;
+        }
         let method = Method::parse(header.method.as_str());
         let (route, params) = match self.router.find(method, &path) {
             Match::Found(route, params) => (route, params),
@@ -127,7 +139,8 @@ impl App {
 
         let services = self.services().await?;
         let principal = self.auth.authenticate(&services, auth::presented_key(session.req_header(), route)).await?;
-        let call = match self.admit(route, services, principal, team_id.as_deref(), ctx).await? {
+        let base = playback::public_base(session.req_header());
+        let call = match self.admit(route, services, principal, team_id.as_deref(), base, ctx).await? {
             Admission::Continue(call) => call,
             Admission::Respond(reply) => return Ok(reply),
         };
@@ -186,6 +199,7 @@ impl App {
         services: Services,
         principal: Arc<Principal>,
         team_id: Option<&str>,
+        public_base: String,
         ctx: &mut RequestCtx,
     ) -> Result<Admission, ServiceError> {
         let decision = self.limiter.check(&principal.team.id, route.class).await;
@@ -201,17 +215,24 @@ impl App {
             principal,
             team,
             max_upload_bytes: self.config.max_upload_bytes,
+            public_base,
+            url_key: self.config.url_key.clone(),
         })))
     }
 
     async fn write(&self, session: &mut Session, ctx: &RequestCtx, reply: Reply) -> pingora::Result<()> {
-        let (content_type, body) = match reply.raw {
-            Some((content_type, bytes)) => (content_type, bytes),
-            None => ("application/json", Bytes::from(serde_json::to_vec(&reply.body).unwrap_or_default())),
+        let head_only = session.req_header().method == http::Method::HEAD;
+        let (content_type, length, body) = match (reply.streamed, reply.raw) {
+            (Some(streamed), _) => (streamed.content_type, streamed.length, Body::Stream(streamed.body)),
+            (None, Some((content_type, bytes))) => (content_type.to_owned(), bytes.len() as u64, Body::Whole(bytes)),
+            (None, None) => {
+                let bytes = Bytes::from(serde_json::to_vec(&reply.body).unwrap_or_default());
+                ("application/json".to_owned(), bytes.len() as u64, Body::Whole(bytes))
+            }
         };
         let mut header = ResponseHeader::build(reply.status, Some(12))?;
         header.insert_header("Content-Type", content_type)?;
-        header.insert_header("Content-Length", body.len().to_string())?;
+        header.insert_header("Content-Length", length.to_string())?;
         header.insert_header("X-Request-Id", ctx.request_id.as_str())?;
         header.insert_header("Cache-Control", "no-store")?;
         if let Some(decision) = &ctx.decision {
@@ -225,9 +246,33 @@ impl App {
         if ctx.close {
             session.set_keepalive(None);
         }
+        if head_only {
+            return session.write_response_header(Box::new(header), true).await;
+        }
         session.write_response_header(Box::new(header), false).await?;
-        session.write_response_body(Some(body), true).await
+        match body {
+            Body::Whole(bytes) => session.write_response_body(Some(bytes), true).await,
+            Body::Stream(mut stream) => {
+                while let Some(chunk) = stream.next().await {
+                    match chunk {
+                        Ok(bytes) => session.write_response_body(Some(bytes), false).await?,
+                        // The status is sent already: the client sees the body end early.
+                        Err(error) => {
+                            tracing::warn!(request_id = %ctx.request_id, %error, "a streamed body failed");
+                            return Err(pingora::Error::new_str("streamed body failed"));
+                        }
+                    }
+                }
+                session.write_response_body(Some(Bytes::new()), true).await
+            }
+        }
     }
+}
+
+/// What a response carries after its header.
+enum Body {
+    Whole(Bytes),
+    Stream(crate::call::BodyStream),
 }
 
 /// A request id from the client is kept when it is short and printable, so that callers

@@ -22,6 +22,10 @@ pub struct Call {
     /// The team the request acts on: the key's own, or a client subteam chosen by `teamId`.
     pub team: Arc<Team>,
     pub max_upload_bytes: usize,
+    /// Scheme and host the client reached the gateway at, for links in answers.
+    pub public_base: String,
+    /// Signs the links to recordings.
+    pub url_key: crate::playback::UrlKey,
 }
 
 impl Call {
@@ -30,19 +34,40 @@ impl Call {
     }
 }
 
+/// A body sent as it is read, e.g. a recording.
+pub type BodyStream = futures::stream::BoxStream<'static, Result<bytes::Bytes, ServiceError>>;
+
+pub struct Streamed {
+    pub content_type: String,
+    pub length: u64,
+    pub body: BodyStream,
+}
+
 /// An answer: status, body and any headers beyond the ones every response gets.
-#[derive(Debug)]
 pub struct Reply {
     pub status: u16,
     pub body: Value,
     pub headers: Vec<(&'static str, String)>,
     /// Bytes sent as they are, with their content type, instead of `body`.
     pub raw: Option<(&'static str, bytes::Bytes)>,
+    /// A body sent as it is read, instead of `body`.
+    pub streamed: Option<Streamed>,
+}
+
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reply").field("status", &self.status).field("body", &self.body).finish_non_exhaustive()
+    }
 }
 
 impl Reply {
     pub fn json(status: u16, body: Value) -> Self {
-        Self { status, body, headers: Vec::new(), raw: None }
+        Self { status, body, headers: Vec::new(), raw: None, streamed: None }
+    }
+
+    /// `length` bytes of `content_type`, sent as `body` yields them.
+    pub fn stream(status: u16, content_type: String, length: u64, body: BodyStream) -> Self {
+        Self { streamed: Some(Streamed { content_type, length, body }), ..Self::json(status, Value::Null) }
     }
 
     /// A status without a body, e.g. 202 for an MCP notification.

@@ -14,6 +14,8 @@ pub struct GatewayConfig {
     pub listen: String,
     /// Where the services are and the token the gateway's calls to them carry.
     pub peers: Peers,
+    /// Signs the playback URLs of recordings; the same on every replica.
+    pub url_key: crate::playback::UrlKey,
     /// Rate-limit buckets live in this Redis when set, in process otherwise.
     pub redis_url: Option<String>,
     pub rate_limits: RateLimits,
@@ -38,6 +40,7 @@ impl Default for GatewayConfig {
             listen: "127.0.0.1:8080".to_owned(),
             // The binary always says how calls are authenticated; a default config is for tests.
             peers: Peers::new(ServiceAccess::Trusted),
+            url_key: crate::playback::UrlKey::random(),
             redis_url: None,
             rate_limits: RateLimits::default(),
             // Room for the largest body the spec allows written the longest way JSON can write it:

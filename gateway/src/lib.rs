@@ -17,6 +17,7 @@ mod endpoint;
 pub mod limits;
 mod mcp;
 pub mod openapi;
+pub mod playback;
 mod router;
 mod scope;
 pub mod server;

@@ -6,8 +6,9 @@
 use std::sync::Arc;
 
 use switchboard_kit::grpc::Channel;
-use switchboard_kit::peers::{AGENTS, IDENTITY, KNOWLEDGEBASE};
+use switchboard_kit::peers::{AGENTS, CONVERSATIONS, IDENTITY, KNOWLEDGEBASE};
 use switchboard_proto::v1::agents_service_client::AgentsServiceClient;
+use switchboard_proto::v1::conversations_service_client::ConversationsServiceClient;
 use switchboard_proto::v1::identity_service_client::IdentityServiceClient;
 use switchboard_proto::v1::knowledgebase_service_client::KnowledgebaseServiceClient;
 use switchboard_proto::v1::{GetIdentityRequest, Identity};
@@ -20,6 +21,7 @@ pub struct Services {
     pub identity: IdentityServiceClient<Channel>,
     pub agents: AgentsServiceClient<Channel>,
     pub knowledgebase: KnowledgebaseServiceClient<Channel>,
+    pub conversations: ConversationsServiceClient<Channel>,
     /// `GET /me` is what clients poll (dashboards, agents confirming their key): requests of
     /// one team that arrive while its identity is being read share the next read.
     identity_reads: Arc<Combiner<String, Result<Identity, tonic::Status>>>,
@@ -33,6 +35,8 @@ impl Services {
             identity: IdentityServiceClient::new(peers.channel(&IDENTITY, timeout)?),
             agents: AgentsServiceClient::new(peers.channel(&AGENTS, timeout)?),
             knowledgebase: KnowledgebaseServiceClient::new(peers.channel(&KNOWLEDGEBASE, timeout)?)
+                .max_decoding_message_size(64 * 1024 * 1024),
+            conversations: ConversationsServiceClient::new(peers.channel(&CONVERSATIONS, timeout)?)
                 .max_decoding_message_size(64 * 1024 * 1024),
             identity_reads: Arc::default(),
         })

@@ -9,6 +9,7 @@ mod admin;
 mod agents;
 mod auth;
 mod backends;
+mod conversations;
 mod credits;
 mod docs;
 mod edges;

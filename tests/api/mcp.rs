@@ -84,7 +84,11 @@ async fn a_client_initialises_lists_tools_and_searches_knowledge_for_a_credit() 
             "get_agent_instructions",
             "update_agent_instructions",
             "search_knowledge",
-            "add_knowledge_answer"
+            "add_knowledge_answer",
+            "list_calls",
+            "get_call",
+            "list_chats",
+            "get_chat"
         ]
     );
     let annotation =
@@ -93,10 +97,14 @@ async fn a_client_initialises_lists_tools_and_searches_knowledge_for_a_credit() 
     assert_eq!(annotation("search_knowledge", "readOnlyHint"), true);
     assert_eq!(annotation("update_agent_instructions", "destructiveHint"), true);
     assert_eq!(annotation("add_knowledge_answer", "readOnlyHint"), false);
+    assert_eq!(annotation("list_calls", "readOnlyHint"), true);
 
     let me = mcp.call("whoami", json!({})).await;
     assert_eq!(me["data"]["team"]["id"], team.id.as_str());
     assert_eq!(me["data"]["credits"]["balance"], 10);
+    let calls = mcp.call("list_calls", json!({ "limit": 5 })).await;
+    assert_eq!(calls["pagination"]["limit"], 5);
+    assert_eq!(calls["data"], json!([]));
 
     // Knowledge bases and agents are made over REST; the tools work on them.
     let api = stack.client(&team.key);

@@ -3,11 +3,10 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use switchboard_kit::{ServiceResult, limits};
-use switchboard_proto::v1::{
-    self as proto, AccessFlags, CreateSubteamRequest, ListSubteamsRequest, NewUser, PageRequest,
-};
+use switchboard_proto::v1::{self as proto, AccessFlags, CreateSubteamRequest, ListSubteamsRequest, NewUser};
 
 use super::identity::{Credits, User};
+use super::paging::{SortOrder, default_limit, descending, first_page, page_request};
 use super::tags::AGENCY;
 use super::time::Timestamp;
 use crate::call::Call;
@@ -52,27 +51,8 @@ pub enum SubteamSort {
     Name,
 }
 
-#[derive(Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum SortOrder {
-    Asc,
-    Desc,
-}
-
-fn first_page() -> u32 {
-    1
-}
-
-fn default_page_limit() -> u32 {
-    u32::try_from(limits::PAGE_LIMIT.default).unwrap_or(20)
-}
-
 fn by_creation() -> SubteamSort {
     SubteamSort::CreatedAt
-}
-
-fn descending() -> SortOrder {
-    SortOrder::Desc
 }
 
 /// The hosted list parameters.
@@ -84,7 +64,7 @@ pub struct SubteamQuery {
     #[schemars(range(min = limits::PAGE.min, max = limits::PAGE.max))]
     pub page: u32,
     /// Subteams per page.
-    #[serde(default = "default_page_limit")]
+    #[serde(default = "default_limit")]
     #[schemars(range(min = limits::PAGE_LIMIT.min, max = limits::PAGE_LIMIT.max))]
     pub limit: u32,
     /// Sort field.
@@ -96,7 +76,7 @@ pub struct SubteamQuery {
 }
 
 /// Features the subteam's own keys may use. Flags left out are on; absent or null switches every
-/// feature on. Members other than these seven are refused.
+/// feature on. Members other than these eight are refused.
 #[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AccessFlagsInput {
@@ -107,6 +87,7 @@ pub struct AccessFlagsInput {
     pub knowledge_base: Option<bool>,
     pub agent_configuration: Option<bool>,
     pub agent_creation: Option<bool>,
+    pub conversations: Option<bool>,
 }
 
 /// The hosted body of `POST /agency/subteams`. Other members are ignored.
@@ -151,6 +132,8 @@ pub struct AccessConfig {
     pub agent_configuration: bool,
     /// Creating agents.
     pub agent_creation: bool,
+    /// Calls and chats.
+    pub conversations: bool,
 }
 
 /// A client subteam of the agency.
@@ -187,6 +170,7 @@ impl From<&proto::Subteam> for Subteam {
                 knowledge_base: access.knowledge_base,
                 agent_configuration: access.agent_configuration,
                 agent_creation: access.agent_creation,
+                conversations: access.conversations,
             },
             users: subteam.users.iter().map(User::from).collect(),
         }
@@ -195,16 +179,11 @@ impl From<&proto::Subteam> for Subteam {
 
 async fn list(call: Call, input: Input<Nothing, SubteamQuery>) -> ServiceResult<Page<Subteam>> {
     let query = input.query;
-    let page = PageRequest {
-        page: query.page,
-        limit: query.limit,
-        sort_by: match query.sort_by {
-            SubteamSort::CreatedAt => "createdAt",
-            SubteamSort::Name => "name",
-        }
-        .to_owned(),
-        ascending: matches!(query.sort_order, SortOrder::Asc),
+    let sort_by = match query.sort_by {
+        SubteamSort::CreatedAt => "createdAt",
+        SubteamSort::Name => "name",
     };
+    let page = page_request(query.page, query.limit, sort_by, query.sort_order);
     let request = ListSubteamsRequest { agency_team_id: call.team_id().to_owned(), page: Some(page) };
     let response = call.services.identity.clone().list_subteams(request).await?.into_inner();
     Ok(Page {
@@ -223,6 +202,7 @@ async fn create(call: Call, input: Input<Nothing, Nothing, Json<CreateSubteam>>)
         knowledge_base: flags.knowledge_base,
         agent_configuration: flags.agent_configuration,
         agent_creation: flags.agent_creation,
+        conversations: flags.conversations,
     });
     let request = CreateSubteamRequest {
         agency_team_id: call.team_id().to_owned(),

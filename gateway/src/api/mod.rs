@@ -4,8 +4,11 @@
 
 pub mod agency;
 pub mod agents;
+pub mod calls;
+pub mod chats;
 pub mod identity;
 pub mod knowledge;
+pub mod paging;
 pub mod sources;
 pub mod time;
 
@@ -17,13 +20,23 @@ pub mod tags {
     pub const AGENTS: &str = "Agents";
     pub const AGENT_KNOWLEDGEBASE: &str = "Agent knowledgebase";
     pub const KNOWLEDGEBASE: &str = "Knowledgebase";
+    pub const CALLS: &str = "Calls";
+    pub const CHATS: &str = "Chats";
     pub const AGENCY: &str = "Agency";
 }
 
 /// Every public operation.
 pub fn endpoints() -> Vec<Endpoint> {
-    [identity::endpoints(), agents::endpoints(), knowledge::endpoints(), sources::endpoints(), agency::endpoints()]
-        .into_iter()
-        .flatten()
-        .collect()
+    [
+        identity::endpoints(),
+        agents::endpoints(),
+        knowledge::endpoints(),
+        sources::endpoints(),
+        calls::endpoints(),
+        chats::endpoints(),
+        agency::endpoints(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }

@@ -175,6 +175,9 @@ fn check_string(schema: &Map<String, Value>, text: &str, path: &str, out: &mut V
     let problem = match schema.get("format").and_then(Value::as_str) {
         _ if email && !is_email(text) => Some("must be a valid e-mail address"),
         Some("uuid") if canonical_uuid(text).is_none() => Some("must be a UUID"),
+        Some("date") if chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").is_err() => {
+            Some("must be an ISO 8601 date, e.g. 2024-01-15")
+        }
         Some("email") if !is_email(text) => Some("must be a valid e-mail address"),
         Some("date-time") if chrono::DateTime::parse_from_rfc3339(text).is_err() => {
             Some("must be an ISO 8601 date-time with a time zone, e.g. 2024-01-15T14:30:00Z")

@@ -80,6 +80,7 @@ pub enum Feature {
     KnowledgeBase,
     AgentConfiguration,
     AgentCreation,
+    Conversations,
 }
 
 impl Feature {
@@ -93,6 +94,7 @@ impl Feature {
             Feature::KnowledgeBase => "knowledgeBase",
             Feature::AgentConfiguration => "agentConfiguration",
             Feature::AgentCreation => "agentCreation",
+            Feature::Conversations => "conversations",
         }
     }
 
@@ -105,6 +107,7 @@ impl Feature {
             Feature::KnowledgeBase => access.knowledge_base,
             Feature::AgentConfiguration => access.agent_configuration,
             Feature::AgentCreation => access.agent_creation,
+            Feature::Conversations => access.conversations,
         }
     }
 }
@@ -248,6 +251,14 @@ impl Endpoint {
         Fut: Future<Output = ServiceResult<R>> + Send + 'static,
     {
         Self::new(Method::Put, path, handler)
+    }
+
+    pub fn patch<P: Params, Q: Params, B: RequestBody, R: Answer, F, Fut>(path: &'static str, handler: F) -> Self
+    where
+        F: Fn(Call, Input<P, Q, B>) -> Fut + Copy + Send + Sync + 'static,
+        Fut: Future<Output = ServiceResult<R>> + Send + 'static,
+    {
+        Self::new(Method::Patch, path, handler)
     }
 
     pub fn delete<P: Params, Q: Params, R: Answer, F, Fut>(path: &'static str, handler: F) -> Self

@@ -64,6 +64,7 @@ impl App {
             Ok(principal) => principal,
             Err(error) => return Ok(unauthorized(error)),
         };
+        let base = crate::playback::public_base(session.req_header());
         let message = match crate::body::read_json(session, self.config.max_body_bytes).await {
             Ok(Some(message)) => message,
             Ok(None) => return Ok(rpc_error(400, None, ErrorData::invalid_request("Empty body", None))),
@@ -88,7 +89,9 @@ impl App {
             }
             ClientRequest::PingRequest(_) => Ok(ServerResult::empty(())),
             ClientRequest::ListToolsRequest(_) => Ok(ListToolsResult::with_all_items(self.tools.listing()).into()),
-            ClientRequest::CallToolRequest(request) => self.call_tool(principal, services, request.params, ctx).await,
+            ClientRequest::CallToolRequest(request) => {
+                self.call_tool(principal, services, request.params, base, ctx).await
+            }
             ClientRequest::CustomRequest(request) if KNOWN_METHODS.contains(&request.method.as_str()) => {
                 Err(ErrorData::invalid_params(format!("Invalid params for {}", request.method), None))
             }
@@ -113,6 +116,7 @@ impl App {
         principal: Arc<crate::call::Principal>,
         services: crate::services::Services,
         params: CallToolRequestParams,
+        base: String,
         ctx: &mut RequestCtx,
     ) -> Result<ServerResult, ErrorData> {
         let tool = self
@@ -122,7 +126,7 @@ impl App {
         let arguments = params.arguments.unwrap_or_default();
         let reply = match tool.pick(&arguments) {
             Ok((endpoint, raw)) => self
-                .run_tool(endpoint, raw, principal, services, ctx)
+                .run_tool(endpoint, raw, principal, services, base, ctx)
                 .await
                 .unwrap_or_else(|error| Reply::error(&error)),
             Err(error) => Reply::error(&error),
@@ -136,10 +140,11 @@ impl App {
         raw: crate::endpoint::RawInput,
         principal: Arc<crate::call::Principal>,
         services: crate::services::Services,
+        base: String,
         ctx: &mut RequestCtx,
     ) -> HandlerResult {
         let team_id = raw.query.get("teamId").and_then(Value::as_str).map(str::to_owned);
-        match self.admit(endpoint, services, principal, team_id.as_deref(), ctx).await? {
+        match self.admit(endpoint, services, principal, team_id.as_deref(), base, ctx).await? {
             crate::app::Admission::Continue(call) => endpoint.run(*call, raw).await,
             crate::app::Admission::Respond(reply) => Ok(reply),
         }

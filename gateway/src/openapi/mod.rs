@@ -65,6 +65,7 @@ pub fn document(endpoints: &[Endpoint]) -> anyhow::Result<Value> {
         public_get("getSkill", "The skill file (Agent Skills format).", "text/markdown", None),
     );
     paths.insert("/mcp".to_owned(), crate::mcp::openapi_path(endpoints, &errors.error));
+    paths.insert("/calls/{callId}/recording".to_owned(), crate::playback::openapi_path(&errors.error));
     paths.insert(
         "/healthz".to_owned(),
         public_get(

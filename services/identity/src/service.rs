@@ -80,6 +80,7 @@ impl IdentityService for IdentityApi {
             knowledge_base: flags.knowledge_base.unwrap_or(true),
             agent_configuration: flags.agent_configuration.unwrap_or(true),
             agent_creation: flags.agent_creation.unwrap_or(true),
+            conversations: flags.conversations.unwrap_or(true),
         });
         reply(
             self.store

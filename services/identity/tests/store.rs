@@ -298,5 +298,6 @@ fn full() -> AccessConfig {
         knowledge_base: true,
         agent_configuration: true,
         agent_creation: true,
+        conversations: true,
     }
 }

@@ -8,6 +8,7 @@ pub mod error;
 pub mod grpc;
 pub mod jobs;
 pub mod limits;
+pub mod objects;
 pub mod peers;
 pub mod shutdown;
 pub mod telemetry;

@@ -150,6 +150,27 @@ pub const KEY_NAME: Length = Length::new(1, 100);
 pub const TEAM_NAME: Length = Length::new(1, 100);
 /// A saved version of an agent's instructions.
 pub const VERSION: Count = Count { min: 1, max: 2_147_483_647, default: 1 };
+/// The id a runtime gives a call, a chat or a chat message.
+pub const EXTERNAL_ID: Length = Length::new(1, 255);
+/// A call's status as its runtime names it (`ringing`, `completed`, ...).
+pub const CALL_STATUS: Length = Length::new(1, 50);
+/// One transcript segment or one chat message.
+pub const UTTERANCE: Length = Length::new(1, 20_000);
+/// The summary of a call or chat.
+pub const SUMMARY: Length = Length::new(0, 20_000);
+/// The type of a call event (`answered`, `transferred`, ...) and its JSON data.
+pub const EVENT_TYPE: Length = Length::new(1, 100);
+pub const EVENT_DATA: Length = Length::new(0, 65_536);
+/// Items of one append: transcript segments, chat messages.
+pub const APPEND_BATCH: Count = Count { min: 1, max: 1000, default: 1 };
+/// A `search` of calls or chats.
+pub const CONVERSATION_SEARCH: Length = Length::new(1, 200);
+/// Messages of a chat read at once.
+pub const CHAT_MESSAGES: Count = Count { min: 1, max: 500, default: 100 };
+/// Durations in seconds, for filters.
+pub const DURATION: Count = Count { min: 0, max: 31_536_000, default: 0 };
+/// A recording's size.
+pub const RECORDING_BYTES: i64 = 200 * 1024 * 1024;
 /// Paged lists: `page` from 1, `limit` 1 to 100 (default 20).
 pub const PAGE: Count = Count { min: 1, max: 1_000_000, default: 1 };
 pub const PAGE_LIMIT: Count = Count { min: 1, max: 100, default: 20 };

@@ -24,8 +24,14 @@ pub const AGENTS: ServiceInfo =
 pub const KNOWLEDGEBASE: ServiceInfo =
     ServiceInfo { name: "knowledgebase", grpc: &["switchboard.v1.KnowledgebaseService"], default_port: 50053 };
 
+pub const CONVERSATIONS: ServiceInfo = ServiceInfo {
+    name: "conversations",
+    grpc: &["switchboard.v1.ConversationsService", "switchboard.v1.ConversationIngest"],
+    default_port: 50054,
+};
+
 /// Every service, in the order `switchboard dev` starts them.
-pub const ALL: [&ServiceInfo; 3] = [&IDENTITY, &AGENTS, &KNOWLEDGEBASE];
+pub const ALL: [&ServiceInfo; 4] = [&IDENTITY, &AGENTS, &KNOWLEDGEBASE, &CONVERSATIONS];
 
 impl ServiceInfo {
     pub fn find(name: &str) -> Option<&'static ServiceInfo> {

@@ -1,0 +1,357 @@
+//! `/calls`: phone calls as the voice runtimes recorded them (through the conversations
+//! service's ingestion API), with their transcript and timeline.
+
+use std::collections::HashMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, limits};
+use switchboard_proto::v1::{self as proto, GetCallRequest, ListAgentsRequest, ListCallsRequest, UpdateCallRequest};
+
+use super::paging::{DateBound, SortOrder, default_limit, descending, first_page, page_request};
+use super::tags::CALLS;
+use super::time::Timestamp;
+use crate::call::Call;
+use crate::endpoint::{Data, Endpoint, Feature, Id, Input, Json, Nothing, Page, Updated};
+
+const CALL_GONE: &str = "Call not found";
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::get("/v1/calls", list)
+            .doc("listCalls", CALLS, "The team's calls, newest first, with their transcripts")
+            .about(
+                "Filters combine; every bound is inclusive. `search` finds a substring (case-insensitive) of either \
+                 number, the transcript or the summary; `number` finds calls with that number on either side, \
+                 written in any spelling of the same E.164 number.",
+            )
+            .feature(Feature::Conversations)
+            .fails(404, "Team not found: the key's team, or the `teamId` subteam, has been deleted.")
+            .tool("list_calls", "Lists the team's phone calls with filters (number, agent, dates, duration, text)."),
+        Endpoint::get("/v1/calls/{callId}", get)
+            .doc("getCall", CALLS, "A call with its full transcript and timeline")
+            .feature(Feature::Conversations)
+            .fails(404, CALL_GONE)
+            .tool("get_call", "Reads one phone call: its transcript, timeline, summary and score."),
+        Endpoint::patch("/v1/calls/{callId}", update)
+            .doc("updateCall", CALLS, "Flag a call, mark it a favorite or spam")
+            .about("Members left out keep their value.")
+            .feature(Feature::Conversations)
+            .fails(404, CALL_GONE),
+        Endpoint::delete("/v1/calls/{callId}", delete)
+            .doc("deleteCall", CALLS, "Delete a call with its transcript, timeline and recording")
+            .feature(Feature::Conversations)
+            .fails(404, CALL_GONE),
+    ]
+}
+
+/// A call's id in the path.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CallPath {
+    pub call_id: Id,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum CallType {
+    All,
+    Incoming,
+    Outgoing,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum CallSortBy {
+    CreatedAt,
+    Duration,
+    EndedAt,
+}
+
+fn all_calls() -> CallType {
+    CallType::All
+}
+
+fn by_creation() -> CallSortBy {
+    CallSortBy::CreatedAt
+}
+
+/// The filters, order and page of a call list.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CallQuery {
+    /// The page, from 1.
+    #[serde(default = "first_page")]
+    #[schemars(range(min = limits::PAGE.min, max = limits::PAGE.max))]
+    pub page: u32,
+    /// Calls per page.
+    #[serde(default = "default_limit")]
+    #[schemars(range(min = limits::PAGE_LIMIT.min, max = limits::PAGE_LIMIT.max))]
+    pub limit: u32,
+    /// A substring of either number, the transcript or the summary (case-insensitive).
+    #[schemars(length(min = limits::CONVERSATION_SEARCH.min, max = limits::CONVERSATION_SEARCH.max))]
+    pub search: Option<String>,
+    /// Which calls: both directions, or only incoming or outgoing ones.
+    #[serde(default = "all_calls")]
+    pub call_type: CallType,
+    /// Calls of this agent.
+    pub agent_id: Option<Id>,
+    /// Calls that lasted at least this many seconds (calls in progress never match).
+    #[schemars(range(min = limits::DURATION.min, max = limits::DURATION.max))]
+    pub min_duration: Option<i64>,
+    /// Calls that lasted at most this many seconds.
+    #[schemars(range(min = limits::DURATION.min, max = limits::DURATION.max))]
+    pub max_duration: Option<i64>,
+    /// Calls that started at or after this time (a date: from its start, UTC).
+    pub date_from: Option<DateBound>,
+    /// Calls that started at or before this time (a date: to its end, UTC).
+    pub date_to: Option<DateBound>,
+    /// A phone number on either side, in any spelling (`(415) 555-2671`, `+14155552671`).
+    #[schemars(length(min = 1, max = 64))]
+    pub number: Option<String>,
+    /// Sort field.
+    #[serde(default = "by_creation")]
+    pub sort_by: CallSortBy,
+    /// Sort direction; ties are broken by id, so that paging is stable.
+    #[serde(default = "descending")]
+    pub sort_order: SortOrder,
+}
+
+/// What a call's flags become; members left out keep their value.
+#[derive(Deserialize, JsonSchema)]
+pub struct UpdateCall {
+    pub flagged: Option<bool>,
+    pub favorite: Option<bool>,
+    pub spam: Option<bool>,
+}
+
+/// An agent by id and name (null when it no longer exists).
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ConversationAgent {
+    pub id: Id,
+    pub name: Option<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Direction {
+    Incoming,
+    Outgoing,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Speaker {
+    Agent,
+    Caller,
+}
+
+/// One utterance of a call.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct TranscriptLine {
+    pub speaker: Speaker,
+    pub text: String,
+    /// When it was said: the call's start plus the segment's offset.
+    pub timestamp: Timestamp,
+}
+
+/// A phone call.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct CallView {
+    pub id: Id,
+    /// E.164.
+    pub from: String,
+    /// E.164.
+    pub to: String,
+    #[serde(rename = "type")]
+    pub kind: Direction,
+    /// As the runtime reported it, e.g. `completed`.
+    pub status: String,
+    /// Whole seconds; null while the call is in progress.
+    pub duration: Option<i64>,
+    /// When the call started.
+    pub created_at: Timestamp,
+    pub ended_at: Option<Timestamp>,
+    pub summary: Option<String>,
+    pub score: Option<f64>,
+    pub flagged: bool,
+    pub favorite: bool,
+    pub spam: bool,
+    pub agent: Option<ConversationAgent>,
+    /// In the order it was said.
+    pub transcript: Vec<TranscriptLine>,
+    /// A short-lived link to the recording, playable without headers; null without one.
+    pub recording_url: Option<String>,
+}
+
+/// A moment of a call's timeline.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct TimelineEvent {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub at: Timestamp,
+    /// The event's data, as the runtime sent it.
+    pub data: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A call with its timeline.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct CallDetail {
+    #[serde(flatten)]
+    pub call: CallView,
+    /// In time order.
+    pub timeline: Vec<TimelineEvent>,
+}
+
+/// Names of the team's agents, to show beside the calls and chats that name them.
+pub async fn agent_names(call: &Call) -> ServiceResult<HashMap<String, String>> {
+    let request = ListAgentsRequest { team_id: call.team_id().to_owned() };
+    let agents = call.services.agents.clone().list_agents(request).await?.into_inner().agents;
+    Ok(agents.into_iter().map(|agent| (agent.id, agent.name)).collect())
+}
+
+/// The agent reference of a conversation.
+pub fn agent_ref(agent_id: Option<&String>, names: &HashMap<String, String>) -> Option<ConversationAgent> {
+    agent_id.map(|id| ConversationAgent { id: Id::stored(id.clone()), name: names.get(id).cloned() })
+}
+
+/// Where a browser plays the call's recording: the store's presigned URL (S3), else the
+/// gateway's own signed URL.
+fn recording_url(request: &Call, call: &proto::Call) -> Option<String> {
+    let recording = call.recording.as_ref()?;
+    Some(recording.playback_url.clone().unwrap_or_else(|| {
+        request.url_key.url(&request.public_base, &call.team_id, &call.id, switchboard_kit::time::now_ms())
+    }))
+}
+
+impl CallView {
+    fn new(request: &Call, call: &proto::Call, names: &HashMap<String, String>) -> Self {
+        let speaker = |name: &str| if name == "caller" { Speaker::Caller } else { Speaker::Agent };
+        Self {
+            id: Id::stored(call.id.clone()),
+            from: call.from.clone(),
+            to: call.to.clone(),
+            kind: if call.direction == "OUTGOING" { Direction::Outgoing } else { Direction::Incoming },
+            status: call.status.clone(),
+            duration: call.duration_seconds,
+            created_at: Timestamp::from_ms(call.started_at_ms),
+            ended_at: Timestamp::option(call.ended_at_ms),
+            summary: call.summary.clone(),
+            score: call.score,
+            flagged: call.flagged,
+            favorite: call.favorite,
+            spam: call.spam,
+            agent: agent_ref(call.agent_id.as_ref(), names),
+            transcript: call
+                .transcript
+                .iter()
+                .map(|segment| TranscriptLine {
+                    speaker: speaker(&segment.speaker),
+                    text: segment.text.clone(),
+                    timestamp: Timestamp::from_ms(segment.timestamp_ms),
+                })
+                .collect(),
+            recording_url: recording_url(request, call),
+        }
+    }
+}
+
+impl CallDetail {
+    fn new(request: &Call, call: &proto::Call, names: &HashMap<String, String>) -> Self {
+        let timeline = call
+            .timeline
+            .iter()
+            .map(|event| TimelineEvent {
+                kind: event.r#type.clone(),
+                at: Timestamp::from_ms(event.at_ms),
+                data: serde_json::from_str(&event.data).unwrap_or_default(),
+            })
+            .collect();
+        Self { call: CallView::new(request, call, names), timeline }
+    }
+}
+
+fn call_request(call: &Call, path: &CallPath) -> GetCallRequest {
+    GetCallRequest { team_id: call.team_id().to_owned(), call_id: path.call_id.to_string() }
+}
+
+async fn list(call: Call, input: Input<Nothing, CallQuery>) -> ServiceResult<Page<CallView>> {
+    let query = input.query;
+    if let (Some(min), Some(max)) = (query.min_duration, query.max_duration)
+        && min > max
+    {
+        return Err(ServiceError::validation(vec![FieldViolation::new(
+            "minDuration",
+            "must not be more than maxDuration",
+        )]));
+    }
+    let sort_by = match query.sort_by {
+        CallSortBy::CreatedAt => "createdAt",
+        CallSortBy::Duration => "duration",
+        CallSortBy::EndedAt => "endedAt",
+    };
+    let request = ListCallsRequest {
+        team_id: call.team_id().to_owned(),
+        page: Some(page_request(query.page, query.limit, sort_by, query.sort_order)),
+        search: query.search,
+        direction: match query.call_type {
+            CallType::All => None,
+            CallType::Incoming => Some("INCOMING".to_owned()),
+            CallType::Outgoing => Some("OUTGOING".to_owned()),
+        },
+        agent_id: query.agent_id.map(Id::into_string),
+        min_duration: query.min_duration,
+        max_duration: query.max_duration,
+        created_from_ms: query.date_from.map(DateBound::start_ms),
+        created_to_ms: query.date_to.map(DateBound::end_ms),
+        number: query.number,
+    };
+    let (listed, names) = tokio::try_join!(
+        async { Ok::<_, ServiceError>(call.services.conversations.clone().list_calls(request).await?.into_inner()) },
+        agent_names(&call)
+    )?;
+    Ok(Page {
+        data: listed.calls.iter().map(|item| CallView::new(&call, item, &names)).collect(),
+        pagination: listed.page.unwrap_or_default().into(),
+    })
+}
+
+async fn get(call: Call, input: Input<CallPath>) -> ServiceResult<Data<CallDetail>> {
+    let request = call_request(&call, &input.path);
+    let (found, names) = tokio::try_join!(
+        async { Ok::<_, ServiceError>(call.services.conversations.clone().get_call(request).await?.into_inner()) },
+        agent_names(&call)
+    )?;
+    Ok(Data::new(CallDetail::new(&call, &found, &names)))
+}
+
+async fn update(call: Call, input: Input<CallPath, Nothing, Json<UpdateCall>>) -> ServiceResult<Updated<CallView>> {
+    let Json(body) = input.body;
+    let request = UpdateCallRequest {
+        team_id: call.team_id().to_owned(),
+        call_id: input.path.call_id.into_string(),
+        flagged: body.flagged,
+        favorite: body.favorite,
+        spam: body.spam,
+    };
+    let updated = call.services.conversations.clone().update_call(request).await?.into_inner();
+    let names = agent_names(&call).await?;
+    Ok(Updated::new(CallView::new(&call, &updated, &names), "Call updated successfully"))
+}
+
+async fn delete(call: Call, input: Input<CallPath>) -> ServiceResult<Updated<CallView>> {
+    let request = call_request(&call, &input.path);
+    let deleted = call.services.conversations.clone().delete_call(request).await?.into_inner();
+    let names = agent_names(&call).await?;
+    let mut view = CallView::new(&call, &deleted, &names);
+    // The recording went with the call.
+    view.recording_url = None;
+    Ok(Updated::new(view, "Call deleted successfully"))
+}

@@ -1,0 +1,288 @@
+//! `/chats`: conversations on the web widget, the web agent, the voice widget and WhatsApp, as
+//! the chat runtimes recorded them.
+
+use std::collections::HashMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use switchboard_kit::{ServiceError, ServiceResult, limits};
+use switchboard_proto::v1::{self as proto, GetChatRequest, ListChatsRequest};
+
+use super::calls::{ConversationAgent, agent_names, agent_ref};
+use super::paging::{DateBound, SortOrder, default_limit, descending, first_page, page_request};
+use super::tags::CHATS;
+use super::time::Timestamp;
+use crate::call::Call;
+use crate::endpoint::{Data, Endpoint, Feature, Id, Input, Nothing, Page, Updated};
+
+const CHAT_GONE: &str = "Chat not found";
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::get("/v1/chats", list)
+            .doc("listChats", CHATS, "The team's chats, newest first")
+            .about(
+                "Filters combine; every bound is inclusive. `search` finds a substring (case-insensitive) of a \
+                 message, the contact's number or e-mail.",
+            )
+            .feature(Feature::Conversations)
+            .fails(404, "Team not found: the key's team, or the `teamId` subteam, has been deleted.")
+            .tool("list_chats", "Lists the team's chats (web, web agent, voice widget, WhatsApp) with filters."),
+        Endpoint::get("/v1/chats/{chatId}", get)
+            .doc("getChat", CHATS, "A chat with its messages, oldest first")
+            .about(
+                "At most `messagesLimit` messages: the newest ones, or the newest before the message \
+                 `messagesBefore` for older pages; always oldest first.",
+            )
+            .feature(Feature::Conversations)
+            .fails(404, CHAT_GONE)
+            .tool("get_chat", "Reads one chat with its messages."),
+        Endpoint::delete("/v1/chats/{chatId}", delete)
+            .doc("deleteChat", CHATS, "Delete a chat with its messages")
+            .feature(Feature::Conversations)
+            .fails(404, CHAT_GONE),
+    ]
+}
+
+/// A chat's id in the path.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatPath {
+    pub chat_id: Id,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Channel {
+    Web,
+    WebAgent,
+    VoiceWidget,
+    Whatsapp,
+}
+
+impl Channel {
+    fn as_str(self) -> &'static str {
+        match self {
+            Channel::Web => "web",
+            Channel::WebAgent => "web-agent",
+            Channel::VoiceWidget => "voice-widget",
+            Channel::Whatsapp => "whatsapp",
+        }
+    }
+
+    fn parse(text: &str) -> Channel {
+        [Channel::WebAgent, Channel::VoiceWidget, Channel::Whatsapp]
+            .into_iter()
+            .find(|channel| channel.as_str() == text)
+            .unwrap_or(Channel::Web)
+    }
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ChatStatus {
+    Active,
+    Ended,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum ChatSortBy {
+    CreatedAt,
+    LastMessageAt,
+}
+
+fn by_creation() -> ChatSortBy {
+    ChatSortBy::CreatedAt
+}
+
+/// The filters, order and page of a chat list.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatQuery {
+    /// The page, from 1.
+    #[serde(default = "first_page")]
+    #[schemars(range(min = limits::PAGE.min, max = limits::PAGE.max))]
+    pub page: u32,
+    /// Chats per page.
+    #[serde(default = "default_limit")]
+    #[schemars(range(min = limits::PAGE_LIMIT.min, max = limits::PAGE_LIMIT.max))]
+    pub limit: u32,
+    /// A substring of a message, the contact's number or e-mail (case-insensitive).
+    #[schemars(length(min = limits::CONVERSATION_SEARCH.min, max = limits::CONVERSATION_SEARCH.max))]
+    pub search: Option<String>,
+    pub channel: Option<Channel>,
+    /// Chats of this agent.
+    pub agent_id: Option<Id>,
+    pub status: Option<ChatStatus>,
+    /// Chats that started at or after this time (a date: from its start, UTC).
+    pub date_from: Option<DateBound>,
+    /// Chats that started at or before this time (a date: to its end, UTC).
+    pub date_to: Option<DateBound>,
+    /// Sort field; chats without messages come last by `lastMessageAt`.
+    #[serde(default = "by_creation")]
+    pub sort_by: ChatSortBy,
+    /// Sort direction; ties are broken by id, so that paging is stable.
+    #[serde(default = "descending")]
+    pub sort_order: SortOrder,
+}
+
+fn default_messages() -> u32 {
+    u32::try_from(limits::CHAT_MESSAGES.default).unwrap_or(100)
+}
+
+/// Which messages of a chat to show.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MessagesQuery {
+    /// At most this many messages.
+    #[serde(default = "default_messages")]
+    #[schemars(range(min = limits::CHAT_MESSAGES.min, max = limits::CHAT_MESSAGES.max))]
+    pub messages_limit: u32,
+    /// Only messages before this one (a message id of the chat), for older pages.
+    pub messages_before: Option<Id>,
+}
+
+/// Who the chat is with.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Contact {
+    /// E.164.
+    pub number: Option<String>,
+    pub email: Option<String>,
+}
+
+/// A chat.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct ChatView {
+    pub id: Id,
+    pub channel: Channel,
+    pub status: ChatStatus,
+    pub agent: Option<ConversationAgent>,
+    pub contact: Contact,
+    pub message_count: u32,
+    pub last_message_at: Option<Timestamp>,
+    /// When the chat started.
+    pub created_at: Timestamp,
+    pub ended_at: Option<Timestamp>,
+    pub summary: Option<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Agent,
+    System,
+}
+
+/// One message of a chat.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Message {
+    pub id: Id,
+    pub role: Role,
+    pub text: String,
+    pub created_at: Timestamp,
+}
+
+/// A chat with its messages.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ChatDetail {
+    #[serde(flatten)]
+    pub chat: ChatView,
+    /// Oldest first.
+    pub messages: Vec<Message>,
+}
+
+impl ChatView {
+    fn new(chat: &proto::Chat, names: &HashMap<String, String>) -> Self {
+        Self {
+            id: Id::stored(chat.id.clone()),
+            channel: Channel::parse(&chat.channel),
+            status: if chat.status == "ended" { ChatStatus::Ended } else { ChatStatus::Active },
+            agent: agent_ref(chat.agent_id.as_ref(), names),
+            contact: Contact { number: chat.contact_number.clone(), email: chat.contact_email.clone() },
+            message_count: chat.message_count,
+            last_message_at: Timestamp::option(chat.last_message_at_ms),
+            created_at: Timestamp::from_ms(chat.created_at_ms),
+            ended_at: Timestamp::option(chat.ended_at_ms),
+            summary: chat.summary.clone(),
+        }
+    }
+}
+
+impl ChatDetail {
+    fn new(chat: &proto::Chat, names: &HashMap<String, String>) -> Self {
+        let role = |name: &str| match name {
+            "agent" => Role::Agent,
+            "system" => Role::System,
+            _ => Role::User,
+        };
+        let messages = chat
+            .messages
+            .iter()
+            .map(|message| Message {
+                id: Id::stored(message.id.clone()),
+                role: role(&message.role),
+                text: message.text.clone(),
+                created_at: Timestamp::from_ms(message.created_at_ms),
+            })
+            .collect();
+        Self { chat: ChatView::new(chat, names), messages }
+    }
+}
+
+async fn list(call: Call, input: Input<Nothing, ChatQuery>) -> ServiceResult<Page<ChatView>> {
+    let query = input.query;
+    let sort_by = match query.sort_by {
+        ChatSortBy::CreatedAt => "createdAt",
+        ChatSortBy::LastMessageAt => "lastMessageAt",
+    };
+    let request = ListChatsRequest {
+        team_id: call.team_id().to_owned(),
+        page: Some(page_request(query.page, query.limit, sort_by, query.sort_order)),
+        search: query.search,
+        channel: query.channel.map(|channel| channel.as_str().to_owned()),
+        agent_id: query.agent_id.map(Id::into_string),
+        status: query.status.map(|status| if status == ChatStatus::Ended { "ended" } else { "active" }.to_owned()),
+        created_from_ms: query.date_from.map(DateBound::start_ms),
+        created_to_ms: query.date_to.map(DateBound::end_ms),
+    };
+    let listing =
+        async { Ok::<_, ServiceError>(call.services.conversations.clone().list_chats(request).await?.into_inner()) };
+    let (listed, names) = tokio::try_join!(listing, agent_names(&call))?;
+    Ok(Page {
+        data: listed.chats.iter().map(|chat| ChatView::new(chat, &names)).collect(),
+        pagination: listed.page.unwrap_or_default().into(),
+    })
+}
+
+async fn get(call: Call, input: Input<ChatPath, MessagesQuery>) -> ServiceResult<Data<ChatDetail>> {
+    let request = GetChatRequest {
+        team_id: call.team_id().to_owned(),
+        chat_id: input.path.chat_id.into_string(),
+        messages_limit: input.query.messages_limit,
+        messages_before: input.query.messages_before.map(Id::into_string),
+    };
+    let reading =
+        async { Ok::<_, ServiceError>(call.services.conversations.clone().get_chat(request).await?.into_inner()) };
+    let (chat, names) = tokio::try_join!(reading, agent_names(&call))?;
+    Ok(Data::new(ChatDetail::new(&chat, &names)))
+}
+
+async fn delete(call: Call, input: Input<ChatPath>) -> ServiceResult<Updated<ChatView>> {
+    let request = GetChatRequest {
+        team_id: call.team_id().to_owned(),
+        chat_id: input.path.chat_id.into_string(),
+        messages_limit: 0,
+        messages_before: None,
+    };
+    let deleted = call.services.conversations.clone().delete_chat(request).await?.into_inner();
+    let names = agent_names(&call).await?;
+    Ok(Updated::new(ChatView::new(&deleted, &names), "Chat deleted successfully"))
+}
