@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use anyhow::Context;
 use clap::Subcommand;
 use serde_json::{Value, json};
 use switchboard_identity::IdentityStore;
@@ -76,6 +77,36 @@ pub enum AdminCommand {
     },
     /// Delete a team (soft: its ledger stays; its keys meet "Team not found").
     DeleteTeam { id: String },
+    /// Fill a team with realistic calls (transcripts, timelines, recordings) and chats through
+    /// the conversations ingestion API of a running platform: the `switchboard dev` of the data
+    /// directory, or --url with SWITCHBOARD_SERVICE_TOKEN. Prints what it wrote and how fast.
+    SeedDemo {
+        #[arg(long)]
+        team: String,
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(0..=10_000_000))]
+        calls: u32,
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(0..=10_000_000))]
+        chats: u32,
+        /// Transcript segments per call (default: each scenario's own, 6 to 11).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+        segments: Option<u32>,
+        /// Another seed writes other conversations (external ids `demo-<seed>-call-<n>`).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// How many of the calls get a recording (a WAV tone).
+        #[arg(long, default_value_t = 5)]
+        recordings: u32,
+        /// The size of each recording in KiB (at most 200 MiB).
+        #[arg(long, default_value_t = 48, value_parser = clap::value_parser!(u64).range(1..=204_800))]
+        recording_kb: u64,
+        /// Conversations written at once.
+        #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=256))]
+        concurrency: u32,
+        /// gRPC URL of the conversations service (default: SWITCHBOARD_CONVERSATIONS_URL, else the
+        /// running `switchboard dev` of the data directory).
+        #[arg(long)]
+        url: Option<String>,
+    },
 }
 
 fn team_json(team: &Team) -> Value {
@@ -109,6 +140,21 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     if let AdminCommand::Reindex { url } = command {
         return reindex(file, data_dir, url).await;
+    }
+    if let AdminCommand::SeedDemo { team, calls, chats, segments, seed, recordings, recording_kb, concurrency, url } =
+        command
+    {
+        let plan = crate::seed::Plan {
+            team,
+            calls,
+            chats,
+            segments,
+            seed,
+            recordings,
+            recording_kb,
+            concurrency: concurrency as usize,
+        };
+        return seed_demo(file, data_dir, url, &plan).await;
     }
     let url = match (database_url, data_dir) {
         (Some(url), _) => url,
@@ -172,7 +218,9 @@ async fn execute(store: &IdentityStore, command: AdminCommand) -> anyhow::Result
             })
         }
         AdminCommand::DeleteTeam { id } => team_json(&store.delete_team(&id).await?),
-        AdminCommand::Reindex { .. } => anyhow::bail!("reindex does not use the identity database"),
+        AdminCommand::Reindex { .. } | AdminCommand::SeedDemo { .. } => {
+            anyhow::bail!("this command does not use the identity database")
+        }
     })
 }
 
@@ -201,5 +249,35 @@ async fn reindex(file: &FileConfig, data_dir: Option<&Path>, url: Option<String>
         }
     };
     println!("{}", serde_json::to_string_pretty(&json!({ "reindexed": entries }))?);
+    Ok(())
+}
+
+/// Where the conversations service is and how to call it: flags and environment first, then the
+/// session file of a `switchboard dev` running on the data directory.
+async fn seed_demo(
+    file: &FileConfig,
+    data_dir: Option<&Path>,
+    url: Option<String>,
+    plan: &crate::seed::Plan,
+) -> anyhow::Result<()> {
+    let conversations = &switchboard_kit::peers::CONVERSATIONS;
+    let data_dir = config::data_dir(file, data_dir);
+    let session = crate::session::DevSession::read(&data_dir)?;
+    let url = url
+        .or_else(|| std::env::var(conversations.url_variable()).ok())
+        .or_else(|| session.as_ref().and_then(|s| s.services.get(conversations.name).cloned()))
+        .with_context(|| {
+            format!(
+                "no running `switchboard dev` on {} and no conversations URL: start the platform, or give --url",
+                data_dir.display()
+            )
+        })?;
+    let access = match (ServiceAccess::from_env()?, session.and_then(|s| s.service_token)) {
+        (Some(access), _) => access,
+        (None, Some(token)) => ServiceAccess::Token(switchboard_kit::grpc::ServiceToken::new(&token)?),
+        (None, None) => ServiceAccess::Trusted,
+    };
+    let written = crate::seed::run(&url, &access, plan).await?;
+    println!("{}", serde_json::to_string_pretty(&written)?);
     Ok(())
 }

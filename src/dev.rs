@@ -16,6 +16,7 @@ use tokio::sync::watch;
 
 use crate::components::{self, Context};
 use crate::config::{self, FileConfig};
+use crate::session::DevSession;
 
 const DEMO_TEAM: &str = "Demo Team";
 const DEMO_CREDITS: i64 = 1000;
@@ -68,8 +69,22 @@ pub async fn run(file: FileConfig, data_dir: Option<&Path>, listen: &str) -> any
     writeln!(out, "Stop with Ctrl-C.")?;
     out.flush()?;
     drop(out);
+    let session = DevSession {
+        pid: std::process::id(),
+        api_base_url: format!("http://{}/v1", gateway.address),
+        services: components::REGISTRY
+            .iter()
+            .map(|registered| (registered.info.name.to_owned(), peers.url(registered.info)))
+            .collect(),
+        service_token: match &access {
+            ServiceAccess::Token(token) => Some(token.secret().to_owned()),
+            ServiceAccess::Trusted => None,
+        },
+    };
+    session.write(&data_dir)?;
 
     switchboard_kit::shutdown::signal().await;
+    DevSession::remove(&data_dir);
     gateway.shutdown().await;
     let _ = stop.send(true);
     for service in services {

@@ -6,7 +6,9 @@ mod admin;
 mod components;
 mod config;
 mod dev;
+mod seed;
 mod serve;
+mod session;
 
 use std::path::PathBuf;
 

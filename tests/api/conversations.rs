@@ -466,3 +466,40 @@ async fn a_recording_plays_from_its_signed_url_in_ranges_until_the_call_is_delet
     api.delete(&format!("/calls/{id}")).await.expect(200);
     assert_eq!(http.get(&url).send().await.unwrap().status(), 404);
 }
+
+#[tokio::test]
+async fn seed_demo_fills_a_team_through_the_ingestion_api_once() {
+    let stack = Stack::start().await;
+    let team = stack.team("Demo", false, 0).await;
+    let api = stack.client(&team.key);
+    let args = ["seed-demo", "--team", &team.id, "--calls", "12", "--chats", "4", "--recordings", "2"];
+    let written = stack.admin(&args).await;
+    assert_eq!((written["calls"].as_u64(), written["chats"].as_u64()), (Some(12), Some(4)));
+    assert!(written["segments"].as_u64().unwrap() > 12 * 4, "{written}");
+    let again = stack.admin(&args).await;
+    assert_eq!(again["segments"], written["segments"], "the same seed writes the same conversations");
+
+    let calls = api.get("/calls?limit=100").await;
+    assert_eq!(calls.expect(200)["pagination"]["totalCount"], 12, "a second run adds nothing");
+    let recorded =
+        calls.body["data"].as_array().unwrap().iter().filter(|call| call["recordingUrl"].is_string()).count();
+    assert_eq!(recorded, 2);
+    let answered = calls.body["data"].as_array().unwrap().iter().find(|call| call["summary"].is_string()).unwrap();
+    let id = answered["id"].as_str().unwrap();
+    let timeline = api.get(&format!("/calls/{id}")).await;
+    assert!(!timeline.expect(200)["data"]["timeline"].as_array().unwrap().is_empty());
+    let chats = api.get("/chats").await;
+    assert_eq!(chats.expect(200)["pagination"]["totalCount"], 4);
+    assert!(chats.body["data"][0]["messageCount"].as_u64().unwrap() >= 4);
+
+    // Another seed is other conversations; an unknown team is refused.
+    stack.admin(&["seed-demo", "--team", &team.id, "--calls", "3", "--chats", "0", "--seed", "2"]).await;
+    assert_eq!(api.get("/calls").await.body["pagination"]["totalCount"], 15);
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["admin", "--data-dir", stack.data_path().to_str().unwrap(), "seed-demo"])
+        .args(["--team", &uuid::Uuid::new_v4().to_string()])
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(60), output).await.expect("seed-demo ends").unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("Team not found"));
+}
