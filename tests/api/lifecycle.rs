@@ -3,7 +3,7 @@ use std::time::Duration;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::common::{Api, Process, Stack, admin, free_port};
+use crate::common::{Api, Process, Stack, admin, admin_with, free_port};
 
 #[tokio::test]
 async fn dev_prints_a_demo_key_once_and_keeps_its_data() {
@@ -64,16 +64,18 @@ async fn the_components_run_as_separate_services_on_postgres() {
     };
     let agents_db = switchboard_kit::testdb::postgres().await.unwrap().unwrap();
     let knowledgebase_db = switchboard_kit::testdb::postgres().await.unwrap().unwrap();
+    let conversations_db = switchboard_kit::testdb::postgres().await.unwrap().unwrap();
     let data_dir = tempfile::tempdir().unwrap();
     let data = data_dir.path().to_str().unwrap();
     // The services call each other (knowledgebase → identity, agents; agents → knowledgebase):
     // every process is told every address up front, as a Kubernetes ConfigMap does.
-    let ports = [free_port(), free_port(), free_port()];
+    let ports = [free_port(), free_port(), free_port(), free_port()];
     let urls = ports.map(|port| format!("http://127.0.0.1:{port}"));
     let peers = [
         ("SWITCHBOARD_IDENTITY_URL", urls[0].as_str()),
         ("SWITCHBOARD_AGENTS_URL", urls[1].as_str()),
         ("SWITCHBOARD_KNOWLEDGEBASE_URL", urls[2].as_str()),
+        ("SWITCHBOARD_CONVERSATIONS_URL", urls[3].as_str()),
         ("SWITCHBOARD_SERVICE_TOKEN", TOKEN),
     ];
     let serve = |component: &'static str, url: String, port: u16| async move {
@@ -87,6 +89,7 @@ async fn the_components_run_as_separate_services_on_postgres() {
     let identity = serve("identity", identity_db.url.clone(), ports[0]).await;
     let agents = serve("agents", agents_db.url.clone(), ports[1]).await;
     let knowledgebase = serve("knowledgebase", knowledgebase_db.url.clone(), ports[2]).await;
+    let conversations = serve("conversations", conversations_db.url.clone(), ports[3]).await;
     let mut env = vec![("SWITCHBOARD_LISTEN", "127.0.0.1:0")];
     env.extend(peers);
     let gateway = Process::start(&["serve", "gateway"], &env, "gateway listening on").await;
@@ -111,8 +114,23 @@ async fn the_components_run_as_separate_services_on_postgres() {
     assert_eq!(search.body["meta"]["agentName"], "Desk");
     assert_eq!(api.get("/me").await.body["data"]["credits"]["balance"], 6);
 
+    // Conversations on PostgreSQL, written by a runtime over gRPC (seed-demo told where).
+    let seed = ["seed-demo", "--team", team_id, "--calls", "6", "--chats", "2", "--url", urls[3].as_str()];
+    let written = admin_with(&location, &seed, &[("SWITCHBOARD_SERVICE_TOKEN", TOKEN)]).await;
+    assert_eq!(written["calls"], 6);
+    let calls = api.get("/calls?search=the&sortBy=duration&sortOrder=asc").await;
+    assert!(calls.expect(200)["pagination"]["totalCount"].as_u64().unwrap() > 0, "{}", calls.text);
+    let call = calls.body["data"][0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(api.get(&format!("/calls/{call}")).await.expect(200)["data"]["id"], call.as_str());
+    let recorded = api.get("/calls?limit=100").await;
+    let url = recorded.body["data"].as_array().unwrap().iter().find_map(|call| call["recordingUrl"].as_str());
+    let playback = reqwest::get(url.expect("a recording URL")).await.unwrap();
+    assert_eq!(playback.status(), 200);
+    assert_eq!(playback.headers()["content-type"], "audio/wav");
+    assert_eq!(api.get("/chats").await.expect(200)["pagination"]["totalCount"], 2);
+
     assert_eq!(gateway.terminate().await, Some(0));
-    for process in [knowledgebase, agents, identity] {
+    for process in [conversations, knowledgebase, agents, identity] {
         assert_eq!(process.terminate().await, Some(0));
     }
 }
