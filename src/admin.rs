@@ -102,6 +102,9 @@ pub enum AdminCommand {
         /// Conversations written at once.
         #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=256))]
         concurrency: u32,
+        /// Transcript segments per append (a live runtime sends a few at a time).
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        append_batch: u32,
         /// gRPC URL of the conversations service (default: SWITCHBOARD_CONVERSATIONS_URL, else the
         /// running `switchboard dev` of the data directory).
         #[arg(long)]
@@ -141,8 +144,18 @@ pub async fn run(
     if let AdminCommand::Reindex { url } = command {
         return reindex(file, data_dir, url).await;
     }
-    if let AdminCommand::SeedDemo { team, calls, chats, segments, seed, recordings, recording_kb, concurrency, url } =
-        command
+    if let AdminCommand::SeedDemo {
+        team,
+        calls,
+        chats,
+        segments,
+        seed,
+        recordings,
+        recording_kb,
+        concurrency,
+        append_batch,
+        url,
+    } = command
     {
         let plan = crate::seed::Plan {
             team,
@@ -153,6 +166,7 @@ pub async fn run(
             recordings,
             recording_kb,
             concurrency: concurrency as usize,
+            append_batch: append_batch as usize,
         };
         return seed_demo(file, data_dir, url, &plan).await;
     }

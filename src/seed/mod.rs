@@ -39,10 +39,10 @@ pub struct Plan {
     pub recording_kb: u64,
     /// Conversations written at once.
     pub concurrency: usize,
+    /// Transcript segments sent per append.
+    pub append_batch: usize,
 }
 
-/// Segments of one append: a runtime sends what it has every few seconds.
-const APPEND_BATCH: usize = 100;
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 /// A recording stream's pieces.
 const CHUNK: usize = 64 * 1024;
@@ -170,7 +170,7 @@ async fn seed_call(mut client: Client, plan: &Plan, today: i64, n: u32) -> anyho
             segment
         })
         .collect();
-    for batch in segments.chunks(APPEND_BATCH) {
+    for batch in segments.chunks(plan.append_batch.max(1)) {
         let append = AppendTranscriptRequest {
             team_id: plan.team.clone(),
             external_id: external_id.clone(),

@@ -394,6 +394,23 @@ async fn ending_a_call_sets_its_duration_once() {
 }
 
 #[tokio::test]
+async fn calls_ended_without_a_score_and_then_with_one() {
+    on_every_engine(|store| async move {
+        let team = team();
+        // Unscored first: the statement a connection prepares then must still take a score.
+        for n in 0..4 {
+            let (unscored, scored) = (format!("u{n}"), format!("s{n}"));
+            store.upsert_call(&team, new_call(&unscored, 1_000)).await.unwrap();
+            assert_eq!(store.end_call(&team, &unscored, end(5_000, None)).await.unwrap().score, None);
+            store.upsert_call(&team, new_call(&scored, 1_000)).await.unwrap();
+            let ended = store.end_call(&team, &scored, CallEnd { score: Some(0.5), ..end(5_000, None) }).await;
+            assert_eq!(ended.unwrap().score, Some(0.5));
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn recordings_and_flags() {
     on_every_engine(|store| async move {
         let team = team();

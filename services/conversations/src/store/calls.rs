@@ -471,15 +471,19 @@ impl ConversationStore {
         call.score = end.score.or(current.score);
         if call != current {
             call.updated_at_ms = now_ms();
+            // The score goes as a number and a flag, never as a NULL of type f64: sqlx's Any
+            // driver (0.8) sends such a NULL to PostgreSQL as float4, and the statement cached
+            // with that type then refuses a later float8 ("incorrect binary data format").
             sqlx::query(
-                "UPDATE calls SET ended_at = $1, duration_seconds = $2, status = $3, summary = $4, score = $5, \
-                 updated_at = $6 WHERE id = $7",
+                "UPDATE calls SET ended_at = $1, duration_seconds = $2, status = $3, summary = $4, \
+                 score = CASE WHEN $5 THEN $6 ELSE NULL END, updated_at = $7 WHERE id = $8",
             )
             .bind(call.ended_at_ms)
             .bind(call.duration_seconds)
             .bind(call.status.as_str())
             .bind(call.summary.as_deref())
-            .bind(call.score)
+            .bind(call.score.is_some())
+            .bind(call.score.unwrap_or_default())
             .bind(call.updated_at_ms)
             .bind(call.id.as_str())
             .execute(&mut *tx)
