@@ -349,8 +349,7 @@ async fn select(
     order: &str,
     (offset, limit): (i64, i64),
 ) -> ServiceResult<Vec<AnyRow>> {
-    // The page's ids first, from the indexes alone (they hold every filtered and sorted
-    // column); then only those rows are read. Sorting whole rows would read every matching
+    // The page's ids first, walking the sort key's index; then only those rows are read. Sorting whole rows would read every matching
     // row of the team before the sort could drop them.
     let (columns, from, id) = (listing.columns, listing.from, listing.id);
     let sql = format!(
