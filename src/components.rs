@@ -10,13 +10,14 @@ use std::sync::Arc;
 use switchboard_agents::AgentStore;
 use switchboard_agents::prompt::{OPTIMIZE_PROMPT, OptimizePrompt};
 use switchboard_conversations::ConversationStore;
-use switchboard_conversations::phone::PhoneRules;
+use switchboard_crm::CrmStore;
 use switchboard_identity::IdentityStore;
 use switchboard_kit::db::{Db, Migrations};
 use switchboard_kit::grpc::{Channel, ServiceAccess};
 use switchboard_kit::jobs::{Runner, RunnerConfig};
 use switchboard_kit::objects::Objects;
-use switchboard_kit::peers::{AGENTS, CONVERSATIONS, IDENTITY, KNOWLEDGEBASE, Peers, ServiceInfo};
+use switchboard_kit::peers::{AGENTS, CONVERSATIONS, CRM, IDENTITY, KNOWLEDGEBASE, Peers, ServiceInfo};
+use switchboard_kit::phone::PhoneRules;
 use switchboard_proto::v1::agents_service_client::AgentsServiceClient;
 use switchboard_proto::v1::identity_service_client::IdentityServiceClient;
 use switchboard_proto::v1::knowledgebase_service_client::KnowledgebaseServiceClient;
@@ -65,7 +66,7 @@ pub struct Registered {
     pub build: fn(Context) -> BoxFuture<anyhow::Result<Component>>,
 }
 
-pub const REGISTRY: [Registered; 4] = [
+pub const REGISTRY: [Registered; 5] = [
     Registered {
         info: &IDENTITY,
         migrations: &switchboard_identity::MIGRATIONS,
@@ -86,6 +87,7 @@ pub const REGISTRY: [Registered; 4] = [
         migrations: &switchboard_conversations::MIGRATIONS,
         build: |context| Box::pin(conversations(context)),
     },
+    Registered { info: &CRM, migrations: &switchboard_crm::MIGRATIONS, build: |context| Box::pin(crm(context)) },
 ];
 
 pub fn find(name: &str) -> Option<&'static Registered> {
@@ -155,6 +157,13 @@ async fn conversations(context: Context) -> anyhow::Result<Component> {
     let objects = Objects::open(&config::objects(&context.file, &context.data_dir))?;
     let routes = switchboard_conversations::service::routes(store.clone(), PhoneRules::from_env()?, peers, objects);
     Ok(Component { info: &CONVERSATIONS, routes, background: Vec::new(), databases: vec![store.db().clone()] })
+}
+
+async fn crm(context: Context) -> anyhow::Result<Component> {
+    let store = CrmStore::open(&context.database_url(&CRM)?, PhoneRules::from_env()?).await?;
+    let routes =
+        switchboard_crm::service::routes(store.clone(), IdentityServiceClient::new(context.channel(&IDENTITY)?));
+    Ok(Component { info: &CRM, routes, background: Vec::new(), databases: vec![store.db().clone()] })
 }
 
 impl Component {

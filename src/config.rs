@@ -29,6 +29,8 @@ pub struct FileConfig {
     pub knowledgebase: KnowledgebaseFile,
     #[serde(default)]
     pub conversations: ServiceFile,
+    #[serde(default)]
+    pub crm: ServiceFile,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -103,6 +105,7 @@ impl FileConfig {
             "identity" => plain(&self.identity),
             "agents" => plain(&self.agents),
             "conversations" => plain(&self.conversations),
+            "crm" => plain(&self.crm),
             "knowledgebase" => Section {
                 listen: self.knowledgebase.listen.as_ref(),
                 database_url: self.knowledgebase.database_url.as_ref(),

@@ -20,7 +20,7 @@ pub enum Match<'r> {
 
 impl Router {
     pub fn new(routes: Vec<Endpoint>) -> Self {
-        let routes = routes
+        let mut routes = routes
             .into_iter()
             .map(|route| {
                 let segments = route
@@ -31,10 +31,13 @@ impl Router {
                         Some(name) => Segment::Param(name),
                         None => Segment::Literal(segment),
                     })
-                    .collect();
+                    .collect::<Vec<_>>();
                 (segments, route)
             })
-            .collect();
+            .collect::<Vec<(Vec<Segment>, Endpoint)>>();
+        // A literal segment wins over a parameter in the same place (`/contacts/bulk` is not
+        // the contact `bulk`), whatever order the modules declare their routes in.
+        routes.sort_by_key(|(segments, _)| specificity(segments));
         Self { routes }
     }
 
@@ -42,10 +45,16 @@ impl Router {
         let path = path.strip_suffix('/').filter(|p| !p.is_empty()).unwrap_or(path);
         let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
         let mut allowed = Vec::new();
+        let mut best = None;
         for (segments, route) in &self.routes {
             let Some(params) = match_segments(segments, &parts) else {
                 continue;
             };
+            // Only the most specific matching path counts; its other methods are the allowed ones.
+            let rank = specificity(segments);
+            if *best.get_or_insert_with(|| rank.clone()) != rank {
+                continue;
+            }
             if Some(route.method) == method {
                 return Match::Found(route, params);
             }
@@ -53,6 +62,11 @@ impl Router {
         }
         if allowed.is_empty() { Match::NotFound } else { Match::MethodNotAllowed(allowed) }
     }
+}
+
+/// Sorts paths with a literal where others have a parameter first.
+fn specificity(segments: &[Segment]) -> Vec<bool> {
+    segments.iter().map(|segment| matches!(segment, Segment::Param(_))).collect()
 }
 
 fn match_segments(segments: &[Segment], parts: &[&str]) -> Option<Vec<(&'static str, String)>> {
@@ -113,6 +127,24 @@ mod tests {
             Match::MethodNotAllowed(allowed) => assert_eq!(allowed, vec![Method::Get, Method::Put]),
             _ => panic!("expected 405"),
         }
+    }
+
+    #[test]
+    fn a_literal_segment_wins_over_a_parameter() {
+        let router = Router::new(vec![
+            Endpoint::get("/v1/contacts/{contactId}", nothing),
+            Endpoint::delete("/v1/contacts/{contactId}", nothing),
+            Endpoint::post("/v1/contacts/bulk", nothing),
+        ]);
+        match router.find(Some(Method::Post), "/v1/contacts/bulk") {
+            Match::Found(route, params) => assert_eq!((route.path, params.len()), ("/v1/contacts/bulk", 0)),
+            _ => panic!("no match"),
+        }
+        match router.find(Some(Method::Delete), "/v1/contacts/bulk") {
+            Match::MethodNotAllowed(allowed) => assert_eq!(allowed, vec![Method::Post]),
+            _ => panic!("expected 405"),
+        }
+        assert!(matches!(router.find(Some(Method::Delete), "/v1/contacts/abc"), Match::Found(..)));
     }
 
     #[test]

@@ -6,9 +6,10 @@
 use std::sync::Arc;
 
 use switchboard_kit::grpc::Channel;
-use switchboard_kit::peers::{AGENTS, CONVERSATIONS, IDENTITY, KNOWLEDGEBASE};
+use switchboard_kit::peers::{AGENTS, CONVERSATIONS, CRM, IDENTITY, KNOWLEDGEBASE};
 use switchboard_proto::v1::agents_service_client::AgentsServiceClient;
 use switchboard_proto::v1::conversations_service_client::ConversationsServiceClient;
+use switchboard_proto::v1::crm_service_client::CrmServiceClient;
 use switchboard_proto::v1::identity_service_client::IdentityServiceClient;
 use switchboard_proto::v1::knowledgebase_service_client::KnowledgebaseServiceClient;
 use switchboard_proto::v1::{GetIdentityRequest, Identity};
@@ -22,6 +23,7 @@ pub struct Services {
     pub agents: AgentsServiceClient<Channel>,
     pub knowledgebase: KnowledgebaseServiceClient<Channel>,
     pub conversations: ConversationsServiceClient<Channel>,
+    pub crm: CrmServiceClient<Channel>,
     /// `GET /me` is what clients poll (dashboards, agents confirming their key): requests of
     /// one team that arrive while its identity is being read share the next read.
     identity_reads: Arc<Combiner<String, Result<Identity, tonic::Status>>>,
@@ -38,6 +40,7 @@ impl Services {
                 .max_decoding_message_size(64 * 1024 * 1024),
             conversations: ConversationsServiceClient::new(peers.channel(&CONVERSATIONS, timeout)?)
                 .max_decoding_message_size(64 * 1024 * 1024),
+            crm: CrmServiceClient::new(peers.channel(&CRM, timeout)?).max_decoding_message_size(64 * 1024 * 1024),
             identity_reads: Arc::default(),
         })
     }

@@ -65,17 +65,19 @@ async fn the_components_run_as_separate_services_on_postgres() {
     let agents_db = switchboard_kit::testdb::postgres().await.unwrap().unwrap();
     let knowledgebase_db = switchboard_kit::testdb::postgres().await.unwrap().unwrap();
     let conversations_db = switchboard_kit::testdb::postgres().await.unwrap().unwrap();
+    let crm_db = switchboard_kit::testdb::postgres().await.unwrap().unwrap();
     let data_dir = tempfile::tempdir().unwrap();
     let data = data_dir.path().to_str().unwrap();
     // The services call each other (knowledgebase → identity, agents; agents → knowledgebase):
     // every process is told every address up front, as a Kubernetes ConfigMap does.
-    let ports = [free_port(), free_port(), free_port(), free_port()];
+    let ports = [free_port(), free_port(), free_port(), free_port(), free_port()];
     let urls = ports.map(|port| format!("http://127.0.0.1:{port}"));
     let peers = [
         ("SWITCHBOARD_IDENTITY_URL", urls[0].as_str()),
         ("SWITCHBOARD_AGENTS_URL", urls[1].as_str()),
         ("SWITCHBOARD_KNOWLEDGEBASE_URL", urls[2].as_str()),
         ("SWITCHBOARD_CONVERSATIONS_URL", urls[3].as_str()),
+        ("SWITCHBOARD_CRM_URL", urls[4].as_str()),
         ("SWITCHBOARD_SERVICE_TOKEN", TOKEN),
     ];
     let serve = |component: &'static str, url: String, port: u16| async move {
@@ -90,6 +92,7 @@ async fn the_components_run_as_separate_services_on_postgres() {
     let agents = serve("agents", agents_db.url.clone(), ports[1]).await;
     let knowledgebase = serve("knowledgebase", knowledgebase_db.url.clone(), ports[2]).await;
     let conversations = serve("conversations", conversations_db.url.clone(), ports[3]).await;
+    let crm = serve("crm", crm_db.url.clone(), ports[4]).await;
     let mut env = vec![("SWITCHBOARD_LISTEN", "127.0.0.1:0")];
     env.extend(peers);
     let gateway = Process::start(&["serve", "gateway"], &env, "gateway listening on").await;
@@ -129,8 +132,16 @@ async fn the_components_run_as_separate_services_on_postgres() {
     assert_eq!(playback.headers()["content-type"], "audio/wav");
     assert_eq!(api.get("/chats").await.expect(200)["pagination"]["totalCount"], 2);
 
+    // The CRM on PostgreSQL: a contact with a new tag, found by a part of its number.
+    let contact = json!({ "number": "(415) 555-2671", "firstName": "Grace", "tagNames": ["VIP"] });
+    let created = api.post("/contacts", contact).await;
+    assert_eq!(created.expect(201)["data"]["number"], "+14155552671");
+    let found = api.get("/contacts?search=5552671").await;
+    assert_eq!(found.expect(200)["data"][0]["firstName"], "Grace");
+    assert_eq!(found.body["availableTags"][0]["name"], "VIP");
+
     assert_eq!(gateway.terminate().await, Some(0));
-    for process in [conversations, knowledgebase, agents, identity] {
+    for process in [crm, conversations, knowledgebase, agents, identity] {
         assert_eq!(process.terminate().await, Some(0));
     }
 }

@@ -11,6 +11,7 @@ mod auth;
 mod backends;
 mod conversations;
 mod credits;
+mod crm;
 mod docs;
 mod edges;
 mod errors;

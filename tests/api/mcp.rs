@@ -88,7 +88,11 @@ async fn a_client_initialises_lists_tools_and_searches_knowledge_for_a_credit() 
             "list_calls",
             "get_call",
             "list_chats",
-            "get_chat"
+            "get_chat",
+            "find_contacts",
+            "create_contact",
+            "get_contact",
+            "add_contact_note"
         ]
     );
     let annotation =
@@ -98,6 +102,14 @@ async fn a_client_initialises_lists_tools_and_searches_knowledge_for_a_credit() 
     assert_eq!(annotation("update_agent_instructions", "destructiveHint"), true);
     assert_eq!(annotation("add_knowledge_answer", "readOnlyHint"), false);
     assert_eq!(annotation("list_calls", "readOnlyHint"), true);
+    assert_eq!(annotation("find_contacts", "readOnlyHint"), true);
+    assert_eq!(annotation("get_contact", "readOnlyHint"), true);
+    for writer in ["create_contact", "add_contact_note"] {
+        assert_eq!(
+            (annotation(writer, "readOnlyHint"), annotation(writer, "destructiveHint")),
+            (false.into(), false.into())
+        );
+    }
 
     let me = mcp.call("whoami", json!({})).await;
     assert_eq!(me["data"]["team"]["id"], team.id.as_str());

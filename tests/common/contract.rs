@@ -60,14 +60,13 @@ impl Contract {
                     segment == part
                 }
             });
-            if matches
-                && let Some(operation) = item.get(&method)
-                && best.is_none_or(|(most, ..)| literals > most)
-            {
-                best = Some((literals, template.as_str(), operation));
+            // The most literal path is the route, whatever its methods: another method there
+            // is the router's 405, not a different path's operation.
+            if matches && best.is_none_or(|(most, ..)| literals > most) {
+                best = Some((literals, template.as_str(), item));
             }
         }
-        best.map(|(_, template, operation)| (template, operation))
+        best.and_then(|(_, template, item)| Some((template, item.get(&method)?)))
     }
 
     /// Checks an answer; panics with what differs.

@@ -5,9 +5,9 @@ use serde::{Deserialize, Serialize};
 use switchboard_kit::{ServiceResult, limits};
 use switchboard_proto::v1::{self as proto, AccessFlags, CreateSubteamRequest, ListSubteamsRequest, NewUser};
 
+use super::groups::AGENCY;
 use super::identity::{Credits, User};
 use super::paging::{SortOrder, default_limit, descending, first_page, page_request};
-use super::tags::AGENCY;
 use super::time::Timestamp;
 use crate::call::Call;
 use crate::endpoint::{Created, Endpoint, Id, Input, Json, Nothing, Page};
@@ -76,7 +76,7 @@ pub struct SubteamQuery {
 }
 
 /// Features the subteam's own keys may use. Flags left out are on; absent or null switches every
-/// feature on. Members other than these eight are refused.
+/// feature on. Members other than these nine are refused.
 #[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AccessFlagsInput {
@@ -88,6 +88,7 @@ pub struct AccessFlagsInput {
     pub agent_configuration: Option<bool>,
     pub agent_creation: Option<bool>,
     pub conversations: Option<bool>,
+    pub crm: Option<bool>,
 }
 
 /// The hosted body of `POST /agency/subteams`. Other members are ignored.
@@ -134,6 +135,8 @@ pub struct AccessConfig {
     pub agent_creation: bool,
     /// Calls and chats.
     pub conversations: bool,
+    /// Contacts, boards, tags and custom fields.
+    pub crm: bool,
 }
 
 /// A client subteam of the agency.
@@ -171,6 +174,7 @@ impl From<&proto::Subteam> for Subteam {
                 agent_configuration: access.agent_configuration,
                 agent_creation: access.agent_creation,
                 conversations: access.conversations,
+                crm: access.crm,
             },
             users: subteam.users.iter().map(User::from).collect(),
         }
@@ -203,6 +207,7 @@ async fn create(call: Call, input: Input<Nothing, Nothing, Json<CreateSubteam>>)
         agent_configuration: flags.agent_configuration,
         agent_creation: flags.agent_creation,
         conversations: flags.conversations,
+        crm: flags.crm,
     });
     let request = CreateSubteamRequest {
         agency_team_id: call.team_id().to_owned(),

@@ -12,7 +12,7 @@ use switchboard_proto::v1::{
     UpdateInstructionsRequest,
 };
 
-use super::tags::AGENTS;
+use super::groups::AGENTS;
 use super::time::Timestamp;
 use crate::call::Call;
 use crate::endpoint::{Created, Data, Endpoint, Feature, Id, Input, Json, List, Nothing, Patch, Updated};

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{self as proto, GetCallRequest, ListAgentsRequest, ListCallsRequest, UpdateCallRequest};
 
+use super::groups::CALLS;
 use super::paging::{DateBound, SortOrder, default_limit, descending, first_page, page_request};
-use super::tags::CALLS;
 use super::time::Timestamp;
 use crate::call::Call;
 use crate::endpoint::{Data, Endpoint, Feature, Id, Input, Json, Nothing, Page, Updated};

@@ -9,8 +9,8 @@ use switchboard_kit::{ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{self as proto, GetChatRequest, ListChatsRequest};
 
 use super::calls::{ConversationAgent, agent_names, agent_ref};
+use super::groups::CHATS;
 use super::paging::{DateBound, SortOrder, default_limit, descending, first_page, page_request};
-use super::tags::CHATS;
 use super::time::Timestamp;
 use crate::call::Call;
 use crate::endpoint::{Data, Endpoint, Feature, Id, Input, Nothing, Page, Updated};

@@ -5,7 +5,7 @@ use serde::Serialize;
 use switchboard_kit::ServiceResult;
 use switchboard_proto::v1::{self as proto, KeyAccess, ListUsersRequest};
 
-use super::tags::IDENTITY;
+use super::groups::IDENTITY;
 use super::time::Timestamp;
 use crate::call::Call;
 use crate::endpoint::{Data, Endpoint, Feature, Id, Input, List};

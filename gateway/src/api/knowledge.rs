@@ -11,8 +11,8 @@ use switchboard_proto::v1::{
 };
 
 use super::agents::{AgentPath, AgentRef, fetch_agent};
+use super::groups::{AGENT_KNOWLEDGEBASE, KNOWLEDGEBASE};
 use super::sources::{Document, Webpage};
-use super::tags::{AGENT_KNOWLEDGEBASE, KNOWLEDGEBASE};
 use super::time::Timestamp;
 use crate::call::Call;
 use crate::endpoint::{Answer, Created, Data, Endpoint, Feature, Id, Input, Json, List, Nothing, Patch, Updated};

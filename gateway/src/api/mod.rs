@@ -4,24 +4,31 @@
 
 pub mod agency;
 pub mod agents;
+pub mod boards;
 pub mod calls;
 pub mod chats;
+pub mod contacts;
+pub mod custom_fields;
 pub mod identity;
 pub mod knowledge;
 pub mod paging;
 pub mod sources;
+pub mod tags;
 pub mod time;
 
 use crate::endpoint::Endpoint;
 
 /// OpenAPI tags, in the order the spec lists its endpoint groups.
-pub mod tags {
+pub mod groups {
     pub const IDENTITY: &str = "Identity";
     pub const AGENTS: &str = "Agents";
     pub const AGENT_KNOWLEDGEBASE: &str = "Agent knowledgebase";
     pub const KNOWLEDGEBASE: &str = "Knowledgebase";
     pub const CALLS: &str = "Calls";
     pub const CHATS: &str = "Chats";
+    pub const CONTACTS: &str = "Contacts";
+    pub const BOARDS: &str = "Boards";
+    pub const TAGS: &str = "Tags";
     pub const AGENCY: &str = "Agency";
 }
 
@@ -34,6 +41,9 @@ pub fn endpoints() -> Vec<Endpoint> {
         sources::endpoints(),
         calls::endpoints(),
         chats::endpoints(),
+        contacts::endpoints(),
+        boards::endpoints(),
+        tags::endpoints(),
         agency::endpoints(),
     ]
     .into_iter()

@@ -10,8 +10,8 @@ use switchboard_proto::v1::{
 };
 
 use super::agents::AgentPath;
+use super::groups::{AGENT_KNOWLEDGEBASE, KNOWLEDGEBASE};
 use super::knowledge::{Address, Addressed, ItemPath, KnowledgebasePath, Reference, Target, target};
-use super::tags::{AGENT_KNOWLEDGEBASE, KNOWLEDGEBASE};
 use super::time::Timestamp;
 use crate::call::Call;
 use crate::endpoint::input::Params;

@@ -8,15 +8,16 @@
 //! `anyOf`/`oneOf`. Two rules hold for every string whatever its schema says, and the schema
 //! says them too as a `pattern` (see [`super::schema`]): a string with a minimum length must not
 //! be blank, and no string may hold NUL (PostgreSQL cannot store it). The only other pattern is
-//! the e-mail rule of `switchboard_kit::limits`, checked by `is_email`.
+//! the e-mail, colour and custom-field-name rules of `switchboard_kit::limits`, checked by the
+//! functions beside them.
 
 use serde_json::{Map, Value};
 use switchboard_kit::FieldViolation;
 use switchboard_kit::limits::{Count, Fraction, Length, NUL_MESSAGE};
 
-use switchboard_kit::limits::{EMAIL_PATTERN, is_email};
+use switchboard_kit::limits::{COLOR_PATTERN, EMAIL_PATTERN, FIELD_NAME_PATTERN, is_color, is_email, is_field_name};
 
-use super::input::canonical_uuid;
+use super::input::{ID_LIST_MESSAGE, ID_LIST_PATTERN, canonical_uuid, is_id_list};
 
 /// Checks `value` against `schema`, naming fields from `path` (`""` for the root).
 pub fn check(schema: &Value, value: &Value, path: &str, out: &mut Vec<FieldViolation>) {
@@ -171,9 +172,9 @@ fn check_string(schema: &Map<String, Value>, text: &str, path: &str, out: &mut V
         out.push(FieldViolation::new(field(path), NUL_MESSAGE));
         return;
     }
-    let email = schema.get("pattern").and_then(Value::as_str) == Some(EMAIL_PATTERN);
+    let pattern = schema.get("pattern").and_then(Value::as_str).and_then(known_pattern);
     let problem = match schema.get("format").and_then(Value::as_str) {
-        _ if email && !is_email(text) => Some("must be a valid e-mail address"),
+        _ if pattern.is_some_and(|(admits, _)| !admits(text)) => pattern.map(|(_, message)| message),
         Some("uuid") if canonical_uuid(text).is_none() => Some("must be a UUID"),
         Some("date") if chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").is_err() => {
             Some("must be an ISO 8601 date, e.g. 2024-01-15")
@@ -186,6 +187,21 @@ fn check_string(schema: &Map<String, Value>, text: &str, path: &str, out: &mut V
     };
     if let Some(message) = problem {
         out.push(FieldViolation::new(field(path), message));
+    }
+}
+
+/// Whether a text meets a pattern.
+type TextRule = fn(&str) -> bool;
+
+/// The check and message of a pattern of `switchboard_kit::limits`: the only patterns request
+/// schemas carry besides the text rules, each checked by the same function the services use.
+fn known_pattern(pattern: &str) -> Option<(TextRule, &'static str)> {
+    match pattern {
+        EMAIL_PATTERN => Some((is_email, "must be a valid e-mail address")),
+        COLOR_PATTERN => Some((is_color, "must be a colour written #RRGGBB, e.g. #10B981")),
+        FIELD_NAME_PATTERN => Some((is_field_name, "must start with a letter and hold only letters, digits and _")),
+        ID_LIST_PATTERN => Some((is_id_list, ID_LIST_MESSAGE)),
+        _ => None,
     }
 }
 

@@ -239,6 +239,13 @@ fn parse<T: DeserializeOwned>(
     }
 }
 
+/// Checks and reads one item of a batch alone, against `schema` (the item type's
+/// [`inlined`] schema): every violation, named within the item, when it is not a `T`.
+pub fn read_item<T: DeserializeOwned>(schema: &Value, value: Value) -> Result<T, Vec<FieldViolation>> {
+    let mut violations = Vec::new();
+    parse(Some(schema), value, "", &mut violations).ok_or(violations)
+}
+
 /// Parameters as their schema wants them: text read as numbers or booleans where it says so.
 fn parameters(schema: &Value, mut given: Map<String, Value>) -> Value {
     for (name, property) in properties(schema) {
@@ -327,6 +334,63 @@ impl JsonSchema for Id {
         json_schema!({ "type": "string", "format": "uuid" })
     }
 }
+
+/// Ids given as one comma-separated parameter (`tagIds=a,b`), each a UUID in any spelling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdList(Vec<String>);
+
+impl IdList {
+    pub fn into_strings(self) -> Vec<String> {
+        self.0
+    }
+}
+
+impl IdList {
+    /// The ids of `text` when it is what [`ID_LIST_PATTERN`] admits: 1 to [`ID_LIST_MAX`]
+    /// hyphenated UUIDs (any case) separated by commas, without spaces.
+    fn parse(text: &str) -> Option<Vec<String>> {
+        let hyphenated = |part: &str| part.len() == 36 && part.matches('-').count() == 4;
+        let ids: Option<Vec<String>> =
+            text.split(',').map(|part| hyphenated(part).then(|| canonical_uuid(part)).flatten()).collect();
+        ids.filter(|ids| ids.len() <= ID_LIST_MAX)
+    }
+}
+
+/// The check of [`ID_LIST_PATTERN`].
+pub fn is_id_list(text: &str) -> bool {
+    IdList::parse(text).is_some()
+}
+
+impl<'de> Deserialize<'de> for IdList {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = Cow::<str>::deserialize(deserializer)?;
+        IdList::parse(&text).map(IdList).ok_or_else(|| serde::de::Error::custom(ID_LIST_MESSAGE))
+    }
+}
+
+impl JsonSchema for IdList {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "IdList".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": "string", "pattern": ID_LIST_PATTERN })
+    }
+}
+
+const ID_LIST_MAX: usize = 100;
+
+pub const ID_LIST_MESSAGE: &str = "must be 1 to 100 UUIDs separated by commas";
+
+/// One to [`ID_LIST_MAX`] hyphenated UUIDs separated by commas.
+pub const ID_LIST_PATTERN: &str = concat!(
+    "^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}",
+    "(,[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}){0,99}$"
+);
 
 /// A member of a partial update: left out (keep), `null` (clear) or a value (set). The member
 /// needs `#[serde(default)]`.

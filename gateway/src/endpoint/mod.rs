@@ -20,7 +20,7 @@ use switchboard_kit::ServiceResult;
 use switchboard_proto::v1::AccessConfig;
 
 pub use answer::{Answer, Created, Data, List, Page, Updated};
-pub use input::{BodyKind, Form, Id, Input, Json, NoBody, Nothing, Patch, RawInput, RequestBody};
+pub use input::{BodyKind, Form, Id, IdList, Input, Json, NoBody, Nothing, Patch, RawInput, RequestBody};
 
 use crate::call::{Call, HandlerResult};
 use crate::limits::RateClass;
@@ -81,6 +81,7 @@ pub enum Feature {
     AgentConfiguration,
     AgentCreation,
     Conversations,
+    Crm,
 }
 
 impl Feature {
@@ -95,6 +96,7 @@ impl Feature {
             Feature::AgentConfiguration => "agentConfiguration",
             Feature::AgentCreation => "agentCreation",
             Feature::Conversations => "conversations",
+            Feature::Crm => "crm",
         }
     }
 
@@ -108,6 +110,7 @@ impl Feature {
             Feature::AgentConfiguration => access.agent_configuration,
             Feature::AgentCreation => access.agent_creation,
             Feature::Conversations => access.conversations,
+            Feature::Crm => access.crm,
         }
     }
 }

@@ -18,4 +18,5 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 - { name: SWITCHBOARD_AGENTS_URL, value: "http://{{ .Release.Name }}-agents:{{ .Values.agents.port }}" }
 - { name: SWITCHBOARD_KNOWLEDGEBASE_URL, value: "http://{{ .Release.Name }}-knowledgebase:{{ .Values.knowledgebase.port }}" }
 - { name: SWITCHBOARD_CONVERSATIONS_URL, value: "http://{{ .Release.Name }}-conversations:{{ .Values.conversations.port }}" }
+- { name: SWITCHBOARD_CRM_URL, value: "http://{{ .Release.Name }}-crm:{{ .Values.crm.port }}" }
 {{- end -}}

@@ -2,7 +2,6 @@
 //! (with their messages), as voice and chat runtimes record them through the ingestion API and
 //! as the gateway reads them.
 
-pub mod phone;
 pub mod service;
 pub mod store;
 

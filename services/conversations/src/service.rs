@@ -20,11 +20,11 @@ use tokio::sync::Mutex;
 use tonic::service::Routes;
 use tonic::{Request, Status, Streaming};
 
-use crate::phone::PhoneRules;
 use crate::store::{
     CallEnd, CallFilter, CallFlags, CallSort, Channel as ChatChannel, ChatEnd, ChatFilter, ChatSort, ChatStatus,
     ConversationStore, Direction, NewCall, NewChat, NewEvent, NewMessage, NewSegment, RecordingMeta, Role, Speaker,
 };
+use switchboard_kit::phone::PhoneRules;
 
 /// How long a team or an agent that was found is trusted to still exist: ingestion calls come
 /// in bursts for the same call, and a lookup per call would double their cost.

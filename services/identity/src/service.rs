@@ -81,6 +81,7 @@ impl IdentityService for IdentityApi {
             agent_configuration: flags.agent_configuration.unwrap_or(true),
             agent_creation: flags.agent_creation.unwrap_or(true),
             conversations: flags.conversations.unwrap_or(true),
+            crm: flags.crm.unwrap_or(true),
         });
         reply(
             self.store

@@ -299,5 +299,6 @@ fn full() -> AccessConfig {
         agent_configuration: true,
         agent_creation: true,
         conversations: true,
+        crm: true,
     }
 }

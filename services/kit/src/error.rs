@@ -21,6 +21,8 @@ pub enum ErrorKind {
     NotFound,
     MethodNotAllowed,
     Conflict,
+    /// A contact with the same number exists in the team (its id is in the details).
+    ContactExists,
     PayloadTooLarge,
     UnsupportedMediaType,
     Unprocessable,
@@ -31,7 +33,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind, for lookups by code.
-    pub const ALL: [ErrorKind; 14] = [
+    pub const ALL: [ErrorKind; 15] = [
         ErrorKind::Validation,
         ErrorKind::MalformedJson,
         ErrorKind::Unauthorized,
@@ -40,6 +42,7 @@ impl ErrorKind {
         ErrorKind::NotFound,
         ErrorKind::MethodNotAllowed,
         ErrorKind::Conflict,
+        ErrorKind::ContactExists,
         ErrorKind::PayloadTooLarge,
         ErrorKind::UnsupportedMediaType,
         ErrorKind::Unprocessable,
@@ -60,6 +63,7 @@ impl ErrorKind {
             ErrorKind::NotFound => ("NOT_FOUND", 404, Code::NotFound),
             ErrorKind::MethodNotAllowed => ("METHOD_NOT_ALLOWED", 405, Code::Unimplemented),
             ErrorKind::Conflict => ("CONFLICT", 409, Code::Aborted),
+            ErrorKind::ContactExists => ("CONTACT_EXISTS", 409, Code::AlreadyExists),
             ErrorKind::PayloadTooLarge => ("PAYLOAD_TOO_LARGE", 413, Code::OutOfRange),
             ErrorKind::UnsupportedMediaType => ("UNSUPPORTED_MEDIA_TYPE", 415, Code::InvalidArgument),
             ErrorKind::Unprocessable => ("UNPROCESSABLE_ENTITY", 422, Code::InvalidArgument),

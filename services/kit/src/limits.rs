@@ -175,6 +175,45 @@ pub const RECORDING_BYTES: i64 = 200 * 1024 * 1024;
 pub const PAGE: Count = Count { min: 1, max: 1_000_000, default: 1 };
 pub const PAGE_LIMIT: Count = Count { min: 1, max: 100, default: 20 };
 
+// The CRM.
+/// A contact's first and last name, and its carrier.
+pub const CONTACT_NAME: Length = Length::new(1, 100);
+pub const CARRIER: Length = Length::new(1, 100);
+/// A `search` of contacts.
+pub const CONTACT_SEARCH: Length = Length::new(1, 200);
+/// A note on a contact.
+pub const CONTACT_NOTE: Length = Length::new(1, 5000);
+/// Contacts of one bulk create.
+pub const BULK_CONTACTS: Count = Count { min: 1, max: 1000, default: 1 };
+/// Ids or names in one list of a request: tags of a contact, assigned users, boards, filters.
+pub const ID_LIST: Count = Count { min: 0, max: 100, default: 0 };
+/// Tag names are unique per team regardless of case.
+pub const TAG_NAME: Length = Length::new(1, 50);
+/// Colours of tags and stages: `#RRGGBB`.
+pub const COLOR_PATTERN: &str = r"^#[0-9A-Fa-f]{6}$";
+pub fn is_color(value: &str) -> bool {
+    value.len() == 7 && value.starts_with('#') && value[1..].chars().all(|c| c.is_ascii_hexdigit())
+}
+pub const BOARD_NAME: Length = Length::new(1, 100);
+pub const STAGE_NAME: Length = Length::new(1, 50);
+/// Stages of one board.
+pub const BOARD_STAGES: Count = Count { min: 1, max: 50, default: 1 };
+/// A custom field's name is the key of its values: a letter, then letters, digits or `_`.
+pub const FIELD_NAME: Length = Length::new(1, 64);
+pub const FIELD_NAME_PATTERN: &str = r"^[A-Za-z][A-Za-z0-9_]*$";
+pub fn is_field_name(value: &str) -> bool {
+    let mut chars = value.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic()) && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+pub const FIELD_LABEL: Length = Length::new(1, 100);
+/// The choices of a `select` field, and each choice.
+pub const FIELD_OPTIONS: Count = Count { min: 1, max: 100, default: 1 };
+pub const FIELD_OPTION: Length = Length::new(1, 100);
+/// A `text` value of a custom field.
+pub const FIELD_TEXT: Length = Length::new(0, 5000);
+/// Custom fields a team may define.
+pub const TEAM_FIELDS: i64 = 100;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,6 +241,13 @@ mod tests {
         for text in ["a@b.c", "a@b", "a@.b", "a@b.", "a b@c.d", "@b.c", "a@b@c.d", "a@b..c", "ü@é.fr", "a@b.c\u{85}"]
         {
             assert_eq!(email.is_match(text), is_email(text), "{text:?}");
+        }
+        let (color, field_name) = (pattern(COLOR_PATTERN), pattern(FIELD_NAME_PATTERN));
+        for text in ["#10B981", "#10b98", "10B981", "#10B98G", "#10B9811", "#ÿÿÿÿÿÿ", ""] {
+            assert_eq!(color.is_match(text), is_color(text), "{text:?}");
+        }
+        for text in ["plan", "Plan_2", "_plan", "2plan", "plan-x", "é", ""] {
+            assert_eq!(field_name.is_match(text), is_field_name(text), "{text:?}");
         }
     }
 

@@ -30,8 +30,10 @@ pub const CONVERSATIONS: ServiceInfo = ServiceInfo {
     default_port: 50054,
 };
 
+pub const CRM: ServiceInfo = ServiceInfo { name: "crm", grpc: &["switchboard.v1.CrmService"], default_port: 50055 };
+
 /// Every service, in the order `switchboard dev` starts them.
-pub const ALL: [&ServiceInfo; 4] = [&IDENTITY, &AGENTS, &KNOWLEDGEBASE, &CONVERSATIONS];
+pub const ALL: [&ServiceInfo; 5] = [&IDENTITY, &AGENTS, &KNOWLEDGEBASE, &CONVERSATIONS, &CRM];
 
 impl ServiceInfo {
     pub fn find(name: &str) -> Option<&'static ServiceInfo> {

@@ -23,7 +23,7 @@ pub struct IdentityStore {
 const TEAM_COLUMNS: &str = "t.id, t.name, t.parent_team_id, t.owns_agency, t.monthly_credits, \
      t.access_users, t.access_instructions, t.access_instructions_write, t.access_testing, \
      t.access_knowledge_base, t.access_agent_configuration, t.access_agent_creation, \
-     t.access_conversations, t.created_at, t.deleted_at";
+     t.access_conversations, t.access_crm, t.created_at, t.deleted_at";
 
 impl IdentityStore {
     pub async fn open(url: &str) -> anyhow::Result<Self> {
@@ -56,6 +56,7 @@ fn team_from_row(row: &AnyRow) -> Result<Team, sqlx::Error> {
             agent_configuration: flag("access_agent_configuration")?,
             agent_creation: flag("access_agent_creation")?,
             conversations: flag("access_conversations")?,
+            crm: flag("access_crm")?,
         }),
         created_at_ms: row.try_get("created_at")?,
         deleted: row.try_get::<Option<i64>, _>("deleted_at")?.is_some(),

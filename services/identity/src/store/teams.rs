@@ -43,6 +43,7 @@ pub fn full_access() -> AccessConfig {
         agent_configuration: true,
         agent_creation: true,
         conversations: true,
+        crm: true,
     }
 }
 
@@ -62,8 +63,8 @@ async fn insert_team(conn: &mut AnyConnection, new: &NewTeam, monthly_credits: i
     sqlx::query(
         "INSERT INTO teams (id, name, parent_team_id, owns_agency, monthly_credits, access_users, \
          access_instructions, access_instructions_write, access_testing, access_knowledge_base, \
-         access_agent_configuration, access_agent_creation, access_conversations, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+         access_agent_configuration, access_agent_creation, access_conversations, access_crm, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
     )
     .bind(&team.id)
     .bind(&team.name)
@@ -78,6 +79,7 @@ async fn insert_team(conn: &mut AnyConnection, new: &NewTeam, monthly_credits: i
     .bind(flag(access.agent_configuration))
     .bind(flag(access.agent_creation))
     .bind(flag(access.conversations))
+    .bind(flag(access.crm))
     .bind(team.created_at_ms)
     .execute(&mut *conn)
     .await?;
