@@ -78,8 +78,10 @@ pub enum AdminCommand {
     /// Delete a team (soft: its ledger stays; its keys meet "Team not found").
     DeleteTeam { id: String },
     /// Fill a team with realistic calls (transcripts, timelines, recordings) and chats through
-    /// the conversations ingestion API of a running platform: the `switchboard dev` of the data
-    /// directory, or --url with SWITCHBOARD_SERVICE_TOKEN. Prints what it wrote and how fast.
+    /// the conversations ingestion API of a running platform, and with CRM contacts (tags, a
+    /// board with stages, notes) through the CRM service: the `switchboard dev` of the data
+    /// directory, or --url/--crm-url with SWITCHBOARD_SERVICE_TOKEN. Prints what it wrote and
+    /// how fast.
     SeedDemo {
         #[arg(long)]
         team: String,
@@ -109,6 +111,13 @@ pub enum AdminCommand {
         /// running `switchboard dev` of the data directory).
         #[arg(long)]
         url: Option<String>,
+        /// CRM contacts (the same numbers for the same seed: a second run adds none).
+        #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(0..=10_000_000))]
+        contacts: u32,
+        /// gRPC URL of the CRM service (default: SWITCHBOARD_CRM_URL, else the running
+        /// `switchboard dev` of the data directory).
+        #[arg(long)]
+        crm_url: Option<String>,
     },
 }
 
@@ -155,6 +164,8 @@ pub async fn run(
         concurrency,
         append_batch,
         url,
+        contacts,
+        crm_url,
     } = command
     {
         let plan = crate::seed::Plan {
@@ -168,7 +179,8 @@ pub async fn run(
             concurrency: concurrency as usize,
             append_batch: append_batch as usize,
         };
-        return seed_demo(file, data_dir, url, &plan).await;
+        let crm = (contacts > 0).then_some((crm_url, contacts));
+        return seed_demo(file, data_dir, url, &plan, crm).await;
     }
     let url = match (database_url, data_dir) {
         (Some(url), _) => url,
@@ -266,32 +278,52 @@ async fn reindex(file: &FileConfig, data_dir: Option<&Path>, url: Option<String>
     Ok(())
 }
 
-/// Where the conversations service is and how to call it: flags and environment first, then the
-/// session file of a `switchboard dev` running on the data directory.
+/// Where a service is: its flag, then its environment variable, then the session file of a
+/// `switchboard dev` running on the data directory.
+fn service_url(
+    service: &switchboard_kit::peers::ServiceInfo,
+    given: Option<String>,
+    session: Option<&crate::session::DevSession>,
+    data_dir: &Path,
+) -> anyhow::Result<String> {
+    given
+        .or_else(|| std::env::var(service.url_variable()).ok())
+        .or_else(|| session.and_then(|s| s.services.get(service.name).cloned()))
+        .with_context(|| {
+            format!(
+                "no running `switchboard dev` on {} and no {} URL: start the platform, or give its URL",
+                data_dir.display(),
+                service.name
+            )
+        })
+}
+
+/// Conversations through the ingestion API (when any are asked for), then contacts through
+/// the CRM service (`crm`: its URL flag and how many).
 async fn seed_demo(
     file: &FileConfig,
     data_dir: Option<&Path>,
     url: Option<String>,
     plan: &crate::seed::Plan,
+    crm: Option<(Option<String>, u32)>,
 ) -> anyhow::Result<()> {
-    let conversations = &switchboard_kit::peers::CONVERSATIONS;
     let data_dir = config::data_dir(file, data_dir);
     let session = crate::session::DevSession::read(&data_dir)?;
-    let url = url
-        .or_else(|| std::env::var(conversations.url_variable()).ok())
-        .or_else(|| session.as_ref().and_then(|s| s.services.get(conversations.name).cloned()))
-        .with_context(|| {
-            format!(
-                "no running `switchboard dev` on {} and no conversations URL: start the platform, or give --url",
-                data_dir.display()
-            )
-        })?;
-    let access = match (ServiceAccess::from_env()?, session.and_then(|s| s.service_token)) {
+    let access = match (ServiceAccess::from_env()?, session.as_ref().and_then(|s| s.service_token.clone())) {
         (Some(access), _) => access,
         (None, Some(token)) => ServiceAccess::Token(switchboard_kit::grpc::ServiceToken::new(&token)?),
         (None, None) => ServiceAccess::Trusted,
     };
-    let written = crate::seed::run(&url, &access, plan).await?;
+    let mut written = json!({ "teamId": plan.team });
+    if plan.calls > 0 || plan.chats > 0 {
+        let url = service_url(&switchboard_kit::peers::CONVERSATIONS, url, session.as_ref(), &data_dir)?;
+        written = crate::seed::run(&url, &access, plan).await?;
+    }
+    if let Some((crm_url, contacts)) = crm {
+        let url = service_url(&switchboard_kit::peers::CRM, crm_url, session.as_ref(), &data_dir)?;
+        let channel = switchboard_kit::grpc::channel(&url, &access, std::time::Duration::from_secs(600))?;
+        written["crm"] = crate::seed::crm::seed(channel, &plan.team, plan.seed, contacts).await?;
+    }
     println!("{}", serde_json::to_string_pretty(&written)?);
     Ok(())
 }

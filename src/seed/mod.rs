@@ -1,4 +1,5 @@
-//! `switchboard admin seed-demo`: fills a team with realistic calls and chats through the
+//! `switchboard admin seed-demo`: fills a team with realistic calls and chats (and, in [`crm`],
+//! contacts) through the
 //! conversations service's ingestion gRPC API, exactly as voice and chat runtimes write them
 //! (upsert, transcript appends, timeline events, a streamed recording, end), so that a new
 //! platform has something to show and the ingestion path can be measured.
@@ -6,6 +7,7 @@
 //! External ids are `demo-<seed>-call-<n>` and `demo-<seed>-chat-<n>`: running it again with the
 //! same seed on the same day rewrites the same conversations instead of adding more.
 
+pub mod crm;
 mod script;
 
 use std::time::{Duration, Instant};

@@ -492,9 +492,28 @@ async fn seed_demo_fills_a_team_through_the_ingestion_api_once() {
     assert_eq!(chats.expect(200)["pagination"]["totalCount"], 4);
     assert!(chats.body["data"][0]["messageCount"].as_u64().unwrap() >= 4);
 
+    // Contacts (30 by default) with tags, notes and a board through the CRM service, once.
+    assert_eq!(written["crm"]["contacts"], 30, "{written}");
+    assert_eq!((again["crm"]["contacts"].as_u64(), again["crm"]["existing"].as_u64()), (Some(0), Some(30)));
+    let contacts = api.get("/contacts?limit=100").await;
+    assert_eq!(contacts.expect(200)["pagination"]["totalCount"], 30);
+    assert!(!contacts.body["availableTags"].as_array().unwrap().is_empty());
+    let boards = api.get("/boards").await;
+    assert_eq!(boards.expect(200)["data"][0]["name"], "Sales pipeline");
+    assert_eq!(boards.body["data"][0]["stages"].as_array().unwrap().len(), 5);
+    assert!(boards.body["data"][0]["contactCount"].as_u64().unwrap() > 0);
+
     // Another seed is other conversations; an unknown team is refused.
     stack.admin(&["seed-demo", "--team", &team.id, "--calls", "3", "--chats", "0", "--seed", "2"]).await;
     assert_eq!(api.get("/calls").await.body["pagination"]["totalCount"], 15);
+    assert_eq!(api.get("/contacts").await.body["pagination"]["totalCount"], 60);
+    let contacts_only = ["seed-demo", "--team", &uuid::Uuid::new_v4().to_string(), "--calls", "0", "--chats", "0"];
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["admin", "--data-dir", stack.data_path().to_str().unwrap()])
+        .args(contacts_only)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(60), output).await.expect("seed-demo ends").unwrap();
+    assert!(String::from_utf8_lossy(&output.stderr).contains("Team not found"), "the CRM checks the team too");
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
         .args(["admin", "--data-dir", stack.data_path().to_str().unwrap(), "seed-demo"])
         .args(["--team", &uuid::Uuid::new_v4().to_string()])

@@ -3,28 +3,58 @@
 //! (identity service), and assignments are answered as users.
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use switchboard_kit::grpc::{Channel, Reply, reply};
 use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::crm_service_server::{CrmService, CrmServiceServer};
 use switchboard_proto::v1::identity_service_client::IdentityServiceClient;
 use switchboard_proto::v1::*;
+use tokio::sync::Mutex;
 use tonic::Request;
 use tonic::service::Routes;
 
 use crate::store::{ContactFilter, ContactSort, CrmStore};
 
+/// How long a team that was found is trusted to still exist: a deleted team's keys stop at
+/// the gateway at once; this only keeps internal callers from writing for unknown teams.
+const KNOWN_FOR: Duration = Duration::from_secs(60);
+const KNOWN_MAX: usize = 10_000;
+
 #[derive(Clone)]
 pub struct CrmApi {
     store: CrmStore,
     identity: IdentityServiceClient<Channel>,
+    /// Teams found recently, by when.
+    known: Arc<Mutex<HashMap<String, Instant>>>,
 }
 
 pub fn routes(store: CrmStore, identity: IdentityServiceClient<Channel>) -> Routes {
-    Routes::new(CrmServiceServer::new(CrmApi { store, identity }))
+    Routes::new(CrmServiceServer::new(CrmApi { store, identity, known: Arc::default() }))
 }
 
 impl CrmApi {
+    /// NOT_FOUND unless the team exists: checked before anything is written for it.
+    async fn check_team(&self, team_id: &str) -> ServiceResult<()> {
+        if self.known.lock().await.get(team_id).is_some_and(|at| at.elapsed() < KNOWN_FOR) {
+            return Ok(());
+        }
+        if uuid::Uuid::parse_str(team_id).is_err() {
+            return Err(ServiceError::validation(vec![FieldViolation::new("teamId", "must be a UUID")]));
+        }
+        let team = self.identity.clone().get_team(GetTeamRequest { team_id: team_id.to_owned() }).await?;
+        if team.into_inner().deleted {
+            return Err(ServiceError::not_found("Team not found"));
+        }
+        let mut known = self.known.lock().await;
+        if known.len() >= KNOWN_MAX {
+            known.retain(|_, at| at.elapsed() < KNOWN_FOR);
+        }
+        known.insert(team_id.to_owned(), Instant::now());
+        Ok(())
+    }
+
     /// The team's users by id.
     async fn team_users(&self, team_id: &str) -> ServiceResult<HashMap<String, User>> {
         let request = ListUsersRequest { team_id: team_id.to_owned() };
@@ -89,6 +119,7 @@ impl CrmService for CrmApi {
 
     async fn create_contact(&self, request: Request<CreateContactRequest>) -> Reply<Contact> {
         let request = request.into_inner();
+        self.check_team(&request.team_id).await?;
         let input = request.contact.unwrap_or_default();
         if !input.assign_user_ids.is_empty() {
             let users = self.team_users(&request.team_id).await?;
@@ -114,6 +145,7 @@ impl CrmService for CrmApi {
         request: Request<BulkCreateContactsRequest>,
     ) -> Reply<BulkCreateContactsResponse> {
         let request = request.into_inner();
+        self.check_team(&request.team_id).await?;
         let wants_users = request.contacts.iter().any(|contact| !contact.assign_user_ids.is_empty());
         let users = if wants_users { self.team_users(&request.team_id).await? } else { HashMap::new() };
         // Items assigning strangers fail here; `positions[i]` is the request index of the
@@ -203,7 +235,9 @@ impl CrmService for CrmApi {
     }
 
     async fn create_board(&self, request: Request<CreateBoardRequest>) -> Reply<Board> {
-        reply(self.store.create_board(&request.into_inner()).await)
+        let request = request.into_inner();
+        self.check_team(&request.team_id).await?;
+        reply(self.store.create_board(&request).await)
     }
 
     async fn update_board(&self, request: Request<UpdateBoardRequest>) -> Reply<Board> {
@@ -221,7 +255,9 @@ impl CrmService for CrmApi {
     }
 
     async fn create_tag(&self, request: Request<CreateTagRequest>) -> Reply<Tag> {
-        reply(self.store.create_tag(&request.into_inner()).await)
+        let request = request.into_inner();
+        self.check_team(&request.team_id).await?;
+        reply(self.store.create_tag(&request).await)
     }
 
     async fn update_tag(&self, request: Request<UpdateTagRequest>) -> Reply<Tag> {
@@ -239,7 +275,9 @@ impl CrmService for CrmApi {
     }
 
     async fn create_custom_field(&self, request: Request<CreateCustomFieldRequest>) -> Reply<CustomField> {
-        reply(self.store.create_custom_field(&request.into_inner()).await)
+        let request = request.into_inner();
+        self.check_team(&request.team_id).await?;
+        reply(self.store.create_custom_field(&request).await)
     }
 
     async fn update_custom_field(&self, request: Request<UpdateCustomFieldRequest>) -> Reply<CustomField> {
