@@ -12,11 +12,12 @@ use switchboard_kit::time::now_ms;
 use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, validate};
 use switchboard_proto::v1::{Call, CallEvent, PageInfo, Recording, TranscriptSegment};
 
-use super::search::{self, Arg, Filter, Kind, Listing, Source};
+use super::search::{self, Kind, Source};
 use super::{
     Appended, CallEnd, CallFilter, CallFlags, CallSort, ConversationStore, Key, NewCall, NewEvent, NewSegment,
     RecordingMeta, call_not_found, check_ids,
 };
+use switchboard_kit::listing::{self, Arg, Filter, Listing};
 
 /// A phone number as the store keeps it: E.164 is at most 16 characters, checked by the
 /// service; this bound only keeps anything else out.
@@ -571,14 +572,14 @@ impl ConversationStore {
         let (limit, page) = (i64::from(filter.limit), i64::from(filter.page));
         let mut conn = self.db.pool().acquire().await?;
         let conditions = self.call_conditions(&mut conn, team_id, filter).await?;
-        let (rows, total) = search::read_page(&mut conn, &listing, &conditions, (page - 1) * limit, limit).await?;
+        let (rows, total) = listing::read_page(&mut conn, &listing, &conditions, (page - 1) * limit, limit).await?;
         let calls = rows.iter().map(call_from_row).collect::<Result<Vec<_>, _>>()?;
         let calls = with_transcripts(&mut conn, calls).await?;
         let info = PageInfo {
             page: filter.page,
             limit: filter.limit,
             total_count: u64::try_from(total).unwrap_or_default(),
-            total_pages: search::total_pages(total, limit),
+            total_pages: listing::total_pages(total, limit),
         };
         Ok((calls, info))
     }
@@ -616,8 +617,8 @@ impl ConversationStore {
                 conditions.and(format!("{comparison} {value}"));
             }
         }
-        if let Some(query) = filter.search.as_deref().map(search::normalise_query) {
-            conditions.search(conn, engine, (Kind::Call, "c"), &query).await?;
+        if let Some(query) = filter.search.as_deref().map(listing::normalise_query) {
+            conditions.search(conn, engine, (Kind::Call.index(), "c"), &query).await?;
         }
         Ok(conditions)
     }

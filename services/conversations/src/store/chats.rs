@@ -13,11 +13,12 @@ use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, validate};
 use switchboard_proto::v1::{Chat, ChatMessage, PageInfo};
 
 use super::calls::NUMBER;
-use super::search::{self, Arg, Filter, Kind, Listing, Source};
+use super::search::{self, Kind, Source};
 use super::{
     Appended, ChatEnd, ChatFilter, ChatSort, ChatStatus, ConversationStore, Key, NewChat, NewMessage, chat_not_found,
     check_ids,
 };
+use switchboard_kit::listing::{self, Arg, Filter, Listing};
 
 const CHAT_COLUMNS: &str = "c.id, c.team_id, c.external_id, c.agent_id, c.channel, c.status, c.contact_number, \
      c.contact_email, c.message_count, c.last_message_at, c.created_at, c.ended_at, c.summary, c.updated_at";
@@ -414,13 +415,13 @@ impl ConversationStore {
         let (limit, page) = (i64::from(filter.limit), i64::from(filter.page));
         let mut conn = self.db.pool().acquire().await?;
         let conditions = self.chat_conditions(&mut conn, team_id, filter).await?;
-        let (rows, total) = search::read_page(&mut conn, &listing, &conditions, (page - 1) * limit, limit).await?;
+        let (rows, total) = listing::read_page(&mut conn, &listing, &conditions, (page - 1) * limit, limit).await?;
         let chats = rows.iter().map(chat_from_row).collect::<Result<Vec<_>, _>>()?;
         let info = PageInfo {
             page: filter.page,
             limit: filter.limit,
             total_count: u64::try_from(total).unwrap_or_default(),
-            total_pages: search::total_pages(total, limit),
+            total_pages: listing::total_pages(total, limit),
         };
         Ok((chats, info))
     }
@@ -453,8 +454,8 @@ impl ConversationStore {
                 conditions.and(format!("{comparison} {value}"));
             }
         }
-        if let Some(query) = filter.search.as_deref().map(search::normalise_query) {
-            conditions.search(conn, engine, (Kind::Chat, "c"), &query).await?;
+        if let Some(query) = filter.search.as_deref().map(listing::normalise_query) {
+            conditions.search(conn, engine, (Kind::Chat.index(), "c"), &query).await?;
         }
         Ok(conditions)
     }

@@ -723,6 +723,7 @@ impl CrmStore {
         let engine = self.db.engine();
         let mut conn = self.db.pool().acquire().await?;
         let tag_ids = distinct(filter.tag_ids.iter().cloned());
+        let tag_ids_given = tag_ids.len();
         // How many contacts match, when the tags alone tell: none when a tag is not the
         // team's; with no other filter, the count of the tags' links (a link joins a team's
         // tag to one of its contacts only), which needs no join with the contacts.
@@ -761,7 +762,15 @@ impl CrmStore {
             ));
         }
         if let Some(query) = search.as_deref().filter(|_| known_total != Some(0)) {
-            conditions.search(&mut conn, engine, (&CONTACT_TEXT, "c"), query).await?;
+            let found = conditions.search(&mut conn, engine, (&CONTACT_TEXT, "c"), query).await?;
+            // A contact has one search row: with no other filter, the search counted them.
+            let alone = tag_ids_given == 0
+                && filter.board_id.is_none()
+                && filter.stage_id.is_none()
+                && filter.assigned_user_id.is_none();
+            if alone && let Some(found) = found {
+                known_total = Some(i64::try_from(found).unwrap_or(i64::MAX));
+            }
         }
         let (limit, page) = (i64::from(filter.limit), i64::from(filter.page));
         let offset = (page - 1) * limit;
