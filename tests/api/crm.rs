@@ -1,9 +1,41 @@
 //! The CRM through the gateway: contacts, bulk create, notes, assignments, boards, tags and
-//! custom fields, as a client of the hosted API uses them.
+//! custom fields, as a client of the hosted API uses them. Each test runs twice: on
+//! `switchboard dev` (SQLite) and on identity and CRM processes on PostgreSQL.
 
 use serde_json::{Value, json};
 
 use crate::common::{Api, Stack};
+
+/// `name_on_sqlite` and `name_on_postgres` run the test `name` on both engines (the second
+/// only when PostgreSQL is configured; CI requires it).
+macro_rules! on_both_engines {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[tokio::test]
+                async fn on_sqlite() {
+                    super::$name(crate::common::Stack::start().await).await;
+                }
+
+                #[tokio::test]
+                async fn on_postgres() {
+                    if let Some(stack) = crate::common::Stack::crm_on_postgres().await {
+                        super::$name(stack).await;
+                    }
+                }
+            }
+        )*
+    };
+}
+
+on_both_engines!(
+    contacts_are_created_normalised_read_changed_and_deleted,
+    contact_lists_search_filter_sort_and_page,
+    bulk_create_fails_items_alone_repeats_create_nothing_and_has_its_own_rate,
+    tags_boards_and_stages_move_contacts_and_their_deletion_takes_them_off,
+    custom_fields_check_contact_values_and_notes_and_assignments_work,
+    crm_data_is_the_teams_own_and_follows_keys_teamid_and_access,
+);
 
 fn id(body: &Value) -> String {
     body["data"]["id"].as_str().expect("an id").to_owned()
@@ -22,9 +54,7 @@ fn details(body: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
-#[tokio::test]
-async fn contacts_are_created_normalised_read_changed_and_deleted() {
-    let stack = Stack::start().await;
+async fn contacts_are_created_normalised_read_changed_and_deleted(stack: Stack) {
     let team = stack.team("Sales", false, 0).await;
     let api = stack.client(&team.key);
 
@@ -96,9 +126,7 @@ fn uuid() -> String {
     "0190b1c6-1111-7000-8000-000000000001".to_owned()
 }
 
-#[tokio::test]
-async fn contact_lists_search_filter_sort_and_page() {
-    let stack = Stack::start().await;
+async fn contact_lists_search_filter_sort_and_page(stack: Stack) {
     let team = stack.team("Lists", false, 0).await;
     let api = stack.client(&team.key);
     let vip = id(api.post("/tags", json!({ "name": "VIP", "color": "#10B981" })).await.expect(201));
@@ -161,9 +189,7 @@ async fn contact_lists_search_filter_sort_and_page() {
     }
 }
 
-#[tokio::test]
-async fn bulk_create_fails_items_alone_repeats_create_nothing_and_has_its_own_rate() {
-    let stack = Stack::start().await;
+async fn bulk_create_fails_items_alone_repeats_create_nothing_and_has_its_own_rate(stack: Stack) {
     let team = stack.team("Bulk", false, 0).await;
     let api = stack.client(&team.key);
     let contacts = json!({ "contacts": [
@@ -209,9 +235,7 @@ async fn bulk_create_fails_items_alone_repeats_create_nothing_and_has_its_own_ra
     assert!(api.get("/contacts").await.status == 200, "other classes are not spent");
 }
 
-#[tokio::test]
-async fn tags_boards_and_stages_move_contacts_and_their_deletion_takes_them_off() {
-    let stack = Stack::start().await;
+async fn tags_boards_and_stages_move_contacts_and_their_deletion_takes_them_off(stack: Stack) {
     let team = stack.team("Pipeline", false, 0).await;
     let api = stack.client(&team.key);
 
@@ -282,9 +306,7 @@ async fn tags_boards_and_stages_move_contacts_and_their_deletion_takes_them_off(
     assert_eq!(api.get(&format!("/boards/{board_id}")).await.error_code(404), "NOT_FOUND");
 }
 
-#[tokio::test]
-async fn custom_fields_check_contact_values_and_notes_and_assignments_work() {
-    let stack = Stack::start().await;
+async fn custom_fields_check_contact_values_and_notes_and_assignments_work(stack: Stack) {
     let team = stack.team("Fields", false, 0).await;
     let api = stack.client(&team.key);
     stack
@@ -381,9 +403,7 @@ async fn custom_fields_check_contact_values_and_notes_and_assignments_work() {
     );
 }
 
-#[tokio::test]
-async fn crm_data_is_the_teams_own_and_follows_keys_teamid_and_access() {
-    let stack = Stack::start().await;
+async fn crm_data_is_the_teams_own_and_follows_keys_teamid_and_access(stack: Stack) {
     let agency = stack.team("Agency", true, 1000).await;
     let other = stack.team("Other", false, 0).await;
     let api = stack.client(&agency.key);

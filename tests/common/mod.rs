@@ -78,8 +78,10 @@ impl Process {
     }
 }
 
-/// `switchboard dev` with a fresh data directory.
+/// `switchboard dev` with a fresh data directory, or (see [`Stack::crm_on_postgres`]) some
+/// components as separate `serve` processes on PostgreSQL.
 pub struct Stack {
+    /// `dev`, or the gateway of separate processes.
     pub process: Process,
     pub base: String,
     pub identity_url: String,
@@ -87,6 +89,11 @@ pub struct Stack {
     pub service_token: String,
     pub demo_key: String,
     pub data_dir: tempfile::TempDir,
+    /// Where `admin` finds the identity database.
+    admin_location: Vec<String>,
+    /// The other processes and the databases they use, kept until the stack goes.
+    others: Vec<Process>,
+    databases: Vec<switchboard_kit::testdb::TestDatabase>,
 }
 
 impl Stack {
@@ -106,16 +113,71 @@ impl Stack {
         let identity_url = process.line_after("identity gRPC:").expect("identity line");
         let demo_key = process.line_after("API key (shown once, keep it):").unwrap_or_default();
         let service_token = process.line_after("service token:").expect("service token line");
-        Stack { process, base, identity_url, service_token, demo_key, data_dir }
+        let admin_location = vec!["--data-dir".to_owned(), dir];
+        Stack {
+            process,
+            base,
+            identity_url,
+            service_token,
+            demo_key,
+            data_dir,
+            admin_location,
+            others: Vec::new(),
+            databases: Vec::new(),
+        }
+    }
+
+    /// Identity and the CRM as `serve` processes, each on a PostgreSQL database of its own,
+    /// behind a gateway: the CRM's HTTP tests run here too. `None` without PostgreSQL.
+    pub async fn crm_on_postgres() -> Option<Stack> {
+        const TOKEN: &str = "crm-on-postgres-test-token";
+        let identity_db = switchboard_kit::testdb::postgres().await.expect("PostgreSQL")?;
+        let crm_db = switchboard_kit::testdb::postgres().await.expect("PostgreSQL")?;
+        let data_dir = tempfile::tempdir().expect("tempdir");
+        let data = data_dir.path().to_str().expect("utf-8 path").to_owned();
+        let ports = [free_port(), free_port()];
+        let urls = ports.map(|port| format!("http://127.0.0.1:{port}"));
+        let peers = [
+            ("SWITCHBOARD_IDENTITY_URL", urls[0].as_str()),
+            ("SWITCHBOARD_CRM_URL", urls[1].as_str()),
+            ("SWITCHBOARD_SERVICE_TOKEN", TOKEN),
+        ];
+        let mut others = Vec::new();
+        for ((component, url), port) in [("identity", &identity_db.url), ("crm", &crm_db.url)].into_iter().zip(ports) {
+            let listen = format!("127.0.0.1:{port}");
+            let mut env = vec![
+                ("DATABASE_URL", url.as_str()),
+                ("SWITCHBOARD_GRPC_LISTEN", &listen),
+                ("SWITCHBOARD_DATA_DIR", &data),
+            ];
+            env.extend(peers);
+            others.push(Process::start(&["serve", component], &env, &format!("{component} gRPC listening on")).await);
+        }
+        let mut env = vec![("SWITCHBOARD_LISTEN", "127.0.0.1:0")];
+        env.extend(peers);
+        let process = Process::start(&["serve", "gateway"], &env, "gateway listening on").await;
+        let base = process.line_after("gateway listening on").expect("gateway address");
+        Some(Stack {
+            process,
+            base,
+            identity_url: urls[0].clone(),
+            service_token: TOKEN.to_owned(),
+            demo_key: String::new(),
+            data_dir,
+            admin_location: vec!["--database-url".to_owned(), identity_db.url.clone()],
+            others,
+            databases: vec![identity_db, crm_db],
+        })
     }
 
     pub fn data_path(&self) -> &Path {
         self.data_dir.path()
     }
 
-    /// `switchboard admin --data-dir <this stack's> <args>`, parsed JSON output.
+    /// `switchboard admin <this stack's identity database> <args>`, parsed JSON output.
     pub async fn admin(&self, args: &[&str]) -> Value {
-        admin(&["--data-dir", self.data_path().to_str().expect("path")], args).await
+        let location: Vec<&str> = self.admin_location.iter().map(String::as_str).collect();
+        admin(&location, args).await
     }
 
     /// A new team with a full-access key.
