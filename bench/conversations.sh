@@ -80,7 +80,7 @@ long_team="$(admin create-team --name Long | json_field '["id"]')"
 long_key="$(admin create-key --team "$long_team" --name bench | json_field '["key"]')"
 echo "conversations database: $conversations_db" >&2
 
-seed() { admin seed-demo --chats 0 "$@"; }
+seed() { admin seed-demo --chats 0 --contacts 0 "$@"; }
 echo "ingesting $CALLS calls into the measured team" >&2
 seed --team "$team" --calls "$CALLS" --recordings 0 --concurrency 32 --append-batch 10 | tee "$work/seed-team.json" >&2
 echo "ingesting $CALLS calls into another team" >&2
