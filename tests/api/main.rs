@@ -24,3 +24,4 @@ mod limits;
 mod mcp;
 mod scoping;
 mod sources;
+mod telemetry;

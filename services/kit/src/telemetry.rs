@@ -10,9 +10,9 @@ use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
-use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer, Registry};
 
 /// True once traces are exported. Without an exporter there is no trace to continue, so the
 /// per-call work of carrying context (a map of every header, a propagator) is skipped.
@@ -33,37 +33,38 @@ impl Drop for Telemetry {
     }
 }
 
-/// Installs the global subscriber. `RUST_LOG` filters (default `info`);
-/// `SWITCHBOARD_LOG_FORMAT=json` switches to one JSON object a line. Safe to call twice
-/// (the second call keeps the first subscriber), which tests rely on.
+/// Installs the global subscriber. `RUST_LOG` filters the logs (default `info`);
+/// `SWITCHBOARD_LOG_FORMAT=json` switches to one JSON object a line. Exported spans have a
+/// filter of their own, `SWITCHBOARD_TRACE_FILTER` (same syntax, default `info`), so that quiet
+/// logs (`RUST_LOG=warn`) still export every request's trace. Safe to call twice (the second
+/// call keeps the first subscriber), which tests rely on.
 pub fn init(service_name: &str) -> Telemetry {
-    // qdrant-edge reads two settings that only a Qdrant server initialises (feature flags, the
-    // multi-mmap check; their setters are private) and warns at every shard load; the defaults
-    // it falls back to are the ones wanted.
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        EnvFilter::new(
-            "info,pingora_core=warn,pingora_proxy=warn,sqlx=warn,\
-             qdrant_edge::common::flags=error,qdrant_edge::common::mmap::ops=error",
-        )
-    });
+    let log_filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
+    let trace_filter =
+        EnvFilter::try_from_env("SWITCHBOARD_TRACE_FILTER").unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
     let json = std::env::var("SWITCHBOARD_LOG_FORMAT").is_ok_and(|v| v == "json");
-    let provider = otlp_provider(service_name);
-    let otel_layer = provider
-        .as_ref()
-        .map(|provider| tracing_opentelemetry::layer().with_tracer(provider.tracer(service_name.to_owned())));
-    let (text, json_layer) = if json {
-        (None, Some(tracing_subscriber::fmt::layer().json().with_writer(std::io::stderr)))
+    let logs: Box<dyn Layer<Registry> + Send + Sync> = if json {
+        Box::new(tracing_subscriber::fmt::layer().json().with_writer(std::io::stderr))
     } else {
-        (Some(tracing_subscriber::fmt::layer().with_writer(std::io::stderr)), None)
+        Box::new(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
     };
-    let installed =
-        tracing_subscriber::registry().with(filter).with(text).with(json_layer).with(otel_layer).try_init().is_ok();
+    let provider = otlp_provider(service_name);
+    let traces = provider.as_ref().map(|provider| {
+        tracing_opentelemetry::layer().with_tracer(provider.tracer(service_name.to_owned())).with_filter(trace_filter)
+    });
+    let installed = tracing_subscriber::registry().with(logs.with_filter(log_filter)).with(traces).try_init().is_ok();
     if installed && provider.is_some() {
         EXPORTING.store(true, Ordering::Relaxed);
     }
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
     Telemetry { provider }
 }
+
+/// What logs and traces keep unless told otherwise. qdrant-edge reads two settings that only a
+/// Qdrant server initialises (feature flags, the multi-mmap check; their setters are private)
+/// and warns at every shard load; the defaults it falls back to are the ones wanted.
+const DEFAULT_FILTER: &str = "info,pingora_core=warn,pingora_proxy=warn,sqlx=warn,\
+     qdrant_edge::common::flags=error,qdrant_edge::common::mmap::ops=error";
 
 fn otlp_provider(service_name: &str) -> Option<SdkTracerProvider> {
     let endpoint = std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok()?;
