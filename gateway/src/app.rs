@@ -139,6 +139,7 @@ impl App {
 
         let services = self.services().await?;
         let principal = self.auth.authenticate(&services, auth::presented_key(session.req_header(), route)).await?;
+        tracing::Span::current().record("switchboard.team_id", principal.team.id.as_str());
         let base = playback::public_base(session.req_header());
         let call = match self.admit(route, services, principal, team_id.as_deref(), base, ctx).await? {
             Admission::Continue(call) => call,
@@ -304,13 +305,34 @@ impl ProxyHttp for App {
 
     async fn request_filter(&self, session: &mut Session, ctx: &mut RequestCtx) -> pingora::Result<bool> {
         ctx.request_id = request_id(session);
-        let span = tracing::info_span!("request", id = %ctx.request_id);
-        let reply = tracing::Instrument::instrument(self.pipeline(session, ctx), span).await.unwrap_or_else(|error| {
+        // Named and described by the OpenTelemetry HTTP server conventions: `GET
+        // /v1/agents/{agentId}` with the route's template; requests of no route stay "request".
+        // The exporter takes the name when the span starts, so the route is looked up here.
+        let header = session.req_header();
+        let route = match self.router.find(Method::parse(header.method.as_str()), header.uri.path()) {
+            Match::Found(route, _) => Some(route.path),
+            Match::MethodNotAllowed(_) | Match::NotFound => None,
+        };
+        let name = route.map_or_else(|| "request".to_owned(), |route| format!("{} {route}", header.method));
+        let span = tracing::info_span!(
+            "request",
+            id = %ctx.request_id,
+            otel.kind = "server",
+            otel.name = name.as_str(),
+            http.request.method = %header.method,
+            url.path = %header.uri.path(),
+            http.route = route,
+            http.response.status_code = tracing::field::Empty,
+            switchboard.team_id = tracing::field::Empty,
+        );
+        let pipeline = tracing::Instrument::instrument(self.pipeline(session, ctx), span.clone());
+        let reply = pipeline.await.unwrap_or_else(|error| {
             if error.kind == ErrorKind::Internal || error.kind == ErrorKind::Unavailable {
                 tracing::warn!(request_id = %ctx.request_id, %error, "request failed");
             }
             Reply::error(&error)
         });
+        span.record("http.response.status_code", reply.status);
         self.write(session, ctx, reply).await?;
         Ok(true)
     }

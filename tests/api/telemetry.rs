@@ -55,12 +55,14 @@ async fn requests_are_exported_as_traces_even_with_quiet_logs() {
     let stack = Stack::start_with(&env).await;
     let team = stack.team("Traced", false, 0).await;
     stack.client(&team.key).get("/me").await.expect(200);
-    // The gateway's request span, exported by the batch processor within its delay.
+    // The gateway's request span, exported by the batch processor within its delay: named
+    // `GET /v1/me` (OpenTelemetry HTTP server conventions) with its route and status.
     let wait = async {
         loop {
             let (path, body) = received.recv().await.expect("the receiver runs");
             let has = |needle: &[u8]| body.windows(needle.len()).any(|window| window == needle);
-            if path == "/v1/traces" && has(b"request") && has(b"switchboard") {
+            // Named by the route, with the conventions' attributes.
+            if path == "/v1/traces" && has(b"GET /v1/me") && has(b"http.route") && has(b"http.response.status_code") {
                 return;
             }
         }
