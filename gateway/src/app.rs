@@ -95,7 +95,8 @@ impl App {
             .map_err(ServiceError::internal)
     }
 
-    async fn pipeline(&self, session: &mut Session, ctx: &mut RequestCtx) -> HandlerResult {
+    /// Answers a request; `found` is the router's answer for its method and path.
+    async fn pipeline(&self, session: &mut Session, ctx: &mut RequestCtx, found: Match<'_>) -> HandlerResult {
         let header = session.req_header();
         let path = header.uri.path().to_owned();
         if let Some(reply) = self.public_resource(header.method.as_str(), &path) {
@@ -115,8 +116,7 @@ impl App {
             let services = self.services().await?;
             return playback::serve(&self.config.url_key, &services, session.req_header(), call_id, &query).await;
         }
-        let method = Method::parse(header.method.as_str());
-        let (route, params) = match self.router.find(method, &path) {
+        let (route, params) = match found {
             Match::Found(route, params) => (route, params),
             Match::MethodNotAllowed(allowed) => {
                 let allowed: Vec<&str> = allowed.iter().map(|m| m.as_str()).collect();
@@ -307,9 +307,10 @@ impl ProxyHttp for App {
         ctx.request_id = request_id(session);
         // Named and described by the OpenTelemetry HTTP server conventions: `GET
         // /v1/agents/{agentId}` with the route's template; requests of no route stay "request".
-        // The exporter takes the name when the span starts, so the route is looked up here.
+        // The exporter takes the name when the span starts, so the route is found here, once.
         let header = session.req_header();
-        let route = match self.router.find(Method::parse(header.method.as_str()), header.uri.path()) {
+        let found = self.router.find(Method::parse(header.method.as_str()), header.uri.path());
+        let route = match &found {
             Match::Found(route, _) => Some(route.path),
             Match::MethodNotAllowed(_) | Match::NotFound => None,
         };
@@ -325,7 +326,7 @@ impl ProxyHttp for App {
             http.response.status_code = tracing::field::Empty,
             switchboard.team_id = tracing::field::Empty,
         );
-        let pipeline = tracing::Instrument::instrument(self.pipeline(session, ctx), span.clone());
+        let pipeline = tracing::Instrument::instrument(self.pipeline(session, ctx, found), span.clone());
         let reply = pipeline.await.unwrap_or_else(|error| {
             if error.kind == ErrorKind::Internal || error.kind == ErrorKind::Unavailable {
                 tracing::warn!(request_id = %ctx.request_id, %error, "request failed");

@@ -92,9 +92,7 @@ impl Reply {
         if let Some(source) = &error.source {
             tracing::error!(error = format!("{source:#}"), "internal error");
         }
-        let details = (!error.details.is_empty()).then(|| {
-            error.details.iter().map(|v| FieldError { field: v.field.clone(), message: v.message.clone() }).collect()
-        });
+        let details = (!error.details.is_empty()).then(|| error.details.iter().map(FieldError::from).collect());
         let retry = error.retry_at_ms.map(|retry_at_ms| {
             let seconds = ((retry_at_ms - switchboard_kit::time::now_ms()).max(0) + 999) / 1000;
             (seconds, switchboard_kit::time::iso_ms(retry_at_ms))

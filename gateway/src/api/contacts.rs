@@ -597,11 +597,7 @@ async fn bulk_create(
                 index: position.unwrap_or(failure.index),
                 code: failure.code,
                 error: failure.error,
-                details: failure
-                    .details
-                    .into_iter()
-                    .map(|detail| FieldError { field: detail.field, message: detail.message })
-                    .collect(),
+                details: failure.details.into_iter().map(FieldError::from).collect(),
             }
         }));
         failed.sort_by_key(|failure| failure.index);
@@ -614,10 +610,7 @@ fn invalid_item(index: u32, violations: Vec<FieldViolation>) -> BulkFailure {
         index,
         code: ErrorKind::Validation.code().to_owned(),
         error: "Validation error".to_owned(),
-        details: violations
-            .into_iter()
-            .map(|violation| FieldError { field: violation.field, message: violation.message })
-            .collect(),
+        details: violations.iter().map(FieldError::from).collect(),
     }
 }
 

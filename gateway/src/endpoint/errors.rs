@@ -44,6 +44,18 @@ pub struct FieldError {
     pub message: String,
 }
 
+impl From<&switchboard_kit::FieldViolation> for FieldError {
+    fn from(violation: &switchboard_kit::FieldViolation) -> Self {
+        Self { field: violation.field.clone(), message: violation.message.clone() }
+    }
+}
+
+impl From<switchboard_proto::v1::FieldViolation> for FieldError {
+    fn from(violation: switchboard_proto::v1::FieldViolation) -> Self {
+        Self { field: violation.field, message: violation.message }
+    }
+}
+
 /// The body of every error: `error` and `code` always, `hint` when there is one. Internal errors
 /// (500) say only "Internal server error"; the cause is logged with the request id
 /// (`X-Request-Id`).

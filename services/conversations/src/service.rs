@@ -3,9 +3,8 @@
 //! Requests are checked and normalised here (times, enum values, E.164 numbers, the team and
 //! the agent), then handed to the store.
 
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::StreamExt;
 use switchboard_kit::grpc::{Channel, Reply, reply};
@@ -16,7 +15,6 @@ use switchboard_proto::v1::conversation_ingest_server::{ConversationIngest, Conv
 use switchboard_proto::v1::conversations_service_server::{ConversationsService, ConversationsServiceServer};
 use switchboard_proto::v1::identity_service_client::IdentityServiceClient;
 use switchboard_proto::v1::*;
-use tokio::sync::Mutex;
 use tonic::service::Routes;
 use tonic::{Request, Status, Streaming};
 
@@ -25,6 +23,7 @@ use crate::store::{
     ConversationStore, Direction, NewCall, NewChat, NewEvent, NewMessage, NewSegment, RecordingMeta, Role, Speaker,
 };
 use switchboard_kit::phone::PhoneRules;
+use switchboard_kit::recent::Recent;
 
 /// How long a team or an agent that was found is trusted to still exist: ingestion calls come
 /// in bursts for the same call, and a lookup per call would double their cost.
@@ -44,12 +43,18 @@ pub struct ConversationsApi {
     /// Where recordings are kept.
     objects: Objects,
     /// Teams and (team, agent) pairs found recently.
-    known: Arc<Mutex<HashMap<(String, String), Instant>>>,
+    known: Arc<Recent<(String, String)>>,
 }
 
 /// Both services on one port.
 pub fn routes(store: ConversationStore, phones: PhoneRules, peers: Peers, objects: Objects) -> Routes {
-    let api = ConversationsApi { store, phones, peers: Arc::new(peers), objects, known: Arc::default() };
+    let api = ConversationsApi {
+        store,
+        phones,
+        peers: Arc::new(peers),
+        objects,
+        known: Arc::new(Recent::new(KNOWN_FOR, KNOWN_MAX)),
+    };
     Routes::new(ConversationIngestServer::new(api.clone())).add_service(ConversationsServiceServer::new(api))
 }
 
@@ -110,38 +115,23 @@ impl ConversationsApi {
     /// NOT_FOUND unless the team exists and, when given, the agent is one of its agents.
     async fn check_owner(&self, team_id: &str, agent_id: Option<&str>) -> ServiceResult<()> {
         let team_key = (team_id.to_owned(), String::new());
-        if !self.recently_known(&team_key).await {
+        if !self.known.contains(&team_key).await {
             let team = self.peers.identity.clone().get_team(GetTeamRequest { team_id: team_id.to_owned() }).await?;
             if team.into_inner().deleted {
                 return Err(ServiceError::not_found("Team not found"));
             }
-            self.remember(team_key).await;
+            self.known.remember(team_key).await;
         }
         let Some(agent_id) = agent_id else {
             return Ok(());
         };
         let agent_key = (team_id.to_owned(), agent_id.to_owned());
-        if !self.recently_known(&agent_key).await {
+        if !self.known.contains(&agent_key).await {
             let request = GetAgentRequest { team_id: team_id.to_owned(), agent_id: agent_id.to_owned() };
             self.peers.agents.clone().get_agent(request).await?;
-            self.remember(agent_key).await;
+            self.known.remember(agent_key).await;
         }
         Ok(())
-    }
-
-    async fn recently_known(&self, key: &(String, String)) -> bool {
-        self.known.lock().await.get(key).is_some_and(|at| at.elapsed() < KNOWN_FOR)
-    }
-
-    async fn remember(&self, key: (String, String)) {
-        let mut known = self.known.lock().await;
-        if known.len() >= KNOWN_MAX {
-            known.retain(|_, at| at.elapsed() < KNOWN_FOR);
-            if known.len() >= KNOWN_MAX {
-                known.clear();
-            }
-        }
-        known.insert(key, Instant::now());
     }
 
     /// Removes a recording's object; a failure leaves an orphan object, logged, not an error for

@@ -4,18 +4,18 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use switchboard_kit::grpc::{Channel, Reply, reply};
+use switchboard_kit::recent::Recent;
 use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::crm_service_server::{CrmService, CrmServiceServer};
 use switchboard_proto::v1::identity_service_client::IdentityServiceClient;
 use switchboard_proto::v1::*;
-use tokio::sync::Mutex;
 use tonic::Request;
 use tonic::service::Routes;
 
-use crate::store::{ContactFilter, ContactSort, CrmStore};
+use crate::store::{ContactFilter, ContactSort, CrmStore, bulk_failure};
 
 /// How long a team that was found is trusted to still exist: a deleted team's keys stop at
 /// the gateway at once; this only keeps internal callers from writing for unknown teams.
@@ -27,17 +27,17 @@ pub struct CrmApi {
     store: CrmStore,
     identity: IdentityServiceClient<Channel>,
     /// Teams found recently, by when.
-    known: Arc<Mutex<HashMap<String, Instant>>>,
+    known: Arc<Recent<String>>,
 }
 
 pub fn routes(store: CrmStore, identity: IdentityServiceClient<Channel>) -> Routes {
-    Routes::new(CrmServiceServer::new(CrmApi { store, identity, known: Arc::default() }))
+    Routes::new(CrmServiceServer::new(CrmApi { store, identity, known: Arc::new(Recent::new(KNOWN_FOR, KNOWN_MAX)) }))
 }
 
 impl CrmApi {
     /// NOT_FOUND unless the team exists: checked before anything is written for it.
     async fn check_team(&self, team_id: &str) -> ServiceResult<()> {
-        if self.known.lock().await.get(team_id).is_some_and(|at| at.elapsed() < KNOWN_FOR) {
+        if self.known.contains(&team_id.to_owned()).await {
             return Ok(());
         }
         if uuid::Uuid::parse_str(team_id).is_err() {
@@ -47,11 +47,7 @@ impl CrmApi {
         if team.into_inner().deleted {
             return Err(ServiceError::not_found("Team not found"));
         }
-        let mut known = self.known.lock().await;
-        if known.len() >= KNOWN_MAX {
-            known.retain(|_, at| at.elapsed() < KNOWN_FOR);
-        }
-        known.insert(team_id.to_owned(), Instant::now());
+        self.known.remember(team_id.to_owned()).await;
         Ok(())
     }
 
@@ -158,17 +154,7 @@ impl CrmService for CrmApi {
                 positions.push(index);
                 inputs.push(input);
             } else {
-                let error = ServiceError::validation(unknown);
-                failed.push(BulkFailure {
-                    index,
-                    code: error.kind.code().to_owned(),
-                    error: error.message,
-                    details: error
-                        .details
-                        .into_iter()
-                        .map(|v| switchboard_proto::v1::FieldViolation { field: v.field, message: v.message })
-                        .collect(),
-                });
+                failed.push(bulk_failure(index, ServiceError::validation(unknown)));
             }
         }
         let (created, stored_failures) = if inputs.is_empty() && !failed.is_empty() {

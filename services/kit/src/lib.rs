@@ -12,6 +12,7 @@ pub mod listing;
 pub mod objects;
 pub mod peers;
 pub mod phone;
+pub mod recent;
 pub mod shutdown;
 pub mod telemetry;
 pub mod testdb;

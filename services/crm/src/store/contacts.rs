@@ -497,16 +497,7 @@ impl CrmStore {
         for (index, outcome) in outcomes.into_iter().enumerate() {
             match outcome {
                 Ok(contact) => created.push(contact),
-                Err(error) => failed.push(switchboard_proto::v1::BulkFailure {
-                    index: u32::try_from(index).unwrap_or(u32::MAX),
-                    code: error.kind.code().to_owned(),
-                    error: error.message,
-                    details: error
-                        .details
-                        .into_iter()
-                        .map(|v| switchboard_proto::v1::FieldViolation { field: v.field, message: v.message })
-                        .collect(),
-                }),
+                Err(error) => failed.push(bulk_failure(u32::try_from(index).unwrap_or(u32::MAX), error)),
             }
         }
         Ok((created, failed))
@@ -932,4 +923,18 @@ async fn write_parts(
     insert_rows(conn, head, "", &placement_rows).await?;
     insert_rows(conn, "INSERT INTO contact_search (contact_id, team_id, body)", "", &search_rows).await?;
     Ok(())
+}
+
+/// An item of a bulk create that was not written, as `createContact` would have failed.
+pub fn bulk_failure(index: u32, error: ServiceError) -> switchboard_proto::v1::BulkFailure {
+    switchboard_proto::v1::BulkFailure {
+        index,
+        code: error.kind.code().to_owned(),
+        error: error.message,
+        details: error
+            .details
+            .into_iter()
+            .map(|v| switchboard_proto::v1::FieldViolation { field: v.field, message: v.message })
+            .collect(),
+    }
 }

@@ -12,6 +12,8 @@ mod fields;
 mod notes;
 mod tags;
 
+pub use contacts::bulk_failure;
+
 use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 use switchboard_kit::db::Db;
