@@ -16,59 +16,13 @@ CALLS="${CALLS:-100000}"
 DURATION="${DURATION:-20s}"
 CONNECTIONS="${CONNECTIONS:-2}"
 SWITCHBOARD_BIN="$(release_binary)"
-work="$(mktemp -d)"
-database="sbbench_conversations_$$"
-pids=()
-cleanup() {
-  local status=$?
-  if [ "$status" -ne 0 ]; then
-    for log in "$work"/*.err; do echo "== $log" >&2; tail -n 20 "$log" >&2; done
-  fi
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  # KEEP_DATABASE=1 leaves it for EXPLAIN ANALYZE.
-  [ -n "${KEEP_DATABASE:-}" ] || psql "$TEST_DATABASE_URL" -qc "drop database if exists $database" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-psql "$TEST_DATABASE_URL" -qc "create database $database" >/dev/null
-conversations_db="${TEST_DATABASE_URL%/*}/$database"
-
-export SWITCHBOARD_SERVICE_TOKEN="sbt_bench_$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
-declare -A port
-for component in identity agents knowledgebase conversations; do port[$component]="$(free_port)"; done
-export SWITCHBOARD_IDENTITY_URL="http://127.0.0.1:${port[identity]}"
-export SWITCHBOARD_AGENTS_URL="http://127.0.0.1:${port[agents]}"
-export SWITCHBOARD_KNOWLEDGEBASE_URL="http://127.0.0.1:${port[knowledgebase]}"
-export SWITCHBOARD_CONVERSATIONS_URL="http://127.0.0.1:${port[conversations]}"
-
-# serve COMPONENT DATABASE_URL: starts it, waits for its "listening" line; sets SERVED_PID.
-serve() {
-  local component="$1" url="$2"
-  env RUST_LOG=warn DATABASE_URL="$url" SWITCHBOARD_DATA_DIR="$work/data" \
-    SWITCHBOARD_GRPC_LISTEN="127.0.0.1:${port[$component]}" \
-    "$SWITCHBOARD_BIN" serve "$component" >"$work/$component.out" 2>"$work/$component.err" &
-  SERVED_PID=$!
-  pids+=("$SERVED_PID")
-  for _ in $(seq 1 300); do
-    grep -q "listening on" "$work/$component.out" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  cat "$work/$component.err" >&2
-  echo "$component did not start in 30 s" >&2
-  return 1
-}
-mkdir -p "$work/data"
-serve identity "sqlite://$work/data/identity.db?mode=rwc"
-serve agents "sqlite://$work/data/agents.db?mode=rwc"
-serve conversations "$conversations_db"
+bench_begin conversations
+conversations_db="$bench_db"
+bench_serve identity "sqlite://$work/data/identity.db?mode=rwc"
+bench_serve agents "sqlite://$work/data/agents.db?mode=rwc"
+bench_serve conversations "$conversations_db"
 conversations_pid="$SERVED_PID"
-env RUST_LOG=warn SWITCHBOARD_LISTEN="127.0.0.1:0" SWITCHBOARD_RATE_LIMIT_STANDARD=1000000000 \
-  "$SWITCHBOARD_BIN" serve gateway >"$work/gateway.out" 2>"$work/gateway.err" &
-pids+=("$!")
-for _ in $(seq 1 300); do grep -q "gateway listening on" "$work/gateway.out" 2>/dev/null && break; sleep 0.1; done
-base="$(sed -n 's/^gateway listening on *//p' "$work/gateway.out")"
-[ -n "$base" ] || { cat "$work/gateway.err" >&2; echo "the gateway did not start in 30 s" >&2; exit 1; }
+bench_gateway
 
 admin() { "$SWITCHBOARD_BIN" admin --database-url "sqlite://$work/data/identity.db?mode=rwc" "$@"; }
 json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
@@ -136,29 +90,9 @@ curl -sf -H "X-API-Key: $long_key" "$base/calls?limit=100" \
 segments="$(curl -sf -H "X-API-Key: $long_key" "$base$(head -n1 "$work/long.txt")" | json_field '["data"]["transcript"].__len__()')"
 [ "$segments" = 200 ] || { echo "expected a 200-segment call, got $segments segments" >&2; exit 1; }
 
-cat >"$work/paths.lua" <<'LUA'
-local paths, i = {}, 0
-function init(args)
-  for line in io.lines(args[1]) do paths[#paths + 1] = line end
-end
-request = function()
-  i = i + 1
-  return wrk.format("GET", wrk.path:gsub("/calls.*$", "") .. paths[(i % #paths) + 1])
-end
-response = function(status)
-  if status ~= 200 then io.stderr:write("status " .. status .. "\n") end
-end
-LUA
-run_wrk() {
-  local paths="$1" out="$2" key="$3"
-  wrk -t1 -c"$CONNECTIONS" -d3s -H "X-API-Key: $key" -s "$work/paths.lua" "$base/calls" -- "$paths" >/dev/null
-  wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --latency -H "X-API-Key: $key" -s "$work/paths.lua" "$base/calls" -- "$paths" \
-    2>"$out.err" | tee "$out" >&2
-  if [ -s "$out.err" ]; then sort "$out.err" | uniq -c >&2; echo "non-200 answers above" >&2; exit 1; fi
-}
-run_wrk "$work/filters.txt" "$work/filters.wrk" "$key"
-run_wrk "$work/searches.txt" "$work/searches.wrk" "$key"
-run_wrk "$work/long.txt" "$work/get.wrk" "$long_key"
+bench_wrk "$work/filters.txt" "$work/filters.wrk" "$key"
+bench_wrk "$work/searches.txt" "$work/searches.wrk" "$key"
+bench_wrk "$work/long.txt" "$work/get.wrk" "$long_key"
 
 echo "streaming 1 GB of recordings (10 x 100 MiB) while sampling the service's memory" >&2
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$conversations_pid/status"; }

@@ -15,57 +15,11 @@ CONTACTS="${CONTACTS:-100000}"
 DURATION="${DURATION:-20s}"
 CONNECTIONS="${CONNECTIONS:-2}"
 SWITCHBOARD_BIN="$(release_binary)"
-work="$(mktemp -d)"
-database="sbbench_crm_$$"
-pids=()
-cleanup() {
-  local status=$?
-  if [ "$status" -ne 0 ]; then
-    for log in "$work"/*.err; do echo "== $log" >&2; tail -n 20 "$log" >&2; done
-  fi
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  # KEEP_DATABASE=1 leaves it for EXPLAIN ANALYZE.
-  [ -n "${KEEP_DATABASE:-}" ] || psql "$TEST_DATABASE_URL" -qc "drop database if exists $database" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-psql "$TEST_DATABASE_URL" -qc "create database $database" >/dev/null
-crm_db="${TEST_DATABASE_URL%/*}/$database"
-
-export SWITCHBOARD_SERVICE_TOKEN="sbt_bench_$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
-declare -A port
-for component in identity agents knowledgebase conversations crm; do port[$component]="$(free_port)"; done
-export SWITCHBOARD_IDENTITY_URL="http://127.0.0.1:${port[identity]}"
-export SWITCHBOARD_AGENTS_URL="http://127.0.0.1:${port[agents]}"
-export SWITCHBOARD_KNOWLEDGEBASE_URL="http://127.0.0.1:${port[knowledgebase]}"
-export SWITCHBOARD_CONVERSATIONS_URL="http://127.0.0.1:${port[conversations]}"
-export SWITCHBOARD_CRM_URL="http://127.0.0.1:${port[crm]}"
-
-# serve COMPONENT DATABASE_URL: starts it and waits for its "listening" line.
-serve() {
-  local component="$1" url="$2"
-  env RUST_LOG=warn DATABASE_URL="$url" SWITCHBOARD_DATA_DIR="$work/data" \
-    SWITCHBOARD_GRPC_LISTEN="127.0.0.1:${port[$component]}" \
-    "$SWITCHBOARD_BIN" serve "$component" >"$work/$component.out" 2>"$work/$component.err" &
-  pids+=("$!")
-  for _ in $(seq 1 300); do
-    grep -q "listening on" "$work/$component.out" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  cat "$work/$component.err" >&2
-  echo "$component did not start in 30 s" >&2
-  return 1
-}
-mkdir -p "$work/data"
-serve identity "sqlite://$work/data/identity.db?mode=rwc"
-serve crm "$crm_db"
-env RUST_LOG=warn SWITCHBOARD_LISTEN="127.0.0.1:0" SWITCHBOARD_RATE_LIMIT_STANDARD=1000000000 \
-  SWITCHBOARD_RATE_LIMIT_BULK=1000000 "$SWITCHBOARD_BIN" serve gateway >"$work/gateway.out" 2>"$work/gateway.err" &
-pids+=("$!")
-for _ in $(seq 1 300); do grep -q "gateway listening on" "$work/gateway.out" 2>/dev/null && break; sleep 0.1; done
-base="$(sed -n 's/^gateway listening on *//p' "$work/gateway.out")"
-[ -n "$base" ] || { cat "$work/gateway.err" >&2; echo "the gateway did not start in 30 s" >&2; exit 1; }
+bench_begin crm
+crm_db="$bench_db"
+bench_serve identity "sqlite://$work/data/identity.db?mode=rwc"
+bench_serve crm "$crm_db"
+bench_gateway SWITCHBOARD_RATE_LIMIT_BULK=1000000
 
 admin() { "$SWITCHBOARD_BIN" admin --database-url "sqlite://$work/data/identity.db?mode=rwc" "$@"; }
 json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
@@ -110,28 +64,8 @@ open(f"{work}/searches.txt", "w").write("\n".join(searches) + "\n")
 open(f"{work}/tagged.txt", "w").write("\n".join(tagged) + "\n")
 PY
 
-cat >"$work/paths.lua" <<'LUA'
-local paths, i = {}, 0
-function init(args)
-  for line in io.lines(args[1]) do paths[#paths + 1] = line end
-end
-request = function()
-  i = i + 1
-  return wrk.format("GET", wrk.path:gsub("/contacts.*$", "") .. paths[(i % #paths) + 1])
-end
-response = function(status)
-  if status ~= 200 then io.stderr:write("status " .. status .. "\n") end
-end
-LUA
-run_wrk() {
-  local paths="$1" out="$2"
-  wrk -t1 -c"$CONNECTIONS" -d3s -H "X-API-Key: $key" -s "$work/paths.lua" "$base/contacts" -- "$paths" >/dev/null
-  wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --latency -H "X-API-Key: $key" -s "$work/paths.lua" "$base/contacts" -- "$paths" \
-    2>"$out.err" | tee "$out" >&2
-  if [ -s "$out.err" ]; then sort "$out.err" | uniq -c >&2; echo "non-200 answers above" >&2; exit 1; fi
-}
-run_wrk "$work/searches.txt" "$work/searches.wrk"
-run_wrk "$work/tagged.txt" "$work/tagged.wrk"
+bench_wrk "$work/searches.txt" "$work/searches.wrk" "$key"
+bench_wrk "$work/tagged.txt" "$work/tagged.wrk" "$key"
 
 echo "POST /contacts/bulk: 5 requests of 1,000 new contacts each" >&2
 for round in 1 2 3 4 5; do

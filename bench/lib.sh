@@ -54,3 +54,88 @@ PY
 machine_line() {
   echo "Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $(free -g | awk '/Mem:/ {print $2}') GiB; $(date -u +%Y-%m-%d)."
 }
+
+# Each component its own release `serve` process, as in a deployment.
+# bench_begin NAME: $work (scratch), $bench_db (a fresh PostgreSQL database), a service token,
+# and a free gRPC port and URL variable per component (${port[name]}). Whatever bench_serve and
+# bench_gateway start is stopped, and the database dropped (kept with KEEP_DATABASE=1, for
+# EXPLAIN ANALYZE), when the script exits; on failure the components' logs are shown.
+bench_begin() {
+  work="$(mktemp -d)"
+  bench_database="sbbench_$1_$$"
+  pids=()
+  trap bench_end EXIT
+  psql "$TEST_DATABASE_URL" -qc "create database $bench_database" >/dev/null
+  bench_db="${TEST_DATABASE_URL%/*}/$bench_database"
+  export SWITCHBOARD_SERVICE_TOKEN="sbt_bench_$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
+  declare -gA port
+  local component
+  for component in identity agents knowledgebase conversations crm; do
+    port[$component]="$(free_port)"
+    export "SWITCHBOARD_${component^^}_URL=http://127.0.0.1:${port[$component]}"
+  done
+  mkdir -p "$work/data"
+}
+
+bench_end() {
+  local status=$?
+  if [ "$status" -ne 0 ]; then
+    for log in "$work"/*.err; do echo "== $log" >&2; tail -n 20 "$log" >&2; done
+  fi
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  [ -n "${KEEP_DATABASE:-}" ] || psql "$TEST_DATABASE_URL" -qc "drop database if exists $bench_database" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+
+# bench_serve COMPONENT DATABASE_URL: starts it, waits for its "listening" line; sets SERVED_PID.
+bench_serve() {
+  local component="$1" url="$2"
+  env RUST_LOG=warn DATABASE_URL="$url" SWITCHBOARD_DATA_DIR="$work/data" \
+    SWITCHBOARD_GRPC_LISTEN="127.0.0.1:${port[$component]}" \
+    "$SWITCHBOARD_BIN" serve "$component" >"$work/$component.out" 2>"$work/$component.err" &
+  SERVED_PID=$!
+  pids+=("$SERVED_PID")
+  for _ in $(seq 1 300); do
+    grep -q "listening on" "$work/$component.out" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  cat "$work/$component.err" >&2
+  echo "$component did not start in 30 s" >&2
+  return 1
+}
+
+# bench_gateway [NAME=VALUE...]: the gateway with the standard rate limit out of the way (and
+# the given environment); sets $base.
+bench_gateway() {
+  env RUST_LOG=warn SWITCHBOARD_LISTEN="127.0.0.1:0" SWITCHBOARD_RATE_LIMIT_STANDARD=1000000000 "$@" \
+    "$SWITCHBOARD_BIN" serve gateway >"$work/gateway.out" 2>"$work/gateway.err" &
+  pids+=("$!")
+  for _ in $(seq 1 300); do grep -q "gateway listening on" "$work/gateway.out" 2>/dev/null && break; sleep 0.1; done
+  base="$(sed -n 's/^gateway listening on *//p' "$work/gateway.out")"
+  [ -n "$base" ] || { cat "$work/gateway.err" >&2; echo "the gateway did not start in 30 s" >&2; return 1; }
+}
+
+# bench_wrk PATHS OUT KEY: wrk through the gateway cycling through the paths of the file PATHS
+# (one per line, below /v1), 3 s of warm-up then $DURATION with $CONNECTIONS connections; the
+# report goes to OUT. Any answer but 200 fails the run.
+bench_wrk() {
+  local paths="$1" out="$2" key="$3"
+  [ -f "$work/paths.lua" ] || cat >"$work/paths.lua" <<'LUA'
+local paths, i = {}, 0
+function init(args)
+  for line in io.lines(args[1]) do paths[#paths + 1] = line end
+end
+request = function()
+  i = i + 1
+  return wrk.format("GET", wrk.path .. paths[(i % #paths) + 1])
+end
+response = function(status)
+  if status ~= 200 then io.stderr:write("status " .. status .. "\n") end
+end
+LUA
+  wrk -t1 -c"$CONNECTIONS" -d3s -H "X-API-Key: $key" -s "$work/paths.lua" "$base" -- "$paths" >/dev/null
+  wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --latency -H "X-API-Key: $key" -s "$work/paths.lua" "$base" -- "$paths" \
+    2>"$out.err" | tee "$out" >&2
+  if [ -s "$out.err" ]; then sort "$out.err" | uniq -c >&2; echo "non-200 answers above" >&2; return 1; fi
+}
