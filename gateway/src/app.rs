@@ -19,6 +19,7 @@ use crate::auth::{self, Authenticator};
 use crate::call::{Call, HandlerResult, Principal, Reply};
 use crate::config::GatewayConfig;
 use crate::endpoint::{BodyKind, Endpoint, Method, RawInput};
+use crate::idempotency::{self, Begin, Idempotency};
 use crate::limits::{self, Decision, RateLimiter};
 use crate::router::{Match, Router};
 use crate::scope::{self, Scoper};
@@ -37,6 +38,7 @@ pub struct App {
     pub(crate) auth: Authenticator,
     pub(crate) scoper: Scoper,
     pub(crate) limiter: Arc<RateLimiter>,
+    idempotency: Idempotency,
     /// Created on the first request, on the runtime that serves requests.
     services: OnceCell<Services>,
     in_flight: Arc<AtomicUsize>,
@@ -50,6 +52,15 @@ pub struct App {
 pub(crate) enum Admission {
     Continue(Box<Call>),
     Respond(Reply),
+}
+
+/// A request to admit: its route, the key's principal and the `teamId` it names.
+pub(crate) struct Admit<'a> {
+    pub route: &'a Endpoint,
+    pub services: Services,
+    pub principal: Arc<Principal>,
+    pub team_id: Option<String>,
+    pub public_base: String,
 }
 
 /// Per-request state.
@@ -81,6 +92,7 @@ impl App {
             auth: Authenticator::new(config.auth_cache_ttl),
             scoper: Scoper::new(config.auth_cache_ttl),
             limiter: RateLimiter::new(&config)?,
+            idempotency: Idempotency::new(config.redis_url.as_deref(), config.redis_timeout)?,
             services: OnceCell::new(),
             in_flight,
             config,
@@ -140,29 +152,69 @@ impl App {
         let services = self.services().await?;
         let principal = self.auth.authenticate(&services, auth::presented_key(session.req_header(), route)).await?;
         tracing::Span::current().record("switchboard.team_id", principal.team.id.as_str());
-        let base = playback::public_base(session.req_header());
-        let call = match self.admit(route, services, principal, team_id.as_deref(), base, ctx).await? {
-            Admission::Continue(call) => call,
-            Admission::Respond(reply) => return Ok(reply),
+        let request =
+            Admit { route, services, principal, team_id, public_base: playback::public_base(session.req_header()) };
+        let Some(key) = idempotency_key(route, session.req_header())? else {
+            // Admitted before the body is read: a client over its limit is not read a large upload.
+            let call = match self.admit(request, ctx).await? {
+                Admission::Continue(call) => call,
+                Admission::Respond(reply) => return Ok(reply),
+            };
+            self.read_body(route, session, ctx, &mut raw).await?;
+            return route.run(*call, raw).await;
         };
+        let fingerprint = self.read_body(route, session, ctx, &mut raw).await?;
+        let path_and_query = session.req_header().uri.path_and_query().map_or(path.as_str(), |p| p.as_str());
+        let fingerprint = idempotency::fingerprint(route.method.as_str(), path_and_query, &fingerprint);
+        let claim = match self.idempotency.begin(&request.principal.team.id, &key, &fingerprint).await {
+            // Neither the rate limit nor a service sees a replay.
+            Begin::Replay(kept) => return Ok(kept.replay()),
+            Begin::Refused(error) => return Err(error),
+            Begin::Claimed(claim) => claim,
+        };
+        let answered = match self.admit(request, ctx).await {
+            Ok(Admission::Continue(call)) => route.run(*call, raw).await,
+            Ok(Admission::Respond(reply)) => Ok(reply),
+            Err(error) => Err(error),
+        };
+        let reply = reply_of(answered, &ctx.request_id);
+        self.idempotency.finish(claim, idempotency::Kept::of(&reply)).await;
+        Ok(reply)
+    }
+
+    /// Reads the body the route takes into `raw`; answers the bytes that tell it apart from
+    /// another body for an `Idempotency-Key`.
+    async fn read_body(
+        &self,
+        route: &Endpoint,
+        session: &mut Session,
+        ctx: &mut RequestCtx,
+        raw: &mut RawInput,
+    ) -> Result<Vec<u8>, ServiceError> {
         match route.body {
-            BodyKind::Json => raw.body = self.read_json(session, ctx).await?,
+            BodyKind::Json => {
+                raw.body = self.read_json(session, ctx).await?;
+                Ok(raw.body.as_ref().map(|body| serde_json::to_vec(body).unwrap_or_default()).unwrap_or_default())
+            }
             // A body an operation does not take is still read: a non-JSON one is refused as
             // anywhere else, and the connection stays usable.
             BodyKind::None if route.method != Method::Get && route.method != Method::Delete => {
                 self.read_json(session, ctx).await?;
+                Ok(Vec::new())
             }
-            BodyKind::None => {}
+            BodyKind::None => Ok(Vec::new()),
             BodyKind::Multipart => {
                 let limit = self.config.max_upload_bytes.saturating_add(UPLOAD_ENVELOPE_BYTES);
                 let read = crate::body::read_upload(session, limit).await;
                 if read.is_err() {
                     ctx.close = true;
                 }
-                raw.upload = Some(read?);
+                let upload = read?;
+                let fingerprint = idempotency::without_boundary(&upload.body, &upload.boundary);
+                raw.upload = Some(upload);
+                Ok(fingerprint)
             }
         }
-        route.run(*call, raw).await
     }
 
     async fn read_json(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<Option<Value>, ServiceError> {
@@ -194,22 +246,15 @@ impl App {
     /// What every operation passes before its handler, over REST or MCP: the key-owning team's
     /// rate limit (a 429 answer when spent), `teamId` scoping and the access checks. The input
     /// is checked by the endpoint itself.
-    pub(crate) async fn admit(
-        &self,
-        route: &Endpoint,
-        services: Services,
-        principal: Arc<Principal>,
-        team_id: Option<&str>,
-        public_base: String,
-        ctx: &mut RequestCtx,
-    ) -> Result<Admission, ServiceError> {
+    pub(crate) async fn admit(&self, request: Admit<'_>, ctx: &mut RequestCtx) -> Result<Admission, ServiceError> {
+        let Admit { route, services, principal, team_id, public_base } = request;
         let decision = self.limiter.check(&principal.team.id, route.class).await;
         ctx.decision = Some(decision);
         if !decision.allowed {
             let (body, retry_after) = limits::too_many_requests(&decision);
             return Ok(Admission::Respond(Reply::json(429, body).with_header(retry_after.0, retry_after.1)));
         }
-        let team = self.scoper.effective_team(&services, &principal, team_id).await?;
+        let team = self.scoper.effective_team(&services, &principal, team_id.as_deref()).await?;
         scope::check_access(route, &principal)?;
         Ok(Admission::Continue(Box::new(Call {
             services,
@@ -225,7 +270,7 @@ impl App {
         let head_only = session.req_header().method == http::Method::HEAD;
         let (content_type, length, body) = match (reply.streamed, reply.raw) {
             (Some(streamed), _) => (streamed.content_type, streamed.length, Body::Stream(streamed.body)),
-            (None, Some((content_type, bytes))) => (content_type.to_owned(), bytes.len() as u64, Body::Whole(bytes)),
+            (None, Some((content_type, bytes))) => (content_type.into_owned(), bytes.len() as u64, Body::Whole(bytes)),
             (None, None) => {
                 let bytes = Bytes::from(serde_json::to_vec(&reply.body).unwrap_or_default());
                 ("application/json".to_owned(), bytes.len() as u64, Body::Whole(bytes))
@@ -242,7 +287,7 @@ impl App {
             }
         }
         for (name, value) in reply.headers {
-            header.insert_header(name, value)?;
+            header.insert_header(name.into_owned(), value)?;
         }
         if ctx.close {
             session.set_keepalive(None);
@@ -274,6 +319,25 @@ impl App {
 enum Body {
     Whole(Bytes),
     Stream(crate::call::BodyStream),
+}
+
+/// The answer to a request, errors included.
+fn reply_of(answered: HandlerResult, request_id: &str) -> Reply {
+    answered.unwrap_or_else(|error| {
+        if error.kind == ErrorKind::Internal || error.kind == ErrorKind::Unavailable {
+            tracing::warn!(request_id, %error, "request failed");
+        }
+        Reply::error(&error)
+    })
+}
+
+/// The checked `Idempotency-Key` of a write, if it has one (reads need none: they are
+/// idempotent as they are).
+fn idempotency_key(route: &Endpoint, header: &pingora::http::RequestHeader) -> Result<Option<String>, ServiceError> {
+    if route.method == Method::Get {
+        return Ok(None);
+    }
+    header.headers.get(idempotency::HEADER).map(|value| idempotency::parse_key(value.as_bytes())).transpose()
 }
 
 /// A request id from the client is kept when it is short and printable, so that callers
@@ -327,12 +391,7 @@ impl ProxyHttp for App {
             switchboard.team_id = tracing::field::Empty,
         );
         let pipeline = tracing::Instrument::instrument(self.pipeline(session, ctx, found), span.clone());
-        let reply = pipeline.await.unwrap_or_else(|error| {
-            if error.kind == ErrorKind::Internal || error.kind == ErrorKind::Unavailable {
-                tracing::warn!(request_id = %ctx.request_id, %error, "request failed");
-            }
-            Reply::error(&error)
-        });
+        let reply = reply_of(pipeline.await, &ctx.request_id);
         span.record("http.response.status_code", reply.status);
         self.write(session, ctx, reply).await?;
         Ok(true)

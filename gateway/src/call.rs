@@ -1,5 +1,6 @@
 //! What a handler receives (the authenticated, scoped request) and what it returns.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -47,9 +48,9 @@ pub struct Streamed {
 pub struct Reply {
     pub status: u16,
     pub body: Value,
-    pub headers: Vec<(&'static str, String)>,
+    pub headers: Vec<(Cow<'static, str>, String)>,
     /// Bytes sent as they are, with their content type, instead of `body`.
-    pub raw: Option<(&'static str, bytes::Bytes)>,
+    pub raw: Option<(Cow<'static, str>, bytes::Bytes)>,
     /// A body sent as it is read, instead of `body`.
     pub streamed: Option<Streamed>,
 }
@@ -72,17 +73,21 @@ impl Reply {
 
     /// A status without a body, e.g. 202 for an MCP notification.
     pub fn empty(status: u16) -> Self {
-        Self { raw: Some(("application/json", bytes::Bytes::new())), ..Self::json(status, Value::Null) }
+        Self::raw(status, "application/json", bytes::Bytes::new())
+    }
+
+    /// Bytes sent as they are, with their content type.
+    pub fn raw(status: u16, content_type: impl Into<Cow<'static, str>>, bytes: bytes::Bytes) -> Self {
+        Self { raw: Some((content_type.into(), bytes)), ..Self::json(status, Value::Null) }
     }
 
     /// A document that is not built per request: the OpenAPI description, the skill file.
     pub fn document(content_type: &'static str, bytes: bytes::Bytes) -> Self {
-        Self { raw: Some((content_type, bytes)), ..Self::json(200, Value::Null) }
-            .with_header("Cache-Control", "public, max-age=300".to_owned())
+        Self::raw(200, content_type, bytes).with_header("Cache-Control", "public, max-age=300".to_owned())
     }
 
-    pub fn with_header(mut self, name: &'static str, value: String) -> Self {
-        self.headers.push((name, value));
+    pub fn with_header(mut self, name: impl Into<Cow<'static, str>>, value: String) -> Self {
+        self.headers.push((name.into(), value));
         self
     }
 

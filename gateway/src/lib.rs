@@ -14,6 +14,7 @@ mod call;
 mod combine;
 pub mod config;
 mod endpoint;
+mod idempotency;
 pub mod limits;
 mod mcp;
 pub mod openapi;

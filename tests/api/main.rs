@@ -16,6 +16,7 @@ mod docs;
 mod edges;
 mod errors;
 mod grpc;
+mod idempotency;
 mod isolation;
 mod knowledge_sources;
 mod knowledgebase;

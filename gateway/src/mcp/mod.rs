@@ -144,7 +144,8 @@ impl App {
         ctx: &mut RequestCtx,
     ) -> HandlerResult {
         let team_id = raw.query.get("teamId").and_then(Value::as_str).map(str::to_owned);
-        match self.admit(endpoint, services, principal, team_id.as_deref(), base, ctx).await? {
+        let request = crate::app::Admit { route: endpoint, services, principal, team_id, public_base: base };
+        match self.admit(request, ctx).await? {
             crate::app::Admission::Continue(call) => endpoint.run(*call, raw).await,
             crate::app::Admission::Respond(reply) => Ok(reply),
         }

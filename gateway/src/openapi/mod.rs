@@ -116,7 +116,8 @@ with a human `message` on writes and `pagination` on paged lists; errors are \
 subteam of the key's agency; rate limits always count against the key's own team. Each \
 operation belongs to a rate class (`x-rate-class`), and every answer carries `X-RateLimit-*` \
 headers. Read-only keys are refused writes with 403; a subteam's access configuration can switch \
-off features (`x-access-feature`). Knowledge-base searches cost credits. Every answer schema is \
+off features (`x-access-feature`). Knowledge-base searches cost credits. Any write may carry \
+an `Idempotency-Key` header to make retries safe. Every answer schema is \
 closed: a member not described is never sent.";
 
 /// References to the error schemas.
@@ -179,6 +180,17 @@ fn operation(endpoint: &Endpoint, generators: &mut Generators, errors: &ErrorRef
     for (name, schema) in properties(&inputs.query) {
         parameters.push(parameter(name, "query", schema, is_required(&inputs.query, name)));
     }
+    if endpoint.method != crate::endpoint::Method::Get {
+        parameters.push(json!({
+            "name": "Idempotency-Key", "in": "header", "required": false,
+            "description": "Makes a retry safe: the first answer (status and body) to a request with this key is kept for \
+                24 hours per key-owning team, and a repeat with the same method, path and body gets it again, with \
+                `Idempotent-Replayed: true`, without doing the work, counting against the rate limit or charging \
+                credits. The same key with another request is 422 `IDEMPOTENCY_KEY_REUSED`; while the first request \
+                is being answered, 409 `IDEMPOTENCY_KEY_IN_USE`. Answers 5xx and 429 are not kept.",
+            "schema": { "type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x20-\\x7E]*[\\x21-\\x7E][\\x20-\\x7E]*$" },
+        }));
+    }
 
     let mut rules = vec![format!("Rate class `{}`.", endpoint.class.name())];
     if endpoint.write {
@@ -235,6 +247,16 @@ fn responses(endpoint: &Endpoint, status: u16, answer: Value, errors: &ErrorRefs
         failures.push(crate::endpoint::Failure {
             status: 413,
             description: "The JSON body is larger than the gateway's limit (2 MiB by default, `SWITCHBOARD_MAX_BODY_BYTES`).",
+        });
+    }
+    if endpoint.method != crate::endpoint::Method::Get {
+        failures.push(crate::endpoint::Failure {
+            status: 409,
+            description: "IDEMPOTENCY_KEY_IN_USE: a request with the same `Idempotency-Key` is still being answered.",
+        });
+        failures.push(crate::endpoint::Failure {
+            status: 422,
+            description: "IDEMPOTENCY_KEY_REUSED: the `Idempotency-Key` was used with another method, path or body.",
         });
     }
     if endpoint.body != BodyKind::Multipart && endpoint.method != crate::endpoint::Method::Get {

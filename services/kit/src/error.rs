@@ -23,6 +23,10 @@ pub enum ErrorKind {
     Conflict,
     /// A contact with the same number exists in the team (its id is in the details).
     ContactExists,
+    /// An `Idempotency-Key` whose first request is still being answered.
+    IdempotencyKeyInUse,
+    /// An `Idempotency-Key` used before with another method, path or body.
+    IdempotencyKeyReused,
     PayloadTooLarge,
     UnsupportedMediaType,
     Unprocessable,
@@ -33,7 +37,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind, for lookups by code.
-    pub const ALL: [ErrorKind; 15] = [
+    pub const ALL: [ErrorKind; 17] = [
         ErrorKind::Validation,
         ErrorKind::MalformedJson,
         ErrorKind::Unauthorized,
@@ -43,6 +47,8 @@ impl ErrorKind {
         ErrorKind::MethodNotAllowed,
         ErrorKind::Conflict,
         ErrorKind::ContactExists,
+        ErrorKind::IdempotencyKeyInUse,
+        ErrorKind::IdempotencyKeyReused,
         ErrorKind::PayloadTooLarge,
         ErrorKind::UnsupportedMediaType,
         ErrorKind::Unprocessable,
@@ -64,6 +70,8 @@ impl ErrorKind {
             ErrorKind::MethodNotAllowed => ("METHOD_NOT_ALLOWED", 405, Code::Unimplemented),
             ErrorKind::Conflict => ("CONFLICT", 409, Code::Aborted),
             ErrorKind::ContactExists => ("CONTACT_EXISTS", 409, Code::AlreadyExists),
+            ErrorKind::IdempotencyKeyInUse => ("IDEMPOTENCY_KEY_IN_USE", 409, Code::Aborted),
+            ErrorKind::IdempotencyKeyReused => ("IDEMPOTENCY_KEY_REUSED", 422, Code::InvalidArgument),
             ErrorKind::PayloadTooLarge => ("PAYLOAD_TOO_LARGE", 413, Code::OutOfRange),
             ErrorKind::UnsupportedMediaType => ("UNSUPPORTED_MEDIA_TYPE", 415, Code::InvalidArgument),
             ErrorKind::Unprocessable => ("UNPROCESSABLE_ENTITY", 422, Code::InvalidArgument),

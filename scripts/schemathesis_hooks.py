@@ -1,0 +1,25 @@
+"""schemathesis hooks for scripts/schemathesis.
+
+A client sends a fresh Idempotency-Key with each new write; reusing one for another request is a
+client error (422 IDEMPOTENCY_KEY_REUSED, documented). Generated keys repeat across cases ("0"
+for every operation), so each valid generated key is made unique just before the call, as a
+client would. Invalid keys (empty, too long, not printable ASCII) are sent as generated: the API
+must refuse them with 400.
+"""
+
+import uuid
+
+import schemathesis
+
+HEADER = "Idempotency-Key"
+
+
+def _valid(value):
+    return isinstance(value, str) and 1 <= len(value.strip()) <= 255 and all(0x20 <= ord(c) <= 0x7E for c in value)
+
+
+@schemathesis.hook
+def before_call(ctx, case, **kwargs):
+    headers = case.headers
+    if headers and HEADER in headers and _valid(headers[HEADER]):
+        headers[HEADER] = f"schemathesis-{uuid.uuid4()}"
