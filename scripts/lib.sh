@@ -97,6 +97,30 @@ ensure_moto() {
 
 # schemathesis, the OpenAPI fuzzer API clients use, in a venv of its own (pinned: its checks
 # change between releases). Exports SCHEMATHESIS.
+# A Qdrant server (../shared/bin/qdrant, or QDRANT_BIN) on loopback, free ports, its storage in
+# a scratch directory; stopped and removed when the calling script exits. Sets QDRANT_GRPC_URL.
+start_qdrant() {
+  local bin="${QDRANT_BIN:-$SWITCHBOARD_ROOT/../shared/bin/qdrant}"
+  [ -x "$bin" ] || { echo "no Qdrant server at $bin (set QDRANT_BIN)" >&2; return 1; }
+  QDRANT_DIR="$(mktemp -d)"
+  local http grpc
+  http="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+  grpc="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+  QDRANT__SERVICE__HOST=127.0.0.1 QDRANT__SERVICE__HTTP_PORT="$http" QDRANT__SERVICE__GRPC_PORT="$grpc" \
+  QDRANT__STORAGE__STORAGE_PATH="$QDRANT_DIR/storage" QDRANT__STORAGE__SNAPSHOTS_PATH="$QDRANT_DIR/snapshots" \
+  QDRANT__TELEMETRY_DISABLED=true "$bin" >"$QDRANT_DIR/log" 2>&1 &
+  QDRANT_PID=$!
+  trap 'kill "$QDRANT_PID" 2>/dev/null || true; wait "$QDRANT_PID" 2>/dev/null || true; rm -rf "$QDRANT_DIR"' EXIT
+  for _ in $(seq 1 150); do
+    curl -sf "http://127.0.0.1:$http/" >/dev/null 2>&1 && break
+    kill -0 "$QDRANT_PID" 2>/dev/null || { cat "$QDRANT_DIR/log" >&2; echo "Qdrant exited" >&2; return 1; }
+    sleep 0.2
+  done
+  curl -sf "http://127.0.0.1:$http/" >/dev/null || { cat "$QDRANT_DIR/log" >&2; echo "Qdrant did not answer in 30 s" >&2; return 1; }
+  export QDRANT_GRPC_URL="http://127.0.0.1:$grpc"
+  echo "Qdrant $(curl -s "http://127.0.0.1:$http/" | python3 -c 'import json,sys; print(json.load(sys.stdin)["version"])') at $QDRANT_GRPC_URL" >&2
+}
+
 ensure_schemathesis() {
   local venv="$HOME/.cache/switchboard/schemathesis-venv" version="4.32.5"
   if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -q "$version"; then

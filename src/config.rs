@@ -245,7 +245,7 @@ pub fn knowledgebase(
             .unwrap_or_else(|| data_dir.join("index")),
         qdrant_url: env("QDRANT_URL").or_else(|| k.qdrant_url.clone()),
         qdrant_api_key: env("QDRANT_API_KEY").or_else(|| k.qdrant_api_key.clone()),
-        collection: "switchboard_knowledge".to_owned(),
+        collection: env("QDRANT_COLLECTION").unwrap_or_else(|| "switchboard_knowledge".to_owned()),
         dimensions: 0,
     };
     let openai = match env("SWITCHBOARD_EMBEDDINGS_URL").or_else(|| k.embeddings_url.clone()) {

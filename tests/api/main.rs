@@ -23,6 +23,7 @@ mod knowledgebase;
 mod lifecycle;
 mod limits;
 mod mcp;
+mod replicas;
 mod scoping;
 mod sources;
 mod telemetry;

@@ -145,7 +145,7 @@ impl Site {
     }
 
     /// Requests received for `path` (without query).
-    fn hits(&self, path: &str) -> usize {
+    pub(crate) fn hits(&self, path: &str) -> usize {
         self.state.hits.lock().unwrap().get(path).copied().unwrap_or(0)
     }
 
@@ -355,12 +355,17 @@ async fn ready_page(api: &Api, site: &Site) -> (String, String, Value) {
     (base, path, settled)
 }
 
+/// The knowledgebase service's database, whichever engine the stack runs it on.
+async fn knowledgebase_database(stack: &Stack) -> sqlx::AnyPool {
+    sqlx::any::install_default_drivers();
+    sqlx::AnyPool::connect(&stack.database_url("knowledgebase")).await.unwrap()
+}
+
 /// Moves the page's last accepted refresh 25 hours into the past.
 async fn age_last_refresh(stack: &Stack, webpage_id: &str) {
-    let url = format!("sqlite://{}", stack.data_path().join("knowledgebase.db").display());
-    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    let pool = knowledgebase_database(stack).await;
     let updated = sqlx::query(
-        "UPDATE webpages SET last_refresh_requested_at = last_refresh_requested_at - 25 * 3600 * 1000 WHERE id = ?",
+        "UPDATE webpages SET last_refresh_requested_at = last_refresh_requested_at - 25 * 3600 * 1000 WHERE id = $1",
     )
     .bind(webpage_id)
     .execute(&pool)
@@ -959,11 +964,10 @@ async fn a_page_deleted_while_it_is_scraped_leaves_nothing_behind() {
     api.delete(&path).await.expect(200);
 
     // The scrape finishes after the delete (the job's row says when); nothing of it appears.
-    let url = format!("sqlite://{}", stack.data_path().join("knowledgebase.db").display());
-    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    let pool = knowledgebase_database(&stack).await;
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let status: String = sqlx::query_scalar("SELECT status FROM jobs WHERE subject_id = ?")
+        let status: String = sqlx::query_scalar("SELECT status FROM jobs WHERE subject_id = $1")
             .bind(id(&page))
             .fetch_one(&pool)
             .await

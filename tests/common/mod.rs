@@ -94,6 +94,15 @@ pub struct Stack {
     /// The other processes and the databases they use, kept until the stack goes.
     others: Vec<Process>,
     databases: Vec<switchboard_kit::testdb::TestDatabase>,
+    /// Where the `serve` processes are, when this is not `dev`.
+    served: Option<Served>,
+}
+
+/// Component name to gRPC URL and to database URL, and what every process was given.
+struct Served {
+    grpc_urls: Vec<(String, String)>,
+    database_urls: Vec<(String, String)>,
+    shared_env: Vec<(String, String)>,
 }
 
 impl Stack {
@@ -102,6 +111,9 @@ impl Stack {
     }
 
     pub async fn start_with(env: &[(&str, &str)]) -> Stack {
+        if let Some(stack) = Self::knowledge_on_qdrant(env).await {
+            return stack;
+        }
         let data_dir = tempfile::tempdir().expect("tempdir");
         Self::start_in(data_dir, env).await
     }
@@ -124,50 +136,145 @@ impl Stack {
             admin_location,
             others: Vec::new(),
             databases: Vec::new(),
+            served: None,
         }
     }
 
     /// Identity and the CRM as `serve` processes, each on a PostgreSQL database of its own,
     /// behind a gateway: the CRM's HTTP tests run here too. `None` without PostgreSQL.
     pub async fn crm_on_postgres() -> Option<Stack> {
-        const TOKEN: &str = "crm-on-postgres-test-token";
-        let identity_db = switchboard_kit::testdb::postgres().await.expect("PostgreSQL")?;
-        let crm_db = switchboard_kit::testdb::postgres().await.expect("PostgreSQL")?;
+        Self::serve_on_postgres(&["identity", "crm"], &[]).await
+    }
+
+    /// `components` as `serve` processes, each on a PostgreSQL database of its own, behind a
+    /// `serve gateway`; `env` goes to every process. `None` without PostgreSQL.
+    pub async fn serve_on_postgres(components: &[&str], env: &[(&str, &str)]) -> Option<Stack> {
+        const TOKEN: &str = "serve-on-postgres-test-token";
+        let mut databases = Vec::new();
+        for _ in components {
+            databases.push(switchboard_kit::testdb::postgres().await.expect("PostgreSQL")?);
+        }
         let data_dir = tempfile::tempdir().expect("tempdir");
         let data = data_dir.path().to_str().expect("utf-8 path").to_owned();
-        let ports = [free_port(), free_port()];
-        let urls = ports.map(|port| format!("http://127.0.0.1:{port}"));
-        let peers = [
-            ("SWITCHBOARD_IDENTITY_URL", urls[0].as_str()),
-            ("SWITCHBOARD_CRM_URL", urls[1].as_str()),
-            ("SWITCHBOARD_SERVICE_TOKEN", TOKEN),
-        ];
+        let ports: Vec<u16> = components.iter().map(|_| free_port()).collect();
+        let urls: Vec<(String, String)> = components
+            .iter()
+            .zip(&ports)
+            .map(|(component, port)| ((*component).to_owned(), format!("http://127.0.0.1:{port}")))
+            .collect();
+        let variables: Vec<(String, String)> = urls
+            .iter()
+            .map(|(component, url)| (format!("SWITCHBOARD_{}_URL", component.to_ascii_uppercase()), url.clone()))
+            .collect();
+        let mut shared: Vec<(&str, &str)> = variables.iter().map(|(name, url)| (name.as_str(), url.as_str())).collect();
+        shared.push(("SWITCHBOARD_SERVICE_TOKEN", TOKEN));
+        shared.extend_from_slice(env);
         let mut others = Vec::new();
-        for ((component, url), port) in [("identity", &identity_db.url), ("crm", &crm_db.url)].into_iter().zip(ports) {
+        for ((component, database), port) in components.iter().zip(&databases).zip(&ports) {
             let listen = format!("127.0.0.1:{port}");
             let mut env = vec![
-                ("DATABASE_URL", url.as_str()),
+                ("DATABASE_URL", database.url.as_str()),
                 ("SWITCHBOARD_GRPC_LISTEN", &listen),
                 ("SWITCHBOARD_DATA_DIR", &data),
             ];
-            env.extend(peers);
+            env.extend_from_slice(&shared);
             others.push(Process::start(&["serve", component], &env, &format!("{component} gRPC listening on")).await);
         }
         let mut env = vec![("SWITCHBOARD_LISTEN", "127.0.0.1:0")];
-        env.extend(peers);
+        env.extend_from_slice(&shared);
         let process = Process::start(&["serve", "gateway"], &env, "gateway listening on").await;
         let base = process.line_after("gateway listening on").expect("gateway address");
+        let database_urls = components
+            .iter()
+            .zip(&databases)
+            .map(|(component, db)| ((*component).to_owned(), db.url.clone()))
+            .collect();
         Some(Stack {
             process,
             base,
-            identity_url: urls[0].clone(),
+            identity_url: urls.iter().find(|(c, _)| c == "identity").map(|(_, url)| url.clone()).unwrap_or_default(),
             service_token: TOKEN.to_owned(),
             demo_key: String::new(),
             data_dir,
-            admin_location: vec!["--database-url".to_owned(), identity_db.url.clone()],
+            admin_location: vec![
+                "--database-url".to_owned(),
+                databases[components.iter().position(|c| *c == "identity").expect("identity")].url.clone(),
+            ],
             others,
-            databases: vec![identity_db, crm_db],
+            databases,
+            served: Some(Served {
+                grpc_urls: urls,
+                database_urls,
+                shared_env: shared.iter().map(|(name, value)| ((*name).to_owned(), (*value).to_owned())).collect(),
+            }),
         })
+    }
+
+    /// When the test run asks for it (`SWITCHBOARD_TEST_KNOWLEDGE_ON_QDRANT` = a Qdrant server's
+    /// gRPC URL; scripts/test sets it for a second run of the knowledge tests): identity, agents
+    /// and knowledgebase on PostgreSQL, the index in a collection of its own on that server.
+    async fn knowledge_on_qdrant(env: &[(&str, &str)]) -> Option<Stack> {
+        let qdrant = std::env::var("SWITCHBOARD_TEST_KNOWLEDGE_ON_QDRANT").ok().filter(|url| !url.is_empty())?;
+        let collection = format!("switchboard_test_{}", uuid::Uuid::new_v4().simple());
+        let mut env = env.to_vec();
+        env.extend([("QDRANT_URL", qdrant.as_str()), ("QDRANT_COLLECTION", collection.as_str())]);
+        let stack = Self::serve_on_postgres(&["identity", "agents", "knowledgebase"], &env).await;
+        Some(stack.expect("SWITCHBOARD_TEST_KNOWLEDGE_ON_QDRANT needs PostgreSQL (TEST_DATABASE_URL)"))
+    }
+
+    /// Whether this is `switchboard dev` (one process, SQLite, the data directory its own).
+    pub fn is_dev(&self) -> bool {
+        self.served.is_none()
+    }
+
+    /// A service's gRPC URL.
+    pub fn grpc_url(&self, component: &str) -> String {
+        match &self.served {
+            Some(served) => served.grpc_urls.iter().find(|(c, _)| c == component).map(|(_, url)| url.clone()),
+            None => self.process.line_after(&format!("{component} gRPC:")),
+        }
+        .unwrap_or_else(|| panic!("no {component} in this stack"))
+    }
+
+    /// Another `serve <component>` process on the same database and settings (a replica), and
+    /// its gRPC URL. Only for stacks of `serve` processes.
+    pub async fn start_replica(&self, component: &str) -> (Process, String) {
+        let served = self.served.as_ref().expect("replicas need a stack of serve processes");
+        let port = free_port();
+        let listen = format!("127.0.0.1:{port}");
+        let (database, data) = (self.database_url(component), self.data_path().to_str().expect("utf-8").to_owned());
+        let mut env: Vec<(&str, &str)> =
+            vec![("DATABASE_URL", &database), ("SWITCHBOARD_GRPC_LISTEN", &listen), ("SWITCHBOARD_DATA_DIR", &data)];
+        env.extend(served.shared_env.iter().map(|(name, value)| (name.as_str(), value.as_str())));
+        let replica = Process::start(&["serve", component], &env, &format!("{component} gRPC listening on")).await;
+        (replica, format!("http://127.0.0.1:{port}"))
+    }
+
+    /// Another gateway with this stack's settings, `overrides` replacing some (e.g. a service
+    /// URL pointing at a replica), and its base URL. Only for stacks of `serve` processes.
+    pub async fn start_gateway(&self, overrides: &[(&str, &str)]) -> (Process, String) {
+        let served = self.served.as_ref().expect("a second gateway needs a stack of serve processes");
+        let mut env: Vec<(&str, &str)> = vec![("SWITCHBOARD_LISTEN", "127.0.0.1:0")];
+        env.extend(
+            served
+                .shared_env
+                .iter()
+                .filter(|(name, _)| overrides.iter().all(|(replaced, _)| replaced != name))
+                .map(|(name, value)| (name.as_str(), value.as_str())),
+        );
+        env.extend_from_slice(overrides);
+        let gateway = Process::start(&["serve", "gateway"], &env, "gateway listening on").await;
+        let base = gateway.line_after("gateway listening on").expect("gateway address");
+        (gateway, base)
+    }
+
+    /// A service's database URL (SQLite in the data directory under `dev`).
+    pub fn database_url(&self, component: &str) -> String {
+        match &self.served {
+            Some(served) => served.database_urls.iter().find(|(c, _)| c == component).map(|(_, url)| url.clone()),
+            None => Some(format!("sqlite://{}", self.data_path().join(format!("{component}.db")).display())),
+        }
+        .unwrap_or_else(|| panic!("no {component} in this stack"))
     }
 
     pub fn data_path(&self) -> &Path {
