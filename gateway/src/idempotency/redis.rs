@@ -101,7 +101,8 @@ impl RedisStore {
     }
 
     async fn answer<T>(&self, call: impl Future<Output = redis::RedisResult<T>>) -> Option<T> {
-        match tokio::time::timeout(self.timeout, call).await {
+        let span = switchboard_kit::telemetry::redis_span("EVALSHA");
+        match tokio::time::timeout(self.timeout, tracing::Instrument::instrument(call, span)).await {
             Ok(Ok(value)) => Some(value),
             Ok(Err(error)) => self.failed(&error.to_string()),
             Err(_) => self.failed(&format!("no answer within {:?}", self.timeout)),

@@ -121,7 +121,9 @@ impl RedisBuckets {
         let mut connection = self.connection.clone();
         let mut invocation = self.script.key(key);
         invocation.arg(limit).arg(WINDOW_MS).arg(wanted);
-        let outcome = tokio::time::timeout(self.timeout, invocation.invoke_async::<Vec<i64>>(&mut connection)).await;
+        let script = invocation.invoke_async::<Vec<i64>>(&mut connection);
+        let span = switchboard_kit::telemetry::redis_span("EVALSHA");
+        let outcome = tokio::time::timeout(self.timeout, tracing::Instrument::instrument(script, span)).await;
         let reply = match outcome {
             Ok(Ok(reply)) if reply.len() == 4 => reply,
             Ok(Ok(reply)) => return self.failed(format!("unexpected script reply {reply:?}")),

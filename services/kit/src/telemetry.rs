@@ -2,10 +2,9 @@
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` is set; W3C trace context carried from the gateway to the
 //! services in gRPC metadata so that one request is one trace.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use opentelemetry::propagation::TextMapPropagator;
+use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
@@ -82,39 +81,96 @@ fn otlp_provider(service_name: &str) -> Option<SdkTracerProvider> {
     Some(SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource).build())
 }
 
-/// The span of one incoming gRPC call, child of the caller's span when the call carries a
-/// `traceparent`.
-pub fn grpc_server_span(service: &'static str, request: &http::Request<()>) -> tracing::Span {
-    let span = tracing::info_span!("grpc", service, path = %request.uri().path());
+/// `rpc.service` and `rpc.method` of a gRPC path (`/switchboard.v1.Agents/GetAgent`).
+fn rpc_parts(path: &str) -> (&str, &str) {
+    path.trim_start_matches('/').split_once('/').unwrap_or((path, ""))
+}
+
+/// The span of one incoming gRPC call, named and described by the OpenTelemetry RPC
+/// conventions (`switchboard.v1.Agents/GetAgent`, `rpc.system`, `rpc.service`, `rpc.method`),
+/// child of the caller's span when the call carries a `traceparent`.
+pub fn grpc_server_span(component: &'static str, request: &http::Request<()>) -> tracing::Span {
+    let path = request.uri().path();
+    let (service, method) = rpc_parts(path);
+    let span = tracing::info_span!(
+        "grpc",
+        component,
+        otel.kind = "server",
+        otel.name = %path.trim_start_matches('/'),
+        rpc.system = "grpc",
+        rpc.service = service,
+        rpc.method = method,
+    );
     if !EXPORTING.load(Ordering::Relaxed) {
         return span;
     }
-    let carrier: HashMap<String, String> = request
-        .headers()
-        .iter()
-        .filter_map(|(name, value)| Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned())))
-        .collect();
-    let parent = TraceContextPropagator::new().extract(&carrier);
+    let parent = TraceContextPropagator::new().extract(&HeaderCarrier(request.headers()));
     // Fails only when the span is disabled by the filter, and then there is nothing to link.
     let _ = span.set_parent(parent);
     span
 }
 
-/// The `traceparent` (and `tracestate`) of the current span, to send along with a call.
-pub fn current_trace_headers() -> HashMap<String, String> {
-    let mut carrier = HashMap::new();
-    TraceContextPropagator::new().inject_context(&tracing::Span::current().context(), &mut carrier);
-    carrier
+/// The span of one outgoing gRPC call, by the same conventions.
+pub fn grpc_client_span(path: &str) -> tracing::Span {
+    let (service, method) = rpc_parts(path);
+    tracing::info_span!(
+        "grpc client",
+        otel.kind = "client",
+        otel.name = %path.trim_start_matches('/'),
+        rpc.system = "grpc",
+        rpc.service = service,
+        rpc.method = method,
+    )
 }
 
-/// Copies the current trace context into the metadata of an outgoing gRPC call.
-pub fn inject(metadata: &mut tonic::metadata::MetadataMap) {
+/// The span of one Redis call (`operation` as Redis names it, e.g. `EVALSHA`).
+pub fn redis_span(operation: &'static str) -> tracing::Span {
+    tracing::info_span!(
+        "redis",
+        otel.kind = "client",
+        otel.name = operation,
+        db.system.name = "redis",
+        db.operation.name = operation,
+    )
+}
+
+/// Puts the trace context of `span` into the headers of an outgoing call, so that the callee's
+/// spans are its children.
+pub fn inject_into(span: &tracing::Span, headers: &mut http::HeaderMap) {
     if !EXPORTING.load(Ordering::Relaxed) {
         return;
     }
-    for (name, value) in current_trace_headers() {
-        if let (Ok(key), Ok(value)) = (tonic::metadata::MetadataKey::from_bytes(name.as_bytes()), value.parse()) {
-            metadata.insert(key, value);
+    TraceContextPropagator::new().inject_context(&span.context(), &mut HeaderCarrier(headers));
+}
+
+/// HTTP headers as the propagator reads and writes them.
+struct HeaderCarrier<H>(H);
+
+impl Extractor for HeaderCarrier<&http::HeaderMap> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|value| value.to_str().ok())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(http::HeaderName::as_str).collect()
+    }
+}
+
+impl Injector for HeaderCarrier<&mut http::HeaderMap> {
+    fn set(&mut self, key: &str, value: String) {
+        if let (Ok(name), Ok(value)) = (http::HeaderName::from_bytes(key.as_bytes()), value.parse()) {
+            self.0.insert(name, value);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rpc_parts_are_service_and_method() {
+        assert_eq!(rpc_parts("/switchboard.v1.Agents/GetAgent"), ("switchboard.v1.Agents", "GetAgent"));
+        assert_eq!(rpc_parts("/odd"), ("/odd", ""));
     }
 }

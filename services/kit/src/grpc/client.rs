@@ -1,19 +1,23 @@
-//! Channels to other components. Every call made through one carries the service token and,
-//! when traces are exported, the caller's trace context: callers write plain client calls.
+//! Channels to other components. Every call made through one carries the service token and
+//! is a client span (OpenTelemetry RPC conventions) whose trace context goes along, so that the
+//! callee's span is its child: callers write plain client calls.
 
+use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
 use anyhow::Context;
 use tonic::service::Interceptor;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Endpoint;
+use tracing::Instrument;
+use tracing::instrument::Instrumented;
 
 use super::token::ServiceAccess;
 
 /// What generated clients are built on: `AgentsServiceClient<Channel>`.
-pub type Channel = InterceptedService<tonic::transport::Channel, Outgoing>;
+pub type Channel = Traced<InterceptedService<tonic::transport::Channel, Outgoing>>;
 
-/// Signs and traces every outgoing call.
+/// Signs every outgoing call.
 #[derive(Clone)]
 pub struct Outgoing {
     access: ServiceAccess,
@@ -22,8 +26,32 @@ pub struct Outgoing {
 impl Interceptor for Outgoing {
     fn call(&mut self, mut request: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
         self.access.sign(request.metadata_mut());
-        crate::telemetry::inject(request.metadata_mut());
         Ok(request)
+    }
+}
+
+/// Runs each call in a client span and sends that span's trace context with it.
+#[derive(Clone)]
+pub struct Traced<S> {
+    inner: S,
+}
+
+impl<S, B> tower::Service<http::Request<B>> for Traced<S>
+where
+    S: tower::Service<http::Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = Instrumented<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
+        let span = crate::telemetry::grpc_client_span(request.uri().path());
+        crate::telemetry::inject_into(&span, request.headers_mut());
+        self.inner.call(request).instrument(span)
     }
 }
 
@@ -41,5 +69,5 @@ pub fn channel(url: &str, access: &ServiceAccess, timeout: Duration) -> anyhow::
         .http2_keep_alive_interval(Duration::from_secs(30))
         .keep_alive_while_idle(true);
     let channel = tonic::transport::Channel::balance_list(std::iter::repeat_n(endpoint, CONNECTIONS_PER_PEER));
-    Ok(InterceptedService::new(channel, Outgoing { access: access.clone() }))
+    Ok(Traced { inner: InterceptedService::new(channel, Outgoing { access: access.clone() }) })
 }
