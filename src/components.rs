@@ -116,6 +116,7 @@ async fn identity(context: Context) -> anyhow::Result<Component> {
 async fn agents(context: Context) -> anyhow::Result<Component> {
     let store = AgentStore::open(&context.database_url(&AGENTS)?).await?;
     let runner = Runner::new(store.db().clone(), RunnerConfig::from_env())
+        .component(AGENTS.name)
         .handle(OPTIMIZE_PROMPT, OptimizePrompt::new(store.clone()));
     let knowledgebases = KnowledgebaseServiceClient::new(context.channel(&KNOWLEDGEBASE)?);
     let routes = switchboard_agents::routes(store.clone(), runner.waker(), knowledgebases);
@@ -132,7 +133,8 @@ async fn knowledgebase(context: Context) -> anyhow::Result<Component> {
     let settings = config::knowledgebase(&context.file, &context.data_dir, database_url)?;
     let knowledge = switchboard_knowledgebase::open(settings.clone()).await?;
     let agents = AgentsServiceClient::new(context.channel(&AGENTS)?);
-    let runner = switchboard_knowledgebase::runner(&knowledge, &settings, RunnerConfig::from_env(), agents)?;
+    let runner = switchboard_knowledgebase::runner(&knowledge, &settings, RunnerConfig::from_env(), agents)?
+        .component(KNOWLEDGEBASE.name);
     let sync = knowledge.sync.clone();
     let db = knowledge.store.db().clone();
     let identity = IdentityServiceClient::new(context.channel(&IDENTITY)?);
@@ -175,6 +177,9 @@ impl Component {
         access: ServiceAccess,
         stop: watch::Receiver<bool>,
     ) -> anyhow::Result<()> {
+        for db in &self.databases {
+            switchboard_kit::metrics::observe_pool(self.info.name, db.pool());
+        }
         let tasks: Vec<_> = self.background.into_iter().map(|work| tokio::spawn(work(stop.clone()))).collect();
         let mut stopped = stop.clone();
         let served = switchboard_kit::grpc::serve(self.info.grpc, listener, self.routes, access, async move {

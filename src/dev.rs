@@ -50,6 +50,7 @@ pub async fn run(file: FileConfig, data_dir: Option<&Path>, listen: &str) -> any
     let mut gateway_config = config::gateway(&file, peers.clone())?;
     gateway_config.listen = listen.to_owned();
     let gateway = switchboard_gateway::start(gateway_config).await?;
+    let admin = switchboard_kit::metrics::start_admin(Some("127.0.0.1:0"), stopped.clone()).await?;
 
     let mut out = std::io::stdout().lock();
     writeln!(out, "Switchboard dev is running.")?;
@@ -57,6 +58,9 @@ pub async fn run(file: FileConfig, data_dir: Option<&Path>, listen: &str) -> any
     for registered in &components::REGISTRY {
         let label = format!("{} gRPC:", registered.info.name);
         writeln!(out, "  {label:<21}{}", peers.url(registered.info))?;
+    }
+    if let Some(admin) = admin {
+        writeln!(out, "  metrics:             http://{admin}/metrics")?;
     }
     writeln!(out, "  data directory:      {}", data_dir.display())?;
     if let ServiceAccess::Token(token) = &access {

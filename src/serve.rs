@@ -19,10 +19,21 @@ pub async fn run(file: FileConfig, component: &str) -> anyhow::Result<()> {
     // Refuse to start with open service ports: a token, or the operator's word.
     let access = ServiceAccess::required_from_env()?;
     let peers = config::peers(&file, access.clone());
+    // The admin port (metrics) only when SWITCHBOARD_ADMIN_LISTEN names one: processes of one
+    // host would otherwise compete for a fixed default.
+    let stop = components::stop_on_signal();
+    if let Some(admin) = switchboard_kit::metrics::start_admin(None, stop.clone()).await? {
+        println!("{component} admin listening on http://{admin}/metrics");
+    }
     if component == "gateway" {
         let gateway = switchboard_gateway::start(config::gateway(&file, peers)?).await?;
         println!("gateway listening on http://{}/v1", gateway.address);
-        switchboard_kit::shutdown::signal().await;
+        let mut stop = stop;
+        while !*stop.borrow() {
+            if stop.changed().await.is_err() {
+                break;
+            }
+        }
         gateway.shutdown().await;
         return Ok(());
     }
@@ -33,7 +44,7 @@ pub async fn run(file: FileConfig, component: &str) -> anyhow::Result<()> {
     let service = (registered.build)(context).await?;
     let listener = switchboard_kit::grpc::bind(&listen).await?;
     println!("{component} gRPC listening on {}", listener.local_addr()?);
-    service.serve(listener, access, components::stop_on_signal()).await
+    service.serve(listener, access, stop).await
 }
 
 /// The knowledgebase's settings outside `dev`, for the admin commands that open its store.

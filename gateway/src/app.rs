@@ -39,6 +39,7 @@ pub struct App {
     pub(crate) scoper: Scoper,
     pub(crate) limiter: Arc<RateLimiter>,
     idempotency: Idempotency,
+    metrics: crate::metrics::GatewayMetrics,
     /// Created on the first request, on the runtime that serves requests.
     services: OnceCell<Services>,
     in_flight: Arc<AtomicUsize>,
@@ -93,6 +94,7 @@ impl App {
             scoper: Scoper::new(config.auth_cache_ttl),
             limiter: RateLimiter::new(&config)?,
             idempotency: Idempotency::new(config.redis_url.as_deref(), config.redis_timeout)?,
+            metrics: crate::metrics::GatewayMetrics::new(),
             services: OnceCell::new(),
             in_flight,
             config,
@@ -249,6 +251,7 @@ impl App {
     pub(crate) async fn admit(&self, request: Admit<'_>, ctx: &mut RequestCtx) -> Result<Admission, ServiceError> {
         let Admit { route, services, principal, team_id, public_base } = request;
         let decision = self.limiter.check(&principal.team.id, route.class).await;
+        self.metrics.rate_limit(route.class.name(), decision.allowed);
         ctx.decision = Some(decision);
         if !decision.allowed {
             let (body, retry_after) = limits::too_many_requests(&decision);
@@ -390,9 +393,11 @@ impl ProxyHttp for App {
             http.response.status_code = tracing::field::Empty,
             switchboard.team_id = tracing::field::Empty,
         );
+        let (started, method) = (std::time::Instant::now(), header.method.as_str().to_owned());
         let pipeline = tracing::Instrument::instrument(self.pipeline(session, ctx, found), span.clone());
         let reply = reply_of(pipeline.await, &ctx.request_id);
         span.record("http.response.status_code", reply.status);
+        self.metrics.request(&method, route, reply.status, started.elapsed());
         self.write(session, ctx, reply).await?;
         Ok(true)
     }

@@ -17,6 +17,7 @@ mod endpoint;
 mod idempotency;
 pub mod limits;
 mod mcp;
+mod metrics;
 pub mod openapi;
 pub mod playback;
 mod router;

@@ -12,7 +12,7 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 use crate::agents::{create_agent, id};
-use crate::common::Stack;
+use crate::common::{Api, Stack};
 use crate::knowledgebase::create_knowledgebase;
 
 /// Accepts OTLP/HTTP posts and hands on (path, body); answers 200 to each.
@@ -74,6 +74,20 @@ async fn requests_are_exported_as_traces_even_with_quiet_logs() {
         }
     };
     tokio::time::timeout(Duration::from_secs(30), wait).await.expect("a trace of the request arrived within 30 s");
+}
+
+/// A stack with a team whose agent has a knowledge base with one reference; the agent's search
+/// path.
+async fn searchable(env: &[(&str, &str)]) -> (Stack, Api, String) {
+    let stack = Stack::start_with(env).await;
+    let team = stack.team("Traced", false, 10).await;
+    let api = stack.client(&team.key);
+    let kb = create_knowledgebase(&api, "Support").await;
+    let reference = json!({ "question": "Can I bring my dog?", "answer": "Dogs on a lead are welcome." });
+    api.post(&format!("/knowledgebase/{}/references", id(&kb)), reference).await.expect(201);
+    let agent = create_agent(&api, "Ava", json!({ "knowledgebaseId": kb["id"] })).await;
+    let path = format!("/agents/{}/knowledgebase/search?query=pets", id(&agent));
+    (stack, api, path)
 }
 
 /// The parts of an OTLP `ExportTraceServiceRequest` the test reads (prost skips the rest).
@@ -149,14 +163,7 @@ async fn a_knowledge_search_is_one_trace_across_gateway_identity_agents_and_know
         ("OTEL_BSP_SCHEDULE_DELAY", "200"),
         ("SWITCHBOARD_RATE_LIMIT_SEARCH", "1000"),
     ];
-    let stack = Stack::start_with(&env).await;
-    let team = stack.team("Traced", false, 10).await;
-    let api = stack.client(&team.key);
-    let kb = create_knowledgebase(&api, "Support").await;
-    let reference = json!({ "question": "Can I bring my dog?", "answer": "Dogs on a lead are welcome." });
-    api.post(&format!("/knowledgebase/{}/references", id(&kb)), reference).await.expect(201);
-    let agent = create_agent(&api, "Ava", json!({ "knowledgebaseId": kb["id"] })).await;
-    let path = format!("/agents/{}/knowledgebase/search?query=pets", id(&agent));
+    let (_stack, api, path) = searchable(&env).await;
     // After the auth cache of the setup requests expired, so that this request asks identity.
     tokio::time::sleep(Duration::from_millis(2500)).await;
     api.get(&path).await.expect(200);
@@ -206,4 +213,59 @@ async fn a_knowledge_search_is_one_trace_across_gateway_identity_agents_and_know
         let method = span.attribute("rpc.method").unwrap_or_default();
         assert!(span.name.ends_with(&format!("/{method}")) && !method.is_empty(), "{}", span.name);
     }
+}
+
+/// The value of the first sample of `name` whose labels include every one of `labels`.
+fn sample(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
+    text.lines().find_map(|line| {
+        let (series, value) = line.rsplit_once(' ')?;
+        let (metric, rest) = series.split_once('{').unwrap_or((series, ""));
+        (metric == name && labels.iter().all(|label| rest.contains(label))).then(|| value.parse().ok()).flatten()
+    })
+}
+
+#[tokio::test]
+async fn metrics_are_served_on_the_admin_port_and_exported_over_otlp() {
+    let (endpoint, mut received) = receiver().await;
+    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()), ("OTEL_METRIC_EXPORT_INTERVAL", "300")];
+    let (stack, api, path) = searchable(&env).await;
+    api.get("/me").await.expect(200);
+    api.get(&path).await.expect(200);
+
+    let admin = stack.process.line_after("metrics:").expect("dev prints the admin port's metrics URL");
+    let scrape = reqwest::get(&admin).await.unwrap();
+    assert_eq!(scrape.status(), 200);
+    assert!(scrape.headers()["content-type"].to_str().unwrap().starts_with("text/plain; version=0.0.4"));
+    let text = scrape.text().await.unwrap();
+    let me = ["http_route=\"/v1/me\"", "http_request_method=\"GET\"", "http_response_status_code=\"200\""];
+    assert_eq!(sample(&text, "http_server_request_duration_seconds_count", &me), Some(1.0), "{text}");
+    assert!(text.contains("# TYPE http_server_request_duration_seconds histogram"), "{text}");
+    for class in ["standard", "search"] {
+        let allowed = [format!("class=\"{class}\""), "decision=\"allowed\"".to_owned()];
+        let allowed: Vec<&str> = allowed.iter().map(String::as_str).collect();
+        assert_eq!(sample(&text, "switchboard_rate_limit_decisions_total", &allowed), Some(1.0), "{text}");
+    }
+    assert_eq!(sample(&text, "switchboard_credits_debited_total", &[]), Some(1.0), "{text}");
+    let embedded = sample(&text, "switchboard_embedding_duration_seconds_count", &["outcome=\"ok\""]);
+    assert!(embedded >= Some(2.0), "the reference and the query were embedded: {text}");
+    for state in ["idle", "used"] {
+        let labels =
+            ["db_client_connection_pool_name=\"identity\"", &format!("db_client_connection_state=\"{state}\"")];
+        assert!(sample(&text, "db_client_connection_count", &labels).is_some(), "{text}");
+    }
+
+    // Not on the public port.
+    let public = api.get("/metrics").await;
+    assert_eq!(public.status, 404, "{}", public.text);
+
+    let wait = async {
+        loop {
+            let (path, body) = received.recv().await.expect("the receiver runs");
+            let has = |needle: &[u8]| body.windows(needle.len()).any(|window| window == needle);
+            if path == "/v1/metrics" && has(b"http.server.request.duration") && has(b"switchboard.credits.debited") {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), wait).await.expect("OTLP metrics arrived within 30 s");
 }

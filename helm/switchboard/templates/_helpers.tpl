@@ -19,4 +19,9 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 - { name: SWITCHBOARD_KNOWLEDGEBASE_URL, value: "http://{{ .Release.Name }}-knowledgebase:{{ .Values.knowledgebase.port }}" }
 - { name: SWITCHBOARD_CONVERSATIONS_URL, value: "http://{{ .Release.Name }}-conversations:{{ .Values.conversations.port }}" }
 - { name: SWITCHBOARD_CRM_URL, value: "http://{{ .Release.Name }}-crm:{{ .Values.crm.port }}" }
+- { name: SWITCHBOARD_ADMIN_LISTEN, value: "0.0.0.0:{{ .Values.metrics.port }}" }
+{{- end -}}
+
+{{- define "switchboard.scrape" -}}
+annotations: { prometheus.io/scrape: "true", prometheus.io/port: {{ .Values.metrics.port | quote }}, prometheus.io/path: /metrics }
 {{- end -}}

@@ -141,7 +141,11 @@ impl IdentityService for IdentityApi {
 
     async fn debit_credits(&self, request: Request<DebitCreditsRequest>) -> Reply<CreditEntry> {
         let request = request.into_inner();
-        reply(self.store.debit(&request.team_id, request.amount, &request.reason).await)
+        let debited = self.store.debit(&request.team_id, request.amount, &request.reason).await;
+        if debited.is_ok() {
+            credits_debited().add(u64::try_from(request.amount).unwrap_or(0), &[]);
+        }
+        reply(debited)
     }
 
     async fn refund_credits(&self, request: Request<RefundCreditsRequest>) -> Reply<CreditEntry> {
@@ -158,4 +162,16 @@ impl IdentityService for IdentityApi {
         let request = request.into_inner();
         reply(self.store.transfer(&request.from_team_id, &request.to_team_id, request.amount, &request.reason).await)
     }
+}
+
+/// `switchboard.credits.debited`: credits taken from teams (searches), all teams together.
+fn credits_debited() -> &'static switchboard_kit::metrics::Counter<u64> {
+    static COUNTER: std::sync::OnceLock<switchboard_kit::metrics::Counter<u64>> = std::sync::OnceLock::new();
+    COUNTER.get_or_init(|| {
+        switchboard_kit::metrics::meter()
+            .u64_counter("switchboard.credits.debited")
+            .with_description("Credits debited from teams (knowledge-base searches).")
+            .with_unit("{credit}")
+            .build()
+    })
 }

@@ -208,11 +208,22 @@ pub struct Runner {
     handlers: HashMap<String, Arc<dyn JobHandler>>,
     config: RunnerConfig,
     wake: Arc<Notify>,
+    /// Whose queue the metrics report.
+    component: &'static str,
 }
+
+/// How often the queue's depth and age are sampled for the metrics.
+const QUEUE_SAMPLE_EVERY: Duration = Duration::from_secs(15);
 
 impl Runner {
     pub fn new(db: Db, config: RunnerConfig) -> Self {
-        Self { db, handlers: HashMap::new(), config, wake: Arc::new(Notify::new()) }
+        Self { db, handlers: HashMap::new(), config, wake: Arc::new(Notify::new()), component: "jobs" }
+    }
+
+    /// Names the component whose queue this is, in the metrics.
+    pub fn component(mut self, component: &'static str) -> Self {
+        self.component = component;
+        self
     }
 
     pub fn handle(mut self, kind: &str, handler: Arc<dyn JobHandler>) -> Self {
@@ -250,11 +261,43 @@ impl Runner {
                 }
             })
         };
+        let sampler = {
+            let runner = runner.clone();
+            tokio::spawn(async move {
+                loop {
+                    match runner.queues().await {
+                        Ok(queues) => crate::metrics::record_queues(runner.component, queues),
+                        Err(error) => tracing::warn!(error = format!("{error:#}"), "sampling the job queue failed"),
+                    }
+                    tokio::time::sleep(QUEUE_SAMPLE_EVERY).await;
+                }
+            })
+        };
         let _ = shutdown.wait_for(|stop| *stop).await;
         for worker in workers {
             let _ = worker.await;
         }
         pruner.abort();
+        sampler.abort();
+    }
+
+    /// Per kind: jobs waiting or running, and the age of the oldest in seconds.
+    async fn queues(&self) -> anyhow::Result<Vec<(String, u64, f64)>> {
+        let rows = sqlx::query(
+            "SELECT kind, COUNT(*) AS waiting, MIN(created_at) AS oldest FROM jobs \
+             WHERE status IN ('queued', 'running') GROUP BY kind",
+        )
+        .fetch_all(self.db.pool())
+        .await
+        .context("counting waiting jobs")?;
+        let now = now_ms();
+        rows.iter()
+            .map(|row| {
+                let (kind, waiting, oldest): (String, i64, i64) =
+                    (row.try_get("kind")?, row.try_get("waiting")?, row.try_get("oldest")?);
+                Ok((kind, u64::try_from(waiting).unwrap_or(0), (now - oldest).max(0) as f64 / 1000.0))
+            })
+            .collect()
     }
 
     async fn work(&self, mut shutdown: watch::Receiver<bool>) {

@@ -9,6 +9,7 @@ pub mod grpc;
 pub mod jobs;
 pub mod limits;
 pub mod listing;
+pub mod metrics;
 pub mod objects;
 pub mod peers;
 pub mod phone;

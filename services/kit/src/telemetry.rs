@@ -17,9 +17,10 @@ use tracing_subscriber::{EnvFilter, Layer, Registry};
 /// per-call work of carrying context (a map of every header, a propagator) is skipped.
 static EXPORTING: AtomicBool = AtomicBool::new(false);
 
-/// Keeps the trace exporter alive; dropping it flushes the spans not yet sent.
+/// Keeps the trace and metric exporters alive; dropping it flushes what is not yet sent.
 pub struct Telemetry {
     provider: Option<SdkTracerProvider>,
+    meters: Option<opentelemetry_sdk::metrics::SdkMeterProvider>,
 }
 
 impl Drop for Telemetry {
@@ -28,6 +29,11 @@ impl Drop for Telemetry {
             && let Err(error) = provider.shutdown()
         {
             eprintln!("flushing traces failed: {error}");
+        }
+        if let Some(meters) = self.meters.take()
+            && let Err(error) = meters.shutdown()
+        {
+            eprintln!("flushing metrics failed: {error}");
         }
     }
 }
@@ -56,7 +62,8 @@ pub fn init(service_name: &str) -> Telemetry {
         EXPORTING.store(true, Ordering::Relaxed);
     }
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
-    Telemetry { provider }
+    let meters = crate::metrics::install(resource(service_name));
+    Telemetry { provider, meters }
 }
 
 /// What logs and traces keep unless told otherwise. qdrant-edge reads two settings that only a
@@ -64,6 +71,10 @@ pub fn init(service_name: &str) -> Telemetry {
 /// and warns at every shard load; the defaults it falls back to are the ones wanted.
 const DEFAULT_FILTER: &str = "info,pingora_core=warn,pingora_proxy=warn,sqlx=warn,\
      qdrant_edge::common::flags=error,qdrant_edge::common::mmap::ops=error";
+
+fn resource(service_name: &str) -> opentelemetry_sdk::Resource {
+    opentelemetry_sdk::Resource::builder().with_service_name(service_name.to_owned()).build()
+}
 
 fn otlp_provider(service_name: &str) -> Option<SdkTracerProvider> {
     let endpoint = std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok()?;
@@ -77,8 +88,7 @@ fn otlp_provider(service_name: &str) -> Option<SdkTracerProvider> {
             return None;
         }
     };
-    let resource = opentelemetry_sdk::Resource::builder().with_service_name(service_name.to_owned()).build();
-    Some(SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource).build())
+    Some(SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource(service_name)).build())
 }
 
 /// `rpc.service` and `rpc.method` of a gRPC path (`/switchboard.v1.Agents/GetAgent`).

@@ -56,8 +56,55 @@ pub fn default_model_dir() -> PathBuf {
 
 /// The configured endpoint wins over the local model, which is loaded (about 90 MB) only when needed.
 pub fn load(config: &EmbeddingConfig) -> anyhow::Result<Arc<dyn Embedder>> {
-    Ok(match &config.openai {
+    let inner: Arc<dyn Embedder> = match &config.openai {
         Some(openai) => Arc::new(OpenAiEmbedder::new(openai.clone())?),
         None => Arc::new(BertEmbedder::load(&config.model_dir)?),
-    })
+    };
+    Ok(Arc::new(Timed::new(inner)))
+}
+
+/// Records how long each embedding call takes (`switchboard.embedding.duration`, by model and
+/// outcome).
+struct Timed {
+    inner: Arc<dyn Embedder>,
+    duration: switchboard_kit::metrics::Histogram<f64>,
+}
+
+impl Timed {
+    fn new(inner: Arc<dyn Embedder>) -> Self {
+        let duration = switchboard_kit::metrics::meter()
+            .f64_histogram("switchboard.embedding.duration")
+            .with_description("Time to embed one call's texts (a query, or a batch of chunks).")
+            .with_unit("s")
+            .with_boundaries(vec![0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0])
+            .build();
+        Self { inner, duration }
+    }
+}
+
+#[async_trait::async_trait]
+impl Embedder for Timed {
+    async fn embed(&self, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
+        let started = std::time::Instant::now();
+        let embedded = self.inner.embed(texts).await;
+        let outcome = if embedded.is_ok() { "ok" } else { "error" };
+        let labels = [
+            switchboard_kit::metrics::KeyValue::new("switchboard.embedding.model", self.inner.model().to_owned()),
+            switchboard_kit::metrics::KeyValue::new("outcome", outcome),
+        ];
+        self.duration.record(started.elapsed().as_secs_f64(), &labels);
+        embedded
+    }
+
+    fn dimensions(&self) -> usize {
+        self.inner.dimensions()
+    }
+
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+
+    fn parallelism(&self) -> usize {
+        self.inner.parallelism()
+    }
 }
