@@ -107,7 +107,9 @@ impl ErrorKind {
             Code::AlreadyExists | Code::Aborted => ErrorKind::Conflict,
             Code::FailedPrecondition => ErrorKind::Conflict,
             Code::ResourceExhausted => ErrorKind::RateLimited,
-            Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled => ErrorKind::Unavailable,
+            // Unknown without details is the transport's word for a call that got no answer
+            // (the service died mid-call, measured by bench/faults.sh): retryable, not a 500.
+            Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled | Code::Unknown => ErrorKind::Unavailable,
             _ => ErrorKind::Internal,
         }
     }
@@ -266,14 +268,50 @@ impl From<tonic::Status> for ServiceError {
 }
 
 impl From<sqlx::Error> for ServiceError {
+    /// A database that cannot be reached (down, restarting, out of connections) is a 503 the
+    /// client may retry, not a 500; anything else is an internal error. The cause is logged
+    /// either way, never shown.
     fn from(error: sqlx::Error) -> Self {
-        ServiceError::internal(anyhow::Error::new(error).context("database"))
+        let unreachable = database_unreachable(&error);
+        let source = anyhow::Error::new(error).context("database");
+        if unreachable {
+            return ServiceError {
+                source: Some(source),
+                ..ServiceError::new(ErrorKind::Unavailable, "The database is unavailable")
+                    .with_hint("Retry in a few seconds.")
+            };
+        }
+        ServiceError::internal(source)
+    }
+}
+
+/// Errors of reaching the database rather than of the statement: I/O, the pool, and the
+/// server's connection (class 08) and shutdown (57P01-57P03) codes.
+fn database_unreachable(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(database) => {
+            database.code().is_some_and(|code| code.starts_with("08") || code.starts_with("57P"))
+        }
+        _ => false,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unreachable_database_is_503_and_a_bad_statement_500() {
+        let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        assert_eq!(ServiceError::from(sqlx::Error::Io(refused)).kind, ErrorKind::Unavailable);
+        assert_eq!(ServiceError::from(sqlx::Error::PoolTimedOut).kind, ErrorKind::Unavailable);
+        assert_eq!(ServiceError::from(sqlx::Error::RowNotFound).kind, ErrorKind::Internal);
+    }
 
     #[test]
     fn every_kind_round_trips_through_a_grpc_status() {

@@ -1,0 +1,77 @@
+"""Steady load for the fault drills: THREADS threads cycle through PATHS (below the base URL)
+for DURATION seconds with one API key, and every answer is written down as
+`seconds-since-start path status milliseconds json` (json: 1 when the body parsed as JSON).
+A path `POST/contacts` creates a contact with a number no other request uses.
+
+usage: faults.py BASE KEY DURATION THREADS OUT PATH...
+"""
+
+import http.client
+import json
+import sys
+import threading
+import time
+import urllib.parse
+
+
+def main():
+    base, key, duration, threads, out = sys.argv[1:6]
+    paths = sys.argv[6:]
+    url = urllib.parse.urlsplit(base)
+    prefix = url.path.rstrip("/")
+    duration, threads = float(duration), int(threads)
+    started = time.monotonic()
+    # The drill script stamps its actions with the wall clock; this is where "0 s" is.
+    epoch = time.time()
+    lines, lock = [], threading.Lock()
+
+    def worker(offset):
+        connection = None
+        i = offset
+        while time.monotonic() - started < duration:
+            path = paths[i % len(paths)]
+            i += 1
+            sent = time.monotonic()
+            status, parsed = 0, 0
+            method, target, body, headers = "GET", path, None, {"X-API-Key": key}
+            if path.startswith("POST/"):
+                method, target = "POST", path[len("POST"):]
+                # Unique per thread and request: +1 415 2xx xxxx.
+                number = f"+1415{2000000 + offset * 100000 + i}"
+                body = json.dumps({"number": number, "firstName": "Drill"})
+                headers["Content-Type"] = "application/json"
+            try:
+                if connection is None:
+                    connection = http.client.HTTPConnection(url.hostname, url.port, timeout=15)
+                connection.request(method, prefix + target, body=body, headers=headers)
+                response = connection.getresponse()
+                body = response.read()
+                status = response.status
+                try:
+                    json.loads(body)
+                    parsed = 1
+                except ValueError:
+                    parsed = 0
+                if response.getheader("connection", "").lower() == "close":
+                    connection.close()
+                    connection = None
+            except (OSError, http.client.HTTPException):
+                # status 0: no HTTP answer at all (refused, reset, timed out)
+                if connection is not None:
+                    connection.close()
+                connection = None
+            done = time.monotonic()
+            with lock:
+                lines.append(f"{sent - started:.3f} {path} {status} {(done - sent) * 1000:.1f} {parsed}")
+
+    workers = [threading.Thread(target=worker, args=(n,)) for n in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    with open(out, "w") as f:
+        f.write(f"# start {epoch:.3f}\n" + "\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
