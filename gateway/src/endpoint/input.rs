@@ -431,3 +431,36 @@ impl<T: JsonSchema> JsonSchema for Patch<T> {
         Option::<T>::json_schema(generator)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The published pattern and the check agree on every kind of input.
+    #[test]
+    fn the_id_list_pattern_says_what_the_check_admits() {
+        let pattern = regex::Regex::new(ID_LIST_PATTERN).unwrap();
+        let id = "0f8fad5b-d9cb-469f-a165-70867728950e";
+        let many = |n: usize| vec![id; n].join(",");
+        let cases = [
+            id.to_owned(),
+            id.to_uppercase(),
+            format!("{id},{id}"),
+            many(100),
+            many(101),
+            String::new(),
+            format!("{id},"),
+            format!(",{id}"),
+            format!("{id}, {id}"),
+            format!(" {id}"),
+            "0f8fad5bd9cb469fa16570867728950e".to_owned(),
+            "{0f8fad5b-d9cb-469f-a165-70867728950e}".to_owned(),
+            "0f8fad5b-d9cb-469f-a165-70867728950g".to_owned(),
+            "0f8fad5-bd9cb-469f-a165-70867728950e".to_owned(),
+        ];
+        for case in cases {
+            assert_eq!(pattern.is_match(&case), is_id_list(&case), "{case:?}");
+        }
+        assert!(is_id_list(&many(100)) && !is_id_list(&many(101)));
+    }
+}
