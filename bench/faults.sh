@@ -6,6 +6,10 @@
 #     the others keep working, and nothing fails once it is back.
 #  3. PostgreSQL stopped and started: requests fail fast (503 JSON) while it is down and
 #     recover without restarting anything.
+#  4. The knowledgebase service killed (-9) while 50 webpage scrapes and 50 document uploads
+#     are being processed: after the restart every one ends ready, with the same number of
+#     entries as its identical siblings (none ingested twice), each page fetched once unless
+#     its job was the one cut.
 # The load: bench/faults.py, THREADS threads cycling through GET /me and GET /contacts (and,
 # in the PostgreSQL drill, POST /contacts: acknowledged writes are counted against those made) for
 # DRILL seconds; the fault starts at DOWN_AT and ends at UP_AT. Writes the "faults" section of
@@ -15,6 +19,7 @@ source "$(dirname "$0")/lib.sh"
 ensure_build_tools
 ensure_packages redis-server
 ensure_postgres
+ensure_model
 DRILL="${DRILL:-24}"
 DOWN_AT="${DOWN_AT:-6}"
 UP_AT="${UP_AT:-14}"
@@ -25,7 +30,16 @@ identity_db="$bench_db"
 crm_database="${bench_database}_crm"
 psql "$TEST_DATABASE_URL" -qc "create database $crm_database" >/dev/null
 crm_db="${TEST_DATABASE_URL%/*}/$crm_database"
-trap 'bench_end; psql "$TEST_DATABASE_URL" -qc "drop database if exists $crm_database" >/dev/null 2>&1 || true' EXIT
+kb_database="${bench_database}_kb"
+psql "$TEST_DATABASE_URL" -qc "create database $kb_database" >/dev/null
+kb_db="${TEST_DATABASE_URL%/*}/$kb_database"
+drop_extra() {
+  local database
+  for database in "$crm_database" "$kb_database"; do
+    psql "$TEST_DATABASE_URL" -qc "drop database if exists $database" >/dev/null 2>&1 || true
+  done
+}
+trap 'bench_end; drop_extra' EXIT
 
 redis_port="$(free_port)"
 start_redis() {
@@ -39,6 +53,10 @@ start_redis
 bench_serve identity "$identity_db"
 bench_serve crm "$crm_db"
 crm_pid="$SERVED_PID"
+# Loopback pages may be scraped; a job cut by the kill is taken again 3 s after its last heartbeat.
+export SWITCHBOARD_SCRAPE_ALLOW_PRIVATE=true SWITCHBOARD_JOB_LEASE_MS=3000 SWITCHBOARD_JOB_BACKOFF_MS=200
+bench_serve knowledgebase "$kb_db"
+kb_pid="$SERVED_PID"
 bench_gateway REDIS_URL="redis://127.0.0.1:$redis_port/" SWITCHBOARD_RATE_LIMIT_STANDARD=1000000000 \
   SWITCHBOARD_RATE_LIMIT_WRITE=1000000000
 
@@ -69,6 +87,61 @@ contacts_before="$(contacts)"
 drill postgres 'pg_ctlcluster 15 main stop -m fast' 'pg_ctlcluster 15 main start' POST/contacts
 contacts_after="$(contacts)"
 acknowledged="$(awk '$2 == "POST/contacts" && $3 == 201' "$work/postgres.log" | wc -l)"
+
+echo "drill: knowledgebase" >&2
+# 50 identical pages (5 paragraphs) on a local server that logs each request, 50 identical files.
+mkdir -p "$work/site" "$work/files"
+for n in $(seq 1 50); do
+  {
+    echo "<html><head><title>Page $n</title></head><body><main>"
+    for p in 1 2 3 4 5; do
+      echo "<h2>Section $p of page $n</h2><p>Harbour Bikes rents electric bicycles by the hour; section $p of page $n"
+      echo "explains day passes, helmets, locks, winter storage and puncture repair in some detail.</p>"
+    done
+    echo "</main></body></html>"
+  } >"$work/site/page-$n.html"
+  for p in 1 2 3 4 5; do
+    printf 'Document %s, part %s: the ferry to the island leaves the harbour at 23:15 on weekdays.\n\n' "$n" "$p"
+  done >"$work/files/doc-$n.txt"
+done
+site_port="$(free_port)"
+(cd "$work/site" && python3 -m http.server "$site_port" --bind 127.0.0.1 >/dev/null 2>"$work/site.log") &
+pids+=("$!")
+sleep 1
+kb="$(curl -sf -H "X-API-Key: $key" -H 'Content-Type: application/json' -d '{"name":"Drill"}' "$base/knowledgebase" \
+  | json_field '["data"]["id"]')"
+for n in $(seq 1 50); do
+  curl -sf -o /dev/null -H "X-API-Key: $key" -H 'Content-Type: application/json' \
+    -d "{\"name\":\"Page $n\",\"url\":\"http://127.0.0.1:$site_port/page-$n.html\"}" "$base/knowledgebase/$kb/webpages"
+  curl -sf -o /dev/null -H "X-API-Key: $key" -F "file=@$work/files/doc-$n.txt" "$base/knowledgebase/$kb/documents"
+done
+kill -9 "$kb_pid"
+sleep 1
+bench_serve knowledgebase "$kb_db"
+# Every source ready within 5 minutes.
+for _ in $(seq 1 300); do
+  curl -sf -H "X-API-Key: $key" "$base/knowledgebase/$kb" >"$work/kb.json" || true
+  python3 - "$work/kb.json" <<'PY' && break
+import json, sys
+data = json.load(open(sys.argv[1]))["data"]
+sources = data["webpages"] + data["documents"]
+sys.exit(0 if len(sources) == 100 and all(s["status"] in ("ready", "failed") for s in sources) else 1)
+PY
+  sleep 1
+done
+python3 - "$work/kb.json" "$work/site.log" >"$work/kb-drill.md" <<'PY'
+import collections, json, re, sys
+data = json.load(open(sys.argv[1]))["data"]
+hits = collections.Counter(re.findall(r'"GET /(page-\d+)\.html', open(sys.argv[2]).read()))
+for kind in ("webpages", "documents"):
+    sources = data[kind]
+    statuses = collections.Counter(s["status"] for s in sources)
+    entries = collections.Counter(s.get("entryCount") for s in sources)
+    print(f"| {kind} | {len(sources)} | {dict(statuses)} | {dict(entries)} |")
+fetched = collections.Counter(hits.values())
+print(f"Page fetches: {dict(sorted(fetched.items()))} (fetches per page: number of pages).")
+PY
+cat "$work/kb-drill.md" >&2
 
 python3 - "$work" "$DOWN_AT" "$UP_AT" "$THREADS" "$DRILL" "$redis_keys" "$(machine_line)" \
   "$acknowledged" "$((contacts_after - contacts_before))" >"$work/section.md" <<'PY'
@@ -120,6 +193,13 @@ print()
 print(f"After the Redis drill the rate-limit buckets are back in Redis: {redis_keys} `switchboard:ratelimit:*` key(s).")
 print(f"PostgreSQL drill writes: {acknowledged} contacts acknowledged with 201, {created} contacts created"
       f" (lost acknowledged writes: {max(0, int(acknowledged) - int(created))}).")
+print()
+print("Knowledgebase killed (-9) right after 50 webpages and 50 documents (identical within each kind) were")
+print("added, restarted 1 s later (job lease 3 s); the sources once every one had settled:")
+print()
+print("| sources | count | status | entries per source: sources |")
+print("|---|---|---|---|")
+print(open(f"{work}/kb-drill.md").read().rstrip())
 PY
 cat "$work/section.md"
 replace_section faults "$work/section.md"
