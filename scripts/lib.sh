@@ -98,10 +98,21 @@ ensure_moto() {
 # schemathesis, the OpenAPI fuzzer API clients use, in a venv of its own (pinned: its checks
 # change between releases). Exports SCHEMATHESIS.
 # A Qdrant server (../shared/bin/qdrant, or QDRANT_BIN) on loopback, free ports, its storage in
-# a scratch directory; stopped and removed when the calling script exits. Sets QDRANT_GRPC_URL.
+# a scratch directory; stopped and removed when the calling script exits. Sets QDRANT_GRPC_URL
+# (left unset, with a warning, when there is no server binary and SWITCHBOARD_REQUIRE_QDRANT is
+# not set).
 start_qdrant() {
   local bin="${QDRANT_BIN:-$SWITCHBOARD_ROOT/../shared/bin/qdrant}"
-  [ -x "$bin" ] || { echo "no Qdrant server at $bin (set QDRANT_BIN)" >&2; return 1; }
+  if [ ! -x "$bin" ]; then
+    # CI requires it (SWITCHBOARD_REQUIRE_QDRANT=1); elsewhere the Qdrant passes are left out, loudly.
+    if [ -n "${SWITCHBOARD_REQUIRE_QDRANT:-}" ]; then
+      echo "no Qdrant server at $bin (set QDRANT_BIN)" >&2
+      return 1
+    fi
+    echo "WARNING: no Qdrant server at $bin (set QDRANT_BIN): the Qdrant-server tests are NOT run" >&2
+    unset QDRANT_GRPC_URL
+    return 0
+  fi
   QDRANT_DIR="$(mktemp -d)"
   local http grpc
   http="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
