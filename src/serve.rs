@@ -28,12 +28,7 @@ pub async fn run(file: FileConfig, component: &str) -> anyhow::Result<()> {
     if component == "gateway" {
         let gateway = switchboard_gateway::start(config::gateway(&file, peers)?).await?;
         println!("gateway listening on http://{}/v1", gateway.address);
-        let mut stop = stop;
-        while !*stop.borrow() {
-            if stop.changed().await.is_err() {
-                break;
-            }
-        }
+        let _ = stop.clone().wait_for(|stop| *stop).await;
         gateway.shutdown().await;
         return Ok(());
     }

@@ -85,6 +85,11 @@ impl Drop for InFlight {
 impl App {
     pub fn new(config: GatewayConfig, in_flight: Arc<AtomicUsize>) -> anyhow::Result<Self> {
         let endpoints = crate::api::endpoints();
+        let redis = config
+            .redis_url
+            .as_deref()
+            .map(|url| crate::redis_client::RedisClient::connect(url, config.redis_timeout))
+            .transpose()?;
         Ok(Self {
             openapi: openapi::document_bytes()?,
             skill: Bytes::from(openapi::skill(&endpoints)),
@@ -92,8 +97,8 @@ impl App {
             router: Router::new(endpoints),
             auth: Authenticator::new(config.auth_cache_ttl),
             scoper: Scoper::new(config.auth_cache_ttl),
-            limiter: RateLimiter::new(&config)?,
-            idempotency: Idempotency::new(config.redis_url.as_deref(), config.redis_timeout)?,
+            limiter: RateLimiter::new(&config, redis.clone()),
+            idempotency: Idempotency::new(redis),
             metrics: crate::metrics::GatewayMetrics::new(),
             services: OnceCell::new(),
             in_flight,
@@ -165,9 +170,9 @@ impl App {
             self.read_body(route, session, ctx, &mut raw).await?;
             return route.run(*call, raw).await;
         };
-        let fingerprint = self.read_body(route, session, ctx, &mut raw).await?;
+        self.read_body(route, session, ctx, &mut raw).await?;
         let path_and_query = session.req_header().uri.path_and_query().map_or(path.as_str(), |p| p.as_str());
-        let fingerprint = idempotency::fingerprint(route.method.as_str(), path_and_query, &fingerprint);
+        let fingerprint = idempotency::fingerprint(route.method.as_str(), path_and_query, &body_identity(&raw));
         let claim = match self.idempotency.begin(&request.principal.team.id, &key, &fingerprint).await {
             // Neither the rate limit nor a service sees a replay.
             Begin::Replay(kept) => return Ok(kept.replay()),
@@ -184,39 +189,32 @@ impl App {
         Ok(reply)
     }
 
-    /// Reads the body the route takes into `raw`; answers the bytes that tell it apart from
-    /// another body for an `Idempotency-Key`.
+    /// Reads the body the route takes into `raw`.
     async fn read_body(
         &self,
         route: &Endpoint,
         session: &mut Session,
         ctx: &mut RequestCtx,
         raw: &mut RawInput,
-    ) -> Result<Vec<u8>, ServiceError> {
+    ) -> Result<(), ServiceError> {
         match route.body {
-            BodyKind::Json => {
-                raw.body = self.read_json(session, ctx).await?;
-                Ok(raw.body.as_ref().map(|body| serde_json::to_vec(body).unwrap_or_default()).unwrap_or_default())
-            }
+            BodyKind::Json => raw.body = self.read_json(session, ctx).await?,
             // A body an operation does not take is still read: a non-JSON one is refused as
             // anywhere else, and the connection stays usable.
             BodyKind::None if route.method != Method::Get && route.method != Method::Delete => {
                 self.read_json(session, ctx).await?;
-                Ok(Vec::new())
             }
-            BodyKind::None => Ok(Vec::new()),
+            BodyKind::None => {}
             BodyKind::Multipart => {
                 let limit = self.config.max_upload_bytes.saturating_add(UPLOAD_ENVELOPE_BYTES);
                 let read = crate::body::read_upload(session, limit).await;
                 if read.is_err() {
                     ctx.close = true;
                 }
-                let upload = read?;
-                let fingerprint = idempotency::without_boundary(&upload.body, &upload.boundary);
-                raw.upload = Some(upload);
-                Ok(fingerprint)
+                raw.upload = Some(read?);
             }
         }
+        Ok(())
     }
 
     async fn read_json(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<Option<Value>, ServiceError> {
@@ -332,6 +330,16 @@ fn reply_of(answered: HandlerResult, request_id: &str) -> Reply {
         }
         Reply::error(&error)
     })
+}
+
+/// The bytes that tell a request's body apart from another for an `Idempotency-Key`: the JSON
+/// as parsed, or the upload without its boundary. Only computed for requests with a key.
+fn body_identity(raw: &RawInput) -> Vec<u8> {
+    match (&raw.body, &raw.upload) {
+        (Some(body), _) => serde_json::to_vec(body).unwrap_or_default(),
+        (None, Some(upload)) => idempotency::without_boundary(&upload.body, &upload.boundary),
+        (None, None) => Vec::new(),
+    }
 }
 
 /// The checked `Idempotency-Key` of a write, if it has one (reads need none: they are

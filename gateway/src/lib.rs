@@ -20,6 +20,7 @@ mod mcp;
 mod metrics;
 pub mod openapi;
 pub mod playback;
+mod redis_client;
 mod router;
 mod scope;
 pub mod server;

@@ -176,9 +176,8 @@ pub struct Idempotency {
 }
 
 impl Idempotency {
-    pub fn new(redis_url: Option<&str>, timeout: Duration) -> anyhow::Result<Self> {
-        let redis = redis_url.map(|url| redis::RedisStore::new(url, timeout)).transpose()?;
-        Ok(Self { memory: memory::MemoryStore::default(), redis })
+    pub fn new(redis: Option<std::sync::Arc<crate::redis_client::RedisClient>>) -> Self {
+        Self { memory: memory::MemoryStore::default(), redis: redis.map(redis::RedisStore::new) }
     }
 
     /// Claims `key` of `team_id` for a request with `fingerprint`, or says why not.

@@ -1,13 +1,12 @@
 //! Keys in Redis, shared by every gateway replica. A claim is one script call (take the key
 //! unless it is taken, else return what holds it); settling compares the claim before it
-//! writes, so a claim that expired and was taken again is never overwritten.
+//! writes, so a claim that expired and was taken again is never overwritten. When Redis cannot
+//! answer in time ([`RedisClient`]) the keys are kept in process.
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use switchboard_kit::time::now_ms;
+use crate::redis_client::RedisClient;
 
 use super::{CLAIM_FOR, KEEP_FOR, Record};
 
@@ -36,46 +35,24 @@ end
 return 1
 ";
 
-/// After a failed call, Redis is left alone this long (the in-process store answers).
-const SKIP_AFTER_FAILURE_MS: i64 = 1_000;
-
 pub struct RedisStore {
-    connection: ConnectionManager,
+    redis: Arc<RedisClient>,
     claim: redis::Script,
     settle: redis::Script,
-    timeout: Duration,
-    skip_until_ms: AtomicI64,
 }
 
 impl RedisStore {
-    pub fn new(url: &str, timeout: Duration) -> anyhow::Result<Self> {
-        let client = redis::Client::open(url).context("parsing REDIS_URL")?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(Duration::from_millis(250)))
-            .set_response_timeout(Some(timeout))
-            .set_number_of_retries(1);
-        let connection =
-            ConnectionManager::new_lazy_with_config(client, config).context("creating the Redis connection manager")?;
-        Ok(Self {
-            connection,
-            claim: redis::Script::new(CLAIM),
-            settle: redis::Script::new(SETTLE),
-            timeout,
-            skip_until_ms: AtomicI64::new(0),
-        })
+    pub fn new(redis: Arc<RedisClient>) -> Self {
+        Self { redis, claim: redis::Script::new(CLAIM), settle: redis::Script::new(SETTLE) }
     }
 
     /// `Some(None)` when claimed, `Some(Some(record))` when the slot is held, `None` when
     /// Redis did not answer in time.
     pub async fn claim(&self, slot: &str, running: &Record) -> Option<Option<Record>> {
-        if now_ms() < self.skip_until_ms.load(Ordering::Relaxed) {
-            return None;
-        }
         let value = serde_json::to_string(running).ok()?;
         let mut invocation = self.claim.key(slot);
         invocation.arg(value).arg(millis(CLAIM_FOR));
-        let mut connection = self.connection.clone();
-        let held = self.answer(invocation.invoke_async::<Option<String>>(&mut connection)).await?;
+        let held: Option<String> = self.redis.run(&invocation).await?;
         match held.map(|held| serde_json::from_str::<Record>(&held)).transpose() {
             Ok(record) => Some(record),
             Err(error) => {
@@ -95,24 +72,8 @@ impl RedisStore {
         };
         let mut invocation = self.settle.key(slot);
         invocation.arg(running).arg(done).arg(millis(KEEP_FOR));
-        let mut connection = self.connection.clone();
         // A claim that cannot be settled expires after CLAIM_FOR.
-        let _ = self.answer(invocation.invoke_async::<i64>(&mut connection)).await;
-    }
-
-    async fn answer<T>(&self, call: impl Future<Output = redis::RedisResult<T>>) -> Option<T> {
-        let span = switchboard_kit::telemetry::redis_span("EVALSHA");
-        match tokio::time::timeout(self.timeout, tracing::Instrument::instrument(call, span)).await {
-            Ok(Ok(value)) => Some(value),
-            Ok(Err(error)) => self.failed(&error.to_string()),
-            Err(_) => self.failed(&format!("no answer within {:?}", self.timeout)),
-        }
-    }
-
-    fn failed<T>(&self, reason: &str) -> Option<T> {
-        self.skip_until_ms.store(now_ms() + SKIP_AFTER_FAILURE_MS, Ordering::Relaxed);
-        tracing::warn!(%reason, "Redis unavailable for idempotency keys; keeping them in process");
-        None
+        let _: Option<i64> = self.redis.run(&invocation).await;
     }
 }
 

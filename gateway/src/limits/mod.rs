@@ -18,6 +18,7 @@ pub use bucket::Decision;
 pub use headers::{rate_limit_headers, too_many_requests};
 
 use crate::config::GatewayConfig;
+use crate::redis_client::RedisClient;
 
 pub const WINDOW_MS: i64 = 60_000;
 
@@ -84,12 +85,9 @@ pub struct RateLimiter {
 }
 
 impl RateLimiter {
-    pub fn new(config: &GatewayConfig) -> anyhow::Result<Arc<Self>> {
-        let redis = match &config.redis_url {
-            Some(url) => Some(redis::RedisBuckets::new(url, config.redis_timeout)?),
-            None => None,
-        };
-        Ok(Arc::new(Self { limits: config.rate_limits, local: local::LocalBuckets::default(), redis }))
+    pub fn new(config: &GatewayConfig, redis: Option<Arc<RedisClient>>) -> Arc<Self> {
+        let redis = redis.map(redis::RedisBuckets::new);
+        Arc::new(Self { limits: config.rate_limits, local: local::LocalBuckets::default(), redis })
     }
 
     /// Takes a token from the team's bucket of this class.

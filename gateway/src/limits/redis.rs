@@ -1,8 +1,6 @@
 //! Buckets in Redis, shared by every gateway replica. One Lua script reads the server's
 //! clock, refills, takes tokens and writes back atomically; gateway clocks never matter.
-//! A call that errors or takes longer than the configured timeout (50 ms by default) is
-//! answered by the in-process limiter instead, and Redis is skipped for a second before it
-//! is tried again, so an outage costs one timeout a second, not one per request.
+//! When Redis cannot answer in time ([`RedisClient`]) the in-process limiter answers instead.
 //!
 //! Requests for one bucket that arrive while a script call for it is in flight wait and
 //! are then served together by one call that asks for as many tokens as there are
@@ -10,16 +8,12 @@
 //! instead of one per request, and no token is ever granted that a one-by-one run would
 //! have refused.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::time::Duration;
-
-use anyhow::Context;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use switchboard_kit::time::now_ms;
+use std::sync::Arc;
 
 use super::bucket::Decision;
 use super::{RateClass, WINDOW_MS};
 use crate::combine::Combiner;
+use crate::redis_client::RedisClient;
 
 /// KEYS[1] the bucket; ARGV limit, window (ms), requested tokens. Answers
 /// `{granted, tokens left, reset (ms), now (ms)}`.
@@ -46,14 +40,9 @@ redis.call('PEXPIREAT', KEYS[1], reset)
 return {granted, tokens, reset, now}
 ";
 
-const SKIP_AFTER_FAILURE_MS: i64 = 1_000;
-
 pub struct RedisBuckets {
-    connection: ConnectionManager,
+    redis: Arc<RedisClient>,
     script: redis::Script,
-    timeout: Duration,
-    skip_until_ms: AtomicI64,
-    failing: AtomicBool,
     /// Batches the requests of one bucket into one script call.
     combiner: Combiner<String, Option<Decision>>,
 }
@@ -78,30 +67,13 @@ impl Grant {
 }
 
 impl RedisBuckets {
-    /// Connects lazily: a Redis that is down at start is tried again on later requests.
-    pub fn new(url: &str, timeout: Duration) -> anyhow::Result<Self> {
-        let client = redis::Client::open(url).context("parsing REDIS_URL")?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(Duration::from_millis(250)))
-            .set_response_timeout(Some(timeout))
-            .set_number_of_retries(1)
-            .set_min_delay(Duration::from_millis(50))
-            .set_max_delay(Duration::from_millis(500));
-        let connection =
-            ConnectionManager::new_lazy_with_config(client, config).context("creating the Redis connection manager")?;
-        Ok(Self {
-            connection,
-            script: redis::Script::new(SCRIPT),
-            timeout,
-            skip_until_ms: AtomicI64::new(0),
-            failing: AtomicBool::new(false),
-            combiner: Combiner::default(),
-        })
+    pub fn new(redis: Arc<RedisClient>) -> Self {
+        Self { redis, script: redis::Script::new(SCRIPT), combiner: Combiner::default() }
     }
 
     /// The shared decision, or `None` when Redis cannot give one in time.
     pub async fn take(&self, team_id: &str, class: RateClass, limit: u32) -> Option<Decision> {
-        if now_ms() < self.skip_until_ms.load(Ordering::Relaxed) {
+        if self.redis.skipping() {
             return None;
         }
         let key = format!("switchboard:ratelimit:{}:{team_id}", class.name());
@@ -118,35 +90,18 @@ impl RedisBuckets {
 
     /// One script call for `wanted` tokens.
     async fn call(&self, key: &str, limit: u32, wanted: u32) -> Option<Grant> {
-        let mut connection = self.connection.clone();
         let mut invocation = self.script.key(key);
         invocation.arg(limit).arg(WINDOW_MS).arg(wanted);
-        let script = invocation.invoke_async::<Vec<i64>>(&mut connection);
-        let span = switchboard_kit::telemetry::redis_span("EVALSHA");
-        let outcome = tokio::time::timeout(self.timeout, tracing::Instrument::instrument(script, span)).await;
-        let reply = match outcome {
-            Ok(Ok(reply)) if reply.len() == 4 => reply,
-            Ok(Ok(reply)) => return self.failed(format!("unexpected script reply {reply:?}")),
-            Ok(Err(error)) => return self.failed(error.to_string()),
-            Err(_) => return self.failed(format!("no answer within {:?}", self.timeout)),
+        let reply: Vec<i64> = self.redis.run(&invocation).await?;
+        let [granted, left, reset_at_ms, now_ms] = reply[..] else {
+            return self.redis.failed(&format!("unexpected script reply {reply:?}"));
         };
-        if self.failing.swap(false, Ordering::Relaxed) {
-            tracing::info!("Redis answers again; rate limits are shared across replicas again");
-        }
         Some(Grant {
-            granted: u32::try_from(reply[0]).unwrap_or(0).min(wanted),
-            left: u32::try_from(reply[1]).unwrap_or(0),
-            reset_at_ms: reply[2],
-            now_ms: reply[3],
+            granted: u32::try_from(granted).unwrap_or(0).min(wanted),
+            left: u32::try_from(left).unwrap_or(0),
+            reset_at_ms,
+            now_ms,
         })
-    }
-
-    fn failed<T>(&self, reason: String) -> Option<T> {
-        self.skip_until_ms.store(now_ms() + SKIP_AFTER_FAILURE_MS, Ordering::Relaxed);
-        if !self.failing.swap(true, Ordering::Relaxed) {
-            tracing::warn!(%reason, "Redis rate limiter unavailable; using the in-process limiter");
-        }
-        None
     }
 }
 

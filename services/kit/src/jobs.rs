@@ -212,6 +212,23 @@ pub struct Runner {
     component: &'static str,
 }
 
+/// Runs `work` at once and then every `interval` until the task is aborted; a failure is logged
+/// as `what` failed.
+fn every<F, Fut>(interval: Duration, what: &'static str, runner: Arc<Runner>, work: F) -> tokio::task::JoinHandle<()>
+where
+    F: Fn(Arc<Runner>) -> Fut + Send + 'static,
+    Fut: Future<Output = anyhow::Result<()>> + Send,
+{
+    tokio::spawn(async move {
+        loop {
+            if let Err(error) = work(runner.clone()).await {
+                tracing::warn!(error = format!("{error:#}"), "{what} failed");
+            }
+            tokio::time::sleep(interval).await;
+        }
+    })
+}
+
 /// How often the queue's depth and age are sampled for the metrics.
 const QUEUE_SAMPLE_EVERY: Duration = Duration::from_secs(15);
 
@@ -250,29 +267,13 @@ impl Runner {
             let shutdown = shutdown.clone();
             workers.push(tokio::spawn(async move { runner.work(shutdown).await }));
         }
-        let pruner = {
-            let runner = runner.clone();
-            tokio::spawn(async move {
-                loop {
-                    if let Err(error) = runner.prune().await {
-                        tracing::warn!(error = format!("{error:#}"), "pruning old jobs failed");
-                    }
-                    tokio::time::sleep(Duration::from_secs(600)).await;
-                }
-            })
-        };
-        let sampler = {
-            let runner = runner.clone();
-            tokio::spawn(async move {
-                loop {
-                    match runner.queues().await {
-                        Ok(queues) => crate::metrics::record_queues(runner.component, queues),
-                        Err(error) => tracing::warn!(error = format!("{error:#}"), "sampling the job queue failed"),
-                    }
-                    tokio::time::sleep(QUEUE_SAMPLE_EVERY).await;
-                }
-            })
-        };
+        let pruner = every(Duration::from_secs(600), "pruning old jobs", runner.clone(), |runner| async move {
+            runner.prune().await
+        });
+        let sampler = every(QUEUE_SAMPLE_EVERY, "sampling the job queue", runner.clone(), |runner| async move {
+            crate::metrics::record_queues(runner.component, runner.queues().await?);
+            Ok(())
+        });
         let _ = shutdown.wait_for(|stop| *stop).await;
         for worker in workers {
             let _ = worker.await;

@@ -122,28 +122,23 @@ fn register_gauges() {
             .u64_observable_gauge("switchboard.jobs.queued")
             .with_description("Background jobs waiting or running, by component and kind (sampled every 15 s).")
             .with_unit("{job}")
-            .with_callback(|observer| {
-                with_observed(|observed| {
-                    for ((component, kind), (count, _)) in &observed.queues {
-                        let labels = [KeyValue::new("component", *component), KeyValue::new("kind", kind.clone())];
-                        observer.observe(*count, &labels);
-                    }
-                });
-            })
+            .with_callback(|observer| each_queue(|labels, count, _| observer.observe(count, labels)))
             .build();
         meter
             .f64_observable_gauge("switchboard.jobs.oldest_age")
             .with_description("Age of the oldest waiting or running job, by component and kind (sampled every 15 s).")
             .with_unit("s")
-            .with_callback(|observer| {
-                with_observed(|observed| {
-                    for ((component, kind), (_, age)) in &observed.queues {
-                        let labels = [KeyValue::new("component", *component), KeyValue::new("kind", kind.clone())];
-                        observer.observe(*age, &labels);
-                    }
-                });
-            })
+            .with_callback(|observer| each_queue(|labels, _, age| observer.observe(age, labels)))
             .build();
+    });
+}
+
+/// Calls `f` with the labels (component, kind), job count and oldest age of every sampled queue.
+fn each_queue(mut f: impl FnMut(&[KeyValue], u64, f64)) {
+    with_observed(|observed| {
+        for ((component, kind), (count, age)) in &observed.queues {
+            f(&[KeyValue::new("component", *component), KeyValue::new("kind", kind.clone())], *count, *age);
+        }
     });
 }
 
@@ -292,11 +287,7 @@ pub async fn serve_admin(listener: tokio::net::TcpListener, mut stop: tokio::syn
         )
         .route("/healthz", get(|| async { "ok" }));
     let stopped = async move {
-        while !*stop.borrow() {
-            if stop.changed().await.is_err() {
-                break;
-            }
-        }
+        let _ = stop.wait_for(|stop| *stop).await;
     };
     if let Err(error) = axum::serve(listener, app).with_graceful_shutdown(stopped).await {
         tracing::warn!(%error, "the admin server stopped");
