@@ -81,18 +81,36 @@ PY
   rm -rf "$download"
 }
 
-# moto's S3-compatible server, for the tests of the S3 object-storage backend; in a venv of
-# its own so that no system Python is touched. Exports SWITCHBOARD_TEST_MOTO_SERVER.
-ensure_moto() {
-  local venv="$HOME/.cache/switchboard/moto-venv"
-  if [ ! -x "$venv/bin/moto_server" ]; then
+# A Python venv of its own under ~/.cache/switchboard (no system Python is touched), made
+# again unless `ready` (a command run with the venv's directory appended) succeeds.
+# Usage: python_venv <name> <ready command> <pip requirement> <what it is for>
+python_venv() {
+  local venv="$HOME/.cache/switchboard/$1" ready="$2" requirement="$3" what="$4"
+  if ! $ready "$venv" >/dev/null 2>&1; then
     python3 -m venv --help >/dev/null 2>&1 && python3 -c 'import ensurepip' >/dev/null 2>&1 || ensure_packages python3-venv
     rm -rf "$venv"
     python3 -m venv "$venv"
-    echo "installing moto[server] (the S3 emulator the tests use)" >&2
-    "$venv/bin/pip" install --quiet --disable-pip-version-check 'moto[server]==5.*'
+    echo "installing $requirement ($what)" >&2
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "$requirement"
   fi
-  export SWITCHBOARD_TEST_MOTO_SERVER="$venv/bin/moto_server"
+}
+
+has_moto_server() { [ -x "$1/bin/moto_server" ]; }
+imports_standardwebhooks() { "$1/bin/python" -c 'import standardwebhooks'; }
+
+# moto's S3-compatible server, for the tests of the S3 object-storage backend. Exports
+# SWITCHBOARD_TEST_MOTO_SERVER.
+ensure_moto() {
+  python_venv moto-venv has_moto_server 'moto[server]==5.*' "the S3 emulator the tests use"
+  export SWITCHBOARD_TEST_MOTO_SERVER="$HOME/.cache/switchboard/moto-venv/bin/moto_server"
+}
+
+# The Standard Webhooks reference library, with which the webhook tests verify signatures as a
+# receiver would. Exports SWITCHBOARD_TEST_WEBHOOK_PYTHON.
+ensure_standardwebhooks() {
+  python_venv standardwebhooks-venv imports_standardwebhooks 'standardwebhooks==1.*' \
+    "the reference verifier the webhook tests use"
+  export SWITCHBOARD_TEST_WEBHOOK_PYTHON="$HOME/.cache/switchboard/standardwebhooks-venv/bin/python"
 }
 
 # schemathesis, the OpenAPI fuzzer API clients use, in a venv of its own (pinned: its checks

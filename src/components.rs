@@ -16,13 +16,17 @@ use switchboard_kit::db::{Db, Migrations};
 use switchboard_kit::grpc::{Channel, ServiceAccess};
 use switchboard_kit::jobs::{Runner, RunnerConfig};
 use switchboard_kit::objects::Objects;
-use switchboard_kit::peers::{AGENTS, CONVERSATIONS, CRM, IDENTITY, KNOWLEDGEBASE, Peers, ServiceInfo};
+use switchboard_kit::outbox::Relay;
+use switchboard_kit::peers::{AGENTS, CONVERSATIONS, CRM, IDENTITY, KNOWLEDGEBASE, Peers, ServiceInfo, WEBHOOKS};
 use switchboard_kit::phone::PhoneRules;
 use switchboard_proto::v1::agents_service_client::AgentsServiceClient;
 use switchboard_proto::v1::identity_service_client::IdentityServiceClient;
 use switchboard_proto::v1::knowledgebase_service_client::KnowledgebaseServiceClient;
+use switchboard_proto::v1::webhooks_service_client::WebhooksServiceClient;
+use switchboard_webhooks::WebhookStore;
+use switchboard_webhooks::deliver::Deliverer;
 use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tonic::service::Routes;
 
 use crate::config::{self, FileConfig};
@@ -49,6 +53,12 @@ impl Context {
         self.peers.channel(service, PEER_TIMEOUT)
     }
 
+    /// Hands the events a service writes to its outbox to the webhooks service.
+    fn relay(&self, db: &Db) -> anyhow::Result<Background> {
+        let relay = Relay::new(db.clone(), WebhooksServiceClient::new(self.channel(&WEBHOOKS)?));
+        Ok(Box::new(move |stop| Box::pin(relay.run(stop))))
+    }
+
     /// The service's database: in `dev` its SQLite file; otherwise `DATABASE_URL`, the
     /// section's `database_url`, or the SQLite file.
     pub fn database_url(&self, service: &ServiceInfo) -> anyhow::Result<String> {
@@ -66,7 +76,7 @@ pub struct Registered {
     pub build: fn(Context) -> BoxFuture<anyhow::Result<Component>>,
 }
 
-pub const REGISTRY: [Registered; 5] = [
+pub const REGISTRY: [Registered; 6] = [
     Registered {
         info: &IDENTITY,
         migrations: &switchboard_identity::MIGRATIONS,
@@ -88,6 +98,11 @@ pub const REGISTRY: [Registered; 5] = [
         build: |context| Box::pin(conversations(context)),
     },
     Registered { info: &CRM, migrations: &switchboard_crm::MIGRATIONS, build: |context| Box::pin(crm(context)) },
+    Registered {
+        info: &WEBHOOKS,
+        migrations: &switchboard_webhooks::MIGRATIONS,
+        build: |context| Box::pin(webhooks(context)),
+    },
 ];
 
 pub fn find(name: &str) -> Option<&'static Registered> {
@@ -145,6 +160,7 @@ async fn knowledgebase(context: Context) -> anyhow::Result<Component> {
         background: vec![
             Box::new(move |stop| Box::pin(sync.drain(stop))),
             Box::new(move |stop| Box::pin(runner.run(stop))),
+            context.relay(&db)?,
         ],
         databases: vec![db],
     })
@@ -165,7 +181,22 @@ async fn crm(context: Context) -> anyhow::Result<Component> {
     let store = CrmStore::open(&context.database_url(&CRM)?, PhoneRules::from_env()?).await?;
     let routes =
         switchboard_crm::service::routes(store.clone(), IdentityServiceClient::new(context.channel(&IDENTITY)?));
-    Ok(Component { info: &CRM, routes, background: Vec::new(), databases: vec![store.db().clone()] })
+    let background = vec![context.relay(store.db())?];
+    Ok(Component { info: &CRM, routes, background, databases: vec![store.db().clone()] })
+}
+
+async fn webhooks(context: Context) -> anyhow::Result<Component> {
+    let store = WebhookStore::open(&context.database_url(&WEBHOOKS)?).await?;
+    let settings = switchboard_webhooks::Settings::from_env();
+    let wake = Arc::new(Notify::new());
+    let deliverer = Deliverer::new(store.clone(), settings.clone(), wake.clone())?;
+    let routes = switchboard_webhooks::service::routes(store.clone(), settings, wake);
+    Ok(Component {
+        info: &WEBHOOKS,
+        routes,
+        background: vec![Box::new(move |stop| Box::pin(deliverer.run(stop)))],
+        databases: vec![store.db().clone()],
+    })
 }
 
 impl Component {

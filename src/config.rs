@@ -31,6 +31,8 @@ pub struct FileConfig {
     pub conversations: ServiceFile,
     #[serde(default)]
     pub crm: ServiceFile,
+    #[serde(default)]
+    pub webhooks: ServiceFile,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -106,6 +108,7 @@ impl FileConfig {
             "agents" => plain(&self.agents),
             "conversations" => plain(&self.conversations),
             "crm" => plain(&self.crm),
+            "webhooks" => plain(&self.webhooks),
             "knowledgebase" => Section {
                 listen: self.knowledgebase.listen.as_ref(),
                 database_url: self.knowledgebase.database_url.as_ref(),

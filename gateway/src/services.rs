@@ -6,12 +6,13 @@
 use std::sync::Arc;
 
 use switchboard_kit::grpc::Channel;
-use switchboard_kit::peers::{AGENTS, CONVERSATIONS, CRM, IDENTITY, KNOWLEDGEBASE};
+use switchboard_kit::peers::{AGENTS, CONVERSATIONS, CRM, IDENTITY, KNOWLEDGEBASE, WEBHOOKS};
 use switchboard_proto::v1::agents_service_client::AgentsServiceClient;
 use switchboard_proto::v1::conversations_service_client::ConversationsServiceClient;
 use switchboard_proto::v1::crm_service_client::CrmServiceClient;
 use switchboard_proto::v1::identity_service_client::IdentityServiceClient;
 use switchboard_proto::v1::knowledgebase_service_client::KnowledgebaseServiceClient;
+use switchboard_proto::v1::webhooks_service_client::WebhooksServiceClient;
 use switchboard_proto::v1::{GetIdentityRequest, Identity};
 
 use crate::combine::Combiner;
@@ -24,6 +25,7 @@ pub struct Services {
     pub knowledgebase: KnowledgebaseServiceClient<Channel>,
     pub conversations: ConversationsServiceClient<Channel>,
     pub crm: CrmServiceClient<Channel>,
+    pub webhooks: WebhooksServiceClient<Channel>,
     /// `GET /me` is what clients poll (dashboards, agents confirming their key): requests of
     /// one team that arrive while its identity is being read share the next read.
     identity_reads: Arc<Combiner<String, Result<Identity, tonic::Status>>>,
@@ -41,6 +43,7 @@ impl Services {
             conversations: ConversationsServiceClient::new(peers.channel(&CONVERSATIONS, timeout)?)
                 .max_decoding_message_size(64 * 1024 * 1024),
             crm: CrmServiceClient::new(peers.channel(&CRM, timeout)?).max_decoding_message_size(64 * 1024 * 1024),
+            webhooks: WebhooksServiceClient::new(peers.channel(&WEBHOOKS, timeout)?),
             identity_reads: Arc::default(),
         })
     }

@@ -11,7 +11,7 @@ use crate::agents::{create_agent, id};
 use crate::common::{Api, Stack};
 use crate::knowledgebase::create_knowledgebase;
 
-const ENV: &[(&str, &str)] = &[
+pub const ENV: &[(&str, &str)] = &[
     ("SWITCHBOARD_RATE_LIMIT_WRITE", "100000"),
     ("SWITCHBOARD_RATE_LIMIT_SEARCH", "100000"),
     ("SWITCHBOARD_RATE_LIMIT_STANDARD", "100000"),
@@ -20,7 +20,7 @@ const ENV: &[(&str, &str)] = &[
     ("SWITCHBOARD_JOB_BACKOFF_MS", "200"),
 ];
 
-const FAQ: &str = r#"<html><head><title>Acme FAQ</title><script>var hidden = "tracking-script-text";</script></head>
+pub const FAQ: &str = r#"<html><head><title>Acme FAQ</title><script>var hidden = "tracking-script-text";</script></head>
 <body><nav><a href="/">Home</a> Navigation menu entry</nav>
 <div class="cookie-banner">We use cookies. Accept all cookies?</div>
 <main><h1>Acme FAQ</h1>
@@ -29,10 +29,10 @@ const FAQ: &str = r#"<html><head><title>Acme FAQ</title><script>var hidden = "tr
 </main><footer>Copyright Acme</footer></body></html>"#;
 
 /// `path → (status, content type, body)`; tests change it between scrapes.
-type Pages = Arc<Mutex<HashMap<String, (u16, String, String)>>>;
+pub type Pages = Arc<Mutex<HashMap<String, (u16, String, String)>>>;
 
 /// A small HTTP/1.1 server on loopback serving `pages`; anything else is a 404.
-async fn web_server(pages: Pages) -> String {
+pub async fn web_server(pages: Pages) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     tokio::spawn(async move {
@@ -57,12 +57,12 @@ async fn web_server(pages: Pages) -> String {
     format!("http://{address}")
 }
 
-fn page(pages: &Pages, path: &str, status: u16, content_type: &str, body: &str) {
+pub fn page(pages: &Pages, path: &str, status: u16, content_type: &str, body: &str) {
     pages.lock().unwrap().insert(path.to_owned(), (status, content_type.to_owned(), body.to_owned()));
 }
 
 /// Polls a webpage or document until it is no longer updating.
-async fn settled(api: &Api, path: &str) -> Value {
+pub async fn settled(api: &Api, path: &str) -> Value {
     for _ in 0..300 {
         let current = api.get(path).await.expect(200)["data"].clone();
         if current["isUpdating"] == false {

@@ -27,3 +27,4 @@ mod replicas;
 mod scoping;
 mod sources;
 mod telemetry;
+mod webhooks;

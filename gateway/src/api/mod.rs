@@ -9,12 +9,14 @@ pub mod calls;
 pub mod chats;
 pub mod contacts;
 pub mod custom_fields;
+pub mod events;
 pub mod identity;
 pub mod knowledge;
 pub mod paging;
 pub mod sources;
 pub mod tags;
 pub mod time;
+pub mod webhooks;
 
 use crate::endpoint::Endpoint;
 
@@ -30,6 +32,7 @@ pub mod groups {
     pub const BOARDS: &str = "Boards";
     pub const TAGS: &str = "Tags";
     pub const AGENCY: &str = "Agency";
+    pub const WEBHOOKS: &str = "Webhooks";
 }
 
 /// Every public operation.
@@ -45,6 +48,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         boards::endpoints(),
         tags::endpoints(),
         agency::endpoints(),
+        webhooks::endpoints(),
     ]
     .into_iter()
     .flatten()

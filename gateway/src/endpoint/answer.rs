@@ -71,6 +71,19 @@ impl<T> Updated<T> {
     }
 }
 
+/// `202 {data, message}`: work was queued (`data` is it as queued).
+#[derive(Serialize)]
+pub struct Accepted<T> {
+    pub data: T,
+    pub message: &'static str,
+}
+
+impl<T> Accepted<T> {
+    pub fn new(data: T, message: &'static str) -> Self {
+        Self { data, message }
+    }
+}
+
 /// Where a page lies in a paged list.
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -112,6 +125,9 @@ impl<T: Serialize + JsonSchema + Send + 'static> Answer for Created<T> {
 }
 impl<T: Serialize + JsonSchema + Send + 'static> Answer for Updated<T> {
     const STATUS: u16 = 200;
+}
+impl<T: Serialize + JsonSchema + Send + 'static> Answer for Accepted<T> {
+    const STATUS: u16 = 202;
 }
 impl<T: Serialize + JsonSchema + Send + 'static> Answer for Page<T> {
     const STATUS: u16 = 200;
@@ -187,6 +203,20 @@ impl<T: JsonSchema> JsonSchema for Created<T> {
 }
 
 impl<T: JsonSchema> JsonSchema for Updated<T> {
+    fn schema_name() -> Cow<'static, str> {
+        Created::<T>::schema_name()
+    }
+
+    fn schema_id() -> Cow<'static, str> {
+        Created::<T>::schema_id()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        written::<T>(generator)
+    }
+}
+
+impl<T: JsonSchema> JsonSchema for Accepted<T> {
     fn schema_name() -> Cow<'static, str> {
         Created::<T>::schema_name()
     }

@@ -19,7 +19,7 @@ use schemars::Schema;
 use switchboard_kit::ServiceResult;
 use switchboard_proto::v1::AccessConfig;
 
-pub use answer::{Answer, Created, Data, List, Page, Updated};
+pub use answer::{Accepted, Answer, Created, Data, List, Page, Updated};
 pub use input::{BodyKind, Form, Id, IdList, Input, Json, NoBody, Nothing, Patch, RawInput, RequestBody};
 
 use crate::call::{Call, HandlerResult};

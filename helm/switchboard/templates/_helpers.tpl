@@ -19,6 +19,7 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 - { name: SWITCHBOARD_KNOWLEDGEBASE_URL, value: "http://{{ .Release.Name }}-knowledgebase:{{ .Values.knowledgebase.port }}" }
 - { name: SWITCHBOARD_CONVERSATIONS_URL, value: "http://{{ .Release.Name }}-conversations:{{ .Values.conversations.port }}" }
 - { name: SWITCHBOARD_CRM_URL, value: "http://{{ .Release.Name }}-crm:{{ .Values.crm.port }}" }
+- { name: SWITCHBOARD_WEBHOOKS_URL, value: "http://{{ .Release.Name }}-webhooks:{{ .Values.webhooks.port }}" }
 - { name: SWITCHBOARD_ADMIN_LISTEN, value: "0.0.0.0:{{ .Values.metrics.port }}" }
 {{- end -}}
 

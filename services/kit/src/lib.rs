@@ -4,6 +4,7 @@
 
 pub mod apikey;
 pub mod db;
+pub mod egress;
 pub mod error;
 pub mod grpc;
 pub mod jobs;
@@ -11,6 +12,7 @@ pub mod limits;
 pub mod listing;
 pub mod metrics;
 pub mod objects;
+pub mod outbox;
 pub mod peers;
 pub mod phone;
 pub mod recent;

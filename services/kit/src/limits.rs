@@ -259,3 +259,9 @@ mod tests {
         assert!(SEARCH_THRESHOLD.check("threshold", 1.0).is_none());
     }
 }
+
+// Webhooks.
+/// A webhook's description.
+pub const WEBHOOK_DESCRIPTION: Length = Length::new(0, 500);
+/// Endpoints of one team.
+pub const WEBHOOKS_PER_TEAM: usize = 50;

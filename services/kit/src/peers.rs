@@ -32,8 +32,11 @@ pub const CONVERSATIONS: ServiceInfo = ServiceInfo {
 
 pub const CRM: ServiceInfo = ServiceInfo { name: "crm", grpc: &["switchboard.v1.CrmService"], default_port: 50055 };
 
+pub const WEBHOOKS: ServiceInfo =
+    ServiceInfo { name: "webhooks", grpc: &["switchboard.v1.WebhooksService"], default_port: 50056 };
+
 /// Every service, in the order `switchboard dev` starts them.
-pub const ALL: [&ServiceInfo; 5] = [&IDENTITY, &AGENTS, &KNOWLEDGEBASE, &CONVERSATIONS, &CRM];
+pub const ALL: [&ServiceInfo; 6] = [&IDENTITY, &AGENTS, &KNOWLEDGEBASE, &CONVERSATIONS, &CRM, &WEBHOOKS];
 
 impl ServiceInfo {
     pub fn find(name: &str) -> Option<&'static ServiceInfo> {

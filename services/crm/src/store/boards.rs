@@ -335,6 +335,7 @@ impl CrmStore {
         let mut contact = contact;
         contact.updated_at_ms = touch(&mut tx, contact_id).await?;
         let contact = hydrate_one(&mut tx, contact).await?;
+        super::contacts::told(&mut tx, super::contacts::CONTACT_UPDATED, &contact).await?;
         tx.commit().await?;
         Ok(contact)
     }

@@ -458,6 +458,9 @@ impl CrmStore {
         write_parts(&mut tx, team_id, &created, actor, now).await?;
         let ids: Vec<String> = created.iter().map(|new| new.id.clone()).collect();
         let mut contacts = contacts_by_ids(&mut tx, team_id, &ids).await?;
+        for contact in ids.iter().filter_map(|id| contacts.get(id)) {
+            told(&mut tx, CONTACT_CREATED, contact).await?;
+        }
         tx.commit().await?;
         Ok(outcomes
             .into_iter()
@@ -646,6 +649,7 @@ impl CrmStore {
         }
         contact.updated_at_ms = now;
         let contact = hydrate_one(&mut tx, contact).await?;
+        told(&mut tx, CONTACT_UPDATED, &contact).await?;
         tx.commit().await?;
         Ok(contact)
     }
@@ -675,6 +679,7 @@ impl CrmStore {
             .bind(team_id)
             .execute(&mut *tx)
             .await?;
+        told(&mut tx, CONTACT_DELETED, &contact).await?;
         tx.commit().await?;
         Ok(contact)
     }
@@ -937,4 +942,15 @@ pub fn bulk_failure(index: u32, error: ServiceError) -> switchboard_proto::v1::B
             .map(|v| switchboard_proto::v1::FieldViolation { field: v.field, message: v.message })
             .collect(),
     }
+}
+
+pub const CONTACT_CREATED: &str = "contact.created";
+pub const CONTACT_UPDATED: &str = "contact.updated";
+pub const CONTACT_DELETED: &str = "contact.deleted";
+
+/// Tells webhooks of a change to `contact`, in the change's transaction.
+pub async fn told(conn: &mut AnyConnection, kind: &str, contact: &Contact) -> ServiceResult<()> {
+    let resource = switchboard_proto::v1::event::Resource::Contact(contact.clone());
+    switchboard_kit::outbox::record(conn, kind, (&contact.team_id, &contact.id), resource).await?;
+    Ok(())
 }

@@ -5,11 +5,10 @@
 //! resolver, so a name that resolves to a private address after the check cannot slip in.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use switchboard_kit::egress::{self, GuardedResolver};
 use url::Url;
 
 use super::robots::Robots;
@@ -94,67 +93,6 @@ pub enum FetchError {
     Network(String),
 }
 
-fn is_public(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
-            !(v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_documentation()
-                || v4.is_multicast()
-                || a == 0
-                || (a == 100 && (64..128).contains(&b))
-                || (a == 198 && (18..20).contains(&b)))
-        }
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => is_public(IpAddr::V4(v4)),
-            None => {
-                let first = v6.segments()[0];
-                !(v6.is_loopback()
-                    || v6.is_unspecified()
-                    || v6.is_multicast()
-                    || (first & 0xfe00) == 0xfc00
-                    || (first & 0xffc0) == 0xfe80)
-            }
-        },
-    }
-}
-
-/// Resolves names and refuses to connect to non-public addresses.
-struct GuardedResolver {
-    allow_private: bool,
-}
-
-impl Resolve for GuardedResolver {
-    fn resolve(&self, name: Name) -> Resolving {
-        let allow_private = self.allow_private;
-        Box::pin(async move {
-            let host = name.as_str().to_owned();
-            let found: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            let allowed: Vec<SocketAddr> =
-                found.iter().copied().filter(|address| allow_private || is_public(address.ip())).collect();
-            if allowed.is_empty() && !found.is_empty() {
-                return Err(Box::new(PrivateAddress(host)) as Box<dyn std::error::Error + Send + Sync>);
-            }
-            Ok(Box::new(allowed.into_iter()) as Addrs)
-        })
-    }
-}
-
-#[derive(Debug)]
-struct PrivateAddress(String);
-
-impl std::fmt::Display for PrivateAddress {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "private address refused for {}", self.0)
-    }
-}
-
-impl std::error::Error for PrivateAddress {}
-
 pub struct Fetcher {
     client: reqwest::Client,
     policy: FetchPolicy,
@@ -182,15 +120,8 @@ impl Fetcher {
         }
         let host = url.host_str().ok_or_else(|| FetchError::InvalidUrl("it has no host".into()))?;
         // Literal addresses never reach the resolver: check them here.
-        let literal = host.trim_start_matches('[').trim_end_matches(']');
-        if let Ok(ip) = literal.parse::<IpAddr>()
-            && !self.policy.allow_private
-            && !is_public(ip)
-        {
-            return Err(FetchError::PrivateAddress(host.to_owned()));
-        }
-        if !self.policy.allow_private && (host.eq_ignore_ascii_case("localhost") || host.ends_with(".localhost")) {
-            return Err(FetchError::PrivateAddress(host.to_owned()));
+        if !self.policy.allow_private {
+            egress::check_host(host).map_err(FetchError::PrivateAddress)?;
         }
         Ok(())
     }
@@ -199,12 +130,8 @@ impl Fetcher {
         if error.is_timeout() {
             return FetchError::Timeout(self.policy.timeout.as_secs().max(1));
         }
-        let mut source: Option<&dyn std::error::Error> = Some(&error);
-        while let Some(current) = source {
-            if current.downcast_ref::<PrivateAddress>().is_some() {
-                return FetchError::PrivateAddress(url.host_str().unwrap_or_default().to_owned());
-            }
-            source = current.source();
+        if egress::refused_private(&error) {
+            return FetchError::PrivateAddress(url.host_str().unwrap_or_default().to_owned());
         }
         FetchError::Network(error.without_url().to_string())
     }
@@ -315,28 +242,6 @@ fn decode(bytes: &[u8], content_type: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn private_and_special_addresses_are_not_public() {
-        for private in [
-            "127.0.0.1",
-            "10.1.2.3",
-            "192.168.0.1",
-            "172.16.5.4",
-            "169.254.1.1",
-            "0.0.0.0",
-            "100.64.0.1",
-            "::1",
-            "fc00::1",
-            "fe80::1",
-            "::ffff:127.0.0.1",
-        ] {
-            assert!(!is_public(private.parse().unwrap()), "{private}");
-        }
-        for public in ["93.184.216.34", "8.8.8.8", "2606:4700::1111"] {
-            assert!(is_public(public.parse().unwrap()), "{public}");
-        }
-    }
 
     #[test]
     fn urls_are_checked_before_anything_is_sent() {

@@ -215,3 +215,13 @@ impl KnowledgeStore {
         Ok((document, object_key))
     }
 }
+
+/// A document by id alone, read in the caller's transaction.
+pub(super) async fn document_in(conn: &mut sqlx::AnyConnection, document_id: &str) -> ServiceResult<Document> {
+    let row = sqlx::query(&format!("SELECT {DOCUMENT_COLUMNS} FROM documents d WHERE d.id = $1"))
+        .bind(document_id)
+        .fetch_optional(conn)
+        .await?
+        .ok_or_else(document_not_found)?;
+    Ok(document_from_row(&row)?)
+}

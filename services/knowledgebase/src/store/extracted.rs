@@ -140,6 +140,7 @@ impl KnowledgeStore {
         .await?;
         let owner = Owner { team_id: &team_id, knowledgebase_id: &knowledgebase_id, kind, source_id };
         replace_entries(&mut tx, &owner, entries, model).await?;
+        tell(&mut tx, kind, (&team_id, source_id), true).await?;
         tx.commit().await?;
         Ok(true)
     }
@@ -156,7 +157,16 @@ impl KnowledgeStore {
     ) -> ServiceResult<()> {
         let reason: String = reason.chars().take(1000).collect();
         let rebuilt = kind.rebuilt_column();
-        sqlx::query(&format!(
+        let mut tx = self.db.begin_write().await?;
+        let before =
+            sqlx::query(&format!("SELECT team_id, status FROM {} WHERE id = $1{}", kind.table(), self.db.for_update()))
+                .bind(source_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let Some(before) = before else {
+            return Ok(());
+        };
+        let failed = sqlx::query(&format!(
             "UPDATE {} SET status = 'failed', failure_reason = $1, updated_at = $2 \
              WHERE id = $3 AND ({rebuilt} IS NULL OR {rebuilt} < $4)",
             kind.table()
@@ -165,8 +175,36 @@ impl KnowledgeStore {
         .bind(now_ms())
         .bind(source_id)
         .bind(queued_at)
-        .execute(self.db.pool())
+        .execute(&mut *tx)
         .await?;
+        // Webhooks hear of the turn to failed once, not of each retry that fails again.
+        let (team_id, status): (String, String) = (before.try_get("team_id")?, before.try_get("status")?);
+        if failed.rows_affected() > 0 && status != "failed" {
+            tell(&mut tx, kind, (&team_id, source_id), false).await?;
+        }
+        tx.commit().await?;
         Ok(())
     }
+}
+
+/// Tells webhooks that a source turned ready or failed, in that change's transaction.
+async fn tell(
+    conn: &mut AnyConnection,
+    kind: SourceKind,
+    (team_id, source_id): (&str, &str),
+    ready: bool,
+) -> ServiceResult<()> {
+    use switchboard_proto::v1::event::Resource;
+    let (event, resource) = match kind {
+        SourceKind::Webpage => (
+            if ready { "webpage.ready" } else { "webpage.failed" },
+            Resource::Webpage(super::webpages::webpage_in(conn, source_id).await?),
+        ),
+        SourceKind::Document => (
+            if ready { "document.ready" } else { "document.failed" },
+            Resource::Document(super::documents::document_in(conn, source_id).await?),
+        ),
+    };
+    switchboard_kit::outbox::record(conn, event, (team_id, source_id), resource).await?;
+    Ok(())
 }

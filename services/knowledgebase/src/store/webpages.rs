@@ -271,3 +271,13 @@ async fn enqueue_scrape(conn: &mut sqlx::AnyConnection, team_id: &str, webpage_i
     .await?;
     Ok(())
 }
+
+/// A page by id alone, read in the caller's transaction.
+pub(super) async fn webpage_in(conn: &mut sqlx::AnyConnection, webpage_id: &str) -> ServiceResult<Webpage> {
+    let row = sqlx::query(&format!("SELECT {WEBPAGE_COLUMNS} FROM webpages w WHERE w.id = $1"))
+        .bind(webpage_id)
+        .fetch_optional(conn)
+        .await?
+        .ok_or_else(webpage_not_found)?;
+    Ok(webpage_from_row(&row)?)
+}

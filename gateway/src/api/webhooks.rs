@@ -1,0 +1,341 @@
+//! `/webhooks`: endpoints that receive the team's events, signed per the Standard Webhooks
+//! specification (webhooks service), and the deliveries made to them.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use switchboard_kit::outbox::EVENT_TYPES;
+use switchboard_kit::{ServiceResult, limits};
+use switchboard_proto::v1::{
+    self as proto, CreateWebhookRequest, DeliveryRef, ListDeliveriesRequest, ListWebhooksRequest, UpdateWebhookRequest,
+    WebhookRef,
+};
+
+use super::groups::WEBHOOKS;
+use super::paging::{default_limit, first_page};
+use super::time::Timestamp;
+use crate::call::Call;
+use crate::endpoint::{Accepted, Created, Endpoint, Id, Input, Json, List, Nothing, Page, Updated};
+
+const WEBHOOK_GONE: &str = "Webhook not found";
+const DELIVERY_GONE: &str = "Webhook or delivery not found";
+const TOO_MANY: &str = "A team has at most 50 webhooks";
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::get("/v1/webhooks", list)
+            .doc("listWebhooks", WEBHOOKS, "The team's webhooks, oldest first")
+            .about("Every webhook endpoint of the team; not paged. Secrets are never shown again."),
+        Endpoint::post("/v1/webhooks", create)
+            .doc("createWebhook", WEBHOOKS, "Create a webhook")
+            .about(
+                "Events of the types in `events` are POSTed to `url`, signed per the Standard Webhooks \
+                 specification with the `secret` of this answer (`whsec_...`), which is shown this once. \
+                 A private, loopback or link-local `url` is refused unless the operator allows it.",
+            )
+            .fails(409, TOO_MANY),
+        Endpoint::get("/v1/webhooks/{webhookId}", get)
+            .doc("getWebhook", WEBHOOKS, "Get a webhook")
+            .fails(404, WEBHOOK_GONE),
+        Endpoint::put("/v1/webhooks/{webhookId}", update)
+            .doc("updateWebhook", WEBHOOKS, "Change a webhook's URL, events or description")
+            .about("Members left out (or null) keep their value; `events` replaces the list. The secret stays.")
+            .fails(404, WEBHOOK_GONE),
+        Endpoint::delete("/v1/webhooks/{webhookId}", delete)
+            .doc("deleteWebhook", WEBHOOKS, "Delete a webhook; its pending deliveries are dropped")
+            .fails(404, WEBHOOK_GONE),
+        Endpoint::post("/v1/webhooks/{webhookId}/test", test)
+            .doc("testWebhook", WEBHOOKS, "Send a webhook.test event to the webhook")
+            .about("Queues the event for this endpoint alone and answers the delivery; its outcome shows in the deliveries.")
+            .fails(404, WEBHOOK_GONE),
+        Endpoint::get("/v1/webhooks/{webhookId}/deliveries", deliveries)
+            .doc("listWebhookDeliveries", WEBHOOKS, "The webhook's deliveries, newest first")
+            .about(
+                "One delivery per event sent to the endpoint, with its latest attempt: `statusCode`, \
+                 `durationMs`, `error`, and while it is pending `nextRetryAt`. Failed attempts are retried \
+                 with exponential backoff for 24 hours; then the delivery is `failed` and the webhook `failing`.",
+            )
+            .fails(404, WEBHOOK_GONE),
+        Endpoint::post("/v1/webhooks/{webhookId}/deliveries/{deliveryId}/retry", retry)
+            .doc("retryWebhookDelivery", WEBHOOKS, "Send a delivery again")
+            .about("The same event (same `webhook-id` and body) is queued to be sent now.")
+            .fails(404, DELIVERY_GONE),
+    ]
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookPath {
+    pub webhook_id: Id,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryPath {
+    pub webhook_id: Id,
+    pub delivery_id: Id,
+}
+
+/// An event type.
+#[derive(Deserialize, JsonSchema)]
+#[serde(transparent)]
+pub struct EventName(#[schemars(extend("enum" = EVENT_TYPES))] pub String);
+
+/// Other members are ignored.
+#[derive(Deserialize, JsonSchema)]
+pub struct CreateWebhook {
+    /// Where events are POSTed: http or https.
+    #[schemars(length(min = limits::URL.min, max = limits::URL.max))]
+    pub url: String,
+    /// The event types sent to it (at least one; repeats count once).
+    #[schemars(length(min = 1, max = 100))]
+    pub events: Vec<EventName>,
+    #[schemars(length(min = limits::WEBHOOK_DESCRIPTION.min, max = limits::WEBHOOK_DESCRIPTION.max))]
+    pub description: Option<String>,
+}
+
+/// A partial update: members left out (or null) keep their value. Other members are ignored.
+#[derive(Deserialize, JsonSchema)]
+pub struct UpdateWebhook {
+    #[schemars(length(min = limits::URL.min, max = limits::URL.max))]
+    pub url: Option<String>,
+    /// Replaces the list.
+    #[schemars(length(min = 1, max = 100))]
+    pub events: Option<Vec<EventName>>,
+    #[schemars(length(min = limits::WEBHOOK_DESCRIPTION.min, max = limits::WEBHOOK_DESCRIPTION.max))]
+    pub description: Option<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WebhookStatus {
+    /// Deliveries succeed, or have not been given up.
+    Active,
+    /// A delivery was given up after 24 hours of retries; the next 2xx makes it active again.
+    Failing,
+}
+
+/// A webhook endpoint.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Webhook {
+    pub id: Id,
+    pub url: String,
+    pub events: Vec<String>,
+    pub description: Option<String>,
+    pub status: WebhookStatus,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl From<&proto::Webhook> for Webhook {
+    fn from(webhook: &proto::Webhook) -> Self {
+        Self {
+            id: Id::stored(webhook.id.clone()),
+            url: webhook.url.clone(),
+            events: webhook.events.clone(),
+            description: webhook.description.clone(),
+            status: if webhook.status == "failing" { WebhookStatus::Failing } else { WebhookStatus::Active },
+            created_at: Timestamp::from_ms(webhook.created_at_ms),
+            updated_at: Timestamp::from_ms(webhook.updated_at_ms),
+        }
+    }
+}
+
+/// A webhook just created, with its signing secret: the only answer that shows it.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct NewWebhook {
+    pub id: Id,
+    pub url: String,
+    pub events: Vec<String>,
+    pub description: Option<String>,
+    /// `whsec_` and the base64 key: verify each request's `webhook-signature` with it.
+    pub secret: String,
+    pub status: WebhookStatus,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum DeliveryStatus {
+    /// Waiting for its next attempt.
+    Pending,
+    /// The receiver answered 2xx.
+    Delivered,
+    /// Given up after 24 hours of retries.
+    Failed,
+}
+
+impl DeliveryStatus {
+    fn as_str(self) -> &'static str {
+        match self {
+            DeliveryStatus::Pending => "pending",
+            DeliveryStatus::Delivered => "delivered",
+            DeliveryStatus::Failed => "failed",
+        }
+    }
+
+    fn parse(text: &str) -> Self {
+        match text {
+            "delivered" => DeliveryStatus::Delivered,
+            "failed" => DeliveryStatus::Failed,
+            _ => DeliveryStatus::Pending,
+        }
+    }
+}
+
+/// One event sent to one webhook, with its latest attempt.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Delivery {
+    pub id: Id,
+    pub webhook_id: Id,
+    /// The `webhook-id` header of every attempt: receivers deduplicate by it.
+    pub event_id: String,
+    /// The event type.
+    pub event: String,
+    pub status: DeliveryStatus,
+    pub attempts: u32,
+    /// The receiver's answer to the latest attempt; null when none came.
+    pub status_code: Option<u32>,
+    pub duration_ms: Option<i64>,
+    /// Why the latest attempt failed (the start of the receiver's answer, or the network error).
+    pub error: Option<String>,
+    /// While pending: when it is attempted next.
+    pub next_retry_at: Option<Timestamp>,
+    pub created_at: Timestamp,
+    pub last_attempt_at: Option<Timestamp>,
+}
+
+impl From<&proto::Delivery> for Delivery {
+    fn from(delivery: &proto::Delivery) -> Self {
+        Self {
+            id: Id::stored(delivery.id.clone()),
+            webhook_id: Id::stored(delivery.webhook_id.clone()),
+            event_id: delivery.event_id.clone(),
+            event: delivery.event.clone(),
+            status: DeliveryStatus::parse(&delivery.status),
+            attempts: delivery.attempts,
+            status_code: delivery.status_code,
+            duration_ms: delivery.duration_ms,
+            error: delivery.error.clone(),
+            next_retry_at: Timestamp::option(delivery.next_retry_at_ms),
+            created_at: Timestamp::from_ms(delivery.created_at_ms),
+            last_attempt_at: Timestamp::option(delivery.last_attempt_at_ms),
+        }
+    }
+}
+
+/// The page of a delivery list.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryQuery {
+    /// The page, from 1.
+    #[serde(default = "first_page")]
+    #[schemars(range(min = limits::PAGE.min, max = limits::PAGE.max))]
+    pub page: u32,
+    /// Deliveries per page.
+    #[serde(default = "default_limit")]
+    #[schemars(range(min = limits::PAGE_LIMIT.min, max = limits::PAGE_LIMIT.max))]
+    pub limit: u32,
+    /// Only deliveries with this status.
+    pub status: Option<DeliveryStatus>,
+}
+
+fn webhook_ref(call: &Call, path: &WebhookPath) -> WebhookRef {
+    WebhookRef { team_id: call.team_id().to_owned(), webhook_id: path.webhook_id.to_string() }
+}
+
+fn names(events: Vec<EventName>) -> Vec<String> {
+    events.into_iter().map(|event| event.0).collect()
+}
+
+async fn list(call: Call, _: Input) -> ServiceResult<List<Webhook>> {
+    let request = ListWebhooksRequest { team_id: call.team_id().to_owned() };
+    let webhooks = call.services.webhooks.clone().list_webhooks(request).await?.into_inner().webhooks;
+    Ok(List::new(webhooks.iter().map(Webhook::from).collect()))
+}
+
+async fn create(call: Call, input: Input<Nothing, Nothing, Json<CreateWebhook>>) -> ServiceResult<Created<NewWebhook>> {
+    let body = input.body.0;
+    let request = CreateWebhookRequest {
+        team_id: call.team_id().to_owned(),
+        url: body.url,
+        events: names(body.events),
+        description: body.description,
+    };
+    let webhook = call.services.webhooks.clone().create_webhook(request).await?.into_inner();
+    let view = Webhook::from(&webhook);
+    let created = NewWebhook {
+        id: view.id,
+        url: view.url,
+        events: view.events,
+        description: view.description,
+        secret: webhook.secret,
+        status: view.status,
+        created_at: view.created_at,
+        updated_at: view.updated_at,
+    };
+    Ok(Created::new(created, "Webhook created successfully"))
+}
+
+async fn get(call: Call, input: Input<WebhookPath>) -> ServiceResult<crate::endpoint::Data<Webhook>> {
+    let webhook = call.services.webhooks.clone().get_webhook(webhook_ref(&call, &input.path)).await?.into_inner();
+    Ok(crate::endpoint::Data::new(Webhook::from(&webhook)))
+}
+
+async fn update(
+    call: Call,
+    input: Input<WebhookPath, Nothing, Json<UpdateWebhook>>,
+) -> ServiceResult<Updated<Webhook>> {
+    let body = input.body.0;
+    let request = UpdateWebhookRequest {
+        team_id: call.team_id().to_owned(),
+        webhook_id: input.path.webhook_id.into_string(),
+        url: body.url,
+        replace_events: body.events.is_some(),
+        events: body.events.map(names).unwrap_or_default(),
+        description: body.description,
+    };
+    let webhook = call.services.webhooks.clone().update_webhook(request).await?.into_inner();
+    Ok(Updated::new(Webhook::from(&webhook), "Webhook updated successfully"))
+}
+
+async fn delete(call: Call, input: Input<WebhookPath>) -> ServiceResult<Updated<Webhook>> {
+    let webhook = call.services.webhooks.clone().delete_webhook(webhook_ref(&call, &input.path)).await?.into_inner();
+    Ok(Updated::new(Webhook::from(&webhook), "Webhook deleted successfully"))
+}
+
+async fn test(call: Call, input: Input<WebhookPath>) -> ServiceResult<Accepted<Delivery>> {
+    let delivery = call.services.webhooks.clone().test_webhook(webhook_ref(&call, &input.path)).await?.into_inner();
+    Ok(Accepted::new(Delivery::from(&delivery), "Test event queued"))
+}
+
+async fn deliveries(call: Call, input: Input<WebhookPath, DeliveryQuery>) -> ServiceResult<Page<Delivery>> {
+    let query = input.query;
+    let request = ListDeliveriesRequest {
+        team_id: call.team_id().to_owned(),
+        webhook_id: input.path.webhook_id.into_string(),
+        page: Some(proto::PageRequest { page: query.page, limit: query.limit, ..Default::default() }),
+        status: query.status.map(|status| status.as_str().to_owned()),
+    };
+    let listed = call.services.webhooks.clone().list_deliveries(request).await?.into_inner();
+    Ok(Page {
+        data: listed.deliveries.iter().map(Delivery::from).collect(),
+        pagination: listed.page.unwrap_or_default().into(),
+    })
+}
+
+async fn retry(call: Call, input: Input<DeliveryPath>) -> ServiceResult<Accepted<Delivery>> {
+    let request = DeliveryRef {
+        team_id: call.team_id().to_owned(),
+        webhook_id: input.path.webhook_id.into_string(),
+        delivery_id: input.path.delivery_id.into_string(),
+    };
+    let delivery = call.services.webhooks.clone().retry_delivery(request).await?.into_inner();
+    Ok(Accepted::new(Delivery::from(&delivery), "Delivery queued"))
+}

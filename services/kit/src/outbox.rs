@@ -1,0 +1,148 @@
+//! Events for webhooks, written by each service in the transaction of the change they tell
+//! of (a transactional outbox): an event is never lost when the change commits, and never
+//! sent when it rolls back. A [`Relay`] in the same process hands the rows, oldest first, to
+//! the webhooks service's `Publish` and deletes them once it has them; `Publish` ignores
+//! events it has seen, so a relay that dies between the two only sends some again.
+//!
+//! Each service that tells of events has the `event_outbox` table in its migrations:
+//! `seq` (SQLite `INTEGER PRIMARY KEY AUTOINCREMENT`, PostgreSQL `BIGSERIAL PRIMARY KEY`),
+//! `id TEXT`, `event BLOB/BYTEA` (the encoded `switchboard.v1.Event`), `created_at`.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use prost::Message;
+use sqlx::{AnyConnection, Row};
+use switchboard_proto::v1::webhooks_service_client::WebhooksServiceClient;
+use switchboard_proto::v1::{Event, PublishRequest, event};
+use tokio::sync::watch;
+
+use crate::db::{Db, Engine};
+use crate::grpc::Channel;
+use crate::time::now_ms;
+
+/// Every event type an endpoint can subscribe to (`webhook.test` is sent on request only).
+pub const EVENT_TYPES: [&str; 12] = [
+    "call.ended",
+    "chat.ended",
+    "contact.created",
+    "contact.updated",
+    "contact.deleted",
+    "webpage.ready",
+    "webpage.failed",
+    "document.ready",
+    "document.failed",
+    "agent.instructions.updated",
+    "subteam.created",
+    "credits.low",
+];
+
+/// The event `POST /webhooks/{id}/test` sends.
+pub const TEST_EVENT: &str = "webhook.test";
+
+/// Writes an event; call it inside the transaction of the change it tells of.
+pub async fn record(
+    conn: &mut AnyConnection,
+    kind: &str,
+    (team_id, subject_id): (&str, &str),
+    resource: event::Resource,
+) -> Result<(), sqlx::Error> {
+    debug_assert!(EVENT_TYPES.contains(&kind), "{kind} is not an event type");
+    // Time-ordered, so that events sort by when they happened wherever they are listed.
+    let id = uuid::Uuid::now_v7().to_string();
+    let now = now_ms();
+    let event = Event {
+        id: id.clone(),
+        team_id: team_id.to_owned(),
+        r#type: kind.to_owned(),
+        subject_id: subject_id.to_owned(),
+        occurred_at_ms: now,
+        resource: Some(resource),
+    };
+    sqlx::query("INSERT INTO event_outbox (id, event, created_at) VALUES ($1, $2, $3)")
+        .bind(id)
+        .bind(event.encode_to_vec())
+        .bind(now)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// How many events one `Publish` carries at most.
+const BATCH: i64 = 500;
+/// How often an empty outbox is looked at again.
+const POLL: Duration = Duration::from_millis(100);
+/// The longest wait after failures (the webhooks service is down): doubling from `POLL`.
+const MOST_BACKOFF: Duration = Duration::from_secs(10);
+
+/// Moves a service's outbox to the webhooks service.
+pub struct Relay {
+    db: Db,
+    webhooks: WebhooksServiceClient<Channel>,
+}
+
+impl Relay {
+    pub fn new(db: Db, webhooks: WebhooksServiceClient<Channel>) -> Self {
+        Self { db, webhooks }
+    }
+
+    pub async fn run(mut self, mut stop: watch::Receiver<bool>) {
+        let mut wait = POLL;
+        while !*stop.borrow() {
+            wait = match self.relay_batch().await {
+                Ok(moved) if moved == BATCH => continue,
+                Ok(_) => POLL,
+                Err(error) => {
+                    tracing::warn!(error = format!("{error:#}"), "relaying webhook events failed; retrying");
+                    (wait * 2).clamp(POLL, MOST_BACKOFF)
+                }
+            };
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                _ = stop.changed() => {}
+            }
+        }
+    }
+
+    /// Publishes the oldest events and deletes them; the number moved.
+    async fn relay_batch(&mut self) -> anyhow::Result<i64> {
+        if self.db.engine() == Engine::Sqlite {
+            // One process writes a SQLite file: no other relay can take the rows meanwhile,
+            // and a write lock held across the call would stall the service's writes.
+            let mut conn = self.db.pool().acquire().await.context("reading the outbox")?;
+            return self.move_batch(&mut conn, "").await;
+        }
+        // The rows stay locked until they are deleted, so that the relays of two replicas
+        // publish one after the other, in order.
+        let mut tx = self.db.pool().begin().await.context("starting to read the outbox")?;
+        let moved = self.move_batch(&mut tx, " FOR UPDATE").await?;
+        tx.commit().await.context("committing the relayed events")?;
+        Ok(moved)
+    }
+
+    async fn move_batch(&mut self, conn: &mut AnyConnection, lock: &str) -> anyhow::Result<i64> {
+        let rows = sqlx::query(&format!("SELECT seq, event FROM event_outbox ORDER BY seq LIMIT {BATCH}{lock}"))
+            .fetch_all(&mut *conn)
+            .await
+            .context("reading the outbox")?;
+        let Some(last) = rows.last() else {
+            return Ok(0);
+        };
+        let last: i64 = last.try_get("seq")?;
+        let mut events = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let bytes: Vec<u8> = row.try_get("event")?;
+            match Event::decode(bytes.as_slice()) {
+                Ok(event) => events.push(event),
+                Err(error) => tracing::error!(%error, "an outbox row does not decode; dropped"),
+            }
+        }
+        self.webhooks.publish(PublishRequest { events }).await.context("publishing webhook events")?;
+        sqlx::query("DELETE FROM event_outbox WHERE seq <= $1")
+            .bind(last)
+            .execute(&mut *conn)
+            .await
+            .context("deleting relayed events")?;
+        Ok(i64::try_from(rows.len()).unwrap_or(0))
+    }
+}

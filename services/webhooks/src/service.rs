@@ -1,0 +1,263 @@
+//! The gRPC face of the webhooks service: endpoints are checked here (URL, events,
+//! description); the store writes them. Published events are rendered once, as the API shows
+//! their resource, into the body every delivery sends.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use switchboard_kit::egress;
+use switchboard_kit::grpc::{Reply, reply};
+use switchboard_kit::outbox::{EVENT_TYPES, TEST_EVENT};
+use switchboard_kit::time::{iso_ms, now_ms};
+use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, limits};
+use switchboard_proto::v1::webhooks_service_server::{WebhooksService, WebhooksServiceServer};
+use switchboard_proto::v1::*;
+use tokio::sync::Notify;
+use tonic::Request;
+use tonic::service::Routes;
+
+use crate::settings::Settings;
+use crate::sign;
+use crate::store::{DELIVERED, FAILED, NewWebhook, PENDING, StoredEvent, WebhookChange, WebhookStore};
+
+/// How long the check of a new URL's name may wait for DNS.
+const RESOLVE_TIMEOUT: Duration = Duration::from_secs(2);
+
+#[derive(Clone)]
+pub struct WebhooksApi {
+    store: WebhookStore,
+    settings: Settings,
+    /// Rung when deliveries are queued, so that they start now rather than at the next poll.
+    wake: Arc<Notify>,
+}
+
+pub fn routes(store: WebhookStore, settings: Settings, wake: Arc<Notify>) -> Routes {
+    Routes::new(WebhooksServiceServer::new(WebhooksApi { store, settings, wake }))
+}
+
+fn id_or_not_found(id: &str, not_found: fn() -> ServiceError) -> ServiceResult<()> {
+    uuid::Uuid::parse_str(id).map(|_| ()).map_err(|_| not_found())
+}
+
+impl WebhooksApi {
+    /// A receiver URL: http(s), at most 2048 characters, and (unless private receivers are
+    /// allowed) not a private, loopback or link-local address, literally or once resolved.
+    /// A name that does not resolve now is accepted: delivery resolves it again, each time.
+    async fn check_url(&self, url: &str) -> ServiceResult<String> {
+        let url = url.trim();
+        if let Some(violation) = limits::URL.check("url", url) {
+            return Err(ServiceError::validation(vec![violation]));
+        }
+        let invalid = |message: &str| ServiceError::invalid_field("url", message);
+        let parsed = url::Url::parse(url).map_err(|error| invalid(&format!("is not a valid URL: {error}")))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(invalid("must be an http or https URL"));
+        }
+        let host = parsed.host_str().ok_or_else(|| invalid("must have a host"))?.to_owned();
+        if !self.settings.allow_private {
+            let private = || invalid("must not be a private, loopback or link-local address");
+            egress::check_host(&host).map_err(|_| private())?;
+            let port = parsed.port_or_known_default().unwrap_or(443);
+            let lookup = tokio::time::timeout(RESOLVE_TIMEOUT, tokio::net::lookup_host((host.as_str(), port))).await;
+            if let Ok(Ok(found)) = lookup {
+                let found: Vec<SocketAddr> = found.collect();
+                if !found.is_empty() && found.iter().all(|address| !egress::is_public(address.ip())) {
+                    return Err(private());
+                }
+            }
+        }
+        Ok(parsed.to_string())
+    }
+
+    /// The subscribed types, each once, in the order given.
+    fn check_events(events: &[String]) -> ServiceResult<Vec<String>> {
+        if events.is_empty() {
+            return Err(ServiceError::invalid_field("events", "must name at least one event"));
+        }
+        let mut violations = Vec::new();
+        let mut chosen: Vec<String> = Vec::new();
+        for (index, event) in events.iter().enumerate() {
+            if !EVENT_TYPES.contains(&event.as_str()) {
+                violations.push(FieldViolation::new(
+                    format!("events[{index}]"),
+                    format!("must be one of {}", EVENT_TYPES.join(", ")),
+                ));
+            } else if !chosen.contains(event) {
+                chosen.push(event.clone());
+            }
+        }
+        if violations.is_empty() { Ok(chosen) } else { Err(ServiceError::validation(violations)) }
+    }
+
+    fn check_description(description: Option<&str>) -> ServiceResult<()> {
+        let violation = description.and_then(|text| limits::WEBHOOK_DESCRIPTION.check("description", text));
+        switchboard_kit::validate([violation])
+    }
+
+    /// The stored form of a published event: its body rendered once.
+    fn stored(event: &Event) -> Result<StoredEvent, String> {
+        if !EVENT_TYPES.contains(&event.r#type.as_str()) {
+            return Err(format!("{} is not an event type", event.r#type));
+        }
+        let resource = event.resource.as_ref().ok_or("the event has no resource")?;
+        let data = switchboard_gateway::render_event_data(resource)?;
+        let body = serde_json::json!({ "type": event.r#type, "timestamp": iso_ms(event.occurred_at_ms), "data": data });
+        Ok(StoredEvent {
+            id: event.id.clone(),
+            team_id: event.team_id.clone(),
+            kind: event.r#type.clone(),
+            subject_id: event.subject_id.clone(),
+            body: body.to_string(),
+            occurred_at_ms: event.occurred_at_ms,
+        })
+    }
+}
+
+#[tonic::async_trait]
+impl WebhooksService for WebhooksApi {
+    async fn create_webhook(&self, request: Request<CreateWebhookRequest>) -> Reply<Webhook> {
+        let request = request.into_inner();
+        id_or_not_found(&request.team_id, || ServiceError::not_found("Team not found"))?;
+        let events = Self::check_events(&request.events);
+        let description = Self::check_description(request.description.as_deref());
+        let url = self.check_url(&request.url).await;
+        // Every violation at once.
+        let violations: Vec<FieldViolation> = [url.as_ref().err(), events.as_ref().err(), description.as_ref().err()]
+            .into_iter()
+            .flatten()
+            .flat_map(|error| error.details.clone())
+            .collect();
+        if !violations.is_empty() {
+            return Err(ServiceError::validation(violations).into());
+        }
+        let (url, events) = (url?, events?);
+        if self.store.list_webhooks(&request.team_id).await?.len() >= limits::WEBHOOKS_PER_TEAM {
+            return Err(ServiceError::conflict(format!(
+                "A team has at most {} webhooks; delete one first",
+                limits::WEBHOOKS_PER_TEAM
+            ))
+            .into());
+        }
+        let new = NewWebhook { url: &url, events: &events, description: request.description.as_deref() };
+        reply(self.store.create_webhook(&request.team_id, &new, &sign::new_secret()).await)
+    }
+
+    async fn list_webhooks(&self, request: Request<ListWebhooksRequest>) -> Reply<ListWebhooksResponse> {
+        let request = request.into_inner();
+        let webhooks = self.store.list_webhooks(&request.team_id).await?;
+        reply(Ok(ListWebhooksResponse { webhooks }))
+    }
+
+    async fn get_webhook(&self, request: Request<WebhookRef>) -> Reply<Webhook> {
+        let request = request.into_inner();
+        id_or_not_found(&request.webhook_id, crate::store::webhook_not_found)?;
+        reply(self.store.webhook(&request.team_id, &request.webhook_id).await)
+    }
+
+    async fn update_webhook(&self, request: Request<UpdateWebhookRequest>) -> Reply<Webhook> {
+        let request = request.into_inner();
+        id_or_not_found(&request.webhook_id, crate::store::webhook_not_found)?;
+        let events = if request.replace_events { Some(Self::check_events(&request.events)) } else { None };
+        let description = Self::check_description(request.description.as_deref());
+        let url = match &request.url {
+            Some(url) => Some(self.check_url(url).await),
+            None => None,
+        };
+        let errors = [url.as_ref().and_then(|url| url.as_ref().err()), events.as_ref().and_then(|e| e.as_ref().err())];
+        let violations: Vec<FieldViolation> = errors
+            .into_iter()
+            .flatten()
+            .chain(description.as_ref().err())
+            .flat_map(|error| error.details.clone())
+            .collect();
+        if !violations.is_empty() {
+            return Err(ServiceError::validation(violations).into());
+        }
+        let url = url.transpose()?;
+        let events = events.transpose()?;
+        let change = WebhookChange {
+            url: url.as_deref(),
+            events: events.as_deref(),
+            description: request.description.as_deref(),
+        };
+        reply(self.store.update_webhook(&request.team_id, &request.webhook_id, &change).await)
+    }
+
+    async fn delete_webhook(&self, request: Request<WebhookRef>) -> Reply<Webhook> {
+        let request = request.into_inner();
+        id_or_not_found(&request.webhook_id, crate::store::webhook_not_found)?;
+        reply(self.store.delete_webhook(&request.team_id, &request.webhook_id).await)
+    }
+
+    async fn test_webhook(&self, request: Request<WebhookRef>) -> Reply<Delivery> {
+        let request = request.into_inner();
+        id_or_not_found(&request.webhook_id, crate::store::webhook_not_found)?;
+        let now = now_ms();
+        let data = serde_json::json!({
+            "webhookId": request.webhook_id,
+            "message": "A test event sent on request: the endpoint receives and verifies Switchboard webhooks.",
+        });
+        let event = StoredEvent {
+            id: uuid::Uuid::now_v7().to_string(),
+            team_id: request.team_id.clone(),
+            kind: TEST_EVENT.to_owned(),
+            subject_id: request.webhook_id.clone(),
+            body: serde_json::json!({ "type": TEST_EVENT, "timestamp": iso_ms(now), "data": data }).to_string(),
+            occurred_at_ms: now,
+        };
+        let delivery = self.store.queue_test(&request.webhook_id, &event, self.settings.retry_for).await?;
+        self.wake.notify_one();
+        reply(Ok(delivery))
+    }
+
+    async fn list_deliveries(&self, request: Request<ListDeliveriesRequest>) -> Reply<ListDeliveriesResponse> {
+        let request = request.into_inner();
+        id_or_not_found(&request.webhook_id, crate::store::webhook_not_found)?;
+        if let Some(status) = &request.status
+            && ![PENDING, DELIVERED, FAILED].contains(&status.as_str())
+        {
+            return Err(ServiceError::invalid_field("status", "must be one of pending, delivered, failed").into());
+        }
+        let page = request.page.unwrap_or_default();
+        let limit = if page.limit == 0 { 20 } else { page.limit.min(100) };
+        let (deliveries, info) = self
+            .store
+            .list_deliveries(
+                &request.team_id,
+                &request.webhook_id,
+                (page.page.max(1), limit),
+                request.status.as_deref(),
+            )
+            .await?;
+        reply(Ok(ListDeliveriesResponse { deliveries, page: Some(info) }))
+    }
+
+    async fn retry_delivery(&self, request: Request<DeliveryRef>) -> Reply<Delivery> {
+        let request = request.into_inner();
+        id_or_not_found(&request.webhook_id, crate::store::webhook_not_found)?;
+        id_or_not_found(&request.delivery_id, crate::store::delivery_not_found)?;
+        let delivery = self
+            .store
+            .retry(&request.team_id, &request.webhook_id, &request.delivery_id, self.settings.retry_for)
+            .await?;
+        self.wake.notify_one();
+        reply(Ok(delivery))
+    }
+
+    async fn publish(&self, request: Request<PublishRequest>) -> Reply<PublishResponse> {
+        let mut stored = Vec::new();
+        for event in &request.get_ref().events {
+            match Self::stored(event) {
+                Ok(event) => stored.push(event),
+                // A producer's bug must not jam its outbox: the event is dropped, loudly.
+                Err(error) => tracing::error!(event = %event.id, kind = %event.r#type, %error, "event dropped"),
+            }
+        }
+        let accepted = self.store.publish(&stored, self.settings.retry_for).await?;
+        if accepted > 0 {
+            self.wake.notify_one();
+        }
+        reply(Ok(PublishResponse { accepted }))
+    }
+}

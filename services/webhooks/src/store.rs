@@ -1,0 +1,493 @@
+//! The webhooks store. SQL is written once for both engines (see `switchboard_kit::db`);
+//! every statement of the API filters on the team, so another team's webhook or delivery is
+//! `NOT_FOUND`.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use sqlx::any::AnyRow;
+use sqlx::{AnyConnection, Row};
+use switchboard_kit::db::Db;
+use switchboard_kit::listing::total_pages;
+use switchboard_kit::time::now_ms;
+use switchboard_kit::{ServiceError, ServiceResult};
+use switchboard_proto::v1::{Delivery, PageInfo, Webhook};
+
+pub const ACTIVE: &str = "active";
+pub const FAILING: &str = "failing";
+pub const PENDING: &str = "pending";
+pub const DELIVERED: &str = "delivered";
+pub const FAILED: &str = "failed";
+
+pub fn webhook_not_found() -> ServiceError {
+    ServiceError::not_found("Webhook not found")
+}
+
+pub fn delivery_not_found() -> ServiceError {
+    ServiceError::not_found("Delivery not found")
+}
+
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX / 4)
+}
+
+const WEBHOOK_COLUMNS: &str = "id, team_id, url, events, description, status, created_at, updated_at";
+
+fn webhook_from_row(row: &AnyRow) -> Result<Webhook, sqlx::Error> {
+    let events: String = row.try_get("events")?;
+    Ok(Webhook {
+        id: row.try_get("id")?,
+        team_id: row.try_get("team_id")?,
+        url: row.try_get("url")?,
+        events: serde_json::from_str(&events).unwrap_or_default(),
+        description: row.try_get("description")?,
+        secret: String::new(),
+        status: row.try_get("status")?,
+        created_at_ms: row.try_get("created_at")?,
+        updated_at_ms: row.try_get("updated_at")?,
+    })
+}
+
+const DELIVERY_COLUMNS: &str = "id, webhook_id, event_id, event_type, status, attempts, status_code, duration_ms, \
+                                error, next_attempt_at, created_at, last_attempt_at";
+
+fn delivery_from_row(row: &AnyRow) -> Result<Delivery, sqlx::Error> {
+    let attempts: i64 = row.try_get("attempts")?;
+    let status_code: Option<i64> = row.try_get("status_code")?;
+    let status: String = row.try_get("status")?;
+    let next: Option<i64> = row.try_get("next_attempt_at")?;
+    Ok(Delivery {
+        id: row.try_get("id")?,
+        webhook_id: row.try_get("webhook_id")?,
+        event_id: row.try_get("event_id")?,
+        event: row.try_get("event_type")?,
+        next_retry_at_ms: next.filter(|_| status == PENDING),
+        status,
+        attempts: u32::try_from(attempts).unwrap_or(0),
+        status_code: status_code.and_then(|code| u32::try_from(code).ok()),
+        duration_ms: row.try_get("duration_ms")?,
+        error: row.try_get("error")?,
+        created_at_ms: row.try_get("created_at")?,
+        last_attempt_at_ms: row.try_get("last_attempt_at")?,
+    })
+}
+
+/// A checked new endpoint.
+pub struct NewWebhook<'a> {
+    pub url: &'a str,
+    pub events: &'a [String],
+    pub description: Option<&'a str>,
+}
+
+/// A checked change: `None` keeps the value.
+pub struct WebhookChange<'a> {
+    pub url: Option<&'a str>,
+    pub events: Option<&'a [String]>,
+    pub description: Option<&'a str>,
+}
+
+/// An event as stored: its body is what every delivery of it sends.
+pub struct StoredEvent {
+    pub id: String,
+    pub team_id: String,
+    pub kind: String,
+    pub subject_id: String,
+    pub body: String,
+    pub occurred_at_ms: i64,
+}
+
+/// A delivery claimed for an attempt, with what sending it needs.
+#[derive(Debug, Clone)]
+pub struct Claimed {
+    pub seq: i64,
+    pub id: String,
+    pub webhook_id: String,
+    pub event_id: String,
+    pub event_type: String,
+    pub attempts: i64,
+    pub give_up_at_ms: i64,
+    pub url: String,
+    pub secret: String,
+    pub body: String,
+}
+
+/// What an attempt came to.
+pub struct Attempt {
+    pub status_code: Option<u16>,
+    pub duration_ms: i64,
+    pub error: Option<String>,
+}
+
+#[derive(Clone)]
+pub struct WebhookStore {
+    db: Db,
+}
+
+impl WebhookStore {
+    pub async fn open(url: &str) -> anyhow::Result<Self> {
+        Ok(Self { db: Db::connect(url, &crate::MIGRATIONS).await? })
+    }
+
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    pub async fn create_webhook(&self, team_id: &str, new: &NewWebhook<'_>, secret: &str) -> ServiceResult<Webhook> {
+        let id = uuid::Uuid::new_v4().to_string();
+        let now = now_ms();
+        sqlx::query(
+            "INSERT INTO webhooks (id, team_id, url, events, description, secret, status, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
+        )
+        .bind(&id)
+        .bind(team_id)
+        .bind(new.url)
+        .bind(serde_json::to_string(new.events).map_err(ServiceError::internal)?)
+        .bind(new.description)
+        .bind(secret)
+        .bind(ACTIVE)
+        .bind(now)
+        .execute(self.db.pool())
+        .await?;
+        let mut webhook = self.webhook(team_id, &id).await?;
+        webhook.secret = secret.to_owned();
+        Ok(webhook)
+    }
+
+    pub async fn list_webhooks(&self, team_id: &str) -> ServiceResult<Vec<Webhook>> {
+        let sql = format!("SELECT {WEBHOOK_COLUMNS} FROM webhooks WHERE team_id = $1 ORDER BY created_at, id");
+        let rows = sqlx::query(&sql).bind(team_id).fetch_all(self.db.pool()).await?;
+        Ok(rows.iter().map(webhook_from_row).collect::<Result<_, _>>()?)
+    }
+
+    pub async fn webhook(&self, team_id: &str, webhook_id: &str) -> ServiceResult<Webhook> {
+        let mut conn = self.db.pool().acquire().await?;
+        webhook_in(&mut conn, team_id, webhook_id).await
+    }
+
+    pub async fn update_webhook(
+        &self,
+        team_id: &str,
+        webhook_id: &str,
+        change: &WebhookChange<'_>,
+    ) -> ServiceResult<Webhook> {
+        let events = change.events.map(serde_json::to_string).transpose().map_err(ServiceError::internal)?;
+        let done = sqlx::query(
+            "UPDATE webhooks SET url = COALESCE($1, url), events = COALESCE($2, events), \
+             description = COALESCE($3, description), updated_at = $4 WHERE team_id = $5 AND id = $6",
+        )
+        .bind(change.url)
+        .bind(events)
+        .bind(change.description)
+        .bind(now_ms())
+        .bind(team_id)
+        .bind(webhook_id)
+        .execute(self.db.pool())
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(webhook_not_found());
+        }
+        self.webhook(team_id, webhook_id).await
+    }
+
+    /// Deletes the endpoint and its deliveries (pending ones are not sent).
+    pub async fn delete_webhook(&self, team_id: &str, webhook_id: &str) -> ServiceResult<Webhook> {
+        let mut tx = self.db.begin_write().await?;
+        let webhook = webhook_in(&mut tx, team_id, webhook_id).await?;
+        sqlx::query("DELETE FROM deliveries WHERE webhook_id = $1").bind(webhook_id).execute(&mut *tx).await?;
+        sqlx::query("DELETE FROM webhooks WHERE id = $1").bind(webhook_id).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(webhook)
+    }
+
+    /// Stores new events and a pending delivery of each to every endpoint of its team that
+    /// subscribed to its type, all or nothing; events seen before are skipped. The number new.
+    pub async fn publish(&self, events: &[StoredEvent], retry_for: Duration) -> ServiceResult<u32> {
+        let mut tx = self.db.begin_write().await?;
+        let mut subscribers: HashMap<String, Vec<(String, Vec<String>)>> = HashMap::new();
+        let mut accepted = 0;
+        let now = now_ms();
+        for event in events {
+            let inserted = sqlx::query(
+                "INSERT INTO events (id, team_id, type, subject_id, body, occurred_at, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
+            )
+            .bind(&event.id)
+            .bind(&event.team_id)
+            .bind(&event.kind)
+            .bind(&event.subject_id)
+            .bind(&event.body)
+            .bind(event.occurred_at_ms)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            if inserted.rows_affected() == 0 {
+                continue;
+            }
+            accepted += 1;
+            if !subscribers.contains_key(&event.team_id) {
+                let rows = sqlx::query("SELECT id, events FROM webhooks WHERE team_id = $1 ORDER BY created_at, id")
+                    .bind(&event.team_id)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                let mut endpoints = Vec::with_capacity(rows.len());
+                for row in &rows {
+                    let events: String = row.try_get("events")?;
+                    endpoints.push((row.try_get("id")?, serde_json::from_str(&events).unwrap_or_default()));
+                }
+                subscribers.insert(event.team_id.clone(), endpoints);
+            }
+            let endpoints = subscribers.get(&event.team_id).map(Vec::as_slice).unwrap_or_default();
+            for (webhook_id, types) in endpoints {
+                if types.iter().any(|kind| kind == &event.kind) {
+                    insert_delivery(&mut tx, webhook_id, event, now + millis(retry_for)).await?;
+                }
+            }
+        }
+        tx.commit().await?;
+        Ok(accepted)
+    }
+
+    /// Stores `event` (a `webhook.test`) and its delivery to `webhook_id` alone.
+    pub async fn queue_test(
+        &self,
+        webhook_id: &str,
+        event: &StoredEvent,
+        retry_for: Duration,
+    ) -> ServiceResult<Delivery> {
+        let mut tx = self.db.begin_write().await?;
+        webhook_in(&mut tx, &event.team_id, webhook_id).await?;
+        sqlx::query(
+            "INSERT INTO events (id, team_id, type, subject_id, body, occurred_at, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $6)",
+        )
+        .bind(&event.id)
+        .bind(&event.team_id)
+        .bind(&event.kind)
+        .bind(&event.subject_id)
+        .bind(&event.body)
+        .bind(event.occurred_at_ms)
+        .execute(&mut *tx)
+        .await?;
+        let id = insert_delivery(&mut tx, webhook_id, event, now_ms() + millis(retry_for)).await?;
+        let delivery = delivery_in(&mut tx, &event.team_id, webhook_id, &id).await?;
+        tx.commit().await?;
+        Ok(delivery)
+    }
+
+    /// The endpoint's deliveries, newest first.
+    pub async fn list_deliveries(
+        &self,
+        team_id: &str,
+        webhook_id: &str,
+        (page, limit): (u32, u32),
+        status: Option<&str>,
+    ) -> ServiceResult<(Vec<Delivery>, PageInfo)> {
+        let mut conn = self.db.pool().acquire().await?;
+        webhook_in(&mut conn, team_id, webhook_id).await?;
+        let status_filter = if status.is_some() { " AND status = $3" } else { "" };
+        let count_sql =
+            format!("SELECT COUNT(*) AS n FROM deliveries WHERE team_id = $1 AND webhook_id = $2{status_filter}");
+        let mut count = sqlx::query(&count_sql).bind(team_id).bind(webhook_id);
+        if let Some(status) = status {
+            count = count.bind(status);
+        }
+        let total: i64 = count.fetch_one(&mut *conn).await?.try_get("n")?;
+        let offset = i64::from(page.saturating_sub(1)) * i64::from(limit);
+        let sql = format!(
+            "SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE team_id = $1 AND webhook_id = $2{status_filter} \
+             ORDER BY seq DESC LIMIT {limit} OFFSET {offset}"
+        );
+        let mut query = sqlx::query(&sql).bind(team_id).bind(webhook_id);
+        if let Some(status) = status {
+            query = query.bind(status);
+        }
+        let rows = query.fetch_all(&mut *conn).await?;
+        let deliveries = rows.iter().map(delivery_from_row).collect::<Result<_, _>>()?;
+        let info = PageInfo {
+            page,
+            limit,
+            total_count: u64::try_from(total).unwrap_or(0),
+            total_pages: total_pages(total, i64::from(limit)),
+        };
+        Ok((deliveries, info))
+    }
+
+    /// Makes the delivery pending again, due now, retried for another `retry_for`.
+    pub async fn retry(
+        &self,
+        team_id: &str,
+        webhook_id: &str,
+        delivery_id: &str,
+        retry_for: Duration,
+    ) -> ServiceResult<Delivery> {
+        let mut tx = self.db.begin_write().await?;
+        webhook_in(&mut tx, team_id, webhook_id).await?;
+        let now = now_ms();
+        let done = sqlx::query(
+            "UPDATE deliveries SET status = $1, next_attempt_at = $2, give_up_at = $3, lease_until = NULL \
+             WHERE team_id = $4 AND webhook_id = $5 AND id = $6",
+        )
+        .bind(PENDING)
+        .bind(now)
+        .bind(now + millis(retry_for))
+        .bind(team_id)
+        .bind(webhook_id)
+        .bind(delivery_id)
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(delivery_not_found());
+        }
+        let delivery = delivery_in(&mut tx, team_id, webhook_id, delivery_id).await?;
+        tx.commit().await?;
+        Ok(delivery)
+    }
+
+    /// Leases up to `limit` due deliveries for `lease`. A delivery is due when it is pending,
+    /// its time has come, nobody holds it, and no earlier delivery of the same subject to the
+    /// same endpoint is still pending: that is what keeps the order per resource.
+    pub async fn claim(&self, limit: usize, lease: Duration) -> ServiceResult<Vec<Claimed>> {
+        let now = now_ms();
+        let sql = format!(
+            "UPDATE deliveries SET lease_until = $1 WHERE seq IN (SELECT d.seq FROM deliveries d \
+             WHERE d.status = 'pending' AND d.next_attempt_at <= $2 AND (d.lease_until IS NULL OR d.lease_until < $2) \
+             AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.webhook_id = d.webhook_id \
+             AND e.subject_id = d.subject_id AND e.status = 'pending' AND e.seq < d.seq) \
+             ORDER BY d.next_attempt_at, d.seq LIMIT {limit}{}) \
+             RETURNING seq, id, webhook_id, event_id, event_type, attempts, give_up_at",
+            self.db.for_update_skip_locked()
+        );
+        let mut tx = self.db.begin_write().await?;
+        let rows = sqlx::query(&sql).bind(now + millis(lease)).bind(now).fetch_all(&mut *tx).await?;
+        let mut claimed = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let (webhook_id, event_id): (String, String) = (row.try_get("webhook_id")?, row.try_get("event_id")?);
+            let found =
+                sqlx::query("SELECT w.url, w.secret, e.body FROM webhooks w, events e WHERE w.id = $1 AND e.id = $2")
+                    .bind(&webhook_id)
+                    .bind(&event_id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            let Some(found) = found else {
+                // The endpoint was deleted meanwhile (its deliveries go with it).
+                continue;
+            };
+            claimed.push(Claimed {
+                seq: row.try_get("seq")?,
+                id: row.try_get("id")?,
+                webhook_id,
+                event_id,
+                event_type: row.try_get("event_type")?,
+                attempts: row.try_get("attempts")?,
+                give_up_at_ms: row.try_get("give_up_at")?,
+                url: found.try_get("url")?,
+                secret: found.try_get("secret")?,
+                body: found.try_get("body")?,
+            });
+        }
+        tx.commit().await?;
+        claimed.sort_by_key(|claim| claim.seq);
+        Ok(claimed)
+    }
+
+    /// Records an attempt: delivered on a 2xx; otherwise pending again after `retry_in`, or
+    /// failed (and its endpoint failing) when `retry_in` is `None`.
+    pub async fn record(&self, claim: &Claimed, attempt: &Attempt, retry_in: Option<Duration>) -> ServiceResult<()> {
+        let now = now_ms();
+        let delivered = attempt.status_code.is_some_and(|code| (200..300).contains(&code));
+        let (status, next) = match (delivered, retry_in) {
+            (true, _) => (DELIVERED, None),
+            (false, Some(wait)) => (PENDING, Some(now + millis(wait))),
+            (false, None) => (FAILED, None),
+        };
+        let mut tx = self.db.begin_write().await?;
+        sqlx::query(
+            "UPDATE deliveries SET status = $1, attempts = attempts + 1, status_code = $2, duration_ms = $3, \
+             error = $4, next_attempt_at = $5, lease_until = NULL, last_attempt_at = $6 WHERE seq = $7",
+        )
+        .bind(status)
+        .bind(attempt.status_code.map(i64::from))
+        .bind(attempt.duration_ms)
+        .bind(attempt.error.as_deref())
+        .bind(next)
+        .bind(now)
+        .bind(claim.seq)
+        .execute(&mut *tx)
+        .await?;
+        let endpoint_status = match status {
+            DELIVERED => Some(ACTIVE),
+            FAILED => Some(FAILING),
+            _ => None,
+        };
+        if let Some(endpoint_status) = endpoint_status {
+            sqlx::query("UPDATE webhooks SET status = $1 WHERE id = $2 AND status <> $1")
+                .bind(endpoint_status)
+                .bind(&claim.webhook_id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Forgets events older than `keep` that no delivery waits for any more.
+    pub async fn prune(&self, keep: Duration) -> ServiceResult<u64> {
+        let done = sqlx::query(
+            "DELETE FROM events WHERE created_at < $1 AND NOT EXISTS \
+             (SELECT 1 FROM deliveries d WHERE d.event_id = events.id AND d.status = 'pending')",
+        )
+        .bind(now_ms() - millis(keep))
+        .execute(self.db.pool())
+        .await?;
+        sqlx::query("DELETE FROM deliveries WHERE status <> 'pending' AND created_at < $1")
+            .bind(now_ms() - millis(keep))
+            .execute(self.db.pool())
+            .await?;
+        Ok(done.rows_affected())
+    }
+}
+
+async fn webhook_in(conn: &mut AnyConnection, team_id: &str, webhook_id: &str) -> ServiceResult<Webhook> {
+    let sql = format!("SELECT {WEBHOOK_COLUMNS} FROM webhooks WHERE team_id = $1 AND id = $2");
+    let row = sqlx::query(&sql).bind(team_id).bind(webhook_id).fetch_optional(conn).await?;
+    Ok(webhook_from_row(&row.ok_or_else(webhook_not_found)?)?)
+}
+
+async fn delivery_in(
+    conn: &mut AnyConnection,
+    team_id: &str,
+    webhook_id: &str,
+    delivery_id: &str,
+) -> ServiceResult<Delivery> {
+    let sql = format!("SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE team_id = $1 AND webhook_id = $2 AND id = $3");
+    let row = sqlx::query(&sql).bind(team_id).bind(webhook_id).bind(delivery_id).fetch_optional(conn).await?;
+    Ok(delivery_from_row(&row.ok_or_else(delivery_not_found)?)?)
+}
+
+/// A pending delivery of `event` to `webhook_id`, due now; its id.
+async fn insert_delivery(
+    conn: &mut AnyConnection,
+    webhook_id: &str,
+    event: &StoredEvent,
+    give_up_at_ms: i64,
+) -> ServiceResult<String> {
+    let id = uuid::Uuid::now_v7().to_string();
+    let now = now_ms();
+    sqlx::query(
+        "INSERT INTO deliveries (id, webhook_id, team_id, event_id, event_type, subject_id, status, attempts, \
+         next_attempt_at, give_up_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $7, $8, $7) \
+         ON CONFLICT (webhook_id, event_id) DO NOTHING",
+    )
+    .bind(&id)
+    .bind(webhook_id)
+    .bind(&event.team_id)
+    .bind(&event.id)
+    .bind(&event.kind)
+    .bind(&event.subject_id)
+    .bind(now)
+    .bind(give_up_at_ms)
+    .execute(conn)
+    .await?;
+    Ok(id)
+}

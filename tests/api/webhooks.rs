@@ -1,0 +1,415 @@
+//! Webhooks as an integrator meets them: endpoints managed over HTTP, events of real changes
+//! received by a real HTTP receiver, signatures checked with the Standard Webhooks reference
+//! library (PyPI `standardwebhooks`), retries, the failing state, and team isolation.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+use crate::common::{Api, Stack};
+
+/// A request the receiver got.
+#[derive(Debug, Clone)]
+struct Received {
+    path: String,
+    headers: HashMap<String, String>,
+    body: String,
+}
+
+impl Received {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).expect("webhook bodies are JSON")
+    }
+
+    fn kind(&self) -> String {
+        self.json()["type"].as_str().unwrap_or_default().to_owned()
+    }
+}
+
+/// An HTTP receiver on loopback answering every request with the status of the moment.
+struct Receiver {
+    url: String,
+    status: Arc<AtomicU16>,
+    received: Arc<Mutex<Vec<Received>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Receiver {
+    async fn start() -> Receiver {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let status = Arc::new(AtomicU16::new(200));
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let (answer, log) = (status.clone(), received.clone());
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((mut socket, _)) = listener.accept().await else { return };
+                let (answer, log) = (answer.clone(), log.clone());
+                tokio::spawn(async move {
+                    if let Some(request) = read_request(&mut socket).await {
+                        log.lock().unwrap().push(request);
+                    }
+                    let status = answer.load(Ordering::SeqCst);
+                    let reply = format!("HTTP/1.1 {status} X\r\ncontent-length: 2\r\nconnection: close\r\n\r\nno");
+                    let _ = socket.write_all(reply.as_bytes()).await;
+                });
+            }
+        });
+        Receiver { url, status, received, task }
+    }
+
+    fn answer(&self, status: u16) {
+        self.status.store(status, Ordering::SeqCst);
+    }
+
+    fn on(&self, path: &str) -> Vec<Received> {
+        self.received.lock().unwrap().iter().filter(|request| request.path == path).cloned().collect()
+    }
+
+    /// Waits (at most 20 s) until `path` got `count` requests; then returns them.
+    async fn wait_for(&self, path: &str, count: usize, what: &str) -> Vec<Received> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let got = self.on(path);
+            if got.len() >= count {
+                return got;
+            }
+            assert!(Instant::now() < deadline, "waited 20 s for {what}: {count} requests on {path}, got {got:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Received> {
+    let mut data = Vec::new();
+    let mut buffer = [0u8; 8192];
+    let head_end = loop {
+        let read = tokio::time::timeout(Duration::from_secs(5), socket.read(&mut buffer)).await.ok()?.ok()?;
+        if read == 0 {
+            return None;
+        }
+        data.extend_from_slice(&buffer[..read]);
+        if let Some(at) = data.windows(4).position(|window| window == b"\r\n\r\n") {
+            break at;
+        }
+    };
+    let head = String::from_utf8_lossy(&data[..head_end]).to_string();
+    let mut lines = head.split("\r\n");
+    let path = lines.next()?.split(' ').nth(1)?.to_owned();
+    let headers: HashMap<String, String> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_owned()))
+        .collect();
+    let length: usize = headers.get("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let mut body = data[head_end + 4..].to_vec();
+    while body.len() < length {
+        let read = tokio::time::timeout(Duration::from_secs(5), socket.read(&mut buffer)).await.ok()?.ok()?;
+        if read == 0 {
+            break;
+        }
+        body.extend_from_slice(&buffer[..read]);
+    }
+    Some(Received { path, headers, body: String::from_utf8_lossy(&body).to_string() })
+}
+
+/// Verifies every request with the reference library, as a receiver would; panics naming
+/// the first that fails.
+async fn verify_with_reference_library(secret: &str, requests: &[Received]) {
+    let python = std::env::var("SWITCHBOARD_TEST_WEBHOOK_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let messages: Vec<Value> =
+        requests.iter().map(|request| json!({ "headers": request.headers, "body": request.body })).collect();
+    let input = json!({ "secret": secret, "messages": messages }).to_string();
+    let script = r#"
+import json, sys
+from standardwebhooks.webhooks import Webhook
+given = json.load(sys.stdin)
+hook = Webhook(given["secret"])
+for message in given["messages"]:
+    hook.verify(message["body"], message["headers"])
+print(len(given["messages"]))
+"#;
+    let mut child = tokio::process::Command::new(&python)
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {python} ({e}); scripts/test installs standardwebhooks"));
+    child.stdin.take().unwrap().write_all(input.as_bytes()).await.unwrap();
+    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("the verifier did not finish in 60 s")
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "standardwebhooks refused a delivery: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), requests.len().to_string());
+}
+
+/// Waits (at most 20 s) until `check` holds for the webhook's deliveries.
+async fn deliveries_until(api: &Api, webhook_id: &str, what: &str, check: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let page = api.get(&format!("/webhooks/{webhook_id}/deliveries?limit=100")).await;
+        let deliveries = page.expect(200)["data"].as_array().unwrap().clone();
+        if check(&deliveries) {
+            return deliveries;
+        }
+        assert!(Instant::now() < deadline, "waited 20 s for {what}; deliveries: {deliveries:#?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+const CONTACT_EVENTS: [&str; 3] = ["contact.created", "contact.updated", "contact.deleted"];
+
+#[tokio::test]
+async fn webhooks_are_checked_kept_to_their_team_and_never_show_the_secret_again() {
+    let stack = Stack::start().await;
+    let (mine, theirs) = (stack.team("Hooks", false, 0).await, stack.team("Others", false, 0).await);
+    let (api, other) = (stack.client(&mine.key), stack.client(&theirs.key));
+
+    for (body, field) in [
+        (json!({ "url": "http://127.0.0.1:9/hook", "events": ["contact.created"] }), "url"),
+        (json!({ "url": "http://localhost/hook", "events": ["contact.created"] }), "url"),
+        (json!({ "url": "http://[::1]/hook", "events": ["contact.created"] }), "url"),
+        (json!({ "url": "http://10.0.0.7/hook", "events": ["contact.created"] }), "url"),
+        (json!({ "url": "ftp://hooks.example.com/", "events": ["contact.created"] }), "url"),
+        (json!({ "url": "not a url", "events": ["contact.created"] }), "url"),
+        (json!({ "url": "https://hooks.example.com/a", "events": [] }), "events"),
+        (json!({ "url": "https://hooks.example.com/a", "events": ["contact.exploded"] }), "events[0]"),
+        (json!({ "url": "https://hooks.example.com/a", "events": "contact.created" }), "events"),
+        (json!({ "events": ["contact.created"] }), "url"),
+    ] {
+        let refused = api.post("/webhooks", body.clone()).await;
+        assert_eq!(refused.error_code(400), "VALIDATION_ERROR", "{body}");
+        assert!(refused.fields().iter().any(|f| f == field), "{body}: {:?}", refused.fields());
+    }
+    let bad_json = api.raw("POST", "/webhooks", Some("application/json"), b"{\"url\":".to_vec()).await;
+    assert_eq!(bad_json.status, 400, "{}", bad_json.text);
+    assert_eq!(api.get("/webhooks").await.expect(200)["data"], json!([]), "nothing refused was kept");
+
+    let created = api
+        .post(
+            "/webhooks",
+            json!({ "url": "https://hooks.example.com/switchboard", "events": ["contact.created", "call.ended", "contact.created"], "description": "CRM sync" }),
+        )
+        .await;
+    let webhook = created.expect(201)["data"].clone();
+    let id = webhook["id"].as_str().unwrap().to_owned();
+    assert!(webhook["secret"].as_str().unwrap().starts_with("whsec_"), "{webhook}");
+    assert_eq!(webhook["events"], json!(["contact.created", "call.ended"]));
+    assert_eq!((webhook["status"].as_str(), webhook["description"].as_str()), (Some("active"), Some("CRM sync")));
+
+    let listed = api.get("/webhooks").await.expect(200)["data"].clone();
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    assert!(listed[0].get("secret").is_none(), "{listed}");
+    let read = api.get(&format!("/webhooks/{id}")).await.expect(200)["data"].clone();
+    assert!(read.get("secret").is_none());
+    assert_eq!(read["url"], "https://hooks.example.com/switchboard");
+
+    let changed = api.put(&format!("/webhooks/{id}"), json!({ "events": ["contact.updated"] })).await;
+    assert_eq!(changed.expect(200)["data"]["events"], json!(["contact.updated"]));
+    assert_eq!(changed.body["data"]["description"], "CRM sync", "left out keeps its value");
+    let refused = api.put(&format!("/webhooks/{id}"), json!({ "url": "http://192.168.1.1/" })).await;
+    assert_eq!(refused.error_code(400), "VALIDATION_ERROR");
+    assert_eq!(api.get(&format!("/webhooks/{id}")).await.expect(200)["data"]["url"], read["url"]);
+
+    // Another team sees none of it, and cannot act on it.
+    assert_eq!(other.get("/webhooks").await.expect(200)["data"], json!([]));
+    assert_eq!(other.get(&format!("/webhooks/{id}")).await.error_code(404), "NOT_FOUND");
+    assert_eq!(other.put(&format!("/webhooks/{id}"), json!({ "description": "x" })).await.error_code(404), "NOT_FOUND");
+    assert_eq!(other.post(&format!("/webhooks/{id}/test"), json!({})).await.error_code(404), "NOT_FOUND");
+    assert_eq!(other.get(&format!("/webhooks/{id}/deliveries")).await.error_code(404), "NOT_FOUND");
+    assert_eq!(other.delete(&format!("/webhooks/{id}")).await.error_code(404), "NOT_FOUND");
+    let unknown = uuid::Uuid::new_v4();
+    assert_eq!(api.get(&format!("/webhooks/{unknown}")).await.error_code(404), "NOT_FOUND");
+    let retry = api.post(&format!("/webhooks/{id}/deliveries/{unknown}/retry"), json!({})).await;
+    assert_eq!(retry.error_code(404), "NOT_FOUND");
+    let bad_status = api.get(&format!("/webhooks/{id}/deliveries?status=lost")).await;
+    assert_eq!(bad_status.status, 400, "{}", bad_status.text);
+
+    assert_eq!(api.delete(&format!("/webhooks/{id}")).await.expect(200)["data"]["id"], id.as_str());
+    assert_eq!(api.get(&format!("/webhooks/{id}")).await.error_code(404), "NOT_FOUND");
+}
+
+/// Contact events end to end: signed, in order, retried, replayed on request, never another
+/// team's, never for a change that did not happen.
+async fn contact_events_reach_the_receiver(stack: &Stack) {
+    let receiver = Receiver::start().await;
+    let (mine, theirs) = (stack.team("Receiving", false, 0).await, stack.team("Elsewhere", false, 0).await);
+    let (api, other) = (stack.client(&mine.key), stack.client(&theirs.key));
+    let hook = api
+        .post("/webhooks", json!({ "url": format!("{}/mine", receiver.url), "events": CONTACT_EVENTS }))
+        .await
+        .expect(201)["data"]
+        .clone();
+    let (hook_id, secret) = (hook["id"].as_str().unwrap().to_owned(), hook["secret"].as_str().unwrap().to_owned());
+    let their_hook =
+        other.post("/webhooks", json!({ "url": format!("{}/theirs", receiver.url), "events": CONTACT_EVENTS })).await;
+    their_hook.expect(201);
+
+    let created = api.post("/contacts", json!({ "number": "+14155552671", "firstName": "Ada" })).await;
+    let contact = created.expect(201)["data"].clone();
+    let contact_id = contact["id"].as_str().unwrap().to_owned();
+    // A change that fails (the number is taken) tells nobody.
+    assert_eq!(api.post("/contacts", json!({ "number": "+14155552671" })).await.status, 409);
+    let updated = api.put(&format!("/contacts/{contact_id}"), json!({ "lastName": "Lovelace" })).await;
+    let updated = updated.expect(200)["data"].clone();
+    let deleted = api.delete(&format!("/contacts/{contact_id}")).await;
+    deleted.expect(200);
+
+    let got = receiver.wait_for("/mine", 3, "the three contact events").await;
+    let kinds: Vec<String> = got.iter().map(Received::kind).collect();
+    assert_eq!(kinds, CONTACT_EVENTS, "in the order they happened");
+    assert_eq!(got[0].json()["data"], contact, "the resource as the API showed it");
+    assert_eq!(got[1].json()["data"], updated);
+    assert!(got[0].json()["timestamp"].as_str().unwrap().ends_with('Z'));
+    for request in &got {
+        assert_eq!(request.headers.get("content-type").map(String::as_str), Some("application/json"));
+        assert!(request.headers["webhook-signature"].starts_with("v1,"), "{request:?}");
+    }
+    verify_with_reference_library(&secret, &got).await;
+
+    // The test event, to this endpoint alone.
+    let queued = api.post(&format!("/webhooks/{hook_id}/test"), json!({})).await;
+    let test = queued.expect(202)["data"].clone();
+    assert_eq!((test["event"].as_str(), test["status"].as_str()), (Some("webhook.test"), Some("pending")));
+    let got = receiver.wait_for("/mine", 4, "the test event").await;
+    assert_eq!(got[3].kind(), "webhook.test");
+    assert_eq!(got[3].json()["data"]["webhookId"], hook_id.as_str());
+    verify_with_reference_library(&secret, &got[3..]).await;
+    let delivered = deliveries_until(&api, &hook_id, "four delivered", |all| {
+        all.len() == 4 && all.iter().all(|d| d["status"] == "delivered")
+    })
+    .await;
+    assert_eq!(delivered[0]["event"], "webhook.test", "newest first");
+    assert!(delivered.iter().all(|d| d["statusCode"] == 200 && d["attempts"] == 1 && d["nextRetryAt"].is_null()));
+
+    // A receiver that fails is retried with the same event id until it answers 2xx.
+    receiver.answer(503);
+    api.post("/contacts", json!({ "number": "+14155550123" })).await.expect(201);
+    let failing = deliveries_until(&api, &hook_id, "a failed attempt", |all| {
+        all.len() == 5 && all[0]["statusCode"] == 503 && all[0]["status"] == "pending"
+    })
+    .await;
+    assert!(failing[0]["nextRetryAt"].is_string() && failing[0]["error"].is_string(), "{:#}", failing[0]);
+    receiver.answer(200);
+    deliveries_until(&api, &hook_id, "the retry to succeed", |all| all[0]["status"] == "delivered").await;
+    let retried: Vec<Received> = receiver.on("/mine")[4..].to_vec();
+    assert!(retried.len() >= 2, "{retried:?}");
+    assert!(retried.iter().all(|r| r.headers["webhook-id"] == retried[0].headers["webhook-id"]));
+    verify_with_reference_library(&secret, &retried).await;
+
+    // Sent again on request: the same event id and body.
+    let first = &delivered[3];
+    let before = receiver.on("/mine").len();
+    let again =
+        api.post(&format!("/webhooks/{hook_id}/deliveries/{}/retry", first["id"].as_str().unwrap()), json!({})).await;
+    assert_eq!(again.expect(202)["data"]["status"], "pending");
+    let got = receiver.wait_for("/mine", before + 1, "the manual retry").await;
+    assert_eq!(got[before].headers["webhook-id"], got[0].headers["webhook-id"]);
+    assert_eq!(got[before].body, got[0].body);
+
+    assert!(receiver.on("/theirs").is_empty(), "another team's webhook got: {:?}", receiver.on("/theirs"));
+    let pending = api.get(&format!("/webhooks/{hook_id}/deliveries?status=pending")).await;
+    assert_eq!(pending.expect(200)["pagination"]["totalCount"], 0);
+}
+
+const FAST_RETRIES: [(&str, &str); 2] =
+    [("SWITCHBOARD_WEBHOOK_ALLOW_PRIVATE", "true"), ("SWITCHBOARD_WEBHOOK_RETRY_BASE_MS", "200")];
+
+#[tokio::test]
+async fn contact_events_are_signed_ordered_and_retried_on_sqlite() {
+    let stack = Stack::start_with(&FAST_RETRIES).await;
+    contact_events_reach_the_receiver(&stack).await;
+}
+
+#[tokio::test]
+async fn contact_events_are_signed_ordered_and_retried_on_postgres() {
+    let Some(stack) = Stack::serve_on_postgres(&["identity", "crm", "webhooks"], &FAST_RETRIES).await else {
+        return;
+    };
+    contact_events_reach_the_receiver(&stack).await;
+}
+
+#[tokio::test]
+async fn a_delivery_given_up_marks_the_webhook_failing_until_one_succeeds() {
+    let env = [
+        ("SWITCHBOARD_WEBHOOK_ALLOW_PRIVATE", "true"),
+        ("SWITCHBOARD_WEBHOOK_RETRY_BASE_MS", "100"),
+        ("SWITCHBOARD_WEBHOOK_RETRY_FOR_MS", "600"),
+    ];
+    let stack = Stack::start_with(&env).await;
+    let receiver = Receiver::start().await;
+    receiver.answer(500);
+    let team = stack.team("Down", false, 0).await;
+    let api = stack.client(&team.key);
+    let hook = api.post("/webhooks", json!({ "url": receiver.url, "events": ["contact.created"] })).await;
+    let hook_id = hook.expect(201)["data"]["id"].as_str().unwrap().to_owned();
+    api.post("/contacts", json!({ "number": "+14155550188" })).await.expect(201);
+    let given_up = deliveries_until(&api, &hook_id, "the delivery to be given up", |all| {
+        all.len() == 1 && all[0]["status"] == "failed"
+    })
+    .await;
+    assert!(given_up[0]["attempts"].as_u64().unwrap() >= 2, "{:#}", given_up[0]);
+    assert!(given_up[0]["nextRetryAt"].is_null());
+    assert_eq!(api.get(&format!("/webhooks/{hook_id}")).await.expect(200)["data"]["status"], "failing");
+
+    receiver.answer(204);
+    api.post(&format!("/webhooks/{hook_id}/test"), json!({})).await.expect(202);
+    deliveries_until(&api, &hook_id, "the test to be delivered", |all| all[0]["status"] == "delivered").await;
+    assert_eq!(api.get(&format!("/webhooks/{hook_id}")).await.expect(200)["data"]["status"], "active");
+}
+
+#[tokio::test]
+async fn webpages_tell_when_they_are_ready_and_when_they_fail() {
+    use crate::knowledge_sources::{ENV, FAQ, Pages, page, settled, web_server};
+    let pages: Pages = Arc::default();
+    page(&pages, "/faq", 200, "text/html; charset=utf-8", FAQ);
+    let site = web_server(pages.clone()).await;
+    let receiver = Receiver::start().await;
+    let mut env = ENV.to_vec();
+    env.extend(FAST_RETRIES);
+    let stack = Stack::start_with(&env).await;
+    let team = stack.team("Pages", false, 100).await;
+    let api = stack.client(&team.key);
+    let hook = json!({ "url": format!("{}/pages", receiver.url), "events": ["webpage.ready", "webpage.failed"] });
+    let secret = api.post("/webhooks", hook).await.expect(201)["data"]["secret"].as_str().unwrap().to_owned();
+    let kb = crate::knowledgebase::create_knowledgebase(&api, "Support").await;
+    let base = format!("/knowledgebase/{}", kb["id"].as_str().unwrap());
+
+    let added = api.post(&format!("{base}/webpages"), json!({ "name": "FAQ", "url": format!("{site}/faq") })).await;
+    let webpage_id = added.expect(201)["data"]["id"].as_str().unwrap().to_owned();
+    let ready = settled(&api, &format!("{base}/webpages/{webpage_id}")).await;
+    let got = receiver.wait_for("/pages", 1, "webpage.ready").await;
+    assert_eq!(got[0].kind(), "webpage.ready");
+    let data = got[0].json()["data"].clone();
+    assert_eq!((data["id"].as_str(), data["status"].as_str()), (Some(webpage_id.as_str()), Some("ready")));
+    assert_eq!(data["name"], ready["name"]);
+
+    // A page that is gone fails for good: told once.
+    let added = api.post(&format!("{base}/webpages"), json!({ "name": "Gone", "url": format!("{site}/gone") })).await;
+    let gone_id = added.expect(201)["data"]["id"].as_str().unwrap().to_owned();
+    let failed = settled(&api, &format!("{base}/webpages/{gone_id}")).await;
+    assert_eq!(failed["status"], "failed");
+    let got = receiver.wait_for("/pages", 2, "webpage.failed").await;
+    assert_eq!(got[1].kind(), "webpage.failed");
+    assert_eq!(got[1].json()["data"]["id"], gone_id.as_str());
+    verify_with_reference_library(&secret, &got).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(receiver.on("/pages").len(), 2, "{:?}", receiver.on("/pages"));
+}
