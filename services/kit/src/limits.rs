@@ -214,6 +214,12 @@ pub const FIELD_TEXT: Length = Length::new(0, 5000);
 /// Custom fields a team may define.
 pub const TEAM_FIELDS: i64 = 100;
 
+// Webhooks.
+/// A webhook's description.
+pub const WEBHOOK_DESCRIPTION: Length = Length::new(0, 500);
+/// Endpoints of one team.
+pub const WEBHOOKS_PER_TEAM: usize = 50;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,9 +265,3 @@ mod tests {
         assert!(SEARCH_THRESHOLD.check("threshold", 1.0).is_none());
     }
 }
-
-// Webhooks.
-/// A webhook's description.
-pub const WEBHOOK_DESCRIPTION: Length = Length::new(0, 500);
-/// Endpoints of one team.
-pub const WEBHOOKS_PER_TEAM: usize = 50;

@@ -87,6 +87,7 @@ pub struct WebhookChange<'a> {
 }
 
 /// An event as stored: its body is what every delivery of it sends.
+#[derive(Debug, Clone)]
 pub struct StoredEvent {
     pub id: String,
     pub team_id: String,

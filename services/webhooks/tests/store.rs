@@ -1,0 +1,147 @@
+//! The webhooks store on SQLite and on PostgreSQL (when `TEST_DATABASE_URL` is set): events
+//! stored once, deliveries to subscribers only, one subject at a time, retries and give-ups.
+
+#![allow(clippy::unwrap_used)]
+
+use std::future::Future;
+use std::time::Duration;
+
+use switchboard_kit::testdb;
+use switchboard_kit::time::now_ms;
+use switchboard_webhooks::WebhookStore;
+use switchboard_webhooks::store::{Attempt, Claimed, NewWebhook, StoredEvent};
+
+const DAY: Duration = Duration::from_secs(86_400);
+const LEASE: Duration = Duration::from_secs(40);
+
+async fn on_every_engine<F, Fut>(test: F)
+where
+    F: Fn(WebhookStore) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    for database in testdb::all().await.unwrap() {
+        let store = WebhookStore::open(&database.url).await.unwrap();
+        eprintln!("engine: {:?}", database.engine);
+        test(store.clone()).await;
+        store.db().close().await;
+    }
+}
+
+fn team() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+fn event(team: &str, kind: &str, subject: &str) -> StoredEvent {
+    StoredEvent {
+        id: uuid::Uuid::now_v7().to_string(),
+        team_id: team.to_owned(),
+        kind: kind.to_owned(),
+        subject_id: subject.to_owned(),
+        body: format!(r#"{{"type":"{kind}","data":{{"id":"{subject}"}}}}"#),
+        occurred_at_ms: now_ms(),
+    }
+}
+
+async fn webhook(store: &WebhookStore, team: &str, events: &[&str]) -> String {
+    let events: Vec<String> = events.iter().map(|e| (*e).to_owned()).collect();
+    let new = NewWebhook { url: "https://hooks.example.com/in", events: &events, description: None };
+    store.create_webhook(team, &new, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").await.unwrap().id
+}
+
+fn answered(status: u16) -> Attempt {
+    Attempt { status_code: Some(status), duration_ms: 3, error: (status >= 300).then(|| format!("HTTP {status}")) }
+}
+
+/// Leases every delivery that is due now.
+async fn due(store: &WebhookStore) -> Vec<Claimed> {
+    store.claim(100, LEASE).await.unwrap()
+}
+
+fn event_ids(claimed: &[Claimed]) -> Vec<&str> {
+    claimed.iter().map(|claim| claim.event_id.as_str()).collect()
+}
+
+#[tokio::test]
+async fn events_reach_subscribers_of_their_team_once() {
+    on_every_engine(|store| async move {
+        let (mine, other) = (team(), team());
+        let contacts = webhook(&store, &mine, &["contact.created", "contact.updated"]).await;
+        let _calls = webhook(&store, &mine, &["call.ended"]).await;
+        let _theirs = webhook(&store, &other, &["contact.created"]).await;
+        let created = event(&mine, "contact.created", "c1");
+        assert_eq!(store.publish(std::slice::from_ref(&created), DAY).await.unwrap(), 1);
+        assert_eq!(store.publish(std::slice::from_ref(&created), DAY).await.unwrap(), 0, "seen before");
+        let claimed = due(&store).await;
+        assert_eq!(event_ids(&claimed), vec![created.id.as_str()], "{claimed:?}");
+        assert_eq!(claimed[0].webhook_id, contacts);
+        assert_eq!(claimed[0].body, created.body);
+        assert!(due(&store).await.is_empty(), "a leased delivery is not claimed twice");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn one_subject_goes_one_delivery_at_a_time_in_order() {
+    on_every_engine(|store| async move {
+        let mine = team();
+        let hook = webhook(&store, &mine, &["contact.created", "contact.updated", "contact.deleted"]).await;
+        let first = event(&mine, "contact.created", "a");
+        let second = event(&mine, "contact.updated", "a");
+        let third = event(&mine, "contact.deleted", "a");
+        let elsewhere = event(&mine, "contact.created", "b");
+        store.publish(&[first.clone(), second.clone(), third.clone(), elsewhere.clone()], DAY).await.unwrap();
+
+        let claimed = due(&store).await;
+        assert_eq!(event_ids(&claimed), vec![first.id.as_str(), elsewhere.id.as_str()], "the first of each subject");
+
+        // A failure keeps the subject's later events waiting until it succeeds.
+        store.record(&claimed[0], &answered(503), Some(Duration::ZERO)).await.unwrap();
+        store.record(&claimed[1], &answered(200), None).await.unwrap();
+        let again = due(&store).await;
+        assert_eq!(event_ids(&again), vec![first.id.as_str()]);
+        assert_eq!(again[0].attempts, 1);
+        store.record(&again[0], &answered(204), None).await.unwrap();
+        let next = due(&store).await;
+        assert_eq!(event_ids(&next), vec![second.id.as_str()]);
+        store.record(&next[0], &answered(200), None).await.unwrap();
+        let last = due(&store).await;
+        assert_eq!(event_ids(&last), vec![third.id.as_str()]);
+
+        let (deliveries, page) = store.list_deliveries(&mine, &hook, (1, 20), Some("delivered")).await.unwrap();
+        assert_eq!(page.total_count, 3);
+        let retried = deliveries.iter().find(|delivery| delivery.event_id == first.id).unwrap();
+        assert_eq!((retried.attempts, retried.status_code, retried.error.as_deref()), (2, Some(204), None));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_delivery_given_up_fails_its_webhook_until_one_succeeds() {
+    on_every_engine(|store| async move {
+        let mine = team();
+        let hook = webhook(&store, &mine, &["contact.created"]).await;
+        store.publish(&[event(&mine, "contact.created", "x")], DAY).await.unwrap();
+        let claimed = due(&store).await;
+        store.record(&claimed[0], &answered(500), None).await.unwrap();
+        assert_eq!(store.webhook(&mine, &hook).await.unwrap().status, "failing");
+        let (deliveries, _) = store.list_deliveries(&mine, &hook, (1, 20), None).await.unwrap();
+        assert_eq!((deliveries[0].status.as_str(), deliveries[0].next_retry_at_ms), ("failed", None));
+
+        // Sent again on request; it succeeds and the webhook is active again.
+        let retried = store.retry(&mine, &hook, &deliveries[0].id, DAY).await.unwrap();
+        assert_eq!(retried.status, "pending");
+        let claimed = due(&store).await;
+        assert_eq!(event_ids(&claimed), vec![deliveries[0].event_id.as_str()]);
+        store.record(&claimed[0], &answered(200), None).await.unwrap();
+        assert_eq!(store.webhook(&mine, &hook).await.unwrap().status, "active");
+
+        // Another team's ids are not found; a deleted webhook takes its deliveries along.
+        let other = team();
+        assert!(store.retry(&other, &hook, &deliveries[0].id, DAY).await.is_err());
+        assert!(store.list_deliveries(&other, &hook, (1, 20), None).await.is_err());
+        store.delete_webhook(&mine, &hook).await.unwrap();
+        store.publish(&[event(&mine, "contact.created", "y")], DAY).await.unwrap();
+        assert!(due(&store).await.is_empty());
+    })
+    .await;
+}
