@@ -123,7 +123,7 @@ async fn identity(context: Context) -> anyhow::Result<Component> {
     Ok(Component {
         info: &IDENTITY,
         routes: switchboard_identity::routes(store.clone()),
-        background: Vec::new(),
+        background: vec![context.relay(store.db())?],
         databases: vec![store.db().clone()],
     })
 }
@@ -138,7 +138,7 @@ async fn agents(context: Context) -> anyhow::Result<Component> {
     Ok(Component {
         info: &AGENTS,
         routes,
-        background: vec![Box::new(move |stop| Box::pin(runner.run(stop)))],
+        background: vec![Box::new(move |stop| Box::pin(runner.run(stop))), context.relay(store.db())?],
         databases: vec![store.db().clone()],
     })
 }
@@ -174,7 +174,8 @@ async fn conversations(context: Context) -> anyhow::Result<Component> {
     };
     let objects = Objects::open(&config::objects(&context.file, &context.data_dir))?;
     let routes = switchboard_conversations::service::routes(store.clone(), PhoneRules::from_env()?, peers, objects);
-    Ok(Component { info: &CONVERSATIONS, routes, background: Vec::new(), databases: vec![store.db().clone()] })
+    let background = vec![context.relay(store.db())?];
+    Ok(Component { info: &CONVERSATIONS, routes, background, databases: vec![store.db().clone()] })
 }
 
 async fn crm(context: Context) -> anyhow::Result<Component> {
@@ -190,7 +191,8 @@ async fn webhooks(context: Context) -> anyhow::Result<Component> {
     let settings = switchboard_webhooks::Settings::from_env();
     let wake = Arc::new(Notify::new());
     let deliverer = Deliverer::new(store.clone(), settings.clone(), wake.clone())?;
-    let routes = switchboard_webhooks::service::routes(store.clone(), settings, wake);
+    let agents = AgentsServiceClient::new(context.channel(&AGENTS)?);
+    let routes = switchboard_webhooks::service::routes(store.clone(), settings, wake, agents);
     Ok(Component {
         info: &WEBHOOKS,
         routes,

@@ -14,13 +14,13 @@ use tonic::transport::Channel;
 use crate::common::{Api, Stack, Team};
 
 /// A runtime's connection to the ingestion API.
-struct Runtime {
-    client: ConversationIngestClient<Channel>,
+pub struct Runtime {
+    pub client: ConversationIngestClient<Channel>,
     token: String,
 }
 
 impl Runtime {
-    async fn connect(stack: &Stack) -> Runtime {
+    pub async fn connect(stack: &Stack) -> Runtime {
         let url = stack.process.line_after("conversations gRPC:").expect("conversations gRPC line");
         let endpoint = Channel::from_shared(url).unwrap().timeout(Duration::from_secs(20));
         let channel = tokio::time::timeout(Duration::from_secs(10), endpoint.connect())
@@ -30,18 +30,18 @@ impl Runtime {
         Runtime { client: ConversationIngestClient::new(channel), token: stack.service_token.clone() }
     }
 
-    fn signed<T>(&self, message: T) -> tonic::Request<T> {
+    pub fn signed<T>(&self, message: T) -> tonic::Request<T> {
         let mut request = tonic::Request::new(message);
         request.metadata_mut().insert("authorization", format!("Bearer {}", self.token).parse().unwrap());
         request
     }
 
-    async fn call(&mut self, request: UpsertCallRequest) -> Result<String, tonic::Status> {
+    pub async fn call(&mut self, request: UpsertCallRequest) -> Result<String, tonic::Status> {
         let request = self.signed(request);
         Ok(self.client.upsert_call(request).await?.into_inner().id)
     }
 
-    async fn transcript(&mut self, team: &str, external_id: &str, segments: &[(i64, &str, &str, i64)]) {
+    pub async fn transcript(&mut self, team: &str, external_id: &str, segments: &[(i64, &str, &str, i64)]) {
         let segments = segments
             .iter()
             .map(|(seq, speaker, text, offset_ms)| TranscriptSegment {
@@ -58,7 +58,7 @@ impl Runtime {
         self.client.append_transcript(request).await.unwrap();
     }
 
-    async fn end(&mut self, team: &str, external_id: &str, ended_at: &str, summary: &str) {
+    pub async fn end(&mut self, team: &str, external_id: &str, ended_at: &str, summary: &str) {
         let request = EndCallRequest {
             team_id: team.to_owned(),
             external_id: external_id.to_owned(),
@@ -72,7 +72,7 @@ impl Runtime {
     }
 }
 
-fn upsert(team: &Team, external_id: &str, from: &str, direction: &str, started_at: &str) -> UpsertCallRequest {
+pub fn upsert(team: &Team, external_id: &str, from: &str, direction: &str, started_at: &str) -> UpsertCallRequest {
     UpsertCallRequest {
         team_id: team.id.clone(),
         external_id: external_id.to_owned(),

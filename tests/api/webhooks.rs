@@ -413,3 +413,99 @@ async fn webpages_tell_when_they_are_ready_and_when_they_fail() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(receiver.on("/pages").len(), 2, "{:?}", receiver.on("/pages"));
 }
+
+#[tokio::test]
+async fn calls_and_chats_tell_once_when_they_end() {
+    use crate::conversations::{Runtime, upsert};
+    use switchboard_proto::v1::{EndChatRequest, UpsertChatRequest};
+    let stack = Stack::start_with(&FAST_RETRIES).await;
+    let receiver = Receiver::start().await;
+    let mut runtime = Runtime::connect(&stack).await;
+    let team = stack.team("Calls", false, 0).await;
+    let api = stack.client(&team.key);
+    let hook = json!({ "url": format!("{}/ended", receiver.url), "events": ["call.ended", "chat.ended"] });
+    let secret = api.post("/webhooks", hook).await.expect(201)["data"]["secret"].as_str().unwrap().to_owned();
+    let agent = api.post("/agents", json!({ "name": "Front desk", "type": "phone" })).await.expect(201)["data"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let mut call = upsert(&team, "ext-1", "(415) 555-2671", "INCOMING", "2026-03-01T10:00:00Z");
+    call.agent_id = Some(agent.clone());
+    let call_id = runtime.call(call).await.unwrap();
+    runtime.transcript(&team.id, "ext-1", &[(1, "agent", "Hello, Acme dental.", 1_000)]).await;
+    // The runtime ends the call twice (a retry): told once.
+    for _ in 0..2 {
+        runtime.end(&team.id, "ext-1", "2026-03-01T10:02:05Z", "Rescheduled an appointment").await;
+    }
+    let chat = UpsertChatRequest {
+        team_id: team.id.clone(),
+        external_id: "web-1".to_owned(),
+        agent_id: Some(agent.clone()),
+        channel: "web".to_owned(),
+        contact_number: None,
+        contact_email: Some("grace@example.com".to_owned()),
+        started_at: "2026-03-01T11:00:00Z".to_owned(),
+    };
+    let signed = runtime.signed(chat);
+    let chat_id = runtime.client.upsert_chat(signed).await.unwrap().into_inner().id;
+    let end = EndChatRequest {
+        team_id: team.id.clone(),
+        external_id: "web-1".to_owned(),
+        ended_at: "2026-03-01T11:05:00Z".to_owned(),
+        summary: Some("Asked about delivery".to_owned()),
+    };
+    let signed = runtime.signed(end);
+    runtime.client.end_chat(signed).await.unwrap();
+
+    let mut got = receiver.wait_for("/ended", 2, "call.ended and chat.ended").await;
+    // Different resources keep no order between them.
+    got.sort_by_key(Received::kind);
+    assert_eq!(got.iter().map(Received::kind).collect::<Vec<_>>(), vec!["call.ended", "chat.ended"]);
+    let ended = got[0].json()["data"].clone();
+    let shown = api.get(&format!("/calls/{call_id}")).await.expect(200)["data"].clone();
+    for member in ["id", "from", "to", "type", "status", "duration", "createdAt", "endedAt", "summary", "transcript"] {
+        assert_eq!(ended[member], shown[member], "{member}: {ended:#} vs {shown:#}");
+    }
+    assert_eq!(ended["agent"], json!({ "id": agent, "name": "Front desk" }));
+    let chat = got[1].json()["data"].clone();
+    assert_eq!((chat["id"].as_str(), chat["status"].as_str()), (Some(chat_id.as_str()), Some("ended")));
+    assert_eq!(chat["agent"]["name"], "Front desk");
+    verify_with_reference_library(&secret, &got).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(receiver.on("/ended").len(), 2, "told once each: {:?}", receiver.on("/ended"));
+}
+
+#[tokio::test]
+async fn instructions_and_subteams_tell_the_team_that_owns_them() {
+    let stack = Stack::start_with(&FAST_RETRIES).await;
+    let receiver = Receiver::start().await;
+    let agency = stack.team("Agency", true, 1000).await;
+    let api = stack.client(&agency.key);
+    let hook = json!({ "url": format!("{}/agency", receiver.url), "events": ["agent.instructions.updated", "subteam.created"] });
+    let secret = api.post("/webhooks", hook).await.expect(201)["data"]["secret"].as_str().unwrap().to_owned();
+
+    let agent = api.post("/agents", json!({ "name": "Ava", "type": "phone" })).await.expect(201)["data"].clone();
+    let path = format!("/agents/{}/instructions", agent["id"].as_str().unwrap());
+    let replaced = api.put(&path, json!({ "instructions": "Be brief." })).await.expect(200)["data"].clone();
+    let subteam = api.post("/agency/subteams", crate::auth::subteam_body("Client")).await.expect(201)["data"].clone();
+    // The subteam's own changes are its own: the agency's webhook does not hear them.
+    let client = stack.client(&agency.key);
+    let theirs = format!("/agents?teamId={}", subteam["id"].as_str().unwrap());
+    client.post(&theirs, json!({ "name": "Bo", "type": "chat" })).await.expect(201);
+
+    let mut got = receiver.wait_for("/agency", 2, "instructions and subteam events").await;
+    // Different resources (and services) keep no order between them.
+    got.sort_by_key(Received::kind);
+    assert_eq!(
+        got.iter().map(Received::kind).collect::<Vec<_>>(),
+        vec!["agent.instructions.updated", "subteam.created"]
+    );
+    let told = got[0].json()["data"].clone();
+    for member in ["id", "name", "instructions", "version", "updatedAt"] {
+        assert_eq!(told[member], replaced[member], "{member}");
+    }
+    assert_eq!(got[1].json()["data"]["id"], subteam["id"]);
+    assert_eq!(got[1].json()["data"]["name"], "Client");
+    verify_with_reference_library(&secret, &got).await;
+}

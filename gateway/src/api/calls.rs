@@ -233,6 +233,11 @@ fn recording_url(request: &Call, call: &proto::Call) -> Option<String> {
 
 impl CallView {
     fn new(request: &Call, call: &proto::Call, names: &HashMap<String, String>) -> Self {
+        Self::of(call, names, recording_url(request, call))
+    }
+
+    /// The view of `call`, its agent named by `names`, with the recording link given.
+    pub(crate) fn of(call: &proto::Call, names: &HashMap<String, String>, recording_url: Option<String>) -> Self {
         let speaker = |name: &str| if name == "caller" { Speaker::Caller } else { Speaker::Agent };
         Self {
             id: Id::stored(call.id.clone()),
@@ -258,7 +263,7 @@ impl CallView {
                     timestamp: Timestamp::from_ms(segment.timestamp_ms),
                 })
                 .collect(),
-            recording_url: recording_url(request, call),
+            recording_url,
         }
     }
 }

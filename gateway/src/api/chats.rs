@@ -200,7 +200,7 @@ pub struct ChatDetail {
 }
 
 impl ChatView {
-    fn new(chat: &proto::Chat, names: &HashMap<String, String>) -> Self {
+    pub(crate) fn new(chat: &proto::Chat, names: &HashMap<String, String>) -> Self {
         Self {
             id: Id::stored(chat.id.clone()),
             channel: Channel::parse(&chat.channel),

@@ -2,10 +2,16 @@
 //! the same shapes as a client of the endpoints. The webhooks service renders each event once,
 //! when it is published, through [`render`].
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 use serde_json::Value;
 use switchboard_proto::v1::event::Resource;
 
+use super::agency::Subteam;
+use super::agents::Instructions;
+use super::calls::CallView;
+use super::chats::ChatView;
 use super::contacts::Contact;
 use super::sources::{Document, Webpage};
 
@@ -13,9 +19,27 @@ fn json(view: impl Serialize) -> Result<Value, String> {
     serde_json::to_value(view).map_err(|error| error.to_string())
 }
 
-/// The event's `data`; `Err` for a resource that has no API shape here yet.
-pub fn render(resource: &Resource) -> Result<Value, String> {
+/// The agent a call or chat names, when it has one: its id, for the caller to look its name up.
+pub fn agent_of(resource: &Resource) -> Option<&str> {
     match resource {
+        Resource::Call(call) => call.agent_id.as_deref(),
+        Resource::Chat(chat) => chat.agent_id.as_deref(),
+        _ => None,
+    }
+}
+
+/// The event's `data`; `agent_name` names the agent of a call or chat ([`agent_of`]; null
+/// when it no longer exists, as in the API). A call's `recordingUrl` is null: playback links
+/// expire, so a receiver fetches the call for one. `Err` for a resource without an API shape
+/// here yet.
+pub fn render(resource: &Resource, agent_name: Option<&str>) -> Result<Value, String> {
+    let names: HashMap<String, String> = match (agent_of(resource), agent_name) {
+        (Some(id), Some(name)) => HashMap::from([(id.to_owned(), name.to_owned())]),
+        _ => HashMap::new(),
+    };
+    match resource {
+        Resource::Call(call) => json(CallView::of(call, &names, None)),
+        Resource::Chat(chat) => json(ChatView::new(chat, &names)),
         Resource::Contact(contact) => json(Contact::from(contact)),
         Resource::Webpage(webpage) => json(Webpage::from(webpage)),
         Resource::Document(document) => json(Document::from(document)),
@@ -24,8 +48,8 @@ pub fn render(resource: &Resource) -> Result<Value, String> {
             Ok(_) => Err("the event's data is not a JSON object".to_owned()),
             Err(error) => Err(format!("the event's data is not JSON: {error}")),
         },
-        Resource::Call(_) | Resource::Chat(_) | Resource::Agent(_) => {
-            Err("calls, chats and agents are not rendered for webhooks yet".to_owned())
-        }
+        Resource::Instructions(instructions) => json(Instructions::from(instructions)),
+        Resource::Subteam(subteam) => json(Subteam::from(subteam)),
+        Resource::Agent(_) => Err("agents are not rendered for webhooks yet".to_owned()),
     }
 }

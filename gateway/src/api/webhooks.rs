@@ -83,8 +83,9 @@ pub struct EventName(#[schemars(extend("enum" = EVENT_TYPES))] pub String);
 /// Other members are ignored.
 #[derive(Deserialize, JsonSchema)]
 pub struct CreateWebhook {
-    /// Where events are POSTed: http or https.
-    #[schemars(length(min = limits::URL.min, max = limits::URL.max))]
+    /// Where events are POSTed: an absolute http or https URL, not a private, loopback or
+    /// link-local address.
+    #[schemars(length(min = limits::URL.min, max = limits::URL.max), extend("format" = "uri"))]
     pub url: String,
     /// The event types sent to it (at least one; repeats count once).
     #[schemars(length(min = 1, max = 100))]
@@ -96,7 +97,8 @@ pub struct CreateWebhook {
 /// A partial update: members left out (or null) keep their value. Other members are ignored.
 #[derive(Deserialize, JsonSchema)]
 pub struct UpdateWebhook {
-    #[schemars(length(min = limits::URL.min, max = limits::URL.max))]
+    /// As in the create.
+    #[schemars(length(min = limits::URL.min, max = limits::URL.max), extend("format" = "uri"))]
     pub url: Option<String>,
     /// Replaces the list.
     #[schemars(length(min = 1, max = 100))]

@@ -2,15 +2,17 @@
 //! description); the store writes them. Published events are rendered once, as the API shows
 //! their resource, into the body every delivery sends.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use switchboard_kit::egress;
-use switchboard_kit::grpc::{Reply, reply};
+use switchboard_kit::grpc::{Channel, Reply, reply};
 use switchboard_kit::outbox::{EVENT_TYPES, TEST_EVENT};
 use switchboard_kit::time::{iso_ms, now_ms};
 use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, limits};
+use switchboard_proto::v1::agents_service_client::AgentsServiceClient;
 use switchboard_proto::v1::webhooks_service_server::{WebhooksService, WebhooksServiceServer};
 use switchboard_proto::v1::*;
 use tokio::sync::Notify;
@@ -30,10 +32,17 @@ pub struct WebhooksApi {
     settings: Settings,
     /// Rung when deliveries are queued, so that they start now rather than at the next poll.
     wake: Arc<Notify>,
+    /// Names the agents of calls and chats in their events.
+    agents: AgentsServiceClient<Channel>,
 }
 
-pub fn routes(store: WebhookStore, settings: Settings, wake: Arc<Notify>) -> Routes {
-    Routes::new(WebhooksServiceServer::new(WebhooksApi { store, settings, wake }))
+pub fn routes(
+    store: WebhookStore,
+    settings: Settings,
+    wake: Arc<Notify>,
+    agents: AgentsServiceClient<Channel>,
+) -> Routes {
+    Routes::new(WebhooksServiceServer::new(WebhooksApi { store, settings, wake, agents }))
 }
 
 fn id_or_not_found(id: &str, not_found: fn() -> ServiceError) -> ServiceResult<()> {
@@ -95,13 +104,37 @@ impl WebhooksApi {
         switchboard_kit::validate([violation])
     }
 
+    /// The name of the agent of a call or chat (`None` once it is deleted). Names read for
+    /// one batch are kept in `names`.
+    async fn agent_name(
+        &self,
+        event: &Event,
+        names: &mut HashMap<(String, String), Option<String>>,
+    ) -> ServiceResult<Option<String>> {
+        let Some(agent_id) = event.resource.as_ref().and_then(switchboard_gateway::event_agent) else {
+            return Ok(None);
+        };
+        let key = (event.team_id.clone(), agent_id.to_owned());
+        if let Some(name) = names.get(&key) {
+            return Ok(name.clone());
+        }
+        let request = GetAgentRequest { team_id: key.0.clone(), agent_id: key.1.clone() };
+        let name = match self.agents.clone().get_agent(request).await {
+            Ok(agent) => Some(agent.into_inner().name),
+            Err(status) if status.code() == tonic::Code::NotFound => None,
+            Err(status) => return Err(ServiceError::from_status(&status)),
+        };
+        names.insert(key, name.clone());
+        Ok(name)
+    }
+
     /// The stored form of a published event: its body rendered once.
-    fn stored(event: &Event) -> Result<StoredEvent, String> {
+    fn stored(event: &Event, agent_name: Option<&str>) -> Result<StoredEvent, String> {
         if !EVENT_TYPES.contains(&event.r#type.as_str()) {
             return Err(format!("{} is not an event type", event.r#type));
         }
         let resource = event.resource.as_ref().ok_or("the event has no resource")?;
-        let data = switchboard_gateway::render_event_data(resource)?;
+        let data = switchboard_gateway::render_event_data(resource, agent_name)?;
         let body = serde_json::json!({ "type": event.r#type, "timestamp": iso_ms(event.occurred_at_ms), "data": data });
         Ok(StoredEvent {
             id: event.id.clone(),
@@ -247,8 +280,11 @@ impl WebhooksService for WebhooksApi {
 
     async fn publish(&self, request: Request<PublishRequest>) -> Reply<PublishResponse> {
         let mut stored = Vec::new();
+        let mut names = HashMap::new();
         for event in &request.get_ref().events {
-            match Self::stored(event) {
+            // The agents service being down fails the batch: the relay publishes it again.
+            let agent_name = self.agent_name(event, &mut names).await?;
+            match Self::stored(event, agent_name.as_deref()) {
                 Ok(event) => stored.push(event),
                 // A producer's bug must not jam its outbox: the event is dropped, loudly.
                 Err(error) => tracing::error!(event = %event.id, kind = %event.r#type, %error, "event dropped"),

@@ -150,6 +150,22 @@ impl AgentStore {
         )
         .await?;
         let current = self.current(&mut tx, team_id, agent_id, false).await?;
+        // As `GET .../instructions` shows them now: their optimisation was just queued.
+        let told = Instructions {
+            agent_id: current.agent.id.clone(),
+            agent_name: current.agent.name.clone(),
+            instructions: current.instructions.clone(),
+            version,
+            updated_at_ms: now,
+            optimization: Some(PromptOptimization {
+                status: jobs::QUEUED.to_owned(),
+                version,
+                completed_at_ms: None,
+                error: None,
+            }),
+        };
+        let resource = switchboard_proto::v1::event::Resource::Instructions(told);
+        switchboard_kit::outbox::record(&mut tx, "agent.instructions.updated", (team_id, agent_id), resource).await?;
         tx.commit().await?;
         self.view(current).await
     }

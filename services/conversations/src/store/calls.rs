@@ -494,6 +494,11 @@ impl ConversationStore {
             }
         }
         let call = with_transcript(&mut tx, call).await?;
+        if current.ended_at_ms.is_none() {
+            // Webhooks hear of the end once; ending again (a runtime's retry) tells nobody.
+            let resource = switchboard_proto::v1::event::Resource::Call(call.clone());
+            switchboard_kit::outbox::record(&mut tx, "call.ended", (team_id, &call.id), resource).await?;
+        }
         tx.commit().await?;
         Ok(call)
     }

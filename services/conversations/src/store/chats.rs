@@ -365,6 +365,11 @@ impl ConversationStore {
                 .execute(&mut *tx)
                 .await?;
         }
+        if current.ended_at_ms.is_none() {
+            // Webhooks hear of the end once; ending again (a runtime's retry) tells nobody.
+            let resource = switchboard_proto::v1::event::Resource::Chat(chat.clone());
+            switchboard_kit::outbox::record(&mut tx, "chat.ended", (team_id, &chat.id), resource).await?;
+        }
         tx.commit().await?;
         Ok(chat)
     }

@@ -237,8 +237,13 @@ impl IdentityStore {
             .await?
             .balance_after;
         }
+        let subteam = Subteam { team: Some(team), credit_balance: balance, users: vec![user] };
+        // The agency's webhooks hear of it.
+        let resource = switchboard_proto::v1::event::Resource::Subteam(subteam.clone());
+        let subteam_id = subteam.team.as_ref().map(|team| team.id.clone()).unwrap_or_default();
+        switchboard_kit::outbox::record(&mut tx, "subteam.created", (&agency.id, &subteam_id), resource).await?;
         tx.commit().await?;
-        Ok(Subteam { team: Some(team), credit_balance: balance, users: vec![user] })
+        Ok(subteam)
     }
 
     pub async fn list_subteams(
