@@ -70,7 +70,8 @@ bench_begin() {
   export SWITCHBOARD_SERVICE_TOKEN="sbt_bench_$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
   declare -gA port
   local component
-  for component in identity agents knowledgebase conversations crm; do
+  extra_databases=()
+  for component in identity agents knowledgebase conversations crm webhooks; do
     port[$component]="$(free_port)"
     export "SWITCHBOARD_${component^^}_URL=http://127.0.0.1:${port[$component]}"
   done
@@ -84,8 +85,21 @@ bench_end() {
   fi
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  [ -n "${KEEP_DATABASE:-}" ] || psql "$TEST_DATABASE_URL" -qc "drop database if exists $bench_database" >/dev/null 2>&1 || true
+  if [ -z "${KEEP_DATABASE:-}" ]; then
+    for database in "$bench_database" "${extra_databases[@]}"; do
+      psql "$TEST_DATABASE_URL" -qc "drop database if exists $database" >/dev/null 2>&1 || true
+    done
+  fi
   rm -rf "$work"
+}
+
+# bench_extra_database SUFFIX: another fresh PostgreSQL database (for a second service: each
+# has its own migrations table), dropped with the first; prints its URL.
+bench_extra_database() {
+  local name="${bench_database}_$1"
+  psql "$TEST_DATABASE_URL" -qc "create database $name" >/dev/null
+  extra_databases+=("$name")
+  echo "${TEST_DATABASE_URL%/*}/$name"
 }
 
 # bench_serve COMPONENT DATABASE_URL: starts it, waits for its "listening" line; sets SERVED_PID.

@@ -216,7 +216,7 @@ async fn a_knowledge_search_is_one_trace_across_gateway_identity_agents_and_know
 }
 
 /// The value of the first sample of `name` whose labels include every one of `labels`.
-fn sample(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
+pub fn sample(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
     text.lines().find_map(|line| {
         let (series, value) = line.rsplit_once(' ')?;
         let (metric, rest) = series.split_once('{').unwrap_or((series, ""));

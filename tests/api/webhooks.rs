@@ -327,6 +327,18 @@ async fn contact_events_reach_the_receiver(stack: &Stack) {
     assert!(receiver.on("/theirs").is_empty(), "another team's webhook got: {:?}", receiver.on("/theirs"));
     let pending = api.get(&format!("/webhooks/{hook_id}/deliveries?status=pending")).await;
     assert_eq!(pending.expect(200)["pagination"]["totalCount"], 0);
+
+    // Attempts show in the metrics (dev serves every component's on one admin port).
+    if stack.is_dev() {
+        let admin = stack.process.line_after("metrics:").expect("dev prints the admin port's metrics URL");
+        let text = reqwest::get(&admin).await.unwrap().text().await.unwrap();
+        let sample = |outcome: &str| {
+            let labels = ["webhook_event=\"contact.created\"", &format!("outcome=\"{outcome}\"")];
+            crate::telemetry::sample(&text, "switchboard_webhook_attempts_total", &labels)
+        };
+        assert!(sample("delivered") >= Some(3.0), "{text}");
+        assert!(sample("retry") >= Some(1.0), "{text}");
+    }
 }
 
 const FAST_RETRIES: [(&str, &str); 2] =
