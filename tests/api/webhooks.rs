@@ -521,3 +521,35 @@ async fn instructions_and_subteams_tell_the_team_that_owns_them() {
     assert_eq!(got[1].json()["data"]["name"], "Client");
     verify_with_reference_library(&secret, &got).await;
 }
+
+#[tokio::test]
+async fn credits_low_is_told_once_when_the_balance_crosses_the_threshold() {
+    let stack = Stack::start_with(&FAST_RETRIES).await;
+    let receiver = Receiver::start().await;
+    let agency = stack.team("Spender", true, 100).await;
+    let api = stack.client(&agency.key);
+    let hook = json!({ "url": format!("{}/credits", receiver.url), "events": ["credits.low"] });
+    let secret = api.post("/webhooks", hook).await.expect(201)["data"]["secret"].as_str().unwrap().to_owned();
+    assert_eq!(api.get("/credits/alert").await.expect(200)["data"], json!({ "threshold": null, "balance": 100 }));
+    for bad in [json!({ "threshold": -1 }), json!({ "threshold": "10" }), json!({ "threshold": 1.5 })] {
+        assert_eq!(api.put("/credits/alert", bad.clone()).await.status, 400, "{bad}");
+    }
+    let set = api.put("/credits/alert", json!({ "threshold": 85 })).await;
+    assert_eq!(set.expect(200)["data"], json!({ "threshold": 85, "balance": 100 }));
+
+    // Subteams are paid from the agency's balance: 100 → 90 stays above, 90 → 80 crosses, 80 → 70 is under already.
+    for (name, credits) in [("A", 10), ("B", 10), ("C", 10)] {
+        let mut body = crate::auth::subteam_body(name);
+        body["totalMonthlyCredits"] = json!(credits);
+        body["email"] = json!(format!("{name}@client.example"));
+        api.post("/agency/subteams", body).await.expect(201);
+    }
+    let got = receiver.wait_for("/credits", 1, "credits.low").await;
+    assert_eq!(got[0].kind(), "credits.low");
+    assert_eq!(got[0].json()["data"], json!({ "teamId": agency.id, "balance": 80, "threshold": 85 }));
+    verify_with_reference_library(&secret, &got).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(receiver.on("/credits").len(), 1, "told once per crossing: {:?}", receiver.on("/credits"));
+    let cleared = api.put("/credits/alert", json!({ "threshold": null })).await;
+    assert_eq!(cleared.expect(200)["data"]["threshold"], Value::Null);
+}

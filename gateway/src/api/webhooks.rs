@@ -55,6 +55,15 @@ pub fn endpoints() -> Vec<Endpoint> {
                  with exponential backoff for 24 hours; then the delivery is `failed` and the webhook `failing`.",
             )
             .fails(404, WEBHOOK_GONE),
+        Endpoint::get("/v1/credits/alert", credits_alert)
+            .doc("getCreditsAlert", WEBHOOKS, "The balance under which webhooks hear credits.low")
+            .about("`threshold` is null when no alert is set; `balance` is the team's credit balance now."),
+        Endpoint::put("/v1/credits/alert", set_credits_alert)
+            .doc("setCreditsAlert", WEBHOOKS, "Set (or clear, with null) the credits.low threshold")
+            .about(
+                "When a debit or transfer takes the balance from `threshold` or more to under it, the team's \
+                 webhooks subscribed to `credits.low` get `{teamId, balance, threshold}`: once per crossing.",
+            ),
         Endpoint::post("/v1/webhooks/{webhookId}/deliveries/{deliveryId}/retry", retry)
             .doc("retryWebhookDelivery", WEBHOOKS, "Send a delivery again")
             .about("The same event (same `webhook-id` and body) is queued to be sent now.")
@@ -330,6 +339,45 @@ async fn deliveries(call: Call, input: Input<WebhookPath, DeliveryQuery>) -> Ser
         data: listed.deliveries.iter().map(Delivery::from).collect(),
         pagination: listed.page.unwrap_or_default().into(),
     })
+}
+
+/// The credits alert to set.
+#[derive(Deserialize, JsonSchema)]
+pub struct SetCreditsAlert {
+    /// Credits; null (or absent) clears the alert.
+    #[schemars(range(min = 0, max = limits::CREDITS_ALERT_MAX))]
+    pub threshold: Option<i64>,
+}
+
+/// The team's credits alert.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct CreditsAlert {
+    /// Null when no alert is set.
+    pub threshold: Option<i64>,
+    pub balance: i64,
+}
+
+impl From<proto::CreditsAlert> for CreditsAlert {
+    fn from(alert: proto::CreditsAlert) -> Self {
+        Self { threshold: alert.threshold, balance: alert.balance }
+    }
+}
+
+async fn credits_alert(call: Call, _: Input) -> ServiceResult<crate::endpoint::Data<CreditsAlert>> {
+    let request = proto::GetBalanceRequest { team_id: call.team_id().to_owned() };
+    let alert = call.services.identity.clone().get_credits_alert(request).await?.into_inner();
+    Ok(crate::endpoint::Data::new(alert.into()))
+}
+
+async fn set_credits_alert(
+    call: Call,
+    input: Input<Nothing, Nothing, Json<SetCreditsAlert>>,
+) -> ServiceResult<Updated<CreditsAlert>> {
+    let request =
+        proto::SetCreditsAlertRequest { team_id: call.team_id().to_owned(), threshold: input.body.0.threshold };
+    let alert = call.services.identity.clone().set_credits_alert(request).await?.into_inner();
+    Ok(Updated::new(alert.into(), "Credits alert updated successfully"))
 }
 
 async fn retry(call: Call, input: Input<DeliveryPath>) -> ServiceResult<Accepted<Delivery>> {

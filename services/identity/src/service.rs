@@ -139,6 +139,15 @@ impl IdentityService for IdentityApi {
         reply(self.store.balance(&team_id).await.map(|balance| Balance { team_id, balance }))
     }
 
+    async fn get_credits_alert(&self, request: Request<GetBalanceRequest>) -> Reply<CreditsAlert> {
+        reply(self.store.credits_alert(&request.into_inner().team_id).await)
+    }
+
+    async fn set_credits_alert(&self, request: Request<SetCreditsAlertRequest>) -> Reply<CreditsAlert> {
+        let request = request.into_inner();
+        reply(self.store.set_credits_alert(&request.team_id, request.threshold).await)
+    }
+
     async fn debit_credits(&self, request: Request<DebitCreditsRequest>) -> Reply<CreditEntry> {
         let request = request.into_inner();
         let debited = self.store.debit(&request.team_id, request.amount, &request.reason).await;

@@ -219,6 +219,8 @@ pub const TEAM_FIELDS: i64 = 100;
 pub const WEBHOOK_DESCRIPTION: Length = Length::new(0, 500);
 /// Endpoints of one team.
 pub const WEBHOOKS_PER_TEAM: usize = 50;
+/// The balance under which `credits.low` is told.
+pub const CREDITS_ALERT_MAX: i64 = 1_000_000_000_000;
 
 #[cfg(test)]
 mod tests {

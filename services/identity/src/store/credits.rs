@@ -4,9 +4,10 @@
 
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
+use switchboard_kit::limits;
 use switchboard_kit::time::now_ms;
 use switchboard_kit::{ServiceError, ServiceResult};
-use switchboard_proto::v1::{CreditEntry, TransferCreditsResponse};
+use switchboard_proto::v1::{CreditEntry, CreditsAlert, TransferCreditsResponse};
 
 use super::{IdentityStore, check_id, team_not_found};
 use crate::validate;
@@ -60,7 +61,7 @@ pub(super) async fn apply(
     let now = now_ms();
     let updated = sqlx::query(
         "UPDATE credit_balances SET balance = balance + $1, updated_at = $2 \
-         WHERE team_id = $3 AND balance + $1 >= 0 RETURNING balance",
+         WHERE team_id = $3 AND balance + $1 >= 0 RETURNING balance, low_threshold",
     )
     .bind(delta)
     .bind(now)
@@ -75,6 +76,16 @@ pub(super) async fn apply(
         return Err(if exists.is_some() { ServiceError::insufficient_credits() } else { team_not_found() });
     };
     let balance_after: i64 = updated.try_get("balance")?;
+    let threshold: Option<i64> = updated.try_get("low_threshold")?;
+    if let Some(threshold) = threshold
+        && balance_after < threshold
+        && balance_after - delta >= threshold
+    {
+        // Told once per crossing: the next debit starts under the threshold.
+        let data = serde_json::json!({ "teamId": team_id, "balance": balance_after, "threshold": threshold });
+        let resource = switchboard_proto::v1::event::Resource::Json(data.to_string());
+        switchboard_kit::outbox::record(conn, "credits.low", (team_id, team_id), resource).await?;
+    }
     let entry = CreditEntry {
         id: uuid::Uuid::new_v4().to_string(),
         team_id: team_id.to_owned(),
@@ -125,6 +136,34 @@ impl IdentityStore {
             .await?
             .ok_or_else(team_not_found)?;
         Ok(row.try_get("balance")?)
+    }
+
+    /// The balance under which `credits.low` is told (`None`: never), and the balance.
+    pub async fn credits_alert(&self, team_id: &str) -> ServiceResult<CreditsAlert> {
+        check_id("teamId", team_id)?;
+        let row = sqlx::query("SELECT balance, low_threshold FROM credit_balances WHERE team_id = $1")
+            .bind(team_id)
+            .fetch_optional(self.db.pool())
+            .await?
+            .ok_or_else(team_not_found)?;
+        Ok(CreditsAlert { threshold: row.try_get("low_threshold")?, balance: row.try_get("balance")? })
+    }
+
+    pub async fn set_credits_alert(&self, team_id: &str, threshold: Option<i64>) -> ServiceResult<CreditsAlert> {
+        check_id("teamId", team_id)?;
+        if threshold.is_some_and(|threshold| !(0..=limits::CREDITS_ALERT_MAX).contains(&threshold)) {
+            let message = format!("must be 0 to {}", limits::CREDITS_ALERT_MAX);
+            return Err(ServiceError::invalid_field("threshold", message));
+        }
+        let done = sqlx::query("UPDATE credit_balances SET low_threshold = $1 WHERE team_id = $2")
+            .bind(threshold)
+            .bind(team_id)
+            .execute(self.db.pool())
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(team_not_found());
+        }
+        self.credits_alert(team_id).await
     }
 
     pub async fn debit(&self, team_id: &str, amount: i64, reason: &str) -> ServiceResult<CreditEntry> {
