@@ -62,7 +62,7 @@ work, rate, seconds, machine = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), 
 load = json.load(open(f"{work}/load.json"))
 lines = [line.split() for line in open(f"{work}/received.log") if line.strip()]
 ids = [line[2] for line in lines]
-latencies = sorted(float(arrived) - float(event) for arrived, event, _ in lines)
+latencies = sorted(float(line[0]) - float(line[1]) for line in lines)
 def pct(p):
     return latencies[min(len(latencies) - 1, int(len(latencies) * p / 100))]
 arrivals = sorted(float(line[0]) for line in lines)
