@@ -202,33 +202,26 @@ impl<T: JsonSchema> JsonSchema for Created<T> {
     }
 }
 
-impl<T: JsonSchema> JsonSchema for Updated<T> {
-    fn schema_name() -> Cow<'static, str> {
-        Created::<T>::schema_name()
-    }
+/// `Updated` and `Accepted` answer the schema of `Created`: they differ by status only.
+macro_rules! written_like_created {
+    ($($answer:ident),*) => {$(
+        impl<T: JsonSchema> JsonSchema for $answer<T> {
+            fn schema_name() -> Cow<'static, str> {
+                Created::<T>::schema_name()
+            }
 
-    fn schema_id() -> Cow<'static, str> {
-        Created::<T>::schema_id()
-    }
+            fn schema_id() -> Cow<'static, str> {
+                Created::<T>::schema_id()
+            }
 
-    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        written::<T>(generator)
-    }
+            fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+                written::<T>(generator)
+            }
+        }
+    )*};
 }
 
-impl<T: JsonSchema> JsonSchema for Accepted<T> {
-    fn schema_name() -> Cow<'static, str> {
-        Created::<T>::schema_name()
-    }
-
-    fn schema_id() -> Cow<'static, str> {
-        Created::<T>::schema_id()
-    }
-
-    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        written::<T>(generator)
-    }
-}
+written_like_created!(Updated, Accepted);
 
 impl<T: JsonSchema> JsonSchema for Page<T> {
     fn schema_name() -> Cow<'static, str> {

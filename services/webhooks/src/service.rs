@@ -45,6 +45,14 @@ pub fn routes(
     Routes::new(WebhooksServiceServer::new(WebhooksApi { store, settings, wake, agents }))
 }
 
+/// One VALIDATION_ERROR with the violations of every check that failed, so that a client
+/// sees them all at once.
+fn all_at_once<'a>(failed: impl IntoIterator<Item = Option<&'a ServiceError>>) -> ServiceResult<()> {
+    let violations: Vec<FieldViolation> =
+        failed.into_iter().flatten().flat_map(|error| error.details.iter().cloned()).collect();
+    if violations.is_empty() { Ok(()) } else { Err(ServiceError::validation(violations)) }
+}
+
 fn id_or_not_found(id: &str, not_found: fn() -> ServiceError) -> ServiceResult<()> {
     uuid::Uuid::parse_str(id).map(|_| ()).map_err(|_| not_found())
 }
@@ -155,15 +163,7 @@ impl WebhooksService for WebhooksApi {
         let events = Self::check_events(&request.events);
         let description = Self::check_description(request.description.as_deref());
         let url = self.check_url(&request.url).await;
-        // Every violation at once.
-        let violations: Vec<FieldViolation> = [url.as_ref().err(), events.as_ref().err(), description.as_ref().err()]
-            .into_iter()
-            .flatten()
-            .flat_map(|error| error.details.clone())
-            .collect();
-        if !violations.is_empty() {
-            return Err(ServiceError::validation(violations).into());
-        }
+        all_at_once([url.as_ref().err(), events.as_ref().err(), description.as_ref().err()])?;
         let (url, events) = (url?, events?);
         if self.store.list_webhooks(&request.team_id).await?.len() >= limits::WEBHOOKS_PER_TEAM {
             return Err(ServiceError::conflict(format!(
@@ -197,16 +197,11 @@ impl WebhooksService for WebhooksApi {
             Some(url) => Some(self.check_url(url).await),
             None => None,
         };
-        let errors = [url.as_ref().and_then(|url| url.as_ref().err()), events.as_ref().and_then(|e| e.as_ref().err())];
-        let violations: Vec<FieldViolation> = errors
-            .into_iter()
-            .flatten()
-            .chain(description.as_ref().err())
-            .flat_map(|error| error.details.clone())
-            .collect();
-        if !violations.is_empty() {
-            return Err(ServiceError::validation(violations).into());
-        }
+        all_at_once([
+            url.as_ref().and_then(|url| url.as_ref().err()),
+            events.as_ref().and_then(|events| events.as_ref().err()),
+            description.as_ref().err(),
+        ])?;
         let url = url.transpose()?;
         let events = events.transpose()?;
         let change = WebhookChange {
