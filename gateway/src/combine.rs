@@ -1,57 +1,89 @@
-//! Flat combining per key: requests that need the same upstream call while one for their
-//! key is in flight wait for it to end, and are then served together by one call that the
-//! first of them makes. Each waiting request gets its share of that call's result.
+//! Flat combining: requests that need the same kind of upstream call while one is in flight
+//! for their key wait for it to end, and are then served together by one call that the first
+//! of them makes with every waiting request's input. Each request gets its share of that
+//! call's result.
 //!
 //! The call a request is served by always *starts after the request arrived*, so nothing
 //! it returns is older than the request: a batch only ever merges requests that were all
-//! waiting when the call began. Under load, a hot key costs one upstream call per batch
-//! instead of one per request; a lone request pays nothing but a map lookup.
+//! waiting when the call began. Under load, a key costs one upstream call per batch instead
+//! of one per request; a lone request pays nothing but a map lookup.
 //!
-//! Used by the Redis rate limiter (one script call takes the tokens of a whole batch) and
-//! by reads that many clients of one team repeat (`GET /me`).
+//! Keys are shards, not tenants: the Redis rate limiter and the identity reads of `GET /me`
+//! put the requests of every team under few keys (one, as measured best), so that a batch
+//! carries the requests of many teams: one script call for many buckets, one read for many
+//! teams.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash};
 
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
 /// What a waiting request is told when the call in flight for its key ends.
-enum Turn<O> {
+enum Turn<I, O> {
     /// Served by the batch that just ended.
     Done(O),
-    /// First in line: it makes the next call for everyone queued behind it.
-    Lead,
+    /// First in line: it makes the next call, with its own input back, for everyone queued
+    /// behind it.
+    Lead(I),
 }
 
-type Queue<O> = VecDeque<oneshot::Sender<Turn<O>>>;
+struct Waiting<I, O> {
+    input: I,
+    reply: oneshot::Sender<Turn<I, O>>,
+}
 
-pub struct Combiner<K, O> {
+type Queue<I, O> = VecDeque<Waiting<I, O>>;
+
+pub struct Combiner<K, I, O> {
     /// One entry per key with a call in flight: the requests waiting for the next call.
-    queues: Mutex<HashMap<K, Queue<O>>>,
+    queues: Mutex<HashMap<K, Queue<I, O>>>,
+    /// The most inputs one call carries; later arrivals wait for the next call.
+    most: usize,
 }
 
-impl<K, O> Default for Combiner<K, O> {
-    fn default() -> Self {
-        Self { queues: Mutex::new(HashMap::new()) }
+impl<K, I, O> Combiner<K, I, O> {
+    /// A combiner whose calls carry at most `most` inputs (at least 1).
+    pub fn new(most: usize) -> Self {
+        Self { queues: Mutex::new(HashMap::new()), most: most.max(1) }
     }
 }
 
-impl<K: Hash + Eq + Clone, O> Combiner<K, O> {
-    /// Serves this request: alone (`call(1)`) when no call for `key` is in flight, else in the
-    /// next batch. A batch of `n` requests runs `call(n)` once; request `i` of the batch
-    /// (0 is the one that made the call) gets `share(&result, i)`.
-    pub async fn run<R, Fut>(&self, key: K, call: impl FnOnce(usize) -> Fut, share: impl Fn(&R, usize) -> O) -> O
+impl<K, I, O> Default for Combiner<K, I, O> {
+    fn default() -> Self {
+        Self::new(usize::MAX)
+    }
+}
+
+/// The shard (of `shards`) a tenant's requests are combined in: stable within the process.
+pub fn shard_of(tenant: &str, shards: usize) -> usize {
+    static HASHER: std::sync::LazyLock<std::collections::hash_map::RandomState> =
+        std::sync::LazyLock::new(std::collections::hash_map::RandomState::new);
+    let hash = HASHER.hash_one(tenant);
+    usize::try_from(hash % u64::try_from(shards.max(1)).unwrap_or(1)).unwrap_or(0)
+}
+
+impl<K: Hash + Eq + Clone, I: Clone, O> Combiner<K, I, O> {
+    /// Serves this request: alone (`call(vec![input])`) when no call for `key` is in flight,
+    /// else in a later batch. A batch runs `call(inputs)` once, its maker's input first;
+    /// request `i` of the batch gets `share(&result, i)`.
+    pub async fn run<R, Fut>(
+        &self,
+        key: K,
+        input: I,
+        call: impl FnOnce(Vec<I>) -> Fut,
+        share: impl Fn(&R, usize) -> O,
+    ) -> O
     where
         Fut: Future<Output = R>,
     {
-        let (sender, receiver) = oneshot::channel();
+        let (reply, receiver) = oneshot::channel();
         let waits = {
             let mut queues = self.queues.lock();
             match queues.get_mut(&key) {
                 Some(queue) => {
-                    queue.push_back(sender);
+                    queue.push_back(Waiting { input: input.clone(), reply });
                     true
                 }
                 None => {
@@ -60,21 +92,39 @@ impl<K: Hash + Eq + Clone, O> Combiner<K, O> {
                 }
             }
         };
-        if waits {
+        let input = if waits {
             match receiver.await {
                 Ok(Turn::Done(output)) => return output,
-                Ok(Turn::Lead) => {}
+                Ok(Turn::Lead(input)) => input,
                 // The request that made the call went away before it shared the result (its
                 // client disconnected): this one makes its own call, outside any batch.
-                Err(_) => return share(&call(1).await, 0),
+                Err(_) => return share(&call(vec![input]).await, 0),
             }
-        }
+        } else {
+            input
+        };
         let _handover = Handover { queues: &self.queues, key: &key };
-        let followers = self.queues.lock().get_mut(&key).map(std::mem::take).unwrap_or_default();
-        let result = call(followers.len() + 1).await;
-        for (index, follower) in (1..).zip(followers) {
+        let followers: Vec<Waiting<I, O>> = {
+            let mut queues = self.queues.lock();
+            match queues.get_mut(&key) {
+                Some(queue) => {
+                    let taken = queue.len().min(self.most - 1);
+                    queue.drain(..taken).collect()
+                }
+                None => Vec::new(),
+            }
+        };
+        let mut inputs = Vec::with_capacity(followers.len() + 1);
+        inputs.push(input);
+        let mut replies = Vec::with_capacity(followers.len());
+        for follower in followers {
+            inputs.push(follower.input);
+            replies.push(follower.reply);
+        }
+        let result = call(inputs).await;
+        for (index, reply) in (1..).zip(replies) {
             // A follower whose client went away no longer listens; nothing is lost.
-            let _ = follower.send(Turn::Done(share(&result, index)));
+            let _ = reply.send(Turn::Done(share(&result, index)));
         }
         share(&result, 0)
     }
@@ -82,12 +132,12 @@ impl<K: Hash + Eq + Clone, O> Combiner<K, O> {
 
 /// Hands the key to the first request still waiting for it, or marks it idle; runs when the
 /// leader is done, and also when its future is dropped half-way.
-struct Handover<'a, K: Hash + Eq, O> {
-    queues: &'a Mutex<HashMap<K, Queue<O>>>,
+struct Handover<'a, K: Hash + Eq, I, O> {
+    queues: &'a Mutex<HashMap<K, Queue<I, O>>>,
     key: &'a K,
 }
 
-impl<K: Hash + Eq, O> Drop for Handover<'_, K, O> {
+impl<K: Hash + Eq, I, O> Drop for Handover<'_, K, I, O> {
     fn drop(&mut self) {
         let mut queues = self.queues.lock();
         while let Some(queue) = queues.get_mut(self.key) {
@@ -95,7 +145,7 @@ impl<K: Hash + Eq, O> Drop for Handover<'_, K, O> {
                 queues.remove(self.key);
                 return;
             };
-            if next.send(Turn::Lead).is_ok() {
+            if next.reply.send(Turn::Lead(next.input)).is_ok() {
                 return;
             }
         }
@@ -112,15 +162,15 @@ mod tests {
 
     #[tokio::test]
     async fn a_lone_request_makes_its_own_call() {
-        let combiner = Combiner::<&str, usize>::default();
-        assert_eq!(combiner.run("k", |n| async move { n * 10 }, |r, i| r + i).await, 10);
-        assert_eq!(combiner.run("k", |n| async move { n * 10 }, |r, i| r + i).await, 10);
+        let combiner = Combiner::<&str, (), usize>::default();
+        assert_eq!(combiner.run("k", (), |n: Vec<()>| async move { n.len() * 10 }, |r, i| r + i).await, 10);
+        assert_eq!(combiner.run("k", (), |n: Vec<()>| async move { n.len() * 10 }, |r, i| r + i).await, 10);
         assert!(combiner.queues.lock().is_empty());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn requests_arriving_during_a_call_share_the_next_one() {
-        let combiner = Arc::new(Combiner::<&str, (usize, usize)>::default());
+        let combiner = Arc::new(Combiner::<&str, (), (usize, usize)>::default());
         let calls = Arc::new(AtomicUsize::new(0));
         let (release, released) = tokio::sync::watch::channel(false);
         // The first request's call blocks until released, so the others queue behind it.
@@ -130,10 +180,11 @@ mod tests {
                 combiner
                     .run(
                         "k",
-                        |n| async move {
+                        (),
+                        |n: Vec<()>| async move {
                             calls.fetch_add(1, Ordering::SeqCst);
                             let _ = released.wait_for(|r| *r).await;
-                            n
+                            n.len()
                         },
                         |n, i| (*n, i),
                     )
@@ -152,9 +203,10 @@ mod tests {
                     combiner
                         .run(
                             "k",
-                            |n| async move {
+                            (),
+                            |n: Vec<()>| async move {
                                 calls.fetch_add(1, Ordering::SeqCst);
-                                n
+                                n.len()
                             },
                             |n, i| (*n, i),
                         )
@@ -179,15 +231,15 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_leader_that_goes_away_hands_over_to_the_next_request() {
-        let combiner = Arc::new(Combiner::<&str, usize>::default());
+        let combiner = Arc::new(Combiner::<&str, (), usize>::default());
         let calling = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let leader = {
             let (combiner, calling) = (combiner.clone(), calling.clone());
-            let call = move |_| {
+            let call = move |_: Vec<()>| {
                 calling.store(true, Ordering::SeqCst);
                 std::future::pending::<usize>()
             };
-            tokio::spawn(async move { combiner.run("k", call, |r, _| *r).await })
+            tokio::spawn(async move { combiner.run("k", (), call, |r, _| *r).await })
         };
         // The leader has taken its (empty) batch: the follower queues for the next call.
         while !calling.load(Ordering::SeqCst) {
@@ -195,7 +247,7 @@ mod tests {
         }
         let follower = {
             let combiner = combiner.clone();
-            tokio::spawn(async move { combiner.run("k", |n| async move { n }, |r, _| *r).await })
+            tokio::spawn(async move { combiner.run("k", (), |n: Vec<()>| async move { n.len() }, |r, _| *r).await })
         };
         while combiner.queues.lock().get("k").map_or(0, VecDeque::len) < 1 {
             tokio::time::sleep(Duration::from_millis(1)).await;
@@ -203,5 +255,55 @@ mod tests {
         leader.abort();
         assert_eq!(follower.await.unwrap(), 1, "the follower led a batch of its own");
         assert!(combiner.queues.lock().is_empty());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_batch_carries_every_input_up_to_its_most() {
+        let combiner = Arc::new(Combiner::<u8, u32, Vec<u32>>::new(3));
+        let (release, released) = tokio::sync::watch::channel(false);
+        let calling = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let first = {
+            let (combiner, calling, mut released) = (combiner.clone(), calling.clone(), released.clone());
+            tokio::spawn(async move {
+                let call = |inputs: Vec<u32>| async move {
+                    calling.store(true, Ordering::SeqCst);
+                    let _ = released.wait_for(|r| *r).await;
+                    inputs
+                };
+                combiner.run(0, 0, call, |inputs, _| inputs.clone()).await
+            })
+        };
+        while !calling.load(Ordering::SeqCst) {
+            tokio::task::yield_now().await;
+        }
+        let mut others = Vec::new();
+        for input in 1..=4u32 {
+            let shared = combiner.clone();
+            others.push(tokio::spawn(async move {
+                shared.run(0, input, |inputs: Vec<u32>| async move { inputs }, |inputs, _| inputs.clone()).await
+            }));
+            // In order of arrival, so that the batches are known.
+            while combiner.queues.lock().get(&0).map_or(0, VecDeque::len) < usize::try_from(input).unwrap() {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+        release.send(true).unwrap();
+        assert_eq!(first.await.unwrap(), [0]);
+        let mut batches = Vec::new();
+        for other in others {
+            batches.push(other.await.unwrap());
+        }
+        assert_eq!(batches, [vec![1, 2, 3], vec![1, 2, 3], vec![1, 2, 3], vec![4]], "three inputs per call, in order");
+        assert!(combiner.queues.lock().is_empty());
+    }
+
+    #[test]
+    fn shards_are_stable_and_in_range() {
+        for tenant in ["a", "team-1", "team-2", ""] {
+            let shard = shard_of(tenant, 4);
+            assert!(shard < 4);
+            assert_eq!(shard, shard_of(tenant, 4));
+        }
+        assert_eq!(shard_of("x", 0), 0);
     }
 }

@@ -13,10 +13,16 @@ use switchboard_proto::v1::crm_service_client::CrmServiceClient;
 use switchboard_proto::v1::identity_service_client::IdentityServiceClient;
 use switchboard_proto::v1::knowledgebase_service_client::KnowledgebaseServiceClient;
 use switchboard_proto::v1::webhooks_service_client::WebhooksServiceClient;
-use switchboard_proto::v1::{GetIdentityRequest, Identity};
+use switchboard_proto::v1::{GetIdentitiesRequest, Identity};
 
-use crate::combine::Combiner;
+use crate::combine::{Combiner, shard_of};
 use crate::config::GatewayConfig;
+
+/// Identity reads that may run at once, each for its own teams: one, as for the rate limiter
+/// (see `limits::redis::SHARDS`).
+const IDENTITY_SHARDS: usize = 1;
+/// The most teams one identity read asks for.
+const IDENTITIES_PER_READ: usize = 256;
 
 #[derive(Clone)]
 pub struct Services {
@@ -26,9 +32,9 @@ pub struct Services {
     pub conversations: ConversationsServiceClient<Channel>,
     pub crm: CrmServiceClient<Channel>,
     pub webhooks: WebhooksServiceClient<Channel>,
-    /// `GET /me` is what clients poll (dashboards, agents confirming their key): requests of
-    /// one team that arrive while its identity is being read share the next read.
-    identity_reads: Arc<Combiner<String, Result<Identity, tonic::Status>>>,
+    /// `GET /me` is what clients poll (dashboards, agents confirming their key): requests
+    /// that arrive while identities are being read share the next read, whatever their team.
+    identity_reads: Arc<Combiner<usize, String, Result<Identity, tonic::Status>>>,
 }
 
 impl Services {
@@ -44,7 +50,7 @@ impl Services {
                 .max_decoding_message_size(64 * 1024 * 1024),
             crm: CrmServiceClient::new(peers.channel(&CRM, timeout)?).max_decoding_message_size(64 * 1024 * 1024),
             webhooks: WebhooksServiceClient::new(peers.channel(&WEBHOOKS, timeout)?),
-            identity_reads: Arc::default(),
+            identity_reads: Arc::new(Combiner::new(IDENTITIES_PER_READ)),
         })
     }
 
@@ -52,12 +58,25 @@ impl Services {
     pub async fn identity_of(&self, team_id: &str) -> Result<Identity, tonic::Status> {
         self.identity_reads
             .run(
+                shard_of(team_id, IDENTITY_SHARDS),
                 team_id.to_owned(),
-                |_| async {
-                    let request = GetIdentityRequest { team_id: team_id.to_owned() };
-                    Ok(self.identity.clone().get_identity(request).await?.into_inner())
+                |team_ids| async move {
+                    let mut distinct = team_ids.clone();
+                    distinct.sort_unstable();
+                    distinct.dedup();
+                    let request = GetIdentitiesRequest { team_ids: distinct };
+                    let read = self.identity.clone().get_identities(request).await;
+                    (team_ids, read.map(|response| response.into_inner().identities))
                 },
-                |read, _| read.clone(),
+                |(team_ids, read), index| {
+                    let identities = read.as_ref().map_err(Clone::clone)?;
+                    let team_id = team_ids.get(index).map(String::as_str).unwrap_or_default();
+                    identities
+                        .iter()
+                        .find(|identity| identity.team.as_ref().is_some_and(|team| team.id == team_id))
+                        .cloned()
+                        .ok_or_else(|| switchboard_kit::ServiceError::not_found("Team not found").into())
+                },
             )
             .await
     }

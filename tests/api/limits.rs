@@ -165,3 +165,44 @@ async fn a_concurrent_burst_on_two_gateways_gets_exactly_the_limit() {
         assert!(response.header("retry-after").is_some());
     }
 }
+
+#[tokio::test]
+async fn a_concurrent_burst_of_many_teams_gets_each_team_its_limit() {
+    let redis = Redis::start().await;
+    let url = redis.url();
+    let stack = Stack::start_with(&[("REDIS_URL", &url), ("SWITCHBOARD_RATE_LIMIT_STANDARD", "10")]).await;
+    let (_gateway, other_base) = second_gateway(&stack, &redis, "10").await;
+    let mut teams = Vec::new();
+    for i in 0..6 {
+        teams.push(stack.team(&format!("Tenant {i}"), false, 0).await);
+    }
+    // 25 requests per team at once, spread over both gateways: one script call carries the
+    // takes of several teams' buckets, and each team must still get exactly its own limit.
+    let requests = teams.iter().flat_map(|team| {
+        let clients = [stack.client(&team.key), Api::new(&other_base, Some(&team.key))];
+        (0..25).map(move |i| {
+            let (api, team_id) = (clients[i % 2].clone(), team.id.clone());
+            async move { (team_id, api.get("/me").await) }
+        })
+    });
+    let responses = futures::future::join_all(requests).await;
+    for team in &teams {
+        let answers: Vec<_> = responses.iter().filter(|(id, _)| *id == team.id).map(|(_, r)| r).collect();
+        let mut remaining: Vec<u32> = answers
+            .iter()
+            .filter(|r| r.status == 200)
+            .map(|r| r.header("x-ratelimit-remaining").unwrap().parse().unwrap())
+            .collect();
+        remaining.sort_unstable();
+        assert_eq!(
+            remaining,
+            (0..10).collect::<Vec<u32>>(),
+            "team {}: each granted request saw its own count",
+            team.id
+        );
+        assert_eq!(answers.iter().filter(|r| r.status == 429).count(), 15, "team {}", team.id);
+        for answer in answers.iter().filter(|r| r.status == 200) {
+            assert_eq!(answer.body["data"]["team"]["id"], team.id.as_str(), "GET /me of the caller's own team");
+        }
+    }
+}

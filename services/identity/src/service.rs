@@ -9,6 +9,9 @@ use tonic::{Request, Status};
 
 use crate::store::{IdentityStore, NewSubteam, NewTeam};
 
+/// The most teams one `GetIdentities` call reads (the gateway asks for at most 256).
+const MOST_IDENTITIES: usize = 1_000;
+
 pub struct IdentityApi {
     store: IdentityStore,
 }
@@ -41,6 +44,14 @@ impl IdentityService for IdentityApi {
 
     async fn get_identity(&self, request: Request<GetIdentityRequest>) -> Reply<Identity> {
         reply(self.store.identity(&request.into_inner().team_id).await)
+    }
+
+    async fn get_identities(&self, request: Request<GetIdentitiesRequest>) -> Reply<GetIdentitiesResponse> {
+        let team_ids = request.into_inner().team_ids;
+        if team_ids.len() > MOST_IDENTITIES {
+            return Err(Status::invalid_argument(format!("at most {MOST_IDENTITIES} team ids per call")));
+        }
+        reply(self.store.identities(&team_ids).await.map(|identities| GetIdentitiesResponse { identities }))
     }
 
     async fn get_team(&self, request: Request<GetTeamRequest>) -> Reply<Team> {

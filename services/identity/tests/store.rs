@@ -66,6 +66,41 @@ async fn a_new_team_has_its_balance_and_an_active_subscription() {
 }
 
 #[tokio::test]
+async fn identities_of_several_teams_are_read_at_once_leaving_out_unknown_ones() {
+    on_every_engine(|store| async move {
+        let agency = team(&store, "Agency", true, 5_000).await;
+        let client = store.create_subteam(subteam(&agency, "Client", 300)).await.unwrap().team.unwrap().id;
+        let plain = team(&store, "Plain", false, 70).await;
+        let gone = team(&store, "Gone", false, 1).await;
+        store.delete_team(&gone).await.unwrap();
+        let asked = [&plain, &client, &gone, "not-a-uuid", "7d3c1d9e-0000-4000-8000-000000000000", &agency]
+            .map(ToString::to_string);
+        let mut read: Vec<(String, i64, Option<String>)> = store
+            .identities(&asked)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|identity| {
+                let name = identity.team.unwrap().name;
+                (name, identity.credit_balance, identity.agency_team.map(|agency| agency.name))
+            })
+            .collect();
+        read.sort();
+        assert_eq!(
+            read,
+            [
+                ("Agency".to_owned(), 4_700, None),
+                ("Client".to_owned(), 300, Some("Agency".to_owned())),
+                ("Plain".to_owned(), 70, None)
+            ],
+            "each existing team once, the same as read alone"
+        );
+        assert!(store.identities(&[]).await.unwrap().is_empty());
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn keys_are_found_by_hash_listed_without_secret_and_revoked_for_good() {
     on_every_engine(|store| async move {
         let id = team(&store, "Acme", false, 0).await;

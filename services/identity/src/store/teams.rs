@@ -305,36 +305,32 @@ impl IdentityStore {
     }
 
     /// What `GET /me` shows of a team.
-    /// The team, its balance, subscription and agency in one query: `GET /me` runs it on
-    /// every call.
     pub async fn identity(&self, team_id: &str) -> ServiceResult<Identity> {
         check_id("teamId", team_id)?;
-        let row = sqlx::query(&format!(
+        self.identities(&[team_id.to_owned()]).await?.pop().ok_or_else(team_not_found)
+    }
+
+    /// What `GET /me` shows of each team that exists (malformed ids and unknown or deleted
+    /// teams are left out), in one query: the gateway batches the reads of concurrent
+    /// `GET /me` calls of many teams into one.
+    pub async fn identities(&self, team_ids: &[String]) -> ServiceResult<Vec<Identity>> {
+        let ids: Vec<&String> = team_ids.iter().filter(|id| check_id("teamId", id).is_ok()).collect();
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let placeholders: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
+        let sql = format!(
             "SELECT {TEAM_COLUMNS}, b.balance, s.plan, s.status, s.current_period_end, p.name AS agency_name \
              FROM teams t JOIN credit_balances b ON b.team_id = t.id JOIN subscriptions s ON s.team_id = t.id \
-             LEFT JOIN teams p ON p.id = t.parent_team_id WHERE t.id = $1 AND t.deleted_at IS NULL"
-        ))
-        .bind(team_id)
-        .fetch_optional(self.db.pool())
-        .await?
-        .ok_or_else(team_not_found)?;
-        let team = team_from_row(&row)?;
-        let stored_end: Option<i64> = row.try_get("current_period_end")?;
-        let agency_name: Option<String> = row.try_get("agency_name")?;
-        let agency_team = match (&team.parent_team_id, agency_name) {
-            (Some(id), Some(name)) => Some(TeamRef { id: id.clone(), name }),
-            _ => None,
-        };
-        Ok(Identity {
-            credit_balance: row.try_get("balance")?,
-            subscription: Some(Subscription {
-                plan: row.try_get("plan")?,
-                status: row.try_get("status")?,
-                current_period_end_ms: stored_end.map(|end| current_period_end(end, now_ms())),
-            }),
-            agency_team,
-            team: Some(team),
-        })
+             LEFT JOIN teams p ON p.id = t.parent_team_id WHERE t.id IN ({}) AND t.deleted_at IS NULL",
+            placeholders.join(", ")
+        );
+        let mut query = sqlx::query(&sql);
+        for id in ids {
+            query = query.bind(id.as_str());
+        }
+        let now = now_ms();
+        query.fetch_all(self.db.pool()).await?.iter().map(|row| identity_from_row(row, now)).collect()
     }
 
     pub(super) async fn users_of(
@@ -361,6 +357,26 @@ impl IdentityStore {
         }
         Ok(by_team)
     }
+}
+
+fn identity_from_row(row: &sqlx::any::AnyRow, now: i64) -> ServiceResult<Identity> {
+    let team = team_from_row(row)?;
+    let stored_end: Option<i64> = row.try_get("current_period_end")?;
+    let agency_name: Option<String> = row.try_get("agency_name")?;
+    let agency_team = match (&team.parent_team_id, agency_name) {
+        (Some(id), Some(name)) => Some(TeamRef { id: id.clone(), name }),
+        _ => None,
+    };
+    Ok(Identity {
+        credit_balance: row.try_get("balance")?,
+        subscription: Some(Subscription {
+            plan: row.try_get("plan")?,
+            status: row.try_get("status")?,
+            current_period_end_ms: stored_end.map(|end| current_period_end(end, now)),
+        }),
+        agency_team,
+        team: Some(team),
+    })
 }
 
 #[cfg(test)]
