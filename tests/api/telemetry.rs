@@ -122,6 +122,10 @@ struct Span {
     /// 2 server, 3 client.
     #[prost(int32, tag = "6")]
     kind: i32,
+    #[prost(fixed64, tag = "7")]
+    start_time_unix_nano: u64,
+    #[prost(fixed64, tag = "8")]
+    end_time_unix_nano: u64,
     #[prost(message, repeated, tag = "9")]
     attributes: Vec<KeyValue>,
 }
@@ -183,9 +187,11 @@ async fn a_knowledge_search_is_one_trace_across_gateway_identity_agents_and_know
             let served = |service: &str| {
                 trace.iter().any(|span| span.kind == 2 && span.attribute("rpc.service") == Some(service))
             };
-            if ["IdentityService", "AgentsService", "KnowledgebaseService"]
-                .iter()
-                .all(|service| served(&format!("switchboard.v1.{service}")))
+            let queried = trace.iter().any(|span| span.kind == 3 && span.attribute("db.system.name").is_some());
+            if queried
+                && ["IdentityService", "AgentsService", "KnowledgebaseService"]
+                    .iter()
+                    .all(|service| served(&format!("switchboard.v1.{service}")))
             {
                 return (root.clone(), trace.into_iter().cloned().collect::<Vec<_>>());
             }
@@ -199,7 +205,7 @@ async fn a_knowledge_search_is_one_trace_across_gateway_identity_agents_and_know
                 format!("{} kind={} trace={} {keys:?}", s.name, s.kind, hex(&s.trace_id))
             })
             .collect();
-        panic!("no trace with gateway, identity, agents and knowledgebase spans within 30 s; spans: {seen:#?}");
+        panic!("no trace with gateway, identity, agents, knowledgebase and query spans within 30 s; spans: {seen:#?}");
     };
 
     assert_eq!(root.kind, 2, "the gateway's span is a server span");
@@ -212,6 +218,23 @@ async fn a_knowledge_search_is_one_trace_across_gateway_identity_agents_and_know
         assert_eq!(parent.name, span.name, "client and server spans are both named service/method");
         let method = span.attribute("rpc.method").unwrap_or_default();
         assert!(span.name.ends_with(&format!("/{method}")) && !method.is_empty(), "{}", span.name);
+    }
+    // Database queries are client spans inside the gRPC call that ran them.
+    let queries: Vec<&Span> = trace.iter().filter(|span| span.attribute("db.system.name").is_some()).collect();
+    for query in &queries {
+        let parent =
+            by_id.get(query.parent_span_id.as_slice()).unwrap_or_else(|| panic!("{} has no parent", query.name));
+        assert_eq!(
+            (query.kind, parent.kind),
+            (3, 2),
+            "{} is a client span in a served call ({})",
+            query.name,
+            parent.name
+        );
+        assert_eq!(parent.attribute("rpc.system"), Some("grpc"), "{} ran inside a gRPC call", query.name);
+        let text = query.attribute("db.query.text").unwrap_or_default();
+        assert!(text.to_ascii_uppercase().starts_with(&query.name), "{} is named by its operation: {text}", query.name);
+        assert!(0 < query.start_time_unix_nano && query.start_time_unix_nano <= query.end_time_unix_nano);
     }
 }
 

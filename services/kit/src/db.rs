@@ -107,6 +107,7 @@ impl Db {
             Engine::Postgres => migrations.postgres,
         };
         migrator.run(&pool).await.context("applying database migrations")?;
+        crate::query_spans::opened(engine);
         Ok(Db { pool, engine })
     }
 

@@ -15,6 +15,7 @@ pub mod objects;
 pub mod outbox;
 pub mod peers;
 pub mod phone;
+pub mod query_spans;
 pub mod recent;
 pub mod shutdown;
 pub mod telemetry;

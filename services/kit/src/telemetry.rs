@@ -57,7 +57,9 @@ pub fn init(service_name: &str) -> Telemetry {
     let traces = provider.as_ref().map(|provider| {
         tracing_opentelemetry::layer().with_tracer(provider.tracer(service_name.to_owned())).with_filter(trace_filter)
     });
-    let installed = tracing_subscriber::registry().with(logs.with_filter(log_filter)).with(traces).try_init().is_ok();
+    let queries = provider.as_ref().map(crate::query_spans::layer);
+    let installed =
+        tracing_subscriber::registry().with(logs.with_filter(log_filter)).with(traces).with(queries).try_init().is_ok();
     if installed && provider.is_some() {
         EXPORTING.store(true, Ordering::Relaxed);
     }
