@@ -6,12 +6,13 @@ A path `POST/contacts` creates a contact with a number no other request uses.
 usage: faults.py BASE KEY DURATION THREADS OUT PATH...
 """
 
-import http.client
 import json
 import sys
 import threading
 import time
 import urllib.parse
+
+from loadgen import send
 
 
 def main():
@@ -40,26 +41,13 @@ def main():
                 number = f"+1415{2000000 + offset * 100000 + i}"
                 body = json.dumps({"number": number, "firstName": "Drill"})
                 headers["Content-Type"] = "application/json"
-            try:
-                if connection is None:
-                    connection = http.client.HTTPConnection(url.hostname, url.port, timeout=15)
-                connection.request(method, prefix + target, body=body, headers=headers)
-                response = connection.getresponse()
-                body = response.read()
-                status = response.status
+            connection, status, answer = send(url, connection, method, prefix + target, body, headers)
+            if answer is not None:
                 try:
-                    json.loads(body)
+                    json.loads(answer)
                     parsed = 1
                 except ValueError:
                     parsed = 0
-                if response.getheader("connection", "").lower() == "close":
-                    connection.close()
-                    connection = None
-            except (OSError, http.client.HTTPException):
-                # status 0: no HTTP answer at all (refused, reset, timed out)
-                if connection is not None:
-                    connection.close()
-                connection = None
             done = time.monotonic()
             with lock:
                 lines.append(f"{sent - started:.3f} {path} {status} {(done - sent) * 1000:.1f} {parsed}")

@@ -8,7 +8,8 @@ free_port() {
 }
 
 release_binary() {
-  (cd "$SWITCHBOARD_ROOT" && cargo build --release --bin switchboard >&2)
+  # Explicit: errexit does not reach into the command substitution this runs in.
+  (cd "$SWITCHBOARD_ROOT" && cargo build --release --bin switchboard >&2) || { echo "release build failed" >&2; return 1; }
   echo "$CARGO_TARGET_DIR/release/switchboard"
 }
 

@@ -1,0 +1,23 @@
+"""What the load generators of bench/ share: one request on a kept-alive connection."""
+
+import http.client
+
+
+def send(url, connection, method, target, body, headers, timeout=15):
+    """Sends one request on `connection` (opened to `url` when None) and reads the answer.
+    Returns `(connection, status, body)`: status 0 and body None when no HTTP answer came
+    (refused, reset, timed out), and the connection None whenever it must be opened again."""
+    try:
+        if connection is None:
+            connection = http.client.HTTPConnection(url.hostname, url.port, timeout=timeout)
+        connection.request(method, target, body=body, headers=headers)
+        response = connection.getresponse()
+        data = response.read()
+        if response.getheader("connection", "").lower() == "close":
+            connection.close()
+            connection = None
+        return connection, response.status, data
+    except (OSError, http.client.HTTPException):
+        if connection is not None:
+            connection.close()
+        return None, 0, None
