@@ -1,8 +1,11 @@
 """Load for the soak: THREADS threads cycle through a mix of reads, writes and searches with
 one API key for DURATION seconds, each thread at RATE/THREADS requests a second (RATE 0: as
-fast as it can). Every answer is written down as `seconds-since-start name status ms`.
+fast as it can). Every answer is written down as `seconds-since-start name status ms`. The
+writes are new contacts (numbers unique per RUN, 0 or 1) and updates of the existing
+references REFERENCE_IDS (comma-separated), so that the knowledge index keeps its size and
+memory that grows is not data that grows.
 
-usage: soak.py BASE KEY KNOWLEDGEBASE_ID DURATION THREADS RATE OUT
+usage: soak.py BASE KEY KNOWLEDGEBASE_ID REFERENCE_IDS DURATION THREADS RATE OUT RUN
 """
 
 import json
@@ -18,24 +21,26 @@ QUERIES = ["how do refunds work", "parking near the branch", "opening hours on h
            "change my password", "where is my delivery", "gift card balance"]
 
 
-def requests(offset, i, kb):
+def requests(offset, i, kb, references, run):
     """The i-th request of a thread: (name, method, path, body)."""
     word, query = WORDS[i % len(WORDS)], QUERIES[i % len(QUERIES)]
-    number = f"+1415{3000000 + offset * 200000 + i}"
+    number = f"+1415{3000000 + run * 3000000 + offset * 200000 + i}"
+    reference = references[(offset + i) % len(references)]
     mix = [
         ("me", "GET", "/me", None),
         ("contacts search", "GET", f"/contacts?search={word}", None),
         ("contact create", "POST", "/contacts", {"number": number, "firstName": word.title(), "lastName": "Soak"}),
         ("calls", "GET", "/calls?limit=20", None),
         ("knowledge search", "GET", f"/knowledgebase/{kb}/search?query={urllib.parse.quote(query)}&limit=5", None),
-        ("reference create", "POST", f"/knowledgebase/{kb}/references",
+        ("reference update", "PUT", f"/knowledgebase/{kb}/references/{reference}",
          {"question": f"What does case {offset}-{i} cover?", "answer": f"Case {offset}-{i} covers {word} and {query}."}),
     ]
     return mix[i % len(mix)]
 
 
 def main():
-    base, key, kb, duration, threads, rate, out = sys.argv[1:8]
+    base, key, kb, references, duration, threads, rate, out, run = sys.argv[1:10]
+    references, run = references.split(","), int(run)
     url = urllib.parse.urlsplit(base)
     prefix = url.path.rstrip("/")
     duration, threads, rate = float(duration), int(threads), float(rate)
@@ -54,7 +59,7 @@ def main():
             if interval and now < next_at:
                 time.sleep(next_at - now)
             next_at += interval
-            name, method, path, body = requests(offset, i, kb)
+            name, method, path, body = requests(offset, i, kb, references, run)
             i += 1
             sent = time.monotonic()
             headers = {"X-API-Key": key}

@@ -2,7 +2,7 @@
 # Soak: every component its own release `serve` process, each service on a PostgreSQL database
 # of its own, the gateway on a Redis of its own. bench/soak.py sends a mix of reads, writes and
 # searches (GET /me, contact search, contact create, call list, knowledge search, reference
-# create) with THREADS threads:
+# update: the knowledge index keeps its size) with THREADS threads:
 #  1. as fast as they can for MAX_SECONDS: the maximum throughput of the mix;
 #  2. at half that rate for SOAK_SECONDS (10 minutes by default), while the resident memory of
 #     every process is sampled every 5 s.
@@ -43,13 +43,14 @@ admin seed-demo --team "$team" --calls 200 --chats 0 --contacts 500 --recordings
 kb="$(curl -sf -H "X-API-Key: $key" -H 'Content-Type: application/json' -d '{"name":"Soak"}' "$base/knowledgebase" \
   | json_field '["data"]["id"]')"
 for n in $(seq 1 50); do
-  curl -sf -o /dev/null -H "X-API-Key: $key" -H 'Content-Type: application/json' \
+  curl -sf -H "X-API-Key: $key" -H 'Content-Type: application/json' \
     -d "{\"question\":\"How do refunds work at branch $n?\",\"answer\":\"Branch $n refunds within 14 days.\"}" \
-    "$base/knowledgebase/$kb/references"
-done
+    "$base/knowledgebase/$kb/references" | json_field '["data"]["id"]'
+done | paste -sd, >"$work/references.txt"
+references="$(cat "$work/references.txt")"
 
 echo "maximum throughput of the mix: $THREADS threads for $MAX_SECONDS s" >&2
-python3 "$BENCH_DIR/soak.py" "$base" "$key" "$kb" "$MAX_SECONDS" "$THREADS" 0 "$work/max.log"
+python3 "$BENCH_DIR/soak.py" "$base" "$key" "$kb" "$references" "$MAX_SECONDS" "$THREADS" 0 "$work/max.log" 0
 max_rate="$(awk -v s="$MAX_SECONDS" '$3 >= 200 && $3 < 300 {n++} END {printf "%.0f", n / s}' FS='\t' "$work/max.log")"
 rate=$((max_rate / 2))
 echo "maximum $max_rate requests/s; soaking at $rate for $SOAK_SECONDS s" >&2
@@ -67,7 +68,7 @@ echo "maximum $max_rate requests/s; soaking at $rate for $SOAK_SECONDS s" >&2
 ) >"$work/rss.log" &
 sampler=$!
 pids+=("$sampler")
-python3 "$BENCH_DIR/soak.py" "$base" "$key" "$kb" "$SOAK_SECONDS" "$THREADS" "$rate" "$work/soak.log"
+python3 "$BENCH_DIR/soak.py" "$base" "$key" "$kb" "$references" "$SOAK_SECONDS" "$THREADS" "$rate" "$work/soak.log" 1
 kill "$sampler" 2>/dev/null || true
 
 python3 - "$work" "$SOAK_SECONDS" "$THREADS" "$max_rate" "$rate" "$(machine_line)" >"$work/section.md" <<'PY'
