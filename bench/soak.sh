@@ -70,6 +70,8 @@ sampler=$!
 pids+=("$sampler")
 python3 "$BENCH_DIR/soak.py" "$base" "$key" "$kb" "$references" "$SOAK_SECONDS" "$THREADS" "$rate" "$work/soak.log" 1
 kill "$sampler" 2>/dev/null || true
+# The samples themselves, for a closer look at a process that grew (`RSS_LOG=path`).
+[ -z "${RSS_LOG:-}" ] || cp "$work/rss.log" "$RSS_LOG"
 
 python3 - "$work" "$SOAK_SECONDS" "$THREADS" "$max_rate" "$rate" "$(machine_line)" >"$work/section.md" <<'PY'
 import collections, sys
@@ -83,7 +85,7 @@ def pct(values, p):
     values = sorted(values)
     return values[min(len(values) - 1, int(len(values) * p / 100))] if values else 0
 errors = sum(1 for _, _, status, _ in rows if not 200 <= int(status) < 300)
-print("## Soak: ten minutes at half the maximum throughput\n")
+print(f"## Soak: {soak_seconds // 60} minutes at half the maximum throughput\n")
 print("Command: `bench/soak.sh` (release build; identity, agents, knowledgebase, conversations, CRM and")
 print("webhooks each a `serve` process on a PostgreSQL database of its own, the gateway on a Redis of its")
 print(f"own; bench/soak.py, {threads} threads, cycles through the mix below with one key; one run).\n")
