@@ -325,8 +325,12 @@ impl WebhookStore {
         let mut tx = self.db.begin_write().await?;
         webhook_in(&mut tx, team_id, webhook_id).await?;
         let now = now_ms();
+        // A delivery being attempted right now keeps its lease: the attempt in flight stands
+        // for the retry (its outcome is recorded as usual), instead of a second, concurrent
+        // send of the same event.
         let done = sqlx::query(
-            "UPDATE deliveries SET status = $1, next_attempt_at = $2, give_up_at = $3, lease_until = NULL \
+            "UPDATE deliveries SET status = $1, next_attempt_at = $2, give_up_at = $3, \
+             lease_until = CASE WHEN lease_until > $2 THEN lease_until ELSE NULL END \
              WHERE team_id = $4 AND webhook_id = $5 AND id = $6",
         )
         .bind(PENDING)

@@ -116,6 +116,26 @@ async fn one_subject_goes_one_delivery_at_a_time_in_order() {
 }
 
 #[tokio::test]
+async fn a_retry_of_a_delivery_in_flight_does_not_send_it_twice() {
+    on_every_engine(|store| async move {
+        let mine = team();
+        let hook = webhook(&store, &mine, &["contact.created"]).await;
+        store.publish(&[event(&mine, "contact.created", "x")], DAY).await.unwrap();
+        let in_flight = due(&store).await;
+        assert_eq!(in_flight.len(), 1);
+        let (deliveries, _) = store.list_deliveries(&mine, &hook, (1, 20), None).await.unwrap();
+        let retried = store.retry(&mine, &hook, &deliveries[0].id, DAY).await.unwrap();
+        assert_eq!(retried.status, "pending");
+        assert!(due(&store).await.is_empty(), "the attempt in flight holds the delivery");
+        store.record(&in_flight[0], &answered(200), None).await.unwrap();
+        assert!(due(&store).await.is_empty(), "delivered once");
+        let (deliveries, _) = store.list_deliveries(&mine, &hook, (1, 20), None).await.unwrap();
+        assert_eq!((deliveries[0].status.as_str(), deliveries[0].attempts), ("delivered", 1));
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn a_delivery_given_up_fails_its_webhook_until_one_succeeds() {
     on_every_engine(|store| async move {
         let mine = team();
