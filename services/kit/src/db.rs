@@ -147,6 +147,16 @@ impl Db {
         }
     }
 
+    /// Serialises the transactions that check and then change something of `scope` (a team's
+    /// count of webhooks, say) until `tx` ends. SQLite needs nothing: [`Db::begin_write`]
+    /// already lets one writer in at a time; PostgreSQL takes a transaction advisory lock.
+    pub async fn lock_scope(&self, tx: &mut sqlx::AnyConnection, scope: &str) -> Result<(), sqlx::Error> {
+        if self.engine == Engine::Postgres {
+            sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))").bind(scope).execute(tx).await?;
+        }
+        Ok(())
+    }
+
     pub async fn close(&self) {
         self.pool.close().await;
     }

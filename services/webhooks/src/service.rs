@@ -165,15 +165,9 @@ impl WebhooksService for WebhooksApi {
         let url = self.check_url(&request.url).await;
         all_at_once([url.as_ref().err(), events.as_ref().err(), description.as_ref().err()])?;
         let (url, events) = (url?, events?);
-        if self.store.list_webhooks(&request.team_id).await?.len() >= limits::WEBHOOKS_PER_TEAM {
-            return Err(ServiceError::conflict(format!(
-                "A team has at most {} webhooks; delete one first",
-                limits::WEBHOOKS_PER_TEAM
-            ))
-            .into());
-        }
         let new = NewWebhook { url: &url, events: &events, description: request.description.as_deref() };
-        reply(self.store.create_webhook(&request.team_id, &new, &sign::new_secret()).await)
+        let secret = sign::new_secret();
+        reply(self.store.create_webhook(&request.team_id, &new, &secret, limits::WEBHOOKS_PER_TEAM).await)
     }
 
     async fn list_webhooks(&self, request: Request<ListWebhooksRequest>) -> Reply<ListWebhooksResponse> {

@@ -133,9 +133,27 @@ impl WebhookStore {
         &self.db
     }
 
-    pub async fn create_webhook(&self, team_id: &str, new: &NewWebhook<'_>, secret: &str) -> ServiceResult<Webhook> {
+    /// Creates a webhook unless the team already has `most` (409). The count and the insert
+    /// are one transaction, serialised per team, so concurrent creates cannot pass the limit.
+    pub async fn create_webhook(
+        &self,
+        team_id: &str,
+        new: &NewWebhook<'_>,
+        secret: &str,
+        most: usize,
+    ) -> ServiceResult<Webhook> {
         let id = uuid::Uuid::new_v4().to_string();
         let now = now_ms();
+        let mut tx = self.db.begin_write().await?;
+        self.db.lock_scope(&mut tx, &format!("webhooks:{team_id}")).await?;
+        let count: i64 = sqlx::query("SELECT COUNT(*) AS n FROM webhooks WHERE team_id = $1")
+            .bind(team_id)
+            .fetch_one(&mut *tx)
+            .await?
+            .try_get("n")?;
+        if usize::try_from(count).unwrap_or(usize::MAX) >= most {
+            return Err(ServiceError::conflict(format!("A team has at most {most} webhooks; delete one first")));
+        }
         sqlx::query(
             "INSERT INTO webhooks (id, team_id, url, events, description, secret, status, created_at, updated_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
@@ -148,9 +166,10 @@ impl WebhookStore {
         .bind(secret)
         .bind(ACTIVE)
         .bind(now)
-        .execute(self.db.pool())
+        .execute(&mut *tx)
         .await?;
-        let mut webhook = self.webhook(team_id, &id).await?;
+        let mut webhook = webhook_in(&mut tx, team_id, &id).await?;
+        tx.commit().await?;
         webhook.secret = secret.to_owned();
         Ok(webhook)
     }

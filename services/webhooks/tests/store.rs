@@ -13,6 +13,7 @@ use switchboard_webhooks::store::{Attempt, Claimed, NewWebhook, StoredEvent};
 
 const DAY: Duration = Duration::from_secs(86_400);
 const LEASE: Duration = Duration::from_secs(40);
+const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 async fn on_every_engine<F, Fut>(test: F)
 where
@@ -45,7 +46,7 @@ fn event(team: &str, kind: &str, subject: &str) -> StoredEvent {
 async fn webhook(store: &WebhookStore, team: &str, events: &[&str]) -> String {
     let events: Vec<String> = events.iter().map(|e| (*e).to_owned()).collect();
     let new = NewWebhook { url: "https://hooks.example.com/in", events: &events, description: None };
-    store.create_webhook(team, &new, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").await.unwrap().id
+    store.create_webhook(team, &new, SECRET, 50).await.unwrap().id
 }
 
 fn answered(status: u16) -> Attempt {
@@ -111,6 +112,28 @@ async fn one_subject_goes_one_delivery_at_a_time_in_order() {
         assert_eq!(page.total_count, 3);
         let retried = deliveries.iter().find(|delivery| delivery.event_id == first.id).unwrap();
         assert_eq!((retried.attempts, retried.status_code, retried.error.as_deref()), (2, Some(204), None));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn concurrent_creates_never_pass_the_team_limit() {
+    on_every_engine(|store| async move {
+        let (mine, other) = (team(), team());
+        let events = vec!["contact.created".to_owned()];
+        let new = NewWebhook { url: "https://hooks.example.com/in", events: &events, description: None };
+        for _ in 0..2 {
+            store.create_webhook(&mine, &new, SECRET, 3).await.unwrap();
+        }
+        // Four at once for the one place left: exactly one gets it.
+        let attempts = futures::future::join_all((0..4).map(|_| store.create_webhook(&mine, &new, SECRET, 3))).await;
+        let created = attempts.iter().filter(|attempt| attempt.is_ok()).count();
+        assert_eq!(created, 1, "{attempts:?}");
+        for refused in attempts.iter().filter_map(|attempt| attempt.as_ref().err()) {
+            assert_eq!(refused.kind, switchboard_kit::ErrorKind::Conflict);
+        }
+        assert_eq!(store.list_webhooks(&mine).await.unwrap().len(), 3);
+        store.create_webhook(&other, &new, SECRET, 3).await.unwrap();
     })
     .await;
 }
