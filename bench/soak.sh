@@ -55,13 +55,15 @@ max_rate="$(awk -v s="$MAX_SECONDS" '$3 >= 200 && $3 < 300 {n++} END {printf "%.
 rate=$((max_rate / 2))
 echo "maximum $max_rate requests/s; soaking at $rate for $SOAK_SECONDS s" >&2
 
-# RSS of every process every 5 s: `seconds component kB`.
+# Memory of every process every 5 s: `seconds component rss-kB anonymous-kB` (RssAnon: the
+# process's own memory, without the pages of files it maps, such as qdrant-edge's WAL).
 (
   started="$(date +%s)"
   while true; do
     for component in "${!served_pid[@]}"; do
-      rss="$(awk '/^VmRSS/ {print $2}' "/proc/${served_pid[$component]}/status" 2>/dev/null || echo 0)"
-      echo "$(($(date +%s) - started)) $component ${rss:-0}"
+      memory="$(awk '/^VmRSS/ {r = $2} /^RssAnon/ {a = $2} END {print r + 0, a + 0}' \
+        "/proc/${served_pid[$component]}/status" 2>/dev/null || echo "0 0")"
+      echo "$(($(date +%s) - started)) $component $memory"
     done
     sleep 5
   done
@@ -100,21 +102,25 @@ for name, answers in by_name.items():
     print(f"| {name} | {len(answers):,} | {bad} | {pct(ms, 50):.1f} ms | {pct(ms, 99):.1f} ms |")
 samples = collections.defaultdict(list)
 for line in open(f"{work}/rss.log"):
-    t, component, kb = line.split()
-    samples[component].append((int(t), int(kb)))
-print("\nResident memory, mean of the samples (every 5 s) in the first and in the last minute:\n")
-print("| process | first minute | last minute | change |")
-print("|---|---|---|---|")
+    t, component, rss, anonymous = line.split()
+    samples[component].append((int(t), int(rss), int(anonymous)))
+print("\nResident memory (RSS) and its anonymous part (the process's own, without mapped files), mean")
+print("of the samples (every 5 s) in the first and in the last minute:\n")
+print("| process | RSS first minute | RSS last minute | change | anonymous first | anonymous last | change |")
+print("|---|---|---|---|---|---|---|")
 flat = True
-for component in sorted(samples):
-    points = samples[component]
-    end = max(t for t, _ in points)
-    first = [kb for t, kb in points if t < 60]
-    last = [kb for t, kb in points if t > end - 60]
+def means(points, column):
+    end = max(p[0] for p in points)
+    first = [p[column] for p in points if p[0] < 60]
+    last = [p[column] for p in points if p[0] > end - 60]
     a, b = sum(first) / len(first), sum(last) / len(last)
-    change = (b - a) / a * 100 if a else 0
+    return a, b, (b - a) / a * 100 if a else 0
+for component in sorted(samples):
+    a, b, change = means(samples[component], 1)
+    anon_a, anon_b, anon_change = means(samples[component], 2)
     flat &= abs(change) <= 10
-    print(f"| {component} | {a / 1024:.1f} MiB | {b / 1024:.1f} MiB | {change:+.1f}% |")
+    print(f"| {component} | {a / 1024:.1f} MiB | {b / 1024:.1f} MiB | {change:+.1f}% "
+          f"| {anon_a / 1024:.1f} MiB | {anon_b / 1024:.1f} MiB | {anon_change:+.1f}% |")
 print(f"\nResult: {errors} errors; memory {'flat' if flat else 'NOT flat'} (target: 0 errors, within 10 %).")
 PY
 replace_section soak "$work/section.md"
