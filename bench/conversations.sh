@@ -25,7 +25,6 @@ conversations_pid="$SERVED_PID"
 bench_gateway
 
 admin() { "$SWITCHBOARD_BIN" admin --database-url "sqlite://$work/data/identity.db?mode=rwc" "$@"; }
-json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 team="$(admin create-team --name Measured | json_field '["id"]')"
 other="$(admin create-team --name Other | json_field '["id"]')"
 key="$(admin create-key --team "$team" --name bench | json_field '["key"]')"

@@ -22,7 +22,6 @@ bench_serve crm "$crm_db"
 bench_gateway SWITCHBOARD_RATE_LIMIT_BULK=1000000
 
 admin() { "$SWITCHBOARD_BIN" admin --database-url "sqlite://$work/data/identity.db?mode=rwc" "$@"; }
-json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 team="$(admin create-team --name Measured | json_field '["id"]')"
 other="$(admin create-team --name Other | json_field '["id"]')"
 bulk_team="$(admin create-team --name Bulk | json_field '["id"]')"

@@ -61,7 +61,6 @@ bench_gateway REDIS_URL="redis://127.0.0.1:$redis_port/" SWITCHBOARD_RATE_LIMIT_
   SWITCHBOARD_RATE_LIMIT_WRITE=1000000000
 
 admin() { "$SWITCHBOARD_BIN" admin --database-url "$identity_db" "$@"; }
-json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 team="$(admin create-team --name Drilled | json_field '["id"]')"
 key="$(admin create-key --team "$team" --name bench | json_field '["key"]')"
 admin seed-demo --team "$team" --calls 0 --chats 0 --contacts 200 >/dev/null

@@ -28,8 +28,8 @@ TEAM_COUNTS="${TEAM_COUNTS:-64 1000}"
 most_teams="$(echo $TEAM_COUNTS | tr ' ' '\n' | sort -n | tail -n1)"
 echo "creating $most_teams teams with a key each" >&2
 for i in $(seq "$most_teams"); do
-  team="$("$SWITCHBOARD_BIN" admin --data-dir "$work/data" create-team --name "Bench $i" --credits 10 | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')"
-  "$SWITCHBOARD_BIN" admin --data-dir "$work/data" create-key --team "$team" --name bench | python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])'
+  team="$("$SWITCHBOARD_BIN" admin --data-dir "$work/data" create-team --name "Bench $i" --credits 10 | json_field '["id"]')"
+  "$SWITCHBOARD_BIN" admin --data-dir "$work/data" create-key --team "$team" --name bench | json_field '["key"]'
 done > "$work/keys.txt"
 # keys_lua COUNT [COUNTING]: wrk script cycling through the first COUNT keys; with COUNTING,
 # it also counts answers by status over all threads and prints them when done.

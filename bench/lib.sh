@@ -3,6 +3,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 BENCHMARKS_MD="$SWITCHBOARD_ROOT/BENCHMARKS.md"
 
+# json_field PATH: prints PATH (e.g. '["data"]["id"]') of the JSON document on stdin.
+json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
+
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }

@@ -36,7 +36,6 @@ bench_gateway REDIS_URL="redis://127.0.0.1:$redis_port/" SWITCHBOARD_RATE_LIMIT_
 served_pid[gateway]="${pids[-1]}"
 
 admin() { "$SWITCHBOARD_BIN" admin --database-url "$bench_db" "$@"; }
-json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 team="$(admin create-team --name Soaked --credits 100000000 | json_field '["id"]')"
 key="$(admin create-key --team "$team" --name soak | json_field '["key"]')"
 admin seed-demo --team "$team" --calls 200 --chats 0 --contacts 500 --recordings 0 >/dev/null

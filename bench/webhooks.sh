@@ -27,7 +27,6 @@ python3 "$BENCH_DIR/webhook_receiver.py" "$receiver_port" "$work/received.log" 2
 pids+=("$!")
 
 admin() { "$SWITCHBOARD_BIN" admin --database-url "sqlite://$work/data/identity.db?mode=rwc" "$@"; }
-json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 team="$(admin create-team --name Measured | json_field '["id"]')"
 key="$(admin create-key --team "$team" --name bench | json_field '["key"]')"
 curl -sf -H "X-API-Key: $key" -H "Content-Type: application/json" \

@@ -15,12 +15,9 @@ use switchboard_proto::v1::knowledgebase_service_client::KnowledgebaseServiceCli
 use switchboard_proto::v1::webhooks_service_client::WebhooksServiceClient;
 use switchboard_proto::v1::{GetIdentitiesRequest, Identity};
 
-use crate::combine::{Combiner, shard_of};
+use crate::combine::Combiner;
 use crate::config::GatewayConfig;
 
-/// Identity reads that may run at once, each for its own teams: one, as for the rate limiter
-/// (see `limits::redis::SHARDS`).
-const IDENTITY_SHARDS: usize = 1;
 /// The most teams one identity read asks for.
 const IDENTITIES_PER_READ: usize = 256;
 
@@ -34,7 +31,7 @@ pub struct Services {
     pub webhooks: WebhooksServiceClient<Channel>,
     /// `GET /me` is what clients poll (dashboards, agents confirming their key): requests
     /// that arrive while identities are being read share the next read, whatever their team.
-    identity_reads: Arc<Combiner<usize, String, Result<Identity, tonic::Status>>>,
+    identity_reads: Arc<Combiner<(), String, Result<Identity, tonic::Status>>>,
 }
 
 impl Services {
@@ -58,7 +55,7 @@ impl Services {
     pub async fn identity_of(&self, team_id: &str) -> Result<Identity, tonic::Status> {
         self.identity_reads
             .run(
-                shard_of(team_id, IDENTITY_SHARDS),
+                (),
                 team_id.to_owned(),
                 |team_ids| async move {
                     let mut distinct = team_ids.clone();

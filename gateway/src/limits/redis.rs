@@ -2,7 +2,7 @@
 //! clock, refills, takes tokens and writes back atomically; gateway clocks never matter.
 //! When Redis cannot answer in time ([`RedisClient`]) the in-process limiter answers instead.
 //!
-//! Requests that arrive while a script call (of their shard) is in flight wait and are then
+//! Requests that arrive while a script call is in flight wait and are then
 //! served together by one call ([`Combiner`]) that takes, for each bucket of the batch, as
 //! many tokens as the batch has requests for it: under load, the requests of many teams cost
 //! Redis one round trip, and no token is ever granted that a one-by-one run would have
@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use super::bucket::Decision;
 use super::{RateClass, WINDOW_MS};
-use crate::combine::{Combiner, shard_of};
+use crate::combine::Combiner;
 use crate::redis_client::RedisClient;
 
 /// KEYS the buckets; ARGV the window (ms), then a limit and a wanted number of tokens per
@@ -49,10 +49,6 @@ out[#out + 1] = now
 return out
 ";
 
-/// Batches that may run at once, each over its own teams. One measured best: with the keys of
-/// 64 teams, `GET /me` did 18,735 requests/s with one and 15,695 with four (smaller batches,
-/// more round trips; bench/gateway-me.sh).
-const SHARDS: usize = 1;
 /// The most requests one script call serves: it holds Redis for about a microsecond each.
 const MOST_PER_CALL: usize = 256;
 
@@ -67,7 +63,7 @@ struct Take {
 pub struct RedisBuckets {
     redis: Arc<RedisClient>,
     script: redis::Script,
-    combiner: Combiner<usize, Take, Option<Decision>>,
+    combiner: Combiner<(), Take, Option<Decision>>,
 }
 
 /// What one bucket gave a batch, before it is shared out among the batch's requests for it.
@@ -127,7 +123,7 @@ impl RedisBuckets {
         let take = Take { bucket: format!("switchboard:ratelimit:{}:{team_id}", class.name()), class, limit };
         self.combiner
             .run(
-                shard_of(team_id, SHARDS),
+                (),
                 take,
                 |takes| async move {
                     let batch = Batch::of(&takes);

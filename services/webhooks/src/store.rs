@@ -228,20 +228,7 @@ impl WebhookStore {
         let mut accepted = 0;
         let now = now_ms();
         for event in events {
-            let inserted = sqlx::query(
-                "INSERT INTO events (id, team_id, type, subject_id, body, occurred_at, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
-            )
-            .bind(&event.id)
-            .bind(&event.team_id)
-            .bind(&event.kind)
-            .bind(&event.subject_id)
-            .bind(&event.body)
-            .bind(event.occurred_at_ms)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-            if inserted.rows_affected() == 0 {
+            if !insert_event(&mut tx, event, now).await? {
                 continue;
             }
             accepted += 1;
@@ -277,19 +264,9 @@ impl WebhookStore {
     ) -> ServiceResult<Delivery> {
         let mut tx = self.db.begin_write().await?;
         webhook_in(&mut tx, &event.team_id, webhook_id).await?;
-        sqlx::query(
-            "INSERT INTO events (id, team_id, type, subject_id, body, occurred_at, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $6)",
-        )
-        .bind(&event.id)
-        .bind(&event.team_id)
-        .bind(&event.kind)
-        .bind(&event.subject_id)
-        .bind(&event.body)
-        .bind(event.occurred_at_ms)
-        .execute(&mut *tx)
-        .await?;
-        let id = insert_delivery(&mut tx, webhook_id, event, now_ms() + millis(retry_for)).await?;
+        let now = now_ms();
+        insert_event(&mut tx, event, now).await?;
+        let id = insert_delivery(&mut tx, webhook_id, event, now + millis(retry_for)).await?;
         let delivery = delivery_in(&mut tx, &event.team_id, webhook_id, &id).await?;
         tx.commit().await?;
         Ok(delivery)
@@ -487,6 +464,25 @@ async fn delivery_in(
     let sql = format!("SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE team_id = $1 AND webhook_id = $2 AND id = $3");
     let row = sqlx::query(&sql).bind(team_id).bind(webhook_id).bind(delivery_id).fetch_optional(conn).await?;
     Ok(delivery_from_row(&row.ok_or_else(delivery_not_found)?)?)
+}
+
+/// Stores `event` received at `now`; false when an event of that id is stored already (a
+/// relay that published it before).
+async fn insert_event(conn: &mut AnyConnection, event: &StoredEvent, now: i64) -> ServiceResult<bool> {
+    let inserted = sqlx::query(
+        "INSERT INTO events (id, team_id, type, subject_id, body, occurred_at, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
+    )
+    .bind(&event.id)
+    .bind(&event.team_id)
+    .bind(&event.kind)
+    .bind(&event.subject_id)
+    .bind(&event.body)
+    .bind(event.occurred_at_ms)
+    .bind(now)
+    .execute(conn)
+    .await?;
+    Ok(inserted.rows_affected() > 0)
 }
 
 /// A pending delivery of `event` to `webhook_id`, due now; its id.
