@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use switchboard_identity::IdentityStore;
 use switchboard_identity::store::NewTeam;
 use switchboard_kit::grpc::ServiceAccess;
+use switchboard_kit::team_versions::TeamVersions;
 use switchboard_kit::time::iso_ms;
 use switchboard_proto::v1::{ApiKey, KeyAccess, NewUser, Team};
 
@@ -194,13 +195,21 @@ pub async fn run(
         }
     };
     let store = IdentityStore::open(&url).await?;
-    let output = execute(&store, command).await;
+    let versions = crate::components::team_versions(file)?;
+    let output = execute(&store, versions.as_ref(), command).await;
     store.db().close().await;
     println!("{}", serde_json::to_string_pretty(&output?)?);
     Ok(())
 }
 
-async fn execute(store: &IdentityStore, command: AdminCommand) -> anyhow::Result<Value> {
+/// Runs an identity command; changes to what `GET /me` shows give the team a new version, so
+/// that gateways sharing `versions`' Redis read it again (without one, they show the change
+/// within their cache lifetime).
+async fn execute(
+    store: &IdentityStore,
+    versions: Option<&TeamVersions>,
+    command: AdminCommand,
+) -> anyhow::Result<Value> {
     Ok(match command {
         AdminCommand::CreateTeam { name, agency, parent, credits, plan } => {
             let team = store
@@ -230,6 +239,9 @@ async fn execute(store: &IdentityStore, command: AdminCommand) -> anyhow::Result
         AdminCommand::RevokeKey { id } => key_json(&store.revoke_key(&id, None).await?),
         AdminCommand::GrantCredits { team, amount } => {
             let entry = store.grant(&team, amount, "granted by an operator").await?;
+            if let Some(versions) = versions {
+                versions.changed(&[&team]).await;
+            }
             json!({ "teamId": team, "balance": entry.balance_after, "entryId": entry.id })
         }
         AdminCommand::CreateUser { team, first_name, last_name, email, role } => {
@@ -243,7 +255,13 @@ async fn execute(store: &IdentityStore, command: AdminCommand) -> anyhow::Result
                 "role": user.role,
             })
         }
-        AdminCommand::DeleteTeam { id } => team_json(&store.delete_team(&id).await?),
+        AdminCommand::DeleteTeam { id } => {
+            let team = store.delete_team(&id).await?;
+            if let Some(versions) = versions {
+                versions.changed(&[&id]).await;
+            }
+            team_json(&team)
+        }
         AdminCommand::Reindex { .. } | AdminCommand::SeedDemo { .. } => {
             anyhow::bail!("this command does not use the identity database")
         }

@@ -19,6 +19,8 @@ use switchboard_kit::objects::Objects;
 use switchboard_kit::outbox::Relay;
 use switchboard_kit::peers::{AGENTS, CONVERSATIONS, CRM, IDENTITY, KNOWLEDGEBASE, Peers, ServiceInfo, WEBHOOKS};
 use switchboard_kit::phone::PhoneRules;
+use switchboard_kit::redis_client::RedisClient;
+use switchboard_kit::team_versions::TeamVersions;
 use switchboard_proto::v1::agents_service_client::AgentsServiceClient;
 use switchboard_proto::v1::identity_service_client::IdentityServiceClient;
 use switchboard_proto::v1::knowledgebase_service_client::KnowledgebaseServiceClient;
@@ -118,11 +120,21 @@ pub struct Component {
     databases: Vec<Db>,
 }
 
+/// Where changes to teams are announced to gateways, when the platform has a Redis.
+pub fn team_versions(file: &FileConfig) -> anyhow::Result<Option<TeamVersions>> {
+    let (url, timeout) = config::redis(file)?;
+    let Some(url) = url else {
+        return Ok(None);
+    };
+    let fallback = "team versions are not published; gateways keep identities for their cache lifetime";
+    Ok(Some(TeamVersions::new(RedisClient::connect(&url, timeout, fallback)?)))
+}
+
 async fn identity(context: Context) -> anyhow::Result<Component> {
     let store = IdentityStore::open(&context.database_url(&IDENTITY)?).await?;
     Ok(Component {
         info: &IDENTITY,
-        routes: switchboard_identity::routes(store.clone()),
+        routes: switchboard_identity::routes(store.clone(), team_versions(&context.file)?),
         background: vec![context.relay(store.db())?],
         databases: vec![store.db().clone()],
     })

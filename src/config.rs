@@ -146,6 +146,17 @@ pub fn data_dir(file: &FileConfig, flag: Option<&Path>) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(".data"))
 }
 
+/// The platform's Redis (`REDIS_URL`, else the gateway section's `redis_url`) and its call
+/// timeout: the gateway's limiter and the identity service's team versions use the same server.
+pub fn redis(file: &FileConfig) -> anyhow::Result<(Option<String>, Duration)> {
+    let g = &file.gateway;
+    let url = env("REDIS_URL").or_else(|| g.redis_url.clone());
+    let timeout = env_parsed("SWITCHBOARD_REDIS_TIMEOUT_MS")?
+        .or(g.redis_timeout_ms)
+        .map_or(switchboard_kit::redis_client::DEFAULT_TIMEOUT, Duration::from_millis);
+    Ok((url, timeout))
+}
+
 pub fn gateway(file: &FileConfig, peers: Peers) -> anyhow::Result<GatewayConfig> {
     let g = &file.gateway;
     // Playback URLs of recordings: the variable's key, else one derived from the service token
@@ -163,7 +174,7 @@ pub fn gateway(file: &FileConfig, peers: Peers) -> anyhow::Result<GatewayConfig>
     if let Some(v) = env("SWITCHBOARD_LISTEN").or_else(|| g.listen.clone()) {
         config.listen = v;
     }
-    config.redis_url = env("REDIS_URL").or_else(|| g.redis_url.clone());
+    (config.redis_url, config.redis_timeout) = redis(file)?;
     if let Some(v) = env_parsed("SWITCHBOARD_MAX_BODY_BYTES")?.or(g.max_body_bytes) {
         config.max_body_bytes = v;
     }
@@ -173,9 +184,6 @@ pub fn gateway(file: &FileConfig, peers: Peers) -> anyhow::Result<GatewayConfig>
     }
     if let Some(v) = env_parsed("SWITCHBOARD_AUTH_CACHE_TTL_MS")?.or(g.auth_cache_ttl_ms) {
         config.auth_cache_ttl = ms(v);
-    }
-    if let Some(v) = env_parsed("SWITCHBOARD_REDIS_TIMEOUT_MS")?.or(g.redis_timeout_ms) {
-        config.redis_timeout = ms(v);
     }
     if let Some(v) = env_parsed("SWITCHBOARD_DRAIN_TIMEOUT_MS")?.or(g.drain_timeout_ms) {
         config.drain_timeout = ms(v);

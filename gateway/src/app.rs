@@ -41,7 +41,7 @@ pub struct App {
     idempotency: Idempotency,
     metrics: crate::metrics::GatewayMetrics,
     /// Created on the first request, on the runtime that serves requests.
-    services: OnceCell<Services>,
+    services: OnceCell<Arc<Services>>,
     in_flight: Arc<AtomicUsize>,
     /// The OpenAPI description and the skill file, built from the endpoints at start.
     openapi: Bytes,
@@ -58,7 +58,7 @@ pub(crate) enum Admission {
 /// A request to admit: its route, the key's principal and the `teamId` it names.
 pub(crate) struct Admit<'a> {
     pub route: &'a Endpoint,
-    pub services: Services,
+    pub services: Arc<Services>,
     pub principal: Arc<Principal>,
     pub team_id: Option<String>,
     pub public_base: String,
@@ -88,7 +88,10 @@ impl App {
         let redis = config
             .redis_url
             .as_deref()
-            .map(|url| crate::redis_client::RedisClient::connect(url, config.redis_timeout))
+            .map(|url| {
+                let fallback = "rate limits and idempotency keys fall back to this process";
+                switchboard_kit::redis_client::RedisClient::connect(url, config.redis_timeout, fallback)
+            })
             .transpose()?;
         Ok(Self {
             openapi: openapi::document_bytes()?,
@@ -106,9 +109,10 @@ impl App {
         })
     }
 
-    pub(crate) async fn services(&self) -> Result<Services, ServiceError> {
+    /// Shared, not cloned per request: a request only clones the clients it calls.
+    pub(crate) async fn services(&self) -> Result<Arc<Services>, ServiceError> {
         self.services
-            .get_or_try_init(|| async { Services::connect(&self.config) })
+            .get_or_try_init(|| async { Services::connect(&self.config).map(Arc::new) })
             .await
             .cloned()
             .map_err(ServiceError::internal)
@@ -257,7 +261,9 @@ impl App {
         }
         let team = self.scoper.effective_team(&services, &principal, team_id.as_deref()).await?;
         scope::check_access(route, &principal)?;
+        let team_version = decision.team_version.filter(|_| team.id == principal.team.id);
         Ok(Admission::Continue(Box::new(Call {
+            team_version,
             services,
             principal,
             team,

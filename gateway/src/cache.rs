@@ -18,7 +18,10 @@ impl<K: Eq + Hash, V: Clone> TtlCache<K, V> {
         Self { entries: RwLock::new(HashMap::new()), ttl, capacity }
     }
 
-    pub fn get(&self, key: &K) -> Option<V> {
+    pub fn get<Q: Eq + Hash + ?Sized>(&self, key: &Q) -> Option<V>
+    where
+        K: std::borrow::Borrow<Q>,
+    {
         let entries = self.entries.read().unwrap_or_else(|e| e.into_inner());
         entries.get(key).filter(|(stored, _)| stored.elapsed() < self.ttl).map(|(_, value)| value.clone())
     }

@@ -18,7 +18,7 @@ pub struct Principal {
 }
 
 pub struct Call {
-    pub services: Services,
+    pub services: Arc<Services>,
     pub principal: Arc<Principal>,
     /// The team the request acts on: the key's own, or a client subteam chosen by `teamId`.
     pub team: Arc<Team>,
@@ -27,6 +27,10 @@ pub struct Call {
     pub public_base: String,
     /// Signs the links to recordings.
     pub url_key: crate::playback::UrlKey,
+    /// The version of the team acted on (`switchboard_kit::team_versions`), read with this
+    /// request's rate-limit token: only when Redis decided and the team is the key's own
+    /// (whose bucket it is).
+    pub team_version: Option<i64>,
 }
 
 impl Call {

@@ -50,7 +50,7 @@ impl Default for GatewayConfig {
             max_upload_bytes: 20 * 1024 * 1024,
             request_timeout: Duration::from_secs(10),
             auth_cache_ttl: Duration::from_secs(2),
-            redis_timeout: Duration::from_millis(50),
+            redis_timeout: switchboard_kit::redis_client::DEFAULT_TIMEOUT,
             drain_timeout: Duration::from_secs(30),
         }
     }

@@ -20,7 +20,6 @@ mod mcp;
 mod metrics;
 pub mod openapi;
 pub mod playback;
-mod redis_client;
 mod router;
 mod scope;
 pub mod server;

@@ -15,11 +15,15 @@ use switchboard_proto::v1::knowledgebase_service_client::KnowledgebaseServiceCli
 use switchboard_proto::v1::webhooks_service_client::WebhooksServiceClient;
 use switchboard_proto::v1::{GetIdentitiesRequest, Identity};
 
+use crate::cache::TtlCache;
 use crate::combine::Combiner;
 use crate::config::GatewayConfig;
 
 /// The most teams one identity read asks for.
 const IDENTITIES_PER_READ: usize = 256;
+
+/// The most identities kept in memory (a few hundred bytes each).
+const IDENTITIES_KEPT: usize = 100_000;
 
 #[derive(Clone)]
 pub struct Services {
@@ -31,7 +35,9 @@ pub struct Services {
     pub webhooks: WebhooksServiceClient<Channel>,
     /// `GET /me` is what clients poll (dashboards, agents confirming their key): requests
     /// that arrive while identities are being read share the next read, whatever their team.
-    identity_reads: Arc<Combiner<(), String, Result<Identity, tonic::Status>>>,
+    identity_reads: Arc<Combiner<(), String, Result<Arc<Identity>, tonic::Status>>>,
+    /// The last identity read of each team, under the team version seen before that read.
+    identities: Arc<TtlCache<String, (i64, Arc<Identity>)>>,
 }
 
 impl Services {
@@ -48,11 +54,34 @@ impl Services {
             crm: CrmServiceClient::new(peers.channel(&CRM, timeout)?).max_decoding_message_size(64 * 1024 * 1024),
             webhooks: WebhooksServiceClient::new(peers.channel(&WEBHOOKS, timeout)?),
             identity_reads: Arc::new(Combiner::new(IDENTITIES_PER_READ)),
+            identities: Arc::new(TtlCache::new(config.auth_cache_ttl, IDENTITIES_KEPT)),
         })
     }
 
-    /// The team's identity (team, credits, subscription), read after this call began.
-    pub async fn identity_of(&self, team_id: &str) -> Result<Identity, tonic::Status> {
+    /// The team's identity (team, credits, subscription). With the team's version as this
+    /// request read it (`Call::team_version`), the identity kept under that same version is
+    /// current: nothing the identity service changed since it was read (a change gives the
+    /// team a new version before it is acknowledged). Otherwise the identity is read after
+    /// this call began.
+    ///
+    /// The version must be read *before* the identity it is kept with: an identity read after
+    /// a change but kept under the version before it is read again on the next request, never
+    /// the other way round.
+    pub async fn identity_of(&self, team_id: &str, version: Option<i64>) -> Result<Arc<Identity>, tonic::Status> {
+        if let Some(version) = version
+            && let Some((kept_version, identity)) = self.identities.get(team_id)
+            && kept_version == version
+        {
+            return Ok(identity);
+        }
+        let identity = self.read_identity(team_id).await?;
+        if let Some(version) = version {
+            self.identities.insert(team_id.to_owned(), (version, identity.clone()));
+        }
+        Ok(identity)
+    }
+
+    async fn read_identity(&self, team_id: &str) -> Result<Arc<Identity>, tonic::Status> {
         self.identity_reads
             .run(
                 (),
@@ -63,9 +92,11 @@ impl Services {
                     distinct.dedup();
                     let request = GetIdentitiesRequest { team_ids: distinct };
                     let read = self.identity.clone().get_identities(request).await;
-                    (team_ids, read.map(|response| response.into_inner().identities))
+                    let read =
+                        read.map(|response| response.into_inner().identities.into_iter().map(Arc::new).collect());
+                    (team_ids, read)
                 },
-                |(team_ids, read), index| {
+                |(team_ids, read): &(Vec<String>, Result<Vec<Arc<Identity>>, tonic::Status>), index| {
                     let identities = read.as_ref().map_err(Clone::clone)?;
                     let team_id = team_ids.get(index).map(String::as_str).unwrap_or_default();
                     identities

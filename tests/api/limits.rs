@@ -97,7 +97,11 @@ async fn two_gateways_on_one_redis_share_the_limit() {
     }
     assert_eq!(first.get("/me").await.status, 429);
     assert_eq!(second.get("/me").await.status, 429);
-    assert_eq!(redis.cli(&["HGET", &format!("switchboard:ratelimit:standard:{}", team.id), "tokens"]), "0");
+    let bucket = format!("switchboard:ratelimit:standard:{}", team.id);
+    assert_eq!(redis.cli(&["HGET", &bucket, "tokens"]), "0");
+    // The bucket goes when its window ends (its expiry is set when the window starts).
+    let expires_in: i64 = redis.cli(&["PTTL", &bucket]).parse().expect("PTTL answers a number");
+    assert!((1..=60_000).contains(&expires_in), "bucket expires in {expires_in} ms");
 }
 
 #[tokio::test]
@@ -204,5 +208,47 @@ async fn a_concurrent_burst_of_many_teams_gets_each_team_its_limit() {
         for answer in answers.iter().filter(|r| r.status == 200) {
             assert_eq!(answer.body["data"]["team"]["id"], team.id.as_str(), "GET /me of the caller's own team");
         }
+    }
+}
+
+/// Gateways keep each team's identity while its version in Redis is unchanged; every change
+/// the identity service or `admin` makes gives the team a new version first, so the next
+/// `GET /me` on any gateway shows it.
+#[tokio::test]
+async fn me_shows_a_change_at_once_on_every_gateway_sharing_redis() {
+    let redis = Redis::start().await;
+    let url = redis.url();
+    let stack = Stack::start_with(&[("REDIS_URL", &url)]).await;
+    let (_gateway, other_base) = second_gateway(&stack, &redis, "100").await;
+    let agency = stack.team("Agency", true, 100).await;
+    let gateways = [stack.client(&agency.key), Api::new(&other_base, Some(&agency.key))];
+    let balances = || async {
+        let mut seen = Vec::new();
+        for api in &gateways {
+            seen.push(api.get("/me").await.expect(200)["data"]["credits"]["balance"].clone());
+        }
+        seen
+    };
+    // Twice, so that the second round is answered from what the gateways keep.
+    for _ in 0..2 {
+        assert_eq!(balances().await, [100, 100]);
+    }
+
+    // A subteam's credits come out of the agency's balance (identity service, gateway A).
+    gateways[0].post("/agency/subteams", subteam_body("Client")).await.expect(201);
+    let version_key = format!("switchboard:team-version:{}", agency.id);
+    assert!(!redis.cli(&["GET", &version_key]).is_empty(), "the change gave the agency a version");
+    assert_eq!(balances().await, [90, 90]);
+    assert_eq!(balances().await, [90, 90]);
+
+    // An operator's grant (`admin`, straight to the identity database).
+    stack.admin(&["grant-credits", "--team", &agency.id, "5"]).await;
+    assert_eq!(balances().await, [95, 95]);
+
+    // A deleted team is gone at once, though its key is still cached as valid for a moment.
+    stack.admin(&["delete-team", &agency.id]).await;
+    for api in &gateways {
+        let gone = api.get("/me").await;
+        assert_eq!(gone.status, 404, "{}", gone.text);
     }
 }

@@ -91,6 +91,8 @@ pub struct Stack {
     pub data_dir: tempfile::TempDir,
     /// Where `admin` finds the identity database.
     admin_location: Vec<String>,
+    /// The stack's Redis, where `admin` announces the changes it makes to teams.
+    admin_env: Vec<(String, String)>,
     /// The other processes and the databases they use, kept until the stack goes.
     others: Vec<Process>,
     databases: Vec<switchboard_kit::testdb::TestDatabase>,
@@ -134,6 +136,7 @@ impl Stack {
             demo_key,
             data_dir,
             admin_location,
+            admin_env: redis_of(env),
             others: Vec::new(),
             databases: Vec::new(),
             served: None,
@@ -200,6 +203,7 @@ impl Stack {
                 "--database-url".to_owned(),
                 databases[components.iter().position(|c| *c == "identity").expect("identity")].url.clone(),
             ],
+            admin_env: redis_of(&shared),
             others,
             databases,
             served: Some(Served {
@@ -284,7 +288,9 @@ impl Stack {
     /// `switchboard admin <this stack's identity database> <args>`, parsed JSON output.
     pub async fn admin(&self, args: &[&str]) -> Value {
         let location: Vec<&str> = self.admin_location.iter().map(String::as_str).collect();
-        admin(&location, args).await
+        let env: Vec<(&str, &str)> =
+            self.admin_env.iter().map(|(name, value)| (name.as_str(), value.as_str())).collect();
+        admin_with(&location, args, &env).await
     }
 
     /// A new team with a full-access key.
@@ -324,7 +330,8 @@ pub async fn admin(location: &[&str], args: &[&str]) -> Value {
 /// `switchboard admin` with extra environment, e.g. the service token for `reindex --url`.
 pub async fn admin_with(location: &[&str], args: &[&str], env: &[(&str, &str)]) -> Value {
     let mut command = Command::new(BIN);
-    command.arg("admin").args(location).args(args).env("RUST_LOG", "error").env_remove("DATABASE_URL");
+    command.arg("admin").args(location).args(args).env("RUST_LOG", "error");
+    command.env_remove("DATABASE_URL").env_remove("REDIS_URL");
     for (name, value) in env {
         command.env(name, value);
     }
@@ -334,6 +341,14 @@ pub async fn admin_with(location: &[&str], args: &[&str], env: &[(&str, &str)]) 
         .expect("run admin");
     assert!(output.status.success(), "admin {args:?} failed: {}", String::from_utf8_lossy(&output.stderr));
     serde_json::from_slice(&output.stdout).expect("admin prints JSON")
+}
+
+/// `REDIS_URL` among a stack's variables, for its `admin` calls.
+fn redis_of(env: &[(&str, &str)]) -> Vec<(String, String)> {
+    env.iter()
+        .filter(|(name, _)| *name == "REDIS_URL")
+        .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+        .collect()
 }
 
 pub struct Team {

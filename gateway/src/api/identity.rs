@@ -180,7 +180,7 @@ impl Me {
 }
 
 async fn me(call: Call, _: Input) -> ServiceResult<Data<Me>> {
-    let identity = call.services.identity_of(call.team_id()).await?;
+    let identity = call.services.identity_of(call.team_id(), call.team_version).await?;
     Ok(Data::new(Me::new(&identity, &call.principal.key)))
 }
 

@@ -176,7 +176,7 @@ pub struct Idempotency {
 }
 
 impl Idempotency {
-    pub fn new(redis: Option<std::sync::Arc<crate::redis_client::RedisClient>>) -> Self {
+    pub fn new(redis: Option<std::sync::Arc<switchboard_kit::redis_client::RedisClient>>) -> Self {
         Self { memory: memory::MemoryStore::default(), redis: redis.map(redis::RedisStore::new) }
     }
 

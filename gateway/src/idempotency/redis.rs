@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::redis_client::RedisClient;
+use switchboard_kit::redis_client::RedisClient;
 
 use super::{CLAIM_FOR, KEEP_FOR, Record};
 

@@ -20,6 +20,9 @@ pub struct Decision {
     pub reset_at_ms: i64,
     /// The clock the decision was taken on (Redis's when Redis decided).
     pub now_ms: i64,
+    /// The team's version (`switchboard_kit::team_versions`) read with the token when Redis
+    /// decided; `None` from the in-process limiter.
+    pub team_version: Option<i64>,
 }
 
 impl Decision {
@@ -40,7 +43,15 @@ pub fn take(state: Option<State>, class: RateClass, limit: u32, now_ms: i64) -> 
     if allowed {
         state.tokens -= 1;
     }
-    let decision = Decision { class, allowed, limit, remaining: state.tokens, reset_at_ms: state.reset_at_ms, now_ms };
+    let decision = Decision {
+        class,
+        allowed,
+        limit,
+        remaining: state.tokens,
+        reset_at_ms: state.reset_at_ms,
+        now_ms,
+        team_version: None,
+    };
     (state, decision)
 }
 

@@ -18,7 +18,7 @@ pub use bucket::Decision;
 pub use headers::{rate_limit_headers, too_many_requests};
 
 use crate::config::GatewayConfig;
-use crate::redis_client::RedisClient;
+use switchboard_kit::redis_client::RedisClient;
 
 pub const WINDOW_MS: i64 = 60_000;
 

@@ -8,29 +8,38 @@
 //! Redis one round trip, and no token is ever granted that a one-by-one run would have
 //! refused. The script touches several keys at once, so the buckets must live on one Redis
 //! node (a single server or a primary with replicas, not a Redis Cluster).
+//!
+//! The same call reads the version of each bucket's team (`switchboard_kit::team_versions`),
+//! so that `GET /me` can tell whether the identity it holds is still current without a
+//! round trip of its own.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use switchboard_kit::redis_client::RedisClient;
+use switchboard_kit::team_versions;
+
 use super::bucket::Decision;
 use super::{RateClass, WINDOW_MS};
 use crate::combine::Combiner;
-use crate::redis_client::RedisClient;
 
-/// KEYS the buckets; ARGV the window (ms), then a limit and a wanted number of tokens per
-/// bucket. Answers `{granted, tokens left, reset (ms)}` per bucket, then the server's `now`.
+/// KEYS a bucket and its team's version key per bucket; ARGV the window (ms), then a limit
+/// and a wanted number of tokens per bucket. Answers `{granted, tokens left, reset (ms), team
+/// version (0 when none)}` per bucket, then the server's `now`.
 const SCRIPT: &str = r"
 local window = tonumber(ARGV[1])
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local out = {}
-for i, key in ipairs(KEYS) do
+for i = 1, #KEYS / 2 do
+  local key = KEYS[2 * i - 1]
   local limit = tonumber(ARGV[2 * i])
   local wanted = tonumber(ARGV[2 * i + 1])
   local state = redis.call('HMGET', key, 'tokens', 'reset')
   local tokens = tonumber(state[1])
   local reset = tonumber(state[2])
-  if tokens == nil or reset == nil or now >= reset then
+  local fresh = tokens == nil or reset == nil or now >= reset
+  if fresh then
     tokens = limit
     reset = now + window
   end
@@ -40,10 +49,14 @@ for i, key in ipairs(KEYS) do
   local granted = math.min(tokens, wanted)
   tokens = tokens - granted
   redis.call('HSET', key, 'tokens', tokens, 'reset', reset)
-  redis.call('PEXPIREAT', key, reset)
+  -- HSET keeps a key's expiry: it is set once per window.
+  if fresh then
+    redis.call('PEXPIREAT', key, reset)
+  end
   out[#out + 1] = granted
   out[#out + 1] = tokens
   out[#out + 1] = reset
+  out[#out + 1] = tonumber(redis.call('GET', KEYS[2 * i]) or '0') or 0
 end
 out[#out + 1] = now
 return out
@@ -52,10 +65,11 @@ return out
 /// The most requests one script call serves: it holds Redis for about a microsecond each.
 const MOST_PER_CALL: usize = 256;
 
-/// One request's take: its bucket and the bucket's limit.
+/// One request's take: its bucket, its team and the bucket's limit.
 #[derive(Debug, Clone)]
 struct Take {
     bucket: String,
+    team_id: String,
     class: RateClass,
     limit: u32,
 }
@@ -73,6 +87,7 @@ struct Grant {
     left: u32,
     reset_at_ms: i64,
     now_ms: i64,
+    team_version: i64,
 }
 
 impl Grant {
@@ -81,28 +96,50 @@ impl Grant {
     fn decision(&self, index: u32, class: RateClass, limit: u32) -> Decision {
         let allowed = index < self.granted;
         let remaining = if allowed { self.left + (self.granted - index - 1) } else { 0 };
-        Decision { class, allowed, limit, remaining, reset_at_ms: self.reset_at_ms, now_ms: self.now_ms }
+        Decision {
+            class,
+            allowed,
+            limit,
+            remaining,
+            reset_at_ms: self.reset_at_ms,
+            now_ms: self.now_ms,
+            team_version: Some(self.team_version),
+        }
     }
+}
+
+/// What a batch asks of one bucket.
+#[derive(Debug, PartialEq, Eq)]
+struct BucketTake<'a> {
+    key: &'a str,
+    team_id: &'a str,
+    limit: u32,
+    wanted: u32,
 }
 
 /// A batch of takes grouped by bucket: the buckets in first-seen order with the tokens wanted
 /// from each, and for each take its bucket and its place among that bucket's takes.
 #[derive(Debug, Default, PartialEq, Eq)]
-struct Batch {
-    buckets: Vec<(String, u32, u32)>,
+struct Batch<'a> {
+    buckets: Vec<BucketTake<'a>>,
     places: Vec<(usize, u32)>,
 }
 
-impl Batch {
-    fn of(takes: &[Take]) -> Self {
+impl<'a> Batch<'a> {
+    fn of(takes: &'a [Take]) -> Self {
         let mut batch = Batch::default();
         let mut seen: HashMap<&str, usize> = HashMap::new();
         for take in takes {
             let bucket = *seen.entry(&take.bucket).or_insert_with(|| {
-                batch.buckets.push((take.bucket.clone(), take.limit, 0));
+                batch.buckets.push(BucketTake {
+                    key: &take.bucket,
+                    team_id: &take.team_id,
+                    limit: take.limit,
+                    wanted: 0,
+                });
                 batch.buckets.len() - 1
             });
-            let wanted = &mut batch.buckets[bucket].2;
+            let wanted = &mut batch.buckets[bucket].wanted;
             batch.places.push((bucket, *wanted));
             *wanted += 1;
         }
@@ -120,7 +157,12 @@ impl RedisBuckets {
         if self.redis.skipping() {
             return None;
         }
-        let take = Take { bucket: format!("switchboard:ratelimit:{}:{team_id}", class.name()), class, limit };
+        let take = Take {
+            bucket: format!("switchboard:ratelimit:{}:{team_id}", class.name()),
+            team_id: team_id.to_owned(),
+            class,
+            limit,
+        };
         self.combiner
             .run(
                 (),
@@ -128,36 +170,38 @@ impl RedisBuckets {
                 |takes| async move {
                     let batch = Batch::of(&takes);
                     let grants = self.call(&batch.buckets).await;
-                    (takes, batch, grants)
+                    let places = batch.places;
+                    (takes, places, grants)
                 },
-                |(takes, batch, grants), index| {
+                |(takes, places, grants), index| {
                     let grants = grants.as_ref()?;
-                    let (take, (bucket, place)) = (takes.get(index)?, batch.places.get(index)?);
+                    let (take, (bucket, place)) = (takes.get(index)?, places.get(index)?);
                     Some(grants.get(*bucket)?.decision(*place, take.class, take.limit))
                 },
             )
             .await
     }
 
-    /// One script call for every bucket of a batch: `(key, limit, wanted)`.
-    async fn call(&self, buckets: &[(String, u32, u32)]) -> Option<Vec<Grant>> {
+    /// One script call for every bucket of a batch.
+    async fn call(&self, buckets: &[BucketTake<'_>]) -> Option<Vec<Grant>> {
         let mut invocation = self.script.prepare_invoke();
         invocation.arg(WINDOW_MS);
-        for (key, limit, wanted) in buckets {
-            invocation.key(key).arg(limit).arg(wanted);
+        for bucket in buckets {
+            invocation.key(bucket.key).key(team_versions::key(bucket.team_id)).arg(bucket.limit).arg(bucket.wanted);
         }
         let reply: Vec<i64> = self.redis.run(&invocation).await?;
-        let Some((&now_ms, triples)) = reply.split_last() else {
+        let Some((&now_ms, answers)) = reply.split_last() else {
             return self.redis.failed("empty script reply");
         };
-        if triples.len() != buckets.len() * 3 {
+        if answers.len() != buckets.len() * 4 {
             return self.redis.failed(&format!("script reply of {} values for {} buckets", reply.len(), buckets.len()));
         }
-        let grants = triples.chunks_exact(3).zip(buckets).map(|(triple, (_, _, wanted))| Grant {
-            granted: u32::try_from(triple[0]).unwrap_or(0).min(*wanted),
-            left: u32::try_from(triple[1]).unwrap_or(0),
-            reset_at_ms: triple[2],
+        let grants = answers.chunks_exact(4).zip(buckets).map(|(answer, bucket)| Grant {
+            granted: u32::try_from(answer[0]).unwrap_or(0).min(bucket.wanted),
+            left: u32::try_from(answer[1]).unwrap_or(0),
+            reset_at_ms: answer[2],
             now_ms,
+            team_version: answer[3],
         });
         Some(grants.collect())
     }
@@ -169,22 +213,22 @@ mod tests {
 
     #[test]
     fn a_grant_is_shared_out_in_order() {
-        let grant = Grant { granted: 2, left: 0, reset_at_ms: 60_000, now_ms: 1_000 };
+        let grant = Grant { granted: 2, left: 0, reset_at_ms: 60_000, now_ms: 1_000, team_version: 7 };
         let decisions: Vec<_> = (0..3).map(|i| grant.decision(i, RateClass::Write, 60)).collect();
         assert!(decisions[0].allowed && decisions[1].allowed && !decisions[2].allowed);
         assert_eq!([decisions[0].remaining, decisions[1].remaining, decisions[2].remaining], [1, 0, 0]);
-        assert!(decisions.iter().all(|d| d.reset_at_ms == 60_000 && d.limit == 60));
+        assert!(decisions.iter().all(|d| d.reset_at_ms == 60_000 && d.limit == 60 && d.team_version == Some(7)));
     }
 
     #[test]
     fn a_full_grant_leaves_the_rest_to_the_last_request() {
-        let grant = Grant { granted: 3, left: 10, reset_at_ms: 60_000, now_ms: 0 };
+        let grant = Grant { granted: 3, left: 10, reset_at_ms: 60_000, now_ms: 0, team_version: 0 };
         let remaining: Vec<_> = (0..3).map(|i| grant.decision(i, RateClass::Standard, 100).remaining).collect();
         assert_eq!(remaining, [12, 11, 10]);
     }
 
     fn take(team: &str, class: RateClass) -> Take {
-        Take { bucket: format!("{}:{team}", class.name()), class, limit: 10 }
+        Take { bucket: format!("{}:{team}", class.name()), team_id: team.to_owned(), class, limit: 10 }
     }
 
     #[test]
@@ -197,8 +241,8 @@ mod tests {
             take("a", RateClass::Standard),
         ];
         let batch = Batch::of(&takes);
-        let buckets: Vec<_> = batch.buckets.iter().map(|(key, _, wanted)| (key.as_str(), *wanted)).collect();
-        assert_eq!(buckets, [("standard:a", 3), ("standard:b", 1), ("write:a", 1)]);
+        let buckets: Vec<_> = batch.buckets.iter().map(|bucket| (bucket.key, bucket.team_id, bucket.wanted)).collect();
+        assert_eq!(buckets, [("standard:a", "a", 3), ("standard:b", "b", 1), ("write:a", "a", 1)]);
         assert_eq!(batch.places, [(0, 0), (1, 0), (0, 1), (2, 0), (0, 2)]);
     }
 }

@@ -114,7 +114,7 @@ impl App {
     async fn call_tool(
         &self,
         principal: Arc<crate::call::Principal>,
-        services: crate::services::Services,
+        services: Arc<crate::services::Services>,
         params: CallToolRequestParams,
         base: String,
         ctx: &mut RequestCtx,
@@ -139,7 +139,7 @@ impl App {
         endpoint: &Endpoint,
         raw: crate::endpoint::RawInput,
         principal: Arc<crate::call::Principal>,
-        services: crate::services::Services,
+        services: Arc<crate::services::Services>,
         base: String,
         ctx: &mut RequestCtx,
     ) -> HandlerResult {

@@ -1,7 +1,8 @@
 //! The gRPC face of the identity store: unpacks requests, calls the store, maps errors.
 
-use switchboard_kit::ServiceError;
 use switchboard_kit::grpc::{Reply, reply};
+use switchboard_kit::team_versions::TeamVersions;
+use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::identity_service_server::{IdentityService, IdentityServiceServer};
 use switchboard_proto::v1::*;
 use tonic::service::Routes;
@@ -14,11 +15,26 @@ const MOST_IDENTITIES: usize = 1_000;
 
 pub struct IdentityApi {
     store: IdentityStore,
+    /// Present when the platform has a Redis: gateways then keep identities in memory until
+    /// a change here gives the team a new version.
+    versions: Option<TeamVersions>,
 }
 
 /// The identity service's routes, ready for `switchboard_kit::grpc::serve`.
-pub fn routes(store: IdentityStore) -> Routes {
-    Routes::new(IdentityServiceServer::new(IdentityApi { store }))
+pub fn routes(store: IdentityStore, versions: Option<TeamVersions>) -> Routes {
+    Routes::new(IdentityServiceServer::new(IdentityApi { store, versions }))
+}
+
+impl IdentityApi {
+    /// After a change to what `GET /me` shows of these teams: new versions, before the answer.
+    async fn changed<T>(&self, outcome: ServiceResult<T>, team_ids: &[&str]) -> ServiceResult<T> {
+        if outcome.is_ok()
+            && let Some(versions) = &self.versions
+        {
+            versions.changed(team_ids).await;
+        }
+        outcome
+    }
 }
 
 fn required<T>(value: Option<T>, field: &str) -> Result<T, Status> {
@@ -75,7 +91,8 @@ impl IdentityService for IdentityApi {
     }
 
     async fn delete_team(&self, request: Request<DeleteTeamRequest>) -> Reply<Team> {
-        reply(self.store.delete_team(&request.into_inner().team_id).await)
+        let team_id = request.into_inner().team_id;
+        reply(self.changed(self.store.delete_team(&team_id).await, &[&team_id]).await)
     }
 
     /// The defaults of a subteam are the identity service's: 1000 monthly credits, and every
@@ -94,19 +111,21 @@ impl IdentityService for IdentityApi {
             conversations: flags.conversations.unwrap_or(true),
             crm: flags.crm.unwrap_or(true),
         });
-        reply(
-            self.store
-                .create_subteam(NewSubteam {
-                    agency_team_id: request.agency_team_id,
-                    team_name: request.team_name,
-                    user,
-                    total_monthly_credits: request
-                        .total_monthly_credits
-                        .unwrap_or(switchboard_kit::limits::MONTHLY_CREDITS.default),
-                    access,
-                })
-                .await,
-        )
+        let agency_team_id = request.agency_team_id.clone();
+        let created = self
+            .store
+            .create_subteam(NewSubteam {
+                agency_team_id: request.agency_team_id,
+                team_name: request.team_name,
+                user,
+                total_monthly_credits: request
+                    .total_monthly_credits
+                    .unwrap_or(switchboard_kit::limits::MONTHLY_CREDITS.default),
+                access,
+            })
+            .await;
+        // The subteam's credits come out of the agency's balance.
+        reply(self.changed(created, &[&agency_team_id]).await)
     }
 
     async fn list_subteams(&self, request: Request<ListSubteamsRequest>) -> Reply<ListSubteamsResponse> {
@@ -165,22 +184,26 @@ impl IdentityService for IdentityApi {
         if debited.is_ok() {
             credits_debited().add(u64::try_from(request.amount).unwrap_or(0), &[]);
         }
-        reply(debited)
+        reply(self.changed(debited, &[&request.team_id]).await)
     }
 
     async fn refund_credits(&self, request: Request<RefundCreditsRequest>) -> Reply<CreditEntry> {
         let request = request.into_inner();
-        reply(self.store.refund(&request.debit_entry_id, &request.team_id, &request.reason).await)
+        let refunded = self.store.refund(&request.debit_entry_id, &request.team_id, &request.reason).await;
+        reply(self.changed(refunded, &[&request.team_id]).await)
     }
 
     async fn grant_credits(&self, request: Request<GrantCreditsRequest>) -> Reply<CreditEntry> {
         let request = request.into_inner();
-        reply(self.store.grant(&request.team_id, request.amount, &request.reason).await)
+        let granted = self.store.grant(&request.team_id, request.amount, &request.reason).await;
+        reply(self.changed(granted, &[&request.team_id]).await)
     }
 
     async fn transfer_credits(&self, request: Request<TransferCreditsRequest>) -> Reply<TransferCreditsResponse> {
         let request = request.into_inner();
-        reply(self.store.transfer(&request.from_team_id, &request.to_team_id, request.amount, &request.reason).await)
+        let moved =
+            self.store.transfer(&request.from_team_id, &request.to_team_id, request.amount, &request.reason).await;
+        reply(self.changed(moved, &[&request.from_team_id, &request.to_team_id]).await)
     }
 }
 

@@ -1,5 +1,5 @@
-//! The gateway's one Redis, shared by every replica: rate-limit buckets and idempotency keys.
-//! Every call is a Lua script bounded by the configured timeout (50 ms by default). A call that
+//! The platform's one Redis, shared by every replica: the gateway's rate-limit buckets and
+//! idempotency keys, and the team versions the identity service publishes. Every call is a Lua script bounded by the configured timeout (50 ms by default). A call that
 //! errors or is late makes Redis be skipped for a second, while callers answer from their
 //! in-process fallbacks, so an outage costs one timeout a second, not one per request.
 
@@ -9,20 +9,27 @@ use std::time::Duration;
 
 use anyhow::Context;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use switchboard_kit::time::now_ms;
+
+use crate::time::now_ms;
 
 const SKIP_AFTER_FAILURE_MS: i64 = 1_000;
+
+/// How long a call may take unless configured (`SWITCHBOARD_REDIS_TIMEOUT_MS`).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(50);
 
 pub struct RedisClient {
     connection: ConnectionManager,
     timeout: Duration,
     skip_until_ms: AtomicI64,
     failing: AtomicBool,
+    /// What falls back while Redis is away, for the log.
+    fallback: &'static str,
 }
 
 impl RedisClient {
     /// Connects lazily: a Redis that is down at start is tried again on later calls.
-    pub fn connect(url: &str, timeout: Duration) -> anyhow::Result<Arc<Self>> {
+    /// `fallback` says what this process does without Redis, for the log.
+    pub fn connect(url: &str, timeout: Duration, fallback: &'static str) -> anyhow::Result<Arc<Self>> {
         let client = redis::Client::open(url).context("parsing REDIS_URL")?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(Duration::from_millis(250)))
@@ -32,7 +39,13 @@ impl RedisClient {
             .set_max_delay(Duration::from_millis(500));
         let connection =
             ConnectionManager::new_lazy_with_config(client, config).context("creating the Redis connection manager")?;
-        Ok(Arc::new(Self { connection, timeout, skip_until_ms: AtomicI64::new(0), failing: AtomicBool::new(false) }))
+        Ok(Arc::new(Self {
+            connection,
+            timeout,
+            skip_until_ms: AtomicI64::new(0),
+            failing: AtomicBool::new(false),
+            fallback,
+        }))
     }
 
     /// True for a second after a failed call: callers use their fallback without trying.
@@ -47,11 +60,11 @@ impl RedisClient {
         }
         let mut connection = self.connection.clone();
         let call = invocation.invoke_async::<T>(&mut connection);
-        let span = switchboard_kit::telemetry::redis_span("EVALSHA");
+        let span = crate::telemetry::redis_span("EVALSHA");
         match tokio::time::timeout(self.timeout, tracing::Instrument::instrument(call, span)).await {
             Ok(Ok(value)) => {
                 if self.failing.swap(false, Ordering::Relaxed) {
-                    tracing::info!("Redis answers again; rate limits and idempotency keys are shared again");
+                    tracing::info!(fallback = self.fallback, "Redis answers again");
                 }
                 Some(value)
             }
@@ -64,7 +77,7 @@ impl RedisClient {
     pub fn failed<T>(&self, reason: &str) -> Option<T> {
         self.skip_until_ms.store(now_ms() + SKIP_AFTER_FAILURE_MS, Ordering::Relaxed);
         if !self.failing.swap(true, Ordering::Relaxed) {
-            tracing::warn!(%reason, "Redis unavailable; rate limits and idempotency keys fall back to this process");
+            tracing::warn!(%reason, fallback = self.fallback, "Redis unavailable");
         }
         None
     }
