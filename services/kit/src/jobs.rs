@@ -350,33 +350,39 @@ impl Runner {
         let Some(handler) = self.handlers.get(&job.kind).cloned() else {
             return;
         };
-        let span = tracing::info_span!("job", id = %job.id, kind = %job.kind, attempt = job.attempts);
+        // A trace of its own: without an explicit root, the span would take whatever trace
+        // context the worker thread has current (a request's, met in a shared runtime).
+        let span = tracing::info_span!(parent: None, "job", id = %job.id, kind = %job.kind, attempt = job.attempts);
         let heartbeat = self.heartbeat(&job.id);
         let outcome = tokio::select! {
             outcome = tracing::Instrument::instrument(handler.run(&job), span.clone()) => outcome,
             () = heartbeat => Err(anyhow::anyhow!("heartbeat stopped")),
         };
-        let _enter = span.enter();
-        let recorded = match outcome {
-            Ok(()) => self.finish(&job.id, COMPLETED, None, None).await,
-            Err(error) => {
-                let message = format!("{error:#}");
-                if job.attempts < job.max_attempts {
-                    tracing::warn!(error = %message, "job failed, will retry");
-                    let exponent = u32::try_from(job.attempts.saturating_sub(1)).unwrap_or(0).min(16);
-                    let delay = self.config.backoff.saturating_mul(2u32.saturating_pow(exponent));
-                    let delay = delay.min(Duration::from_secs(300));
-                    let run_after = now_ms() + i64::try_from(delay.as_millis()).unwrap_or(300_000);
-                    self.finish(&job.id, QUEUED, Some(&message), Some(run_after)).await
-                } else {
-                    tracing::error!(error = %message, "job failed for good");
-                    if let Err(error) = handler.gave_up(&job, &message).await {
-                        tracing::error!(error = format!("{error:#}"), "recording the failure failed");
+        // Instrumented, not entered: an entered span held across an await stays current on
+        // the worker thread for whatever other task runs there meanwhile.
+        let record = async {
+            match outcome {
+                Ok(()) => self.finish(&job.id, COMPLETED, None, None).await,
+                Err(error) => {
+                    let message = format!("{error:#}");
+                    if job.attempts < job.max_attempts {
+                        tracing::warn!(error = %message, "job failed, will retry");
+                        let exponent = u32::try_from(job.attempts.saturating_sub(1)).unwrap_or(0).min(16);
+                        let delay = self.config.backoff.saturating_mul(2u32.saturating_pow(exponent));
+                        let delay = delay.min(Duration::from_secs(300));
+                        let run_after = now_ms() + i64::try_from(delay.as_millis()).unwrap_or(300_000);
+                        self.finish(&job.id, QUEUED, Some(&message), Some(run_after)).await
+                    } else {
+                        tracing::error!(error = %message, "job failed for good");
+                        if let Err(error) = handler.gave_up(&job, &message).await {
+                            tracing::error!(error = format!("{error:#}"), "recording the failure failed");
+                        }
+                        self.finish(&job.id, FAILED, Some(&message), None).await
                     }
-                    self.finish(&job.id, FAILED, Some(&message), None).await
                 }
             }
         };
+        let recorded = tracing::Instrument::instrument(record, span).await;
         if let Err(error) = recorded {
             tracing::error!(error = format!("{error:#}"), "recording the job's outcome failed");
         }
