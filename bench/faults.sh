@@ -50,7 +50,8 @@ start_redis() {
   echo "redis did not start" >&2; return 1
 }
 start_redis
-bench_serve identity "$identity_db"
+# As deployed: the identity service announces team changes in the gateway's Redis.
+bench_serve identity "$identity_db" REDIS_URL="redis://127.0.0.1:$redis_port/"
 bench_serve crm "$crm_db"
 crm_pid="$SERVED_PID"
 # Loopback pages may be scraped; a job cut by the kill is taken again 3 s after its last heartbeat.

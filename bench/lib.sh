@@ -106,11 +106,13 @@ bench_extra_database() {
   echo "${TEST_DATABASE_URL%/*}/$name"
 }
 
-# bench_serve COMPONENT DATABASE_URL: starts it, waits for its "listening" line; sets SERVED_PID.
+# bench_serve COMPONENT DATABASE_URL [NAME=VALUE...]: starts it with that environment, waits
+# for its "listening" line; sets SERVED_PID.
 bench_serve() {
   local component="$1" url="$2"
+  shift 2
   env RUST_LOG=warn DATABASE_URL="$url" SWITCHBOARD_DATA_DIR="$work/data" \
-    SWITCHBOARD_GRPC_LISTEN="127.0.0.1:${port[$component]}" \
+    SWITCHBOARD_GRPC_LISTEN="127.0.0.1:${port[$component]}" "$@" \
     "$SWITCHBOARD_BIN" serve "$component" >"$work/$component.out" 2>"$work/$component.err" &
   SERVED_PID=$!
   pids+=("$SERVED_PID")

@@ -25,7 +25,8 @@ redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --d
 pids+=("$!")
 served_pid[redis]=$!
 for _ in $(seq 1 100); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-bench_serve identity "$bench_db"
+# As deployed: the identity service announces team changes in the gateway's Redis.
+bench_serve identity "$bench_db" REDIS_URL="redis://127.0.0.1:$redis_port/"
 served_pid[identity]="$SERVED_PID"
 for component in agents knowledgebase conversations crm webhooks; do
   bench_serve "$component" "$(bench_extra_database "$component")"
