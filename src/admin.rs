@@ -183,6 +183,15 @@ pub async fn run(
         let crm = (contacts > 0).then_some((crm_url, contacts));
         return seed_demo(file, data_dir, url, &plan, crm).await;
     }
+    // The Redis to announce changes in: the configured one, else the one of a `dev` running on
+    // the data directory.
+    let mut versions = crate::components::team_versions(file)?;
+    if versions.is_none() && database_url.is_none() {
+        let dir = data_dir.map_or_else(|| config::data_dir(file, None), Path::to_path_buf);
+        if let Some(url) = crate::session::DevSession::read(&dir)?.and_then(|session| session.redis_url) {
+            versions = Some(crate::components::team_versions_at(&url, config::redis(file)?.1)?);
+        }
+    }
     let url = match (database_url, data_dir) {
         (Some(url), _) => url,
         (None, Some(dir)) => {
@@ -195,7 +204,6 @@ pub async fn run(
         }
     };
     let store = IdentityStore::open(&url).await?;
-    let versions = crate::components::team_versions(file)?;
     let output = execute(&store, versions.as_ref(), command).await;
     store.db().close().await;
     println!("{}", serde_json::to_string_pretty(&output?)?);

@@ -123,11 +123,13 @@ pub struct Component {
 /// Where changes to teams are announced to gateways, when the platform has a Redis.
 pub fn team_versions(file: &FileConfig) -> anyhow::Result<Option<TeamVersions>> {
     let (url, timeout) = config::redis(file)?;
-    let Some(url) = url else {
-        return Ok(None);
-    };
+    url.map(|url| team_versions_at(&url, timeout)).transpose()
+}
+
+/// Team versions in the Redis at `url`.
+pub fn team_versions_at(url: &str, timeout: std::time::Duration) -> anyhow::Result<TeamVersions> {
     let fallback = "team versions are not published; gateways keep identities for their cache lifetime";
-    Ok(Some(TeamVersions::new(RedisClient::connect(&url, timeout, fallback)?)))
+    Ok(TeamVersions::new(RedisClient::connect(url, timeout, fallback)?))
 }
 
 async fn identity(context: Context) -> anyhow::Result<Component> {

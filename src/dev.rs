@@ -52,6 +52,21 @@ pub async fn run(file: FileConfig, data_dir: Option<&Path>, listen: &str) -> any
     let gateway = switchboard_gateway::start(gateway_config).await?;
     let admin = switchboard_kit::metrics::start_admin(Some("127.0.0.1:0"), stopped.clone()).await?;
 
+    // Before the banner: whoever waits for the banner may run `admin` at once.
+    let session = DevSession {
+        pid: std::process::id(),
+        api_base_url: format!("http://{}/v1", gateway.address),
+        services: components::REGISTRY
+            .iter()
+            .map(|registered| (registered.info.name.to_owned(), peers.url(registered.info)))
+            .collect(),
+        service_token: match &access {
+            ServiceAccess::Token(token) => Some(token.secret().to_owned()),
+            ServiceAccess::Trusted => None,
+        },
+        redis_url: config::redis(&file)?.0,
+    };
+    session.write(&data_dir)?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "Switchboard dev is running.")?;
     writeln!(out, "  API base URL:        http://{}/v1", gateway.address)?;
@@ -73,19 +88,6 @@ pub async fn run(file: FileConfig, data_dir: Option<&Path>, listen: &str) -> any
     writeln!(out, "Stop with Ctrl-C.")?;
     out.flush()?;
     drop(out);
-    let session = DevSession {
-        pid: std::process::id(),
-        api_base_url: format!("http://{}/v1", gateway.address),
-        services: components::REGISTRY
-            .iter()
-            .map(|registered| (registered.info.name.to_owned(), peers.url(registered.info)))
-            .collect(),
-        service_token: match &access {
-            ServiceAccess::Token(token) => Some(token.secret().to_owned()),
-            ServiceAccess::Trusted => None,
-        },
-    };
-    session.write(&data_dir)?;
 
     switchboard_kit::shutdown::signal().await;
     DevSession::remove(&data_dir);

@@ -1,6 +1,7 @@
 //! What a running `switchboard dev` tells the other commands on this machine: where its gRPC
 //! services listen and the service token they need. `dev` binds ephemeral ports and makes a
-//! token per run, so `admin seed-demo` would otherwise need both copied from the banner.
+//! token per run, so `admin seed-demo` would otherwise need both copied from the banner. It also
+//! names the Redis `dev` was given, for `admin`'s changes to teams to be announced there.
 //! The file lives in the data directory, readable by its owner only, and goes when `dev` stops.
 
 use std::collections::BTreeMap;
@@ -17,6 +18,9 @@ pub struct DevSession {
     /// gRPC URL by component name.
     pub services: BTreeMap<String, String>,
     pub service_token: Option<String>,
+    /// The Redis `dev` uses, where `admin` announces the changes it makes to teams.
+    #[serde(default)]
+    pub redis_url: Option<String>,
 }
 
 fn path(data_dir: &Path) -> PathBuf {

@@ -252,3 +252,21 @@ async fn me_shows_a_change_at_once_on_every_gateway_sharing_redis() {
         assert_eq!(gone.status, 404, "{}", gone.text);
     }
 }
+
+/// `admin` run on the data directory of a `dev` that uses Redis announces its changes there,
+/// though `REDIS_URL` is not set where `admin` runs: `dev` names its Redis in its session file.
+#[tokio::test]
+async fn admin_beside_dev_announces_changes_in_the_redis_dev_uses() {
+    let redis = Redis::start().await;
+    let url = redis.url();
+    let stack = Stack::start_with(&[("REDIS_URL", &url)]).await;
+    let team = stack.team("Operated", false, 10).await;
+    let api = stack.client(&team.key);
+    for _ in 0..2 {
+        assert_eq!(api.get("/me").await.expect(200)["data"]["credits"]["balance"], 10);
+    }
+    let dir = stack.data_dir.path().to_str().expect("utf-8 path");
+    // `admin` without the stack's Redis in its environment.
+    crate::common::admin(&["--data-dir", dir], &["grant-credits", "--team", &team.id, "7"]).await;
+    assert_eq!(api.get("/me").await.expect(200)["data"]["credits"]["balance"], 17);
+}
