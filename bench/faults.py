@@ -12,7 +12,7 @@ import threading
 import time
 import urllib.parse
 
-from loadgen import send
+from loadgen import run_workers, send
 
 
 def main():
@@ -52,11 +52,7 @@ def main():
             with lock:
                 lines.append(f"{sent - started:.3f} {path} {status} {(done - sent) * 1000:.1f} {parsed}")
 
-    workers = [threading.Thread(target=worker, args=(n,)) for n in range(threads)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
+    run_workers(threads, worker)
     with open(out, "w") as f:
         f.write(f"# start {epoch:.3f}\n" + "\n".join(lines) + "\n")
 

@@ -1,6 +1,8 @@
-"""What the load generators of bench/ share: one request on a kept-alive connection."""
+"""What the load generators of bench/ share: one request on a kept-alive connection, and
+worker threads run to their end."""
 
 import http.client
+import threading
 
 
 def send(url, connection, method, target, body, headers, timeout=15):
@@ -21,3 +23,12 @@ def send(url, connection, method, target, body, headers, timeout=15):
         if connection is not None:
             connection.close()
         return None, 0, None
+
+
+def run_workers(count, worker):
+    """Runs `worker(n)` for n in 0..count, each on its own thread, and waits for them all."""
+    workers = [threading.Thread(target=worker, args=(n,)) for n in range(count)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()

@@ -14,7 +14,7 @@ import threading
 import time
 import urllib.parse
 
-from loadgen import send
+from loadgen import run_workers, send
 
 WORDS = ["grace", "kenji", "zanele", "harbour", "lisbon", "refund", "parking", "invoice"]
 QUERIES = ["how do refunds work", "parking near the branch", "opening hours on holidays",
@@ -72,11 +72,7 @@ def main():
             with lock:
                 lines.append(f"{sent - started:.3f}\t{name}\t{status}\t{(done - sent) * 1000:.1f}")
 
-    workers = [threading.Thread(target=worker, args=(n,)) for n in range(threads)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
+    run_workers(threads, worker)
     with open(out, "w") as f:
         f.write("\n".join(lines) + "\n")
 

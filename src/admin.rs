@@ -185,13 +185,12 @@ pub async fn run(
     }
     // The Redis to announce changes in: the configured one, else the one of a `dev` running on
     // the data directory.
-    let mut versions = crate::components::team_versions(file)?;
-    if versions.is_none() && database_url.is_none() {
+    let (mut redis_url, redis_timeout) = config::redis(file)?;
+    if redis_url.is_none() && database_url.is_none() {
         let dir = data_dir.map_or_else(|| config::data_dir(file, None), Path::to_path_buf);
-        if let Some(url) = crate::session::DevSession::read(&dir)?.and_then(|session| session.redis_url) {
-            versions = Some(crate::components::team_versions_at(&url, config::redis(file)?.1)?);
-        }
+        redis_url = crate::session::DevSession::read(&dir)?.and_then(|session| session.redis_url);
     }
+    let versions = redis_url.map(|url| crate::components::team_versions_at(&url, redis_timeout)).transpose()?;
     let url = match (database_url, data_dir) {
         (Some(url), _) => url,
         (None, Some(dir)) => {

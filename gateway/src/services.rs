@@ -1,7 +1,8 @@
 //! gRPC clients of the services behind the gateway. Channels connect lazily and reconnect
 //! by themselves; a service that is down or slow answers `UNAVAILABLE` or times out, which
 //! the error table turns into a 503 within the request timeout. Every call carries the
-//! service token and the trace context (see `switchboard_kit::grpc::client`).
+//! service token and the trace context (see `switchboard_kit::grpc::client`). One `Services`
+//! serves every request of a gateway (shared behind an `Arc`); a call clones only its client.
 
 use std::sync::Arc;
 
@@ -25,7 +26,6 @@ const IDENTITIES_PER_READ: usize = 256;
 /// The most identities kept in memory (a few hundred bytes each).
 const IDENTITIES_KEPT: usize = 100_000;
 
-#[derive(Clone)]
 pub struct Services {
     pub identity: IdentityServiceClient<Channel>,
     pub agents: AgentsServiceClient<Channel>,
@@ -35,9 +35,9 @@ pub struct Services {
     pub webhooks: WebhooksServiceClient<Channel>,
     /// `GET /me` is what clients poll (dashboards, agents confirming their key): requests
     /// that arrive while identities are being read share the next read, whatever their team.
-    identity_reads: Arc<Combiner<(), String, Result<Arc<Identity>, tonic::Status>>>,
+    identity_reads: Combiner<(), String, Result<Arc<Identity>, tonic::Status>>,
     /// The last identity read of each team, under the team version seen before that read.
-    identities: Arc<TtlCache<String, (i64, Arc<Identity>)>>,
+    identities: TtlCache<String, (i64, Arc<Identity>)>,
 }
 
 impl Services {
@@ -53,8 +53,8 @@ impl Services {
                 .max_decoding_message_size(64 * 1024 * 1024),
             crm: CrmServiceClient::new(peers.channel(&CRM, timeout)?).max_decoding_message_size(64 * 1024 * 1024),
             webhooks: WebhooksServiceClient::new(peers.channel(&WEBHOOKS, timeout)?),
-            identity_reads: Arc::new(Combiner::new(IDENTITIES_PER_READ)),
-            identities: Arc::new(TtlCache::new(config.auth_cache_ttl, IDENTITIES_KEPT)),
+            identity_reads: Combiner::new(IDENTITIES_PER_READ),
+            identities: TtlCache::new(config.auth_cache_ttl, IDENTITIES_KEPT),
         })
     }
 

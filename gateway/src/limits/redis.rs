@@ -65,10 +65,9 @@ return out
 /// The most requests one script call serves: it holds Redis for about a microsecond each.
 const MOST_PER_CALL: usize = 256;
 
-/// One request's take: its bucket, its team and the bucket's limit.
+/// One request's take: its team's bucket of this class, and the bucket's limit.
 #[derive(Debug, Clone)]
 struct Take {
-    bucket: String,
     team_id: String,
     class: RateClass,
     limit: u32,
@@ -111,8 +110,8 @@ impl Grant {
 /// What a batch asks of one bucket.
 #[derive(Debug, PartialEq, Eq)]
 struct BucketTake<'a> {
-    key: &'a str,
     team_id: &'a str,
+    class: RateClass,
     limit: u32,
     wanted: u32,
 }
@@ -125,15 +124,22 @@ struct Batch<'a> {
     places: Vec<(usize, u32)>,
 }
 
+impl BucketTake<'_> {
+    /// The bucket's Redis key.
+    fn key(&self) -> String {
+        format!("switchboard:ratelimit:{}:{}", self.class.name(), self.team_id)
+    }
+}
+
 impl<'a> Batch<'a> {
     fn of(takes: &'a [Take]) -> Self {
         let mut batch = Batch::default();
-        let mut seen: HashMap<&str, usize> = HashMap::new();
+        let mut seen: HashMap<(&str, RateClass), usize> = HashMap::new();
         for take in takes {
-            let bucket = *seen.entry(&take.bucket).or_insert_with(|| {
+            let bucket = *seen.entry((&take.team_id, take.class)).or_insert_with(|| {
                 batch.buckets.push(BucketTake {
-                    key: &take.bucket,
                     team_id: &take.team_id,
+                    class: take.class,
                     limit: take.limit,
                     wanted: 0,
                 });
@@ -157,12 +163,7 @@ impl RedisBuckets {
         if self.redis.skipping() {
             return None;
         }
-        let take = Take {
-            bucket: format!("switchboard:ratelimit:{}:{team_id}", class.name()),
-            team_id: team_id.to_owned(),
-            class,
-            limit,
-        };
+        let take = Take { team_id: team_id.to_owned(), class, limit };
         self.combiner
             .run(
                 (),
@@ -187,7 +188,7 @@ impl RedisBuckets {
         let mut invocation = self.script.prepare_invoke();
         invocation.arg(WINDOW_MS);
         for bucket in buckets {
-            invocation.key(bucket.key).key(team_versions::key(bucket.team_id)).arg(bucket.limit).arg(bucket.wanted);
+            invocation.key(bucket.key()).key(team_versions::key(bucket.team_id)).arg(bucket.limit).arg(bucket.wanted);
         }
         let reply: Vec<i64> = self.redis.run(&invocation).await?;
         let Some((&now_ms, answers)) = reply.split_last() else {
@@ -228,7 +229,7 @@ mod tests {
     }
 
     fn take(team: &str, class: RateClass) -> Take {
-        Take { bucket: format!("{}:{team}", class.name()), team_id: team.to_owned(), class, limit: 10 }
+        Take { team_id: team.to_owned(), class, limit: 10 }
     }
 
     #[test]
@@ -241,8 +242,10 @@ mod tests {
             take("a", RateClass::Standard),
         ];
         let batch = Batch::of(&takes);
-        let buckets: Vec<_> = batch.buckets.iter().map(|bucket| (bucket.key, bucket.team_id, bucket.wanted)).collect();
-        assert_eq!(buckets, [("standard:a", "a", 3), ("standard:b", "b", 1), ("write:a", "a", 1)]);
+        let buckets: Vec<_> = batch.buckets.iter().map(|bucket| (bucket.key(), bucket.wanted)).collect();
+        let expected = [("standard", "a", 3), ("standard", "b", 1), ("write", "a", 1)]
+            .map(|(class, team, wanted)| (format!("switchboard:ratelimit:{class}:{team}"), wanted));
+        assert_eq!(buckets, expected);
         assert_eq!(batch.places, [(0, 0), (1, 0), (0, 1), (2, 0), (0, 2)]);
     }
 }
