@@ -99,11 +99,23 @@ pub struct Pagination {
     pub total_count: u64,
     /// Pages in the whole list (0 when it is empty).
     pub total_pages: u32,
+    /// Present, and true, only when `totalCount` is an estimate: on PostgreSQL a search that
+    /// matches more than 1,000 items is counted that far and estimated beyond. A total of at
+    /// most 1,000 is always exact.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[schemars(default)]
+    pub total_count_estimated: bool,
 }
 
 impl From<switchboard_proto::v1::PageInfo> for Pagination {
     fn from(page: switchboard_proto::v1::PageInfo) -> Self {
-        Self { page: page.page, limit: page.limit, total_count: page.total_count, total_pages: page.total_pages }
+        Self {
+            page: page.page,
+            limit: page.limit,
+            total_count: page.total_count,
+            total_pages: page.total_pages,
+            total_count_estimated: page.total_count_estimated,
+        }
     }
 }
 
@@ -240,5 +252,25 @@ impl<T: JsonSchema> JsonSchema for Page<T> {
             serde_json::json!({ "data": { "type": "array", "items": item }, "pagination": pagination }),
             &["data", "pagination"],
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_estimated_total_is_flagged_and_an_exact_one_keeps_the_published_shape() {
+        let page = |estimated| switchboard_proto::v1::PageInfo {
+            page: 1,
+            limit: 20,
+            total_count: 1_500,
+            total_pages: 75,
+            total_count_estimated: estimated,
+        };
+        let exact = serde_json::to_value(Pagination::from(page(false))).unwrap();
+        assert_eq!(exact, serde_json::json!({"page": 1, "limit": 20, "totalCount": 1500, "totalPages": 75}));
+        let estimated = serde_json::to_value(Pagination::from(page(true))).unwrap();
+        assert_eq!(estimated["totalCountEstimated"], true);
     }
 }

@@ -671,6 +671,55 @@ async fn search_finds_numbers_transcripts_and_summaries() {
     .await;
 }
 
+/// A search matching more calls than a list counts exactly: on PostgreSQL its total is
+/// counted to 1,000 and estimated beyond, flagged, and exact again once a page shows the end;
+/// the pages themselves are exact. SQLite counts every match.
+#[tokio::test]
+async fn frequent_searches_count_to_a_thousand_and_page_exactly() {
+    on_every_engine(|store| async move {
+        let mut dice = Dice(0x2545_f491_4f6c_dd1d);
+        let (team, other) = (team(), team());
+        let agents = [uuid::Uuid::new_v4().to_string()];
+        seed_calls(&store, (std::slice::from_ref(&team), &agents), 1_200, Some("quokka"), &mut dice).await;
+        seed_calls(&store, (std::slice::from_ref(&other), &agents), 30, Some("quokka"), &mut dice).await;
+        let postgres = store.db().engine() == Engine::Postgres;
+        let everything = CallFilter { limit: 100, ..calls_filter() };
+        let searched = CallFilter { search: Some("QUOKKA".into()), ..everything.clone() };
+
+        let (calls, page) = store.list_calls(&team, &searched).await.unwrap();
+        let unsearched = store.list_calls(&team, &everything).await.unwrap().0;
+        let ids = |calls: &[Call]| calls.iter().map(|call| call.id.clone()).collect::<Vec<_>>();
+        assert_eq!(ids(&calls), ids(&unsearched), "every call says it: the same first page");
+        if postgres {
+            assert!(page.total_count_estimated, "{page:?}");
+            assert!(page.total_count > 1_000, "{page:?}");
+        } else {
+            assert_eq!((page.total_count, page.total_count_estimated), (1_200, false));
+        }
+
+        let middle = CallFilter { page: 7, ..searched.clone() };
+        let unsearched = store.list_calls(&team, &CallFilter { page: 7, ..everything.clone() }).await.unwrap().0;
+        assert_eq!(ids(&store.list_calls(&team, &middle).await.unwrap().0), ids(&unsearched));
+
+        // 1,200 calls in pages of 70: the 18th holds the last 10, so the total is known.
+        let last = CallFilter { page: 18, limit: 70, ..searched.clone() };
+        let (calls, page) = store.list_calls(&team, &last).await.unwrap();
+        assert_eq!((calls.len(), page.total_count, page.total_count_estimated), (10, 1_200, false));
+
+        // Fewer than 1,001 matches once the other filters apply: counted exactly.
+        let incoming = CallFilter { direction: Some(Direction::Incoming), ..searched.clone() };
+        let (_, page) = store.list_calls(&team, &incoming).await.unwrap();
+        let all_incoming = CallFilter { direction: Some(Direction::Incoming), ..everything.clone() };
+        let (_, expected) = store.list_calls(&team, &all_incoming).await.unwrap();
+        assert!(expected.total_count < 1_000, "{expected:?}");
+        assert_eq!((page.total_count, page.total_count_estimated), (expected.total_count, false));
+
+        let (calls, page) = store.list_calls(&other, &searched).await.unwrap();
+        assert_eq!((calls.len(), page.total_count, page.total_count_estimated), (30, 30, false));
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn another_teams_call_is_not_found() {
     on_every_engine(|store| async move {
@@ -1011,8 +1060,19 @@ impl Dice {
 }
 
 /// Writes `count` calls of `teams` (round robin) in bulk, shaped as the store writes them:
-/// most ended, six transcript segments each, numbers and summary searchable.
-async fn seed_calls(store: &ConversationStore, teams: &[String], agents: &[String], count: usize, dice: &mut Dice) {
+/// most ended, six transcript segments each, numbers and summary searchable; `said`, when
+/// given, ends every summary and segment.
+async fn seed_calls(
+    store: &ConversationStore,
+    (teams, agents): (&[String], &[String]),
+    count: usize,
+    said: Option<&str>,
+    dice: &mut Dice,
+) {
+    let say = |text: String| match said {
+        Some(word) => format!("{text} {word}"),
+        None => text,
+    };
     const BATCH: usize = 500;
     let mut written = 0;
     while written < count {
@@ -1026,10 +1086,10 @@ async fn seed_calls(store: &ConversationStore, teams: &[String], agents: &[Strin
             let ended = (dice.below(10) < 8).then(|| started + dice.below(600_000));
             let from = format!("+1415555{:04}", dice.below(10_000));
             let to = format!("+1650555{:04}", dice.below(5));
-            let summary = ended.map(|_| dice.sentence(8));
+            let summary = ended.map(|_| say(dice.sentence(8)));
             let direction = if dice.below(2) == 0 { "INCOMING" } else { "OUTGOING" };
             let agent = agents[usize::try_from(dice.below(agents.len() as u64)).unwrap()].clone();
-            let segments: Vec<String> = (0..6).map(|_| dice.sentence(12)).collect();
+            let segments: Vec<String> = (0..6).map(|_| say(dice.sentence(12))).collect();
             calls.push((
                 uuid::Uuid::now_v7().to_string(),
                 team.clone(),
@@ -1134,8 +1194,8 @@ async fn a_large_team_is_listed_and_searched_fast() {
         let others: Vec<String> = (0..10).map(|_| self::team()).collect();
         let agents: Vec<String> = (0..10).map(|_| uuid::Uuid::new_v4().to_string()).collect();
         let seeding = std::time::Instant::now();
-        seed_calls(&store, std::slice::from_ref(&team), &agents, 100_000, &mut dice).await;
-        seed_calls(&store, &others, &agents, 100_000, &mut dice).await;
+        seed_calls(&store, (std::slice::from_ref(&team), &agents), 100_000, None, &mut dice).await;
+        seed_calls(&store, (&others, &agents), 100_000, None, &mut dice).await;
         if store.db().engine() == Engine::Postgres {
             // What autovacuum does to a table that grew this much.
             sqlx::query("VACUUM ANALYZE").execute(store.db().pool()).await.unwrap();

@@ -19,8 +19,8 @@
 use sqlx::any::{AnyArguments, AnyRow};
 use sqlx::{Any, AnyConnection, Row};
 
-use crate::ServiceResult;
 use crate::db::Engine;
+use crate::{ServiceError, ServiceResult};
 
 /// A statement of the `Any` driver, as built with `sqlx::query`.
 pub type Query<'q> = sqlx::query::Query<'q, Any, AnyArguments<'q>>;
@@ -33,6 +33,15 @@ pub struct TextIndex {
     pub table: &'static str,
     pub fts_table: &'static str,
     pub owner_column: &'static str,
+}
+
+/// A statement of a list, planned anew for its values each time it runs: not a prepared
+/// statement, whose generic plan PostgreSQL may reuse after five runs. The right plan for a
+/// list depends on its values: a frequent search walks the sort key's index, a rare one
+/// starts from the text index; planned without them, a count of the first 1,001 matches of a
+/// frequent word took 146 ms instead of 6.
+fn statement(sql: &str) -> Query<'_> {
+    sqlx::query(sql).persistent(false)
 }
 
 /// `%`, `_` and `\` stand for themselves in the `LIKE` pattern (with `ESCAPE '\'`).
@@ -68,6 +77,9 @@ pub struct Filter {
     team_id: String,
     conditions: Vec<String>,
     args: Vec<Arg>,
+    /// A search matched too many rows to carry their ids: the list's total is counted only up
+    /// to [`EXACT_TOTAL_UP_TO`] and estimated beyond (see [`read_page`]).
+    frequent_search: bool,
 }
 
 impl Filter {
@@ -116,13 +128,18 @@ impl Filter {
 
     /// Keeps the rows (`alias.id`) with a search row of `index` holding `query` (trimmed and
     /// lowercased by [`normalise_query`]) as a substring. The text index is read once, here:
-    /// when it finds at most [`CARRIED_MATCHES`] rows their ids go into the list's queries as
-    /// one value (the count and the page then look them up by id), and their number is
-    /// returned; a search that finds more is matched inside those queries instead (`None`).
+    /// when the search is rare enough (see [`matching_ids`]) the ids it finds go into the
+    /// list's queries as one value (the count and the page then look them up by id), and their
+    /// number is returned; a search that finds more is matched inside those queries instead
+    /// (`None`), and on PostgreSQL the list's total is then counted only up to
+    /// [`EXACT_TOTAL_UP_TO`] ([`read_page`]).
     ///
-    /// Carrying the ids is what keeps a search fast whatever the sort: given a subquery, the
-    /// planner either hashes every row of the team or walks the sort key's index probing each
-    /// row, which is slow when the matches sit far along it (a last name sorted by last name).
+    /// Carrying the ids is what keeps a rare search fast whatever the sort: given a subquery,
+    /// the planner either hashes every row of the team or walks the sort key's index probing
+    /// each row, which is slow when the matches sit far along it (a last name sorted by last
+    /// name). A frequent search is the opposite case: the walk finds a page after a few probes,
+    /// and what costs is reading every match, for the ids or for an exact count (400 ms p99 at
+    /// 100,000 calls, a word in a fifth of them; BENCHMARKS.md).
     /// Owner ids must not contain a comma (PostgreSQL gets them comma-separated).
     pub async fn search(
         &mut self,
@@ -147,6 +164,7 @@ impl Filter {
                 }
             },
             None => {
+                self.frequent_search = engine == Engine::Postgres;
                 let rows = self.matching_rows(engine, index, query);
                 format!("{alias}.id IN (SELECT s.{} FROM {} s WHERE {rows})", index.owner_column, index.table)
             }
@@ -176,11 +194,31 @@ impl Filter {
 /// on PostgreSQL).
 pub const CARRIED_MATCHES: usize = 10_000;
 
+/// On PostgreSQL, how many search rows make a search frequent: read, at most this many (5-15
+/// ms at 100,000 calls a team). Fewer: every match is known and carried. Carrying more costs
+/// more than it saves: with 4,700 matching calls a carried search took 40 ms, one counted
+/// only to 1,000 took 30.
+const SAMPLED_SEARCH_ROWS: i64 = 2_000;
+
+/// On PostgreSQL, a search the planner expects to find this many search rows is frequent
+/// without reading them. Its estimates for texts that frequent are close (18,298 for 19,119
+/// rows at 100,000 calls); for rarer ones they can be 3 times too high, so those are read.
+const ESTIMATED_FREQUENT_ROWS: i64 = 10_000;
+
+/// Up to how many rows the total of a frequent search is counted exactly (PostgreSQL): the
+/// count stops one past it, and a list with more gets the planner's estimate instead, flagged
+/// as such. A total at most this large is always exact, on both engines.
+pub const EXACT_TOTAL_UP_TO: i64 = 1_000;
+
 /// The placeholder of the team id: the first value of every list's filter.
 const TEAM: &str = "$1";
 
 /// The team's rows whose text holds `query` (3 characters or more), or `None` when there are
-/// more than [`CARRIED_MATCHES`].
+/// too many to carry: more than [`CARRIED_MATCHES`] on SQLite, [`SAMPLED_SEARCH_ROWS`] search
+/// rows or more on PostgreSQL.
+///
+/// PostgreSQL reads at most that many rows, not distinct ones: a `DISTINCT` would read every
+/// match before the limit applies, which is the cost being avoided.
 async fn matching_ids(
     conn: &mut AnyConnection,
     engine: Engine,
@@ -191,9 +229,26 @@ async fn matching_ids(
     let mut alone = Filter::default();
     alone.arg(Arg::Text(team_id.to_owned()));
     let rows = alone.matching_rows(engine, index, query);
-    let (owner, table, most) = (index.owner_column, index.table, CARRIED_MATCHES + 1);
+    let (owner, table) = (index.owner_column, index.table);
+    if engine == Engine::Postgres {
+        // The planner's estimate (from the column's statistics, close for frequent texts) spares
+        // a frequent search the reading; a rare one is read, and the reading decides.
+        if estimate(conn, &alone, &format!("SELECT 1 FROM {table} s WHERE {rows}")).await? >= ESTIMATED_FREQUENT_ROWS {
+            return Ok(None);
+        }
+        let sql = format!("SELECT s.{owner} AS owner FROM {table} s WHERE {rows} LIMIT {SAMPLED_SEARCH_ROWS}");
+        let found = alone.bind(statement(&sql)).fetch_all(conn).await?;
+        if i64::try_from(found.len()).unwrap_or(i64::MAX) >= SAMPLED_SEARCH_ROWS {
+            return Ok(None);
+        }
+        let mut ids = found.iter().map(|row| row.try_get("owner")).collect::<Result<Vec<String>, _>>()?;
+        ids.sort_unstable();
+        ids.dedup();
+        return Ok(Some(ids));
+    }
+    let most = CARRIED_MATCHES + 1;
     let sql = format!("SELECT DISTINCT s.{owner} AS owner FROM {table} s WHERE {rows} LIMIT {most}");
-    let found = alone.bind(sqlx::query(&sql)).fetch_all(conn).await?;
+    let found = alone.bind(statement(&sql)).fetch_all(conn).await?;
     if found.len() > CARRIED_MATCHES {
         return Ok(None);
     }
@@ -217,26 +272,91 @@ pub struct Listing<'a> {
     pub ascending: bool,
 }
 
+/// How many rows a list has in all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Total {
+    pub count: i64,
+    /// `count` is the planner's estimate (a frequent search on PostgreSQL), at least
+    /// [`EXACT_TOTAL_UP_TO`] + 1 and at least the rows known to exist.
+    pub estimated: bool,
+}
+
+impl Total {
+    pub const fn exact(count: i64) -> Total {
+        Total { count, estimated: false }
+    }
+}
+
 /// One page of a list (`offset`, at most `limit` rows) and how many rows match in all.
 ///
-/// A nullable key is read in two parts rather than with `NULLS LAST`: an ordinary index on
-/// (team, key, id) serves `key IS NOT NULL ORDER BY key` in both directions and
-/// `key IS NULL ORDER BY id` on both engines, whereas `NULLS LAST` is served by an ascending
-/// index only in one direction (a different one on each engine) and would sort every row
-/// of the team in the other.
+/// The total of a frequent search (see [`Filter::search`]) is counted up to
+/// [`EXACT_TOTAL_UP_TO`]: past it, the planner's estimate of the whole list, flagged as one,
+/// unless the page itself shows where the list ends.
 pub async fn read_page(
     conn: &mut AnyConnection,
     listing: &Listing<'_>,
     filter: &Filter,
     offset: i64,
     limit: i64,
-) -> ServiceResult<(Vec<AnyRow>, i64)> {
-    let total = count(conn, listing, filter, "").await?;
-    Ok((read_counted_page(conn, listing, filter, (offset, limit), total).await?, total))
+) -> ServiceResult<(Vec<AnyRow>, Total)> {
+    if !filter.frequent_search {
+        let total = count(conn, listing, filter, "").await?;
+        return Ok((read_counted_page(conn, listing, filter, (offset, limit), total).await?, Total::exact(total)));
+    }
+    let counted = count_up_to(conn, listing, filter, EXACT_TOTAL_UP_TO + 1).await?;
+    if counted <= EXACT_TOTAL_UP_TO {
+        return Ok((read_counted_page(conn, listing, filter, (offset, limit), counted).await?, Total::exact(counted)));
+    }
+    let rows = read_counted_page(conn, listing, filter, (offset, limit), i64::MAX).await?;
+    let read = i64::try_from(rows.len()).unwrap_or(i64::MAX);
+    let total = if read > 0 && read < limit {
+        Total::exact(offset + read)
+    } else {
+        let whole = format!("SELECT 1 FROM {} WHERE {}", listing.from, filter.sql());
+        let estimate = estimate(conn, filter, &whole).await?.max(counted).max(offset + read);
+        // An empty page past the end: the list has at most `offset` rows.
+        let estimate = if read == 0 { estimate.min(offset.max(counted)) } else { estimate };
+        Total { count: estimate, estimated: true }
+    };
+    Ok((rows, total))
+}
+
+/// How many rows match the filter, counting no further than `most`.
+async fn count_up_to(
+    conn: &mut AnyConnection,
+    listing: &Listing<'_>,
+    filter: &Filter,
+    most: i64,
+) -> ServiceResult<i64> {
+    let sql = format!(
+        "SELECT COUNT(*) AS n FROM (SELECT 1 FROM {} WHERE {} LIMIT {most}) counted",
+        listing.from,
+        filter.sql()
+    );
+    Ok(filter.bind(statement(&sql)).fetch_one(conn).await?.try_get("n")?)
+}
+
+/// The PostgreSQL planner's estimate of how many rows `query` (bound by `filter`) returns,
+/// from the statistics `ANALYZE` keeps, without reading a row: `rows=` of the plan's top line.
+async fn estimate(conn: &mut AnyConnection, filter: &Filter, query: &str) -> ServiceResult<i64> {
+    let top: String = filter.bind(statement(&format!("EXPLAIN {query}"))).fetch_one(conn).await?.try_get(0)?;
+    planned_rows(&top).ok_or_else(|| ServiceError::internal(anyhow::anyhow!("no row estimate in the plan {top:?}")))
+}
+
+/// `rows=N` of a line of a text plan, e.g. `Seq Scan on calls c  (cost=0.00..1.00 rows=42 width=4)`.
+fn planned_rows(line: &str) -> Option<i64> {
+    let (_, after) = line.split_once(" rows=")?;
+    after.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
 }
 
 /// Like [`read_page`], for a caller that knows how many rows match (`total`) by a cheaper
 /// query than counting the filtered list, e.g. from a link table alone.
+///
+/// A nullable key is read in two parts rather than with `NULLS LAST`: an ordinary index on
+/// (team, key, id) serves `key IS NOT NULL ORDER BY key` in both directions and
+/// `key IS NULL ORDER BY id` on both engines, whereas `NULLS LAST` is served by an ascending
+/// index only in one direction (a different one on each engine) and would sort every row
+/// of the team in the other.
 pub async fn read_counted_page(
     conn: &mut AnyConnection,
     listing: &Listing<'_>,
@@ -277,7 +397,7 @@ pub async fn count(
     extra: &str,
 ) -> ServiceResult<i64> {
     let sql = format!("SELECT COUNT(*) AS n FROM {} WHERE {}{extra}", listing.from, filter.sql());
-    Ok(filter.bind(sqlx::query(&sql)).fetch_one(conn).await?.try_get("n")?)
+    Ok(filter.bind(statement(&sql)).fetch_one(conn).await?.try_get("n")?)
 }
 
 /// The rows of one page, in `order`.
@@ -300,7 +420,18 @@ pub async fn select(
         filter.next_placeholder(1),
         filter.next_placeholder(2),
     );
-    Ok(filter.bind(sqlx::query(&sql)).bind(limit).bind(offset).fetch_all(conn).await?)
+    Ok(filter.bind(statement(&sql)).bind(limit).bind(offset).fetch_all(conn).await?)
+}
+
+/// Where a page lies in a list of `total` rows.
+pub fn page_info(page: u32, limit: u32, total: Total) -> switchboard_proto::v1::PageInfo {
+    switchboard_proto::v1::PageInfo {
+        page,
+        limit,
+        total_count: u64::try_from(total.count).unwrap_or_default(),
+        total_pages: total_pages(total.count, i64::from(limit)),
+        total_count_estimated: total.estimated,
+    }
 }
 
 /// `total_pages` of a list: ceil(total / limit), 0 when empty.
@@ -321,6 +452,13 @@ mod tests {
     #[test]
     fn phrases_double_quotes() {
         assert_eq!(fts_phrase("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
+
+    #[test]
+    fn estimates_are_read_from_the_top_line_of_a_plan() {
+        assert_eq!(planned_rows("Hash Join  (cost=23838.00..33603.51 rows=26950 width=4)"), Some(26950));
+        assert_eq!(planned_rows("Result  (cost=0.00..0.01 rows=1 width=4)"), Some(1));
+        assert_eq!(planned_rows("Result"), None);
     }
 
     #[test]

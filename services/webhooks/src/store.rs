@@ -306,6 +306,7 @@ impl WebhookStore {
             limit,
             total_count: u64::try_from(total).unwrap_or(0),
             total_pages: total_pages(total, i64::from(limit)),
+            total_count_estimated: false,
         };
         Ok((deliveries, info))
     }

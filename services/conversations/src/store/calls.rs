@@ -580,12 +580,7 @@ impl ConversationStore {
         let (rows, total) = listing::read_page(&mut conn, &listing, &conditions, (page - 1) * limit, limit).await?;
         let calls = rows.iter().map(call_from_row).collect::<Result<Vec<_>, _>>()?;
         let calls = with_transcripts(&mut conn, calls).await?;
-        let info = PageInfo {
-            page: filter.page,
-            limit: filter.limit,
-            total_count: u64::try_from(total).unwrap_or_default(),
-            total_pages: listing::total_pages(total, limit),
-        };
+        let info = listing::page_info(filter.page, filter.limit, total);
         Ok((calls, info))
     }
 

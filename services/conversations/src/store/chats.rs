@@ -422,12 +422,7 @@ impl ConversationStore {
         let conditions = self.chat_conditions(&mut conn, team_id, filter).await?;
         let (rows, total) = listing::read_page(&mut conn, &listing, &conditions, (page - 1) * limit, limit).await?;
         let chats = rows.iter().map(chat_from_row).collect::<Result<Vec<_>, _>>()?;
-        let info = PageInfo {
-            page: filter.page,
-            limit: filter.limit,
-            total_count: u64::try_from(total).unwrap_or_default(),
-            total_pages: listing::total_pages(total, limit),
-        };
+        let info = listing::page_info(filter.page, filter.limit, total);
         Ok((chats, info))
     }
 

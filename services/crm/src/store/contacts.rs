@@ -12,11 +12,11 @@ use serde_json::{Map, Value};
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 use switchboard_kit::limits::{self, Length};
-use switchboard_kit::listing::{self, Arg, Filter, Listing, TextIndex};
+use switchboard_kit::listing::{self, Arg, Filter, Listing, TextIndex, Total};
 use switchboard_kit::time::now_ms;
 use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, validate};
 use switchboard_proto::v1::{
-    Contact, ContactInput, CrmStage, CustomField, ListContactsResponse, PageInfo, Tag, UpdateContactRequest,
+    Contact, ContactInput, CrmStage, CustomField, ListContactsResponse, Tag, UpdateContactRequest,
 };
 
 use super::fields::{self, ValueChanges};
@@ -771,9 +771,10 @@ impl CrmStore {
         let (limit, page) = (i64::from(filter.limit), i64::from(filter.page));
         let offset = (page - 1) * limit;
         let (rows, total) = match known_total {
-            Some(total) => {
-                (listing::read_counted_page(&mut conn, &listing, &conditions, (offset, limit), total).await?, total)
-            }
+            Some(total) => (
+                listing::read_counted_page(&mut conn, &listing, &conditions, (offset, limit), total).await?,
+                Total::exact(total),
+            ),
             None => listing::read_page(&mut conn, &listing, &conditions, offset, limit).await?,
         };
         let contacts = rows.iter().map(contact_from_row).collect::<Result<Vec<_>, _>>()?;
@@ -782,12 +783,7 @@ impl CrmStore {
         let available_tags = tags::team_tags(&mut conn, team_id).await?;
         Ok(ListContactsResponse {
             contacts,
-            page: Some(PageInfo {
-                page: filter.page,
-                limit: filter.limit,
-                total_count: u64::try_from(total).unwrap_or_default(),
-                total_pages: listing::total_pages(total, limit),
-            }),
+            page: Some(listing::page_info(filter.page, filter.limit, total)),
             custom_field_schemas: team_fields.iter().map(fields::schema).collect(),
             available_tags,
         })

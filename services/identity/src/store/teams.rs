@@ -300,6 +300,7 @@ impl IdentityStore {
                 limit: u32::try_from(limit).unwrap_or(20),
                 total_count: u64::try_from(total).unwrap_or(0),
                 total_pages,
+                total_count_estimated: false,
             },
         ))
     }
