@@ -28,11 +28,17 @@ pub type Query<'q> = sqlx::query::Query<'q, Any, AnyArguments<'q>>;
 /// Where a store keeps the text that a search reads: `table` has the columns `id` (an
 /// integer, the FTS5 rowid on SQLite), `owner_column` (the id of the listed row), `team_id`
 /// and `body`; `fts_table` is its FTS5 table on SQLite.
+///
+/// `carried_rows`: on PostgreSQL, how many search rows a search may find and still be rare,
+/// its matches carried by id (see [`Filter::search`]); more make it frequent. Where to draw
+/// the line is the store's: a short text per row, one row per owner (contacts), makes a long
+/// list of ids cheap to find; transcripts (long texts, many rows a call) do not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TextIndex {
     pub table: &'static str,
     pub fts_table: &'static str,
     pub owner_column: &'static str,
+    pub carried_rows: i64,
 }
 
 /// A statement of a list, planned anew for its values each time it runs: not a prepared
@@ -194,16 +200,11 @@ impl Filter {
 /// on PostgreSQL).
 pub const CARRIED_MATCHES: usize = 10_000;
 
-/// On PostgreSQL, how many search rows make a search frequent: read, at most this many (5-15
-/// ms at 100,000 calls a team). Fewer: every match is known and carried. Carrying more costs
-/// more than it saves: with 4,700 matching calls a carried search took 40 ms, one counted
-/// only to 1,000 took 30.
-const SAMPLED_SEARCH_ROWS: i64 = 2_000;
-
-/// On PostgreSQL, a search the planner expects to find this many search rows is frequent
-/// without reading them. Its estimates for texts that frequent are close (18,298 for 19,119
-/// rows at 100,000 calls); for rarer ones they can be 3 times too high, so those are read.
-const ESTIMATED_FREQUENT_ROWS: i64 = 10_000;
+/// On PostgreSQL, a search the planner expects to find this many times
+/// [`TextIndex::carried_rows`] is frequent without being read. Its estimates for texts that
+/// frequent are close (18,298 for 19,119 rows at 100,000 calls); for rarer ones they can be 3
+/// times too high, so those are read.
+const ESTIMATED_FREQUENT_FACTOR: i64 = 5;
 
 /// Up to how many rows the total of a frequent search is counted exactly (PostgreSQL): the
 /// count stops one past it, and a list with more gets the planner's estimate instead, flagged
@@ -214,8 +215,8 @@ pub const EXACT_TOTAL_UP_TO: i64 = 1_000;
 const TEAM: &str = "$1";
 
 /// The team's rows whose text holds `query` (3 characters or more), or `None` when there are
-/// too many to carry: more than [`CARRIED_MATCHES`] on SQLite, [`SAMPLED_SEARCH_ROWS`] search
-/// rows or more on PostgreSQL.
+/// too many to carry: more than [`CARRIED_MATCHES`] on SQLite, [`TextIndex::carried_rows`]
+/// search rows or more on PostgreSQL.
 ///
 /// PostgreSQL reads at most that many rows, not distinct ones: a `DISTINCT` would read every
 /// match before the limit applies, which is the cost being avoided.
@@ -233,12 +234,14 @@ async fn matching_ids(
     if engine == Engine::Postgres {
         // The planner's estimate (from the column's statistics, close for frequent texts) spares
         // a frequent search the reading; a rare one is read, and the reading decides.
-        if estimate(conn, &alone, &format!("SELECT 1 FROM {table} s WHERE {rows}")).await? >= ESTIMATED_FREQUENT_ROWS {
+        let most = index.carried_rows;
+        let expected = estimate(conn, &alone, &format!("SELECT 1 FROM {table} s WHERE {rows}")).await?;
+        if expected >= most.saturating_mul(ESTIMATED_FREQUENT_FACTOR) {
             return Ok(None);
         }
-        let sql = format!("SELECT s.{owner} AS owner FROM {table} s WHERE {rows} LIMIT {SAMPLED_SEARCH_ROWS}");
+        let sql = format!("SELECT s.{owner} AS owner FROM {table} s WHERE {rows} LIMIT {most}");
         let found = alone.bind(statement(&sql)).fetch_all(conn).await?;
-        if i64::try_from(found.len()).unwrap_or(i64::MAX) >= SAMPLED_SEARCH_ROWS {
+        if i64::try_from(found.len()).unwrap_or(i64::MAX) >= most {
             return Ok(None);
         }
         let mut ids = found.iter().map(|row| row.try_get("owner")).collect::<Result<Vec<String>, _>>()?;

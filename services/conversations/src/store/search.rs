@@ -32,8 +32,22 @@ impl Kind {
     }
 }
 
-const CALL_TEXT: TextIndex = TextIndex { table: "call_search", fts_table: "call_search_fts", owner_column: "call_id" };
-const CHAT_TEXT: TextIndex = TextIndex { table: "chat_search", fts_table: "chat_search_fts", owner_column: "chat_id" };
+/// A search finding 2,000 rows or more is frequent: carrying more cost more than it saved
+/// (with 4,700 matching calls a carried search took 40 ms, one counted only to 1,000 took 30;
+/// 100,000 calls a team, BENCHMARKS.md).
+const CARRIED_ROWS: i64 = 2_000;
+const CALL_TEXT: TextIndex = TextIndex {
+    table: "call_search",
+    fts_table: "call_search_fts",
+    owner_column: "call_id",
+    carried_rows: CARRIED_ROWS,
+};
+const CHAT_TEXT: TextIndex = TextIndex {
+    table: "chat_search",
+    fts_table: "chat_search_fts",
+    owner_column: "chat_id",
+    carried_rows: CARRIED_ROWS,
+};
 
 /// What a search row holds: see the migration's `source` check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
