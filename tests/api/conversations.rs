@@ -21,7 +21,7 @@ pub struct Runtime {
 
 impl Runtime {
     pub async fn connect(stack: &Stack) -> Runtime {
-        let url = stack.process.line_after("conversations gRPC:").expect("conversations gRPC line");
+        let url = stack.grpc_url("conversations");
         let endpoint = Channel::from_shared(url).unwrap().timeout(Duration::from_secs(20));
         let channel = tokio::time::timeout(Duration::from_secs(10), endpoint.connect())
             .await
@@ -178,6 +178,44 @@ async fn calls_recorded_over_grpc_are_listed_filtered_and_read_over_http() {
     assert!(stranger.get("/calls").await.expect(200)["data"].as_array().unwrap().is_empty());
     assert_eq!(api.get("/calls?search=5552671").await.body["pagination"]["totalCount"], 1);
     let _ = team;
+}
+
+/// On PostgreSQL a search matching more than 1,000 calls is counted to 1,001 and its total
+/// estimated, flagged by `totalCountEstimated`; a page that shows the end makes it exact, and
+/// a total of at most 1,000 is exact and keeps the published shape.
+#[tokio::test]
+async fn a_search_matching_over_a_thousand_calls_has_an_estimated_total_on_postgres() {
+    let Some(stack) = Stack::serve_on_postgres(&["identity", "agents", "conversations"], &[]).await else {
+        eprintln!("skipped: no PostgreSQL (TEST_DATABASE_URL)");
+        return;
+    };
+    let mut runtime = Runtime::connect(&stack).await;
+    let team = stack.team("Busy line", false, 0).await;
+    let api = stack.client(&team.key);
+    for n in 0..1_100 {
+        let (external_id, direction) = (format!("busy-{n}"), if n < 100 { "OUTGOING" } else { "INCOMING" });
+        let started_at = format!("2026-03-01T10:{:02}:{:02}Z", n / 60 % 60, n % 60);
+        runtime.call(upsert(&team, &external_id, "+14155552671", direction, &started_at)).await.unwrap();
+        // Two appends, two rows of searchable text a call: 2,200 rows make the search frequent.
+        runtime.transcript(&team.id, &external_id, &[(1, "caller", "Is the quokka plushie back in stock?", 0)]).await;
+        runtime.transcript(&team.id, &external_id, &[(2, "agent", "Quokka plushies are back on Monday.", 900)]).await;
+    }
+
+    let first = api.get("/calls?search=Quokka").await;
+    let pagination = &first.expect(200)["pagination"];
+    assert_eq!(pagination["totalCountEstimated"], true, "{pagination}");
+    assert!(pagination["totalCount"].as_u64().unwrap() > 1_000, "{pagination}");
+    assert_eq!(first.body["data"].as_array().unwrap().len(), 20);
+    assert_eq!(ids(&first.body), ids(&api.get("/calls").await.body), "every call matches: the same first page");
+
+    // 1,100 calls in pages of 30: the 37th holds the last 20, so the total is known.
+    let last = api.get("/calls?search=quokka&limit=30&page=37").await;
+    assert_eq!(last.expect(200)["data"].as_array().unwrap().len(), 20);
+    assert_eq!(last.body["pagination"], json!({"page": 37, "limit": 30, "totalCount": 1100, "totalPages": 37}));
+
+    let outgoing = api.get("/calls?search=quokka&callType=outgoing").await;
+    let expected = json!({"page": 1, "limit": 20, "totalCount": 100, "totalPages": 5});
+    assert_eq!(outgoing.expect(200)["pagination"], expected, "at most 1,000: exact, no flag");
 }
 
 #[tokio::test]
