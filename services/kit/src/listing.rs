@@ -310,7 +310,7 @@ pub async fn read_page(
     if counted <= EXACT_TOTAL_UP_TO {
         return Ok((read_counted_page(conn, listing, filter, (offset, limit), counted).await?, Total::exact(counted)));
     }
-    let rows = read_counted_page(conn, listing, filter, (offset, limit), i64::MAX).await?;
+    let rows = read_counted_page(conn, listing, filter, (offset, limit), TOTAL_UNKNOWN).await?;
     let read = i64::try_from(rows.len()).unwrap_or(i64::MAX);
     let total = if read > 0 && read < limit {
         Total::exact(offset + read)
@@ -323,6 +323,9 @@ pub async fn read_page(
     };
     Ok((rows, total))
 }
+
+/// The total given to [`read_counted_page`] when it is not known: no offset lies past it.
+const TOTAL_UNKNOWN: i64 = i64::MAX;
 
 /// How many rows match the filter, counting no further than `most`.
 async fn count_up_to(

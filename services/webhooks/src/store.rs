@@ -8,7 +8,7 @@ use std::time::Duration;
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 use switchboard_kit::db::Db;
-use switchboard_kit::listing::total_pages;
+use switchboard_kit::listing::{self, Total};
 use switchboard_kit::time::now_ms;
 use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::{Delivery, PageInfo, Webhook};
@@ -301,14 +301,7 @@ impl WebhookStore {
         }
         let rows = query.fetch_all(&mut *conn).await?;
         let deliveries = rows.iter().map(delivery_from_row).collect::<Result<_, _>>()?;
-        let info = PageInfo {
-            page,
-            limit,
-            total_count: u64::try_from(total).unwrap_or(0),
-            total_pages: total_pages(total, i64::from(limit)),
-            total_count_estimated: false,
-        };
-        Ok((deliveries, info))
+        Ok((deliveries, listing::page_info(page, limit, Total::exact(total))))
     }
 
     /// Makes the delivery pending again, due now, retried for another `retry_for`.

@@ -1,6 +1,7 @@
 //! Teams, the agency tree (an agency team and its client subteams) and subscriptions.
 
 use sqlx::{AnyConnection, Row};
+use switchboard_kit::listing::{self, Total};
 use switchboard_kit::time::now_ms;
 use switchboard_kit::{ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{
@@ -292,17 +293,8 @@ impl IdentityStore {
             let id = subteam.team.as_ref().map(|t| t.id.as_str()).unwrap_or_default();
             subteam.users = users.remove(id).unwrap_or_default();
         }
-        let total_pages = u32::try_from((total + limit - 1) / limit).unwrap_or(u32::MAX);
-        Ok((
-            subteams,
-            PageInfo {
-                page: u32::try_from(page_number).unwrap_or(1),
-                limit: u32::try_from(limit).unwrap_or(20),
-                total_count: u64::try_from(total).unwrap_or(0),
-                total_pages,
-                total_count_estimated: false,
-            },
-        ))
+        let (page, limit) = (u32::try_from(page_number).unwrap_or(1), u32::try_from(limit).unwrap_or(20));
+        Ok((subteams, listing::page_info(page, limit, Total::exact(total))))
     }
 
     /// What `GET /me` shows of a team.
