@@ -497,3 +497,50 @@ async fn check_searches(index: &EdgeIndex, points: &[Point], rng: &mut Rng) {
         }
     }
 }
+
+fn closed_wal_segments(index_dir: &std::path::Path) -> usize {
+    std::fs::read_dir(index_dir.join("wal"))
+        .unwrap()
+        .filter(|entry| entry.as_ref().unwrap().file_name().to_string_lossy().starts_with("closed-"))
+        .count()
+}
+
+#[tokio::test]
+async fn reopening_deletes_old_wal_segments_and_later_writes_still_apply() {
+    // Segments of 64 kB: a batch of 40 points (about 80 kB) fills one.
+    const SEGMENT: usize = 64 << 10;
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(7);
+    let mut points: Vec<Point> = (0..40).map(|_| point("kb", rng.unit_vector())).collect();
+    {
+        let index = EdgeIndex::open_with_wal_segments(dir.path(), DIMS, SEGMENT).unwrap();
+        for _ in 0..12 {
+            index.upsert(points.clone()).await.unwrap();
+        }
+    }
+    assert!(closed_wal_segments(dir.path()) >= 10, "twelve batches of 80 kB close as many 64 kB segments");
+
+    let index = EdgeIndex::open_with_wal_segments(dir.path(), DIMS, SEGMENT).unwrap();
+    // The newest closed segment stays; loading may close a segment the last run left open.
+    assert!(closed_wal_segments(dir.path()) <= 2, "reopening deletes the closed WAL segments but the newest");
+    assert_eq!(index.count().await.unwrap(), 40);
+
+    // Writes after the pruning replace what is there: their versions carry on from the WAL's.
+    for entry in &mut points {
+        entry.vector = rng.unit_vector();
+    }
+    index.upsert(points.clone()).await.unwrap();
+    for entry in points.iter().take(5) {
+        let hits = index.search("kb", entry.vector.clone(), 1, 0.0).await.unwrap();
+        assert_eq!(ids(&hits), vec![entry.id], "the new vector of a point rewritten after reopening is found");
+        assert_close(hits[0].score, 1.0);
+    }
+    drop(index);
+
+    let index = EdgeIndex::open_with_wal_segments(dir.path(), DIMS, SEGMENT).unwrap();
+    assert_eq!(index.count().await.unwrap(), 40);
+    let last = &points[39];
+    let hits = index.search("kb", last.vector.clone(), 1, 0.0).await.unwrap();
+    assert_eq!(ids(&hits), vec![last.id]);
+    assert_close(hits[0].score, 1.0);
+}

@@ -14,6 +14,10 @@
 //!   meanwhile.
 //! - The WAL directory is locked while a shard is open: a second `EdgeIndex` on the same
 //!   directory, in this process or another, fails to open until the first is dropped.
+//! - Nothing in the crate truncates the WAL (its `ack` is never called), and the open segment is
+//!   memory-mapped, its written pages counting as resident memory until it is closed. Segments
+//!   are therefore small (`WAL_SEGMENT_BYTES`), and `open` deletes the closed segments a previous
+//!   run left (see `prune_wal`): the WAL is never read back, since `load` does not replay it.
 //! - Every call blocks, so the async methods run them on the blocking pool.
 
 use std::path::{Path, PathBuf};
@@ -27,7 +31,8 @@ use qdrant_edge::{
     EdgeVectorParamsBuilder, FieldCondition, FieldIndexOperations, Filter, HnswIndexConfig, JsonPath,
     KeywordIndexParams, Match, NamedQuery, Payload, PayloadFieldSchema, PayloadSchemaParams, PointId,
     PointInsertOperations, PointOperations, PointStructPersisted, QueryEnum, QueryRequest, ScoringQuery,
-    UpdateOperation, ValueVariants, VectorStructInternal, VectorStructPersisted, WithPayloadInterface, WithVector,
+    UpdateOperation, ValueVariants, VectorStructInternal, VectorStructPersisted, WalOptions, WithPayloadInterface,
+    WithVector,
 };
 
 use super::{Hit, Point, VectorIndex};
@@ -43,6 +48,14 @@ const PAYLOAD_M: usize = 16;
 /// dimensions) or holds more than 20 % deleted points; below that it just plans and returns, so
 /// this only bounds how long such a segment can go unnoticed.
 const OPTIMIZE_AFTER_CHANGES: usize = 1_000;
+
+/// Size of a WAL segment file. The default (32 MiB) made the open segment a 0-32 MiB sawtooth in
+/// the service's resident memory (bench/soak.sh); a record larger than this gets a segment of its
+/// own size.
+const WAL_SEGMENT_BYTES: usize = 4 << 20;
+
+/// Name of the WAL directory inside the shard directory (qdrant-edge's `WAL_PATH`).
+const WAL_DIR: &str = "wal";
 
 /// A vector index in an embedded qdrant-edge shard.
 #[derive(Clone)]
@@ -81,10 +94,18 @@ impl EdgeIndex {
     /// Creates the shard in `path` (and the directory) or loads the one already there, makes sure
     /// the payload indexes exist and optimizes what a previous run left unoptimized. Blocks.
     pub fn open(path: &Path, dimensions: usize) -> anyhow::Result<Self> {
+        Self::open_with_wal_segments(path, dimensions, WAL_SEGMENT_BYTES)
+    }
+
+    /// [`EdgeIndex::open`] with WAL segments of `wal_segment_bytes`, so that tests can close
+    /// segments without writing megabytes.
+    #[doc(hidden)]
+    pub fn open_with_wal_segments(path: &Path, dimensions: usize, wal_segment_bytes: usize) -> anyhow::Result<Self> {
         anyhow::ensure!(dimensions > 0, "vector index dimensions must be positive");
         std::fs::create_dir_all(path).with_context(|| format!("creating the index directory {}", path.display()))?;
-        let config = shard_config(dimensions);
+        let config = shard_config(dimensions, wal_segment_bytes);
         let shard = if holds_shard(path)? {
+            prune_wal(&path.join(WAL_DIR))?;
             // Passing the config makes `load` reject a shard built for other dimensions.
             EdgeShard::load(path, Some(config))
                 .map_err(|e| anyhow!("{e}"))
@@ -323,8 +344,9 @@ impl VectorIndex for EdgeIndex {
     }
 }
 
-fn shard_config(dimensions: usize) -> EdgeConfig {
+fn shard_config(dimensions: usize, wal_segment_bytes: usize) -> EdgeConfig {
     EdgeConfigBuilder::new()
+        .wal_options(WalOptions { segment_capacity: wal_segment_bytes, ..WalOptions::default() })
         .vector(DEFAULT_VECTOR_NAME, EdgeVectorParamsBuilder::new(dimensions, Distance::Cosine).build())
         // Every search is filtered by knowledge base, so a global graph over all teams would never
         // be used: build graph links per knowledge base instead (Qdrant's multitenancy recipe).
@@ -332,6 +354,39 @@ fn shard_config(dimensions: usize) -> EdgeConfig {
         // all: they are scanned exactly, their points stored together thanks to the tenant index.
         .hnsw_config(HnswIndexConfig { m: 0, payload_m: Some(PAYLOAD_M), ..HnswIndexConfig::default() })
         .build()
+}
+
+/// Deletes every closed WAL segment but the newest, which a previous run of the shard left
+/// behind: the segments already hold every write (each is flushed before it returns) and `load`
+/// never replays the WAL. The newest closed segment stays so that the WAL's numbering, which
+/// gives every write its version, carries on from where it was: restarted from zero, writes
+/// would carry versions older than the points they replace and be ignored. Takes the WAL's own
+/// lock, so a shard open in another process is left alone (its `load` then fails as before).
+fn prune_wal(wal: &Path) -> anyhow::Result<()> {
+    if !wal.is_dir() {
+        return Ok(());
+    }
+    let dir = std::fs::File::open(wal).with_context(|| format!("opening {}", wal.display()))?;
+    if dir.try_lock().is_err() {
+        return Ok(());
+    }
+    let mut closed = Vec::new();
+    for entry in std::fs::read_dir(wal).with_context(|| format!("reading {}", wal.display()))? {
+        let entry = entry.with_context(|| format!("reading {}", wal.display()))?;
+        let name = entry.file_name();
+        if let Some(start) = name.to_str().and_then(|n| n.strip_prefix("closed-")).and_then(|n| n.parse::<u64>().ok()) {
+            closed.push((start, entry.path()));
+        }
+    }
+    closed.sort_unstable();
+    closed.pop();
+    for (_, segment) in &closed {
+        std::fs::remove_file(segment).with_context(|| format!("deleting the old WAL segment {}", segment.display()))?;
+    }
+    if !closed.is_empty() {
+        tracing::info!(deleted = closed.len(), wal = %wal.display(), "deleted closed vector index WAL segments");
+    }
+    Ok(())
 }
 
 /// `EdgeShard::new` refuses a directory that already holds segments and `load` fails on one that
