@@ -85,6 +85,21 @@ impl Reply {
         Self { raw: Some((content_type.into(), bytes)), ..Self::json(status, Value::Null) }
     }
 
+    /// The JSON body, whether built as a value or already serialized (`None` for other
+    /// content, such as a recording).
+    pub fn json_body(self) -> Option<Value> {
+        if self.streamed.is_some() {
+            return None;
+        }
+        match self.raw {
+            None => Some(self.body),
+            Some((content_type, bytes)) if content_type.starts_with("application/json") => {
+                serde_json::from_slice(&bytes).ok()
+            }
+            Some(_) => None,
+        }
+    }
+
     /// A document that is not built per request: the OpenAPI description, the skill file.
     pub fn document(content_type: &'static str, bytes: bytes::Bytes) -> Self {
         Self::raw(200, content_type, bytes).with_header("Cache-Control", "public, max-age=300".to_owned())

@@ -9,13 +9,16 @@ use serde::Serialize;
 
 use crate::call::Reply;
 
+const JSON: &str = "application/json";
+
 /// A successful answer.
 pub trait Answer: Serialize + JsonSchema + Send + Sized + 'static {
     const STATUS: u16;
 
+    /// Serialized once, straight to the bytes sent: no intermediate `Value`.
     fn into_reply(self) -> Reply {
-        match serde_json::to_value(&self) {
-            Ok(body) => Reply::json(Self::STATUS, body),
+        match serde_json::to_vec(&self) {
+            Ok(body) => Reply::raw(Self::STATUS, JSON, bytes::Bytes::from(body)),
             Err(error) => Reply::error(&switchboard_kit::ServiceError::internal(error)),
         }
     }

@@ -230,14 +230,16 @@ fn instructions(names: &[&str]) -> String {
 /// The REST answer as a tool result: its JSON body as text and as structured content; an error
 /// status makes it an error result the model can read and act on.
 pub fn result(reply: Reply) -> CallToolResult {
-    let text = serde_json::to_string(&reply.body).unwrap_or_default();
-    let mut result = if reply.status >= 400 {
+    let failed = reply.status >= 400;
+    let body = reply.json_body().unwrap_or(Value::Null);
+    let text = serde_json::to_string(&body).unwrap_or_default();
+    let mut result = if failed {
         CallToolResult::error(vec![ContentBlock::text(text)])
     } else {
         CallToolResult::success(vec![ContentBlock::text(text)])
     };
-    if reply.body.is_object() {
-        result.structured_content = Some(reply.body);
+    if body.is_object() {
+        result.structured_content = Some(body);
     }
     result
 }
