@@ -44,7 +44,7 @@ impl Drop for Telemetry {
 /// logs (`RUST_LOG=warn`) still export every request's trace. Safe to call twice (the second
 /// call keeps the first subscriber), which tests rely on.
 pub fn init(service_name: &str) -> Telemetry {
-    let log_filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
+    let log_filter = log_filter(std::env::var("RUST_LOG").ok().as_deref());
     let trace_filter =
         EnvFilter::try_from_env("SWITCHBOARD_TRACE_FILTER").unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
     let json = std::env::var("SWITCHBOARD_LOG_FORMAT").is_ok_and(|v| v == "json");
@@ -66,6 +66,27 @@ pub fn init(service_name: &str) -> Telemetry {
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
     let meters = crate::metrics::install(resource(service_name));
     Telemetry { provider, meters }
+}
+
+/// Target of the spans made for traces: a request, an incoming or outgoing gRPC call, a Redis
+/// call, a webhook delivery. Logs leave them out unless `RUST_LOG` names this target (e.g.
+/// `info,switchboard::trace=info`): the log layer formats every field of every span it keeps, on
+/// every request, and that cost the gateway about 10 % of its throughput at `info`
+/// (bench/gateway-me.sh) for a prefix on the rare log line written inside a request.
+pub const TRACE_TARGET: &str = "switchboard::trace";
+
+/// The log filter of `RUST_LOG` (`DEFAULT_FILTER` when unset or invalid), with the trace spans
+/// ([`TRACE_TARGET`]) left out unless it names them.
+fn log_filter(rust_log: Option<&str>) -> EnvFilter {
+    let filter =
+        rust_log.and_then(|spec| EnvFilter::try_new(spec).ok()).unwrap_or_else(|| EnvFilter::new(DEFAULT_FILTER));
+    if rust_log.is_some_and(|spec| spec.contains(TRACE_TARGET)) {
+        return filter;
+    }
+    match format!("{TRACE_TARGET}=warn").parse() {
+        Ok(directive) => filter.add_directive(directive),
+        Err(_) => filter,
+    }
 }
 
 /// What logs and traces keep unless told otherwise. qdrant-edge reads two settings that only a
@@ -105,6 +126,7 @@ pub fn grpc_server_span(component: &'static str, request: &http::Request<()>) ->
     let path = request.uri().path();
     let (service, method) = rpc_parts(path);
     let span = tracing::info_span!(
+        target: TRACE_TARGET,
         "grpc",
         component,
         otel.kind = "server",
@@ -126,6 +148,7 @@ pub fn grpc_server_span(component: &'static str, request: &http::Request<()>) ->
 pub fn grpc_client_span(path: &str) -> tracing::Span {
     let (service, method) = rpc_parts(path);
     tracing::info_span!(
+        target: TRACE_TARGET,
         "grpc client",
         otel.kind = "client",
         otel.name = %path.trim_start_matches('/'),
@@ -138,6 +161,7 @@ pub fn grpc_client_span(path: &str) -> tracing::Span {
 /// The span of one Redis call (`operation` as Redis names it, e.g. `EVALSHA`).
 pub fn redis_span(operation: &'static str) -> tracing::Span {
     tracing::info_span!(
+        target: TRACE_TARGET,
         "redis",
         otel.kind = "client",
         otel.name = operation,
@@ -179,6 +203,40 @@ impl Injector for HeaderCarrier<&mut http::HeaderMap> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the log layer writes, under `RUST_LOG=rust_log`, for an event inside a trace span.
+    fn logged_in_a_trace_span(rust_log: &str) -> String {
+        #[derive(Clone, Default)]
+        struct Buffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+        impl std::io::Write for Buffer {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let buffer = Buffer::default();
+        let writer = buffer.clone();
+        let logs = tracing_subscriber::fmt::layer().with_ansi(false).with_writer(move || writer.clone());
+        let subscriber = tracing_subscriber::registry().with(logs.with_filter(log_filter(Some(rust_log))));
+        tracing::subscriber::with_default(subscriber, || {
+            let span = tracing::info_span!(target: TRACE_TARGET, "request", id = "r-1");
+            span.in_scope(|| tracing::warn!("inside"));
+        });
+        String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap()
+    }
+
+    #[test]
+    fn logs_leave_trace_spans_out_unless_rust_log_names_them() {
+        let quiet = logged_in_a_trace_span("info");
+        assert!(quiet.contains("inside") && !quiet.contains("request{"), "{quiet}");
+        let debug = logged_in_a_trace_span("debug");
+        assert!(debug.contains("inside") && !debug.contains("request{"), "{debug}");
+        let named = logged_in_a_trace_span("info,switchboard::trace=info");
+        assert!(named.contains("request{id=\"r-1\"}") && named.contains("inside"), "{named}");
+    }
 
     #[test]
     fn rpc_parts_are_service_and_method() {

@@ -106,6 +106,7 @@ impl Deliverer {
 
     async fn attempt(&self, claim: Claimed) {
         let span = tracing::info_span!(
+            target: switchboard_kit::telemetry::TRACE_TARGET,
             "webhook.deliver",
             otel.kind = "client",
             webhook.id = %claim.webhook_id,
