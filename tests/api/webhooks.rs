@@ -325,6 +325,11 @@ async fn contact_events_reach_the_receiver(stack: &Stack) {
     assert_eq!(got[before].body, got[0].body);
 
     assert!(receiver.on("/theirs").is_empty(), "another team's webhook got: {:?}", receiver.on("/theirs"));
+    // The receiver sees the request before the relay records its answer, so wait for the record.
+    deliveries_until(&api, &hook_id, "the manual retry to be recorded", |all| {
+        all.iter().all(|d| d["status"] == "delivered")
+    })
+    .await;
     let pending = api.get(&format!("/webhooks/{hook_id}/deliveries?status=pending")).await;
     assert_eq!(pending.expect(200)["pagination"]["totalCount"], 0);
 
