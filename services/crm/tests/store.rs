@@ -390,6 +390,34 @@ async fn invalid_contacts_name_every_field() {
     .await;
 }
 
+/// A blank text is no value for a required text field, on create and on update; an optional
+/// one keeps what it is given.
+#[tokio::test]
+async fn required_text_fields_refuse_blank_values() {
+    on_every_engine(|store| async move {
+        let team = team();
+        field(&store, &team, "notes", "text", true, &[]).await;
+        field(&store, &team, "bio", "text", false, &[]).await;
+        for blank in ["", "   "] {
+            let given = ContactInput { custom_fields: json!({ "notes": blank }).to_string(), ..input("+14155550100") };
+            let error = store.create_contact(&team, &given, ACTOR).await.unwrap_err();
+            assert_eq!(fields(&error), ["customFields.notes"]);
+            assert_eq!(error.details[0].message, "is required");
+        }
+        let given = json!({ "notes": "met at the fair", "bio": "pilot" }).to_string();
+        let contact = create(&store, &team, ContactInput { custom_fields: given, ..input("+14155550100") }).await;
+        let blank = json!({ "notes": " " }).to_string();
+        let request = UpdateContactRequest { custom_fields: Some(blank), ..update(&team, &contact.id) };
+        assert_eq!(fields(&store.update_contact(&request).await.unwrap_err()), ["customFields.notes"]);
+        let cleared = json!({ "bio": "" }).to_string();
+        let request = UpdateContactRequest { custom_fields: Some(cleared), ..update(&team, &contact.id) };
+        let updated = store.update_contact(&request).await.unwrap();
+        let values: serde_json::Value = serde_json::from_str(&updated.custom_fields).unwrap();
+        assert_eq!(values, json!({ "notes": "met at the fair", "bio": "" }));
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn duplicate_numbers_are_contact_exists_with_the_id() {
     on_every_engine(|store| async move {

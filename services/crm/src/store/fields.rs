@@ -113,7 +113,9 @@ pub(super) fn check_values(
             violations.push(FieldViolation::new(field_name, "is not a custom field of the team"));
             continue;
         };
-        if value.is_null() {
+        // A blank text is no value: a required field refuses it as it refuses null.
+        let blank = value.as_str().is_some_and(|text| text.trim().is_empty());
+        if value.is_null() || (blank && field.required) {
             if field.required {
                 violations.push(FieldViolation::new(field_name, "is required"));
             } else {
@@ -142,7 +144,10 @@ fn options_violations(field_type: &str, options: &[String], violations: &mut Vec
         return;
     }
     let count = i64::try_from(options.len()).unwrap_or(i64::MAX);
-    violations.extend(limits::FIELD_OPTIONS.check("options", count));
+    if limits::FIELD_OPTIONS.check("options", count).is_some() {
+        let (min, max) = (limits::FIELD_OPTIONS.min, limits::FIELD_OPTIONS.max);
+        violations.push(FieldViolation::new("options", format!("must list {min} to {max} options")));
+    }
     let mut seen = HashSet::new();
     for (index, option) in options.iter().enumerate() {
         let field = format!("options[{index}]");
