@@ -389,6 +389,9 @@ async fn ending_a_call_sets_its_duration_once() {
         assert_eq!(fields(&late), ["startedAt"]);
         let earlier = store.upsert_call(&team, new_call("c1", 2_000)).await.unwrap();
         assert_eq!(earlier.duration_seconds, Some(70));
+        // A retried report of the call in progress does not reopen the ended call.
+        let retried = store.upsert_call(&team, new_call("c1", 2_000)).await.unwrap();
+        assert_eq!((retried.status.as_str(), retried.ended_at_ms), ("completed", Some(72_000)));
     })
     .await;
 }

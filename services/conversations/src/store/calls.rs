@@ -315,14 +315,17 @@ async fn insert_call(conn: &mut AnyConnection, team_id: &str, new: &NewCall) -> 
 }
 
 /// Applies what differs between the stored call and the runtime's report; writes nothing
-/// when nothing does. An absent agent keeps the stored one.
+/// when nothing does. An absent agent keeps the stored one. An ended call keeps the status
+/// its end gave it: a late or retried report of the call in progress must not reopen it.
 async fn update_call(conn: &mut AnyConnection, current: Call, new: &NewCall) -> ServiceResult<Call> {
     let mut call = current.clone();
     call.agent_id = new.agent_id.clone().or(current.agent_id.clone());
     call.from.clone_from(&new.from);
     call.to.clone_from(&new.to);
     call.direction = new.direction.as_str().to_owned();
-    call.status.clone_from(&new.status);
+    if current.ended_at_ms.is_none() {
+        call.status.clone_from(&new.status);
+    }
     call.started_at_ms = new.started_at_ms;
     if call == current {
         return Ok(current);
