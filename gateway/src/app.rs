@@ -151,17 +151,12 @@ impl App {
                 return Err(ServiceError::not_found("Route not found"));
             }
         };
-        let mut raw = RawInput::default();
-        for (name, value) in header.uri.query().map(|q| url::form_urlencoded::parse(q.as_bytes())).into_iter().flatten()
-        {
-            // The first of repeated parameters counts.
-            raw.query.entry(name.into_owned()).or_insert_with(|| Value::String(value.into_owned()));
-        }
+        let mut raw = RawInput::with_query(header.uri.query());
         raw.path = params.into_iter().map(|(name, value)| (name.to_owned(), Value::String(value))).collect();
         let team_id = raw.query.get("teamId").and_then(Value::as_str).map(str::to_owned);
 
         let services = self.services().await?;
-        let principal = self.auth.authenticate(&services, auth::presented_key(session.req_header(), route)).await?;
+        let principal = self.auth.authenticate(&services, auth::presented_key(session.req_header(), route)?).await?;
         tracing::Span::current().record("switchboard.team_id", principal.team.id.as_str());
         let request =
             Admit { route, services, principal, team_id, public_base: playback::public_base(session.req_header()) };
@@ -202,11 +197,15 @@ impl App {
         raw: &mut RawInput,
     ) -> Result<(), ServiceError> {
         match route.body {
-            BodyKind::Json => raw.body = self.read_json(session, ctx).await?,
+            BodyKind::Json => {
+                let limit =
+                    route.body_limit.map_or(self.config.max_body_bytes, |own| own.max(self.config.max_body_bytes));
+                raw.body = self.read_json(session, ctx, limit).await?;
+            }
             // A body an operation does not take is still read: a non-JSON one is refused as
             // anywhere else, and the connection stays usable.
             BodyKind::None if route.method != Method::Get && route.method != Method::Delete => {
-                self.read_json(session, ctx).await?;
+                self.read_json(session, ctx, self.config.max_body_bytes).await?;
             }
             BodyKind::None => {}
             BodyKind::Multipart => {
@@ -221,8 +220,13 @@ impl App {
         Ok(())
     }
 
-    async fn read_json(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<Option<Value>, ServiceError> {
-        let read = crate::body::read_json(session, self.config.max_body_bytes).await;
+    async fn read_json(
+        &self,
+        session: &mut Session,
+        ctx: &mut RequestCtx,
+        limit: usize,
+    ) -> Result<Option<Value>, ServiceError> {
+        let read = crate::body::read_json(session, limit).await;
         if read.as_ref().is_err_and(|e| e.kind == ErrorKind::PayloadTooLarge) {
             ctx.close = true;
         }

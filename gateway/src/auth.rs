@@ -31,13 +31,25 @@ fn invalid() -> ServiceError {
     ServiceError::new(ErrorKind::Unauthorized, "Invalid API key")
 }
 
-/// The key a request presents: `X-API-Key`, or `X-AGENCY-KEY` on the agency routes.
-pub fn presented_key<'h>(header: &'h RequestHeader, route: &Endpoint) -> Option<&'h str> {
-    let value = header
-        .headers
-        .get("x-api-key")
-        .or_else(|| route.agency_key_header.then(|| header.headers.get("x-agency-key")).flatten())?;
-    Some(value.to_str().unwrap_or("\u{0}").trim()).filter(|v| !v.is_empty())
+/// The key a request presents: `X-API-Key`, or `X-AGENCY-KEY` on the agency routes. Several
+/// headers may come only when they carry the same key: credentials that disagree are refused
+/// rather than one of them picked.
+pub fn presented_key<'h>(header: &'h RequestHeader, route: &Endpoint) -> ServiceResult<Option<&'h str>> {
+    let agency = route.agency_key_header.then(|| header.headers.get_all("x-agency-key").iter()).into_iter().flatten();
+    let mut presented = None;
+    for value in header.headers.get_all("x-api-key").iter().chain(agency) {
+        let key = value.to_str().unwrap_or("\u{0}").trim();
+        match presented {
+            _ if key.is_empty() => {}
+            None => presented = Some(key),
+            Some(first) if first != key => {
+                return Err(ServiceError::new(ErrorKind::Unauthorized, "The request carries different API keys")
+                    .with_hint("Send one key, in X-API-Key."));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(presented)
 }
 
 impl Authenticator {

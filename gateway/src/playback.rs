@@ -142,11 +142,10 @@ pub async fn serve(
         Err(status) => {
             let error = ServiceError::from_status(&status);
             // An offset past the end is a range that cannot be satisfied.
-            return Err(if error.kind == ErrorKind::Validation && range.is_some() {
-                ServiceError::new(ErrorKind::Validation, "The range is outside the recording")
-            } else {
-                error
-            });
+            if error.kind == ErrorKind::Validation && range.is_some() {
+                return unsatisfiable(services, &team_id, &call_id).await;
+            }
+            return Err(error);
         }
     };
     let first = stream.message().await?.ok_or_else(|| ServiceError::not_found("Recording not found"))?;
@@ -163,7 +162,7 @@ pub async fn serve(
         None => (0, size, 0),
     };
     if range.is_some() && length == 0 {
-        return Err(ServiceError::new(ErrorKind::Validation, "The range is outside the recording"));
+        return Ok(range_not_satisfiable(size));
     }
     let mut skip = suffix_skip;
     let mut remaining = length;
@@ -194,6 +193,21 @@ pub async fn serve(
     Ok(reply)
 }
 
+/// 416 for a range that starts past the end, with the size in `Content-Range` as RFC 9110
+/// asks, so that a player learns the length; the service is asked for the first byte to learn it.
+async fn unsatisfiable(services: &Services, team_id: &str, call_id: &str) -> ServiceResult<Reply> {
+    let request =
+        ReadRecordingRequest { team_id: team_id.to_owned(), call_id: call_id.to_owned(), offset: 0, length: 1 };
+    let mut stream = services.conversations.clone().read_recording(request).await?.into_inner();
+    let first = stream.message().await?.ok_or_else(|| ServiceError::not_found("Recording not found"))?;
+    Ok(range_not_satisfiable(first.size_bytes))
+}
+
+fn range_not_satisfiable(size: u64) -> Reply {
+    let body = serde_json::json!({ "error": "The range is outside the recording", "code": "RANGE_NOT_SATISFIABLE" });
+    Reply::json(416, body).with_header("Content-Range", format!("bytes */{size}"))
+}
+
 /// The public playback path in the API description: reached through a call's `recordingUrl`,
 /// never built by hand, so it is documented for what it answers rather than for its inputs.
 pub fn openapi_path(error: &serde_json::Value) -> serde_json::Value {
@@ -220,7 +234,7 @@ pub fn openapi_path(error: &serde_json::Value) -> serde_json::Value {
             "responses": {
                 "200": { "description": "The whole recording.", "content": audio.clone() },
                 "206": { "description": "The asked range; `Content-Range` says which.", "content": audio },
-                "400": error_answer("The range is outside the recording."),
+                "416": error_answer("The range starts past the end; `Content-Range: bytes */<size>` gives the size."),
                 "403": error_answer("The signature is wrong or the URL has expired."),
                 "404": error_answer("The call or its recording no longer exists."),
             },

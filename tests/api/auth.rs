@@ -86,6 +86,30 @@ async fn the_agency_key_header_is_accepted_on_agency_routes_only() {
     assert_eq!(api.get("/me").await.body["error"], "Missing X-API-Key header");
 }
 
+#[tokio::test]
+async fn two_different_keys_in_one_request_are_refused() {
+    let stack = Stack::start().await;
+    let agency = stack.team("Agency", true, 100).await;
+    let other = stack.team("Other", false, 0).await;
+    let anonymous = stack.anonymous();
+    let both = |first: &str, second: &str| {
+        anonymous
+            .request(reqwest::Method::GET, "/agency/subteams")
+            .header("X-API-Key", first)
+            .header("X-API-Key", second)
+    };
+    let refused = anonymous.send(both(&agency.key, &other.key)).await;
+    assert_eq!(refused.error_code(401), "UNAUTHORIZED");
+    assert_eq!(refused.body["error"], "The request carries different API keys");
+    let agency_header = anonymous
+        .request(reqwest::Method::GET, "/agency/subteams")
+        .header("X-API-Key", &agency.key)
+        .header("X-AGENCY-KEY", "ew_somebody_else");
+    assert_eq!(anonymous.send(agency_header).await.error_code(401), "UNAUTHORIZED");
+    // The same key twice is one key.
+    anonymous.send(both(&agency.key, &agency.key)).await.expect(200);
+}
+
 pub fn subteam_body(name: &str) -> serde_json::Value {
     json!({
         "firstName": "Grace",

@@ -156,6 +156,8 @@ async fn calls_recorded_over_grpc_are_listed_filtered_and_read_over_http() {
     assert_eq!(only("maxDuration=30").await, [b.as_str()]);
     assert_eq!(only("dateFrom=2026-03-02&dateTo=2026-03-02").await.len(), 2);
     assert_eq!(only("dateTo=2026-03-01T10:00:00Z").await, [a.as_str()]);
+    assert_eq!(only("dateTo=2026-03-01T10:00Z").await, [a.as_str()], "ISO 8601 without seconds");
+    assert_eq!(only("dateTo=2026-03-01T11:00%2B01:00").await, [a.as_str()], "with an offset");
     assert_eq!(only("search=zürich").await, [a.as_str()]);
     assert_eq!(only("search=5552671").await, [a.as_str()]);
     assert_eq!(only("search=voicemail").await, [b.as_str()]);
@@ -177,7 +179,53 @@ async fn calls_recorded_over_grpc_are_listed_filtered_and_read_over_http() {
     assert_eq!(stranger.delete(&format!("/calls/{a}")).await.error_code(404), "NOT_FOUND");
     assert!(stranger.get("/calls").await.expect(200)["data"].as_array().unwrap().is_empty());
     assert_eq!(api.get("/calls?search=5552671").await.body["pagination"]["totalCount"], 1);
+
+    // Once its agent is deleted a call shows no agent, and the agent's id still finds it.
+    api.delete(&format!("/agents/{agent}")).await.expect(200);
+    assert_eq!(api.get(&format!("/calls/{a}")).await.expect(200)["data"]["agent"], Value::Null);
+    assert_eq!(only(&format!("agentId={agent}")).await, [a.as_str()]);
     let _ = team;
+}
+
+/// A deleted team's calls and chats take no more writes: every ingestion RPC checks the team
+/// (trusted for 2 seconds once found), not only the upserts.
+#[tokio::test]
+async fn a_deleted_teams_conversations_take_no_more_writes() {
+    let stack = Stack::start().await;
+    let mut runtime = Runtime::connect(&stack).await;
+    let team = stack.team("Closing down", false, 0).await;
+    runtime.call(upsert(&team, "last", "+14155552671", "INCOMING", "2026-03-01T10:00:00Z")).await.unwrap();
+    runtime.transcript(&team.id, "last", &[(1, "agent", "Hello", 0)]).await;
+    stack.admin(&["delete-team", &team.id]).await;
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+
+    let segment =
+        TranscriptSegment { seq: 2, speaker: "caller".into(), text: "Hi".into(), offset_ms: 900, timestamp_ms: 0 };
+    let append =
+        AppendTranscriptRequest { team_id: team.id.clone(), external_id: "last".into(), segments: vec![segment] };
+    let refused = runtime.client.append_transcript(runtime.signed(append)).await.unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::NotFound, "{refused:?}");
+    let event = AddCallEventRequest {
+        team_id: team.id.clone(),
+        external_id: "last".into(),
+        r#type: "hangup".into(),
+        at: "2026-03-01T10:01:00Z".into(),
+        data: String::new(),
+    };
+    assert_eq!(runtime.client.add_call_event(runtime.signed(event)).await.unwrap_err().code(), tonic::Code::NotFound);
+    let end = EndCallRequest {
+        team_id: team.id.clone(),
+        external_id: "last".into(),
+        ended_at: "2026-03-01T10:01:00Z".into(),
+        status: "completed".into(),
+        summary: None,
+        score: None,
+    };
+    assert_eq!(runtime.client.end_call(runtime.signed(end)).await.unwrap_err().code(), tonic::Code::NotFound);
+    let recording = put_recording(&mut runtime, &team.id, "last", &[0; 64]).await;
+    assert_eq!(recording.unwrap_err().code(), tonic::Code::NotFound);
+    let late = upsert(&team, "later", "+14155552671", "INCOMING", "2026-03-01T11:00:00Z");
+    assert_eq!(runtime.call(late).await.unwrap_err().code(), tonic::Code::NotFound);
 }
 
 /// On PostgreSQL a search matching more than 1,000 calls is counted to 1,001 and its total
@@ -477,7 +525,10 @@ async fn a_recording_plays_from_its_signed_url_in_ranges_until_the_call_is_delet
     assert_eq!(tail.headers()["content-range"], "bytes 299990-299999/300000");
     assert_eq!(tail.bytes().await.unwrap().as_ref(), &audio[299_990..]);
     let beyond = http.get(&url).header("Range", "bytes=300000-").send().await.unwrap();
-    assert_eq!(beyond.status(), 400, "a range past the end");
+    assert_eq!(beyond.status(), 416, "a range past the end");
+    assert_eq!(beyond.headers()["content-range"], "bytes */300000");
+    let far = http.get(&url).header("Range", "bytes=900000-900010").send().await.unwrap();
+    assert_eq!((far.status().as_u16(), &far.headers()["content-range"]), (416, &"bytes */300000".parse().unwrap()));
 
     // A changed signature, another call's id or an expired URL: 403 with a JSON error.
     let tampered = format!("{}0", url.trim_end_matches(|c: char| c.is_ascii_hexdigit()));

@@ -85,6 +85,10 @@ async fn validation_failures_list_every_field() {
     let bad_page = api.get("/agency/subteams?page=0&limit=101&sortOrder=up").await;
     assert_eq!(bad_page.error_code(400), "VALIDATION_ERROR");
     assert_eq!(bad_page.fields(), ["page", "limit", "sortOrder"]);
+    // A query that is not percent-encoded UTF-8 is not read as some other text.
+    let mangled = api.get("/agency/subteams?page=%zz&limit=%ff%fe").await;
+    assert_eq!(mangled.error_code(400), "VALIDATION_ERROR");
+    assert_eq!(mangled.fields(), ["page", "limit"]);
 }
 
 #[tokio::test]

@@ -125,12 +125,13 @@ pub struct UpdateCall {
     pub spam: Option<bool>,
 }
 
-/// An agent by id and name (null when it no longer exists).
+/// The agent that had the conversation; a conversation whose agent has been deleted shows
+/// none (its `agentId` filter still finds it).
 #[derive(Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct ConversationAgent {
     pub id: Id,
-    pub name: Option<String>,
+    pub name: String,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -219,7 +220,8 @@ pub async fn agent_names(call: &Call) -> ServiceResult<HashMap<String, String>> 
 
 /// The agent reference of a conversation.
 pub fn agent_ref(agent_id: Option<&String>, names: &HashMap<String, String>) -> Option<ConversationAgent> {
-    agent_id.map(|id| ConversationAgent { id: Id::stored(id.clone()), name: names.get(id).cloned() })
+    let id = agent_id?;
+    names.get(id).map(|name| ConversationAgent { id: Id::stored(id.clone()), name: name.clone() })
 }
 
 /// Where a browser plays the call's recording: the store's presigned URL (S3), else the

@@ -502,7 +502,8 @@ pub struct AgentSearchMeta {
     /// What the search cost.
     pub credits_used: i64,
     pub agent_id: Id,
-    pub agent_name: String,
+    /// The spec types it "string or null".
+    pub agent_name: Option<String>,
     /// The agent's knowledge base.
     pub knowledgebase_id: Id,
 }
@@ -641,7 +642,7 @@ async fn search_through_agent(call: Call, input: Input<AgentPath, SearchQuery>) 
         threshold,
         credits_used,
         agent_id: Id::stored(agent.id),
-        agent_name: agent.name,
+        agent_name: Some(agent.name),
         knowledgebase_id: Id::stored(target.knowledgebase_id),
     };
     Ok(AgentSearchAnswer { data, meta })

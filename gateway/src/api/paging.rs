@@ -32,8 +32,9 @@ pub fn page_request(page: u32, limit: u32, sort_by: &str, order: SortOrder) -> P
     PageRequest { page, limit, sort_by: sort_by.to_owned(), ascending: order == SortOrder::Asc }
 }
 
-/// A bound of a date filter: an ISO 8601 date-time (`2024-01-15T14:30:00Z`) or a whole day
-/// (`2024-01-15`, UTC), which as an upper bound includes the whole day.
+/// A bound of a date filter: an ISO 8601 date-time (`2024-01-15T14:30:00Z`, also without
+/// seconds or zone, read as UTC) or a whole day (`2024-01-15`, UTC), which as an upper bound
+/// includes the whole day.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DateBound {
     At(i64),
@@ -61,8 +62,8 @@ impl DateBound {
 impl<'de> Deserialize<'de> for DateBound {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = Cow::<str>::deserialize(deserializer)?;
-        if let Ok(at) = chrono::DateTime::parse_from_rfc3339(&text) {
-            return Ok(DateBound::At(at.timestamp_millis()));
+        if let Some(at) = switchboard_kit::time::parse_date_time_ms(&text) {
+            return Ok(DateBound::At(at));
         }
         chrono::NaiveDate::parse_from_str(&text, "%Y-%m-%d")
             .map(DateBound::Day)

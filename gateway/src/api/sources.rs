@@ -289,9 +289,11 @@ pub struct WebpageDetail {
 #[schemars(deny_unknown_fields)]
 pub struct WebpageRefresh {
     pub id: Id,
+    /// Never null here; the spec allows null, so clients must accept it.
     #[schemars(extend("format" = "uri"))]
-    pub url: String,
-    pub name: String,
+    pub url: Option<String>,
+    /// Never null here; the spec allows null, so clients must accept it.
+    pub name: Option<String>,
     /// `refreshing`: the scrape has been queued.
     #[schemars(extend("enum" = ["pending", "refreshing", "ready", "failed"]))]
     pub status: String,
@@ -439,8 +441,12 @@ async fn refresh_webpage<I: ItemPath + Params>(
     let target = target(&call, input.path.address()).await?;
     let request = source_request(&call, target, input.path.item(), false);
     let webpage = call.services.knowledgebase.clone().refresh_webpage(request).await?.into_inner();
-    let refreshed =
-        WebpageRefresh { id: Id::stored(webpage.id), url: webpage.url, name: webpage.name, status: webpage.status };
+    let refreshed = WebpageRefresh {
+        id: Id::stored(webpage.id),
+        url: Some(webpage.url),
+        name: Some(webpage.name),
+        status: webpage.status,
+    };
     Ok(Updated::new(refreshed, "Webpage refresh queued"))
 }
 

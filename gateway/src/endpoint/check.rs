@@ -59,18 +59,31 @@ pub fn check(schema: &Value, value: &Value, path: &str, out: &mut Vec<FieldViola
 
 /// A value is valid when one branch admits it; otherwise the problems of the branch that
 /// matches its JSON type (or the first) are reported.
+/// Branches that only name formats (a date-time or a date) are reported together.
 fn check_branches(branches: &[Value], value: &Value, path: &str, out: &mut Vec<FieldViolation>) {
     let mut first = None;
+    let mut formats = Vec::new();
     for branch in branches {
         let mut found = Vec::new();
         check(branch, value, path, &mut found);
         if found.is_empty() {
             return;
         }
+        let format_only = branch.as_object().is_some_and(|b| b.len() == 1 && b.contains_key("format"));
+        if let [violation] = found.as_slice()
+            && format_only
+        {
+            formats.push(violation.message.clone());
+        }
         let typed = branch.as_object().map(types_of).is_some_and(|types| types.iter().any(|t| is_kind(value, t)));
         if typed || first.is_none() {
             first = Some(found);
         }
+    }
+    if formats.len() == branches.len() && formats.len() > 1 {
+        let alternatives: Vec<&str> = formats.iter().map(|m| m.strip_prefix("must be ").unwrap_or(m)).collect();
+        out.push(FieldViolation::new(field(path), format!("must be {}", alternatives.join(", or "))));
+        return;
     }
     out.extend(first.unwrap_or_default());
 }
@@ -180,8 +193,8 @@ fn check_string(schema: &Map<String, Value>, text: &str, path: &str, out: &mut V
             Some("must be an ISO 8601 date, e.g. 2024-01-15")
         }
         Some("email") if !is_email(text) => Some("must be a valid e-mail address"),
-        Some("date-time") if chrono::DateTime::parse_from_rfc3339(text).is_err() => {
-            Some("must be an ISO 8601 date-time with a time zone, e.g. 2024-01-15T14:30:00Z")
+        Some("date-time") if switchboard_kit::time::parse_date_time_ms(text).is_none() => {
+            Some("must be an ISO 8601 date-time, e.g. 2024-01-15T14:30:00Z")
         }
         _ => None,
     };

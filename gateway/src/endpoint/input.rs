@@ -21,8 +21,46 @@ use crate::body::{Upload, body_required};
 pub struct RawInput {
     pub path: Map<String, Value>,
     pub query: Map<String, Value>,
+    /// Query parameters whose name or value is not percent-encoded UTF-8: refused with the
+    /// query's other problems rather than read as some other text.
+    pub malformed_query: Vec<String>,
     pub body: Option<Value>,
     pub upload: Option<Upload>,
+}
+
+impl RawInput {
+    /// Reads a URL's query string. The first of repeated parameters counts.
+    pub fn with_query(query: Option<&str>) -> RawInput {
+        let mut raw = RawInput::default();
+        for pair in query.unwrap_or_default().split('&').filter(|pair| !pair.is_empty()) {
+            let Some((name, value)) = url::form_urlencoded::parse(pair.as_bytes()).next() else { continue };
+            if !well_encoded(pair) {
+                raw.malformed_query.push(name.into_owned());
+                continue;
+            }
+            raw.query.entry(name.into_owned()).or_insert_with(|| Value::String(value.into_owned()));
+        }
+        raw
+    }
+}
+
+/// Every `%` starts an escape of two hex digits, and the escaped bytes are UTF-8.
+fn well_encoded(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] == b'%' {
+            let hex = bytes.get(at + 1..at + 3).and_then(|digits| std::str::from_utf8(digits).ok());
+            let Some(byte) = hex.and_then(|digits| u8::from_str_radix(digits, 16).ok()) else { return false };
+            decoded.push(byte);
+            at += 3;
+        } else {
+            decoded.push(bytes[at]);
+            at += 1;
+        }
+    }
+    std::str::from_utf8(&decoded).is_ok()
 }
 
 pub struct Input<P = Nothing, Q = Nothing, B = NoBody> {
@@ -271,6 +309,9 @@ impl<P: Params, Q: Params, B: RequestBody> Input<P, Q, B> {
         let Some(path) = path else {
             return Err(ServiceError::validation(violations));
         };
+        for name in std::mem::take(&mut raw.malformed_query) {
+            violations.push(FieldViolation::new(name, "is not valid percent-encoded UTF-8"));
+        }
         let query_value = parameters(&schemas.query, std::mem::take(&mut raw.query));
         let query = parse::<Q>(Some(&schemas.query), query_value, "", &mut violations);
         let body = B::extract(schemas.body.as_ref(), &mut raw, max_upload_bytes, &mut violations).await?;
@@ -434,6 +475,16 @@ impl<T: JsonSchema> JsonSchema for Patch<T> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn query_strings_must_be_percent_encoded_utf8() {
+        let raw =
+            super::RawInput::with_query(Some("query=caf%C3%A9+au+lait&limit=5&limit=9&bad=%zz&worse=%ff%fe&&x=%4"));
+        assert_eq!(raw.query["query"], "café au lait");
+        assert_eq!(raw.query["limit"], "5");
+        assert_eq!(raw.malformed_query, ["bad", "worse", "x"]);
+        assert!(super::RawInput::with_query(None).query.is_empty());
+    }
+
     use super::*;
 
     /// The published pattern and the check agree on every kind of input.

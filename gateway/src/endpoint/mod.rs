@@ -180,6 +180,8 @@ pub struct Endpoint {
     /// Accept `X-AGENCY-KEY` as well as `X-API-Key`.
     pub agency_key_header: bool,
     pub body: BodyKind,
+    /// The largest JSON body it takes, when it needs more than the gateway's limit.
+    pub body_limit: Option<usize>,
     pub failures: Vec<Failure>,
     pub tool: Option<Tool>,
     pub inputs: Arc<InputSchemas>,
@@ -224,6 +226,7 @@ impl Endpoint {
             feature: None,
             agency_key_header: path.starts_with("/v1/agency/"),
             body: B::KIND,
+            body_limit: None,
             failures: Vec::new(),
             tool: None,
             inputs,
@@ -293,6 +296,13 @@ impl Endpoint {
 
     pub fn feature(mut self, feature: Feature) -> Self {
         self.feature = Some(feature);
+        self
+    }
+
+    /// Takes JSON bodies of up to `bytes` (or the gateway's limit, if larger), for an operation
+    /// whose valid bodies can be larger than that limit.
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        self.body_limit = Some(bytes);
         self
     }
 

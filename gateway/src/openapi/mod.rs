@@ -277,9 +277,10 @@ fn responses(endpoint: &Endpoint, status: u16, answer: Value, errors: &ErrorRefs
         };
         responses.insert(key, json_answer(failure.status, failure.description, schema));
     }
-    let has_ids = endpoint.path.contains('{');
+    // 404 too: an operation without ids still answers it once the team (the key's, or
+    // `teamId`'s) has been deleted.
     for (status, name, _) in SHARED_RESPONSES {
-        if (status != 404 || has_ids) && !responses.contains_key(&status.to_string()) {
+        if !responses.contains_key(&status.to_string()) {
             responses.insert(status.to_string(), json!({ "$ref": format!("#/components/responses/{name}") }));
         }
     }
@@ -291,7 +292,7 @@ const SHARED_RESPONSES: [(u16, &str, &str); 7] = [
     (400, "BadRequest", "Invalid input: malformed JSON, a missing field, a wrong type, a value out of range."),
     (401, "Unauthorized", "Missing or invalid API key."),
     (403, "Forbidden", "The key may not do this (read-only key, or a feature switched off for the subteam)."),
-    (404, "NotFound", "Not found for this team."),
+    (404, "NotFound", "Not found for this team; on any operation, `Team not found` once the team has been deleted."),
     (429, "TooManyRequests", "Rate limit exceeded."),
     (500, "InternalError", "Unexpected server error."),
     (503, "Unavailable", "A backing service (a database, the index, file storage) is unavailable; retry later."),

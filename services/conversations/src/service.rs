@@ -26,8 +26,9 @@ use switchboard_kit::phone::PhoneRules;
 use switchboard_kit::recent::Recent;
 
 /// How long a team or an agent that was found is trusted to still exist: ingestion calls come
-/// in bursts for the same call, and a lookup per call would double their cost.
-const KNOWN_FOR: Duration = Duration::from_secs(60);
+/// in bursts for the same call, and a lookup per call would double their cost. As long as the
+/// gateway trusts a key lookup, so that a deletion stops writes as soon as it stops reads.
+const KNOWN_FOR: Duration = Duration::from_secs(2);
 const KNOWN_MAX: usize = 10_000;
 
 pub struct Peers {
@@ -134,6 +135,12 @@ impl ConversationsApi {
         Ok(())
     }
 
+    /// NOT_FOUND unless the team exists: a deleted team's conversations take no more writes.
+    async fn check_team(&self, team_id: &str) -> ServiceResult<()> {
+        Self::check_ids(team_id, None)?;
+        self.check_owner(team_id, None).await
+    }
+
     /// Removes a recording's object; a failure leaves an orphan object, logged, not an error for
     /// the caller whose change is already committed.
     async fn delete_object(&self, key: &str) {
@@ -214,6 +221,7 @@ impl ConversationIngest for ConversationsApi {
             })
             .collect();
         checks.finish()?;
+        self.check_team(&request.team_id).await?;
         let appended = self.store.append_transcript(&request.team_id, &request.external_id, segments).await;
         reply(appended.map(|done| AppendResponse { appended: done.appended, total: done.total }))
     }
@@ -223,6 +231,7 @@ impl ConversationIngest for ConversationsApi {
         let mut checks = Checks::default();
         let at_ms = checks.time("at", &request.at);
         checks.finish()?;
+        self.check_team(&request.team_id).await?;
         let data = if request.data.trim().is_empty() { "{}".to_owned() } else { request.data };
         let event = NewEvent { kind: request.r#type, at_ms, data };
         reply(self.store.add_call_event(&request.team_id, &request.external_id, event).await)
@@ -244,6 +253,7 @@ impl ConversationIngest for ConversationsApi {
                 "must be one of audio/wav, audio/mpeg, audio/ogg",
             )));
         };
+        self.check_team(&first.team_id).await?;
         let call = self.store.call_by_external_id(&first.team_id, &first.external_id).await?;
         let key = format!("recordings/{}/{}/{}.{extension}", call.team_id, call.id, uuid::Uuid::now_v7());
         let mut writing = self.objects.writer(&key).await.map_err(storage_failed)?;
@@ -299,6 +309,7 @@ impl ConversationIngest for ConversationsApi {
             checks.0.push(FieldViolation::new("score", "must be a number"));
         }
         checks.finish()?;
+        self.check_team(&request.team_id).await?;
         let end = CallEnd { ended_at_ms, status: request.status, summary: request.summary, score: request.score };
         reply(self.store.end_call(&request.team_id, &request.external_id, end).await)
     }
@@ -347,6 +358,7 @@ impl ConversationIngest for ConversationsApi {
             })
             .collect();
         checks.finish()?;
+        self.check_team(&request.team_id).await?;
         let appended = self.store.append_chat_messages(&request.team_id, &request.external_id, messages).await;
         reply(appended.map(|done| AppendResponse { appended: done.appended, total: done.total }))
     }
@@ -356,6 +368,7 @@ impl ConversationIngest for ConversationsApi {
         let mut checks = Checks::default();
         let ended_at_ms = checks.time("endedAt", &request.ended_at);
         checks.finish()?;
+        self.check_team(&request.team_id).await?;
         let end = ChatEnd { ended_at_ms, summary: request.summary };
         reply(self.store.end_chat(&request.team_id, &request.external_id, end).await)
     }

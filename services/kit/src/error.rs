@@ -206,8 +206,15 @@ impl ServiceError {
                 .map(|v| ProtoViolation { field: v.field.clone(), message: v.message.clone() })
                 .collect(),
             retry_at_ms: self.retry_at_ms,
+            message: self.message.clone(),
         };
-        tonic::Status::with_details(self.kind.grpc_code(), self.message.clone(), detail.encode_to_vec().into())
+        let text = if self.details.is_empty() {
+            self.message.clone()
+        } else {
+            let violations: Vec<String> = self.details.iter().map(|v| format!("{} {}", v.field, v.message)).collect();
+            format!("{}: {}", self.message, violations.join("; "))
+        };
+        tonic::Status::with_details(self.kind.grpc_code(), text, detail.encode_to_vec().into())
     }
 
     /// Rebuilds the service's error from a status; statuses without Switchboard details
@@ -219,9 +226,10 @@ impl ServiceError {
             .as_ref()
             .and_then(|d| ErrorKind::from_code(&d.code))
             .unwrap_or_else(|| ErrorKind::from_grpc(status.code()));
-        let message = match kind {
-            ErrorKind::Unavailable if detail.is_none() => "Service unavailable".to_owned(),
-            ErrorKind::Internal if detail.is_none() => "Internal server error".to_owned(),
+        let message = match (kind, &detail) {
+            (_, Some(detail)) if !detail.message.is_empty() => detail.message.clone(),
+            (ErrorKind::Unavailable, None) => "Service unavailable".to_owned(),
+            (ErrorKind::Internal, None) => "Internal server error".to_owned(),
             _ => status.message().to_owned(),
         };
         let mut error = Self::new(kind, message);
@@ -330,8 +338,12 @@ mod tests {
             FieldViolation::new("question", "must be 1 to 5000 characters"),
             FieldViolation::new("answer", "is required"),
         ]);
-        let back = ServiceError::from_status(&original.to_status());
+        let status = original.to_status();
+        // Plain gRPC clients (grpcurl) read which fields are wrong off the message.
+        assert_eq!(status.message(), "Validation error: question must be 1 to 5000 characters; answer is required");
+        let back = ServiceError::from_status(&status);
         assert_eq!(back.details, original.details);
+        assert_eq!(back.message, "Validation error");
         assert_eq!(back.kind.http_status(), 400);
     }
 

@@ -694,7 +694,12 @@ impl CrmStore {
     /// schemas and all its tags. Ties of the sort key go by id in the same direction, and
     /// contacts without the key (no first name, say) come last either way.
     pub async fn list_contacts(&self, team_id: &str, filter: &ContactFilter) -> ServiceResult<ListContactsResponse> {
-        let search = filter.search.as_deref().map(listing::normalise_query).filter(|query| !query.is_empty());
+        // Numbers are stored in E.164: `555-2671` is looked for as `5552671`.
+        let search = filter
+            .search
+            .as_deref()
+            .map(|query| listing::phone_fragment(query).unwrap_or_else(|| listing::normalise_query(query)))
+            .filter(|query| !query.is_empty());
         let mut violations = vec![
             uuid_violation("teamId", team_id),
             limits::PAGE.check("page", i64::from(filter.page)),
