@@ -186,6 +186,52 @@ async fn concurrent_upserts_of_one_call_make_one_call() {
     .await;
 }
 
+/// On PostgreSQL each call and chat keeps the trigram signature of all its search text:
+/// every search its text answers passes the check, and a text it does not hold mostly fails it.
+#[tokio::test]
+async fn signatures_cover_every_text_of_a_conversation() {
+    on_every_engine(|store| async move {
+        if store.db().engine() != Engine::Postgres {
+            return;
+        }
+        let team = team();
+        let quokka = store.upsert_call(&team, new_call("c1", 1_700_000_000_000)).await.unwrap();
+        store.append_transcript(&team, "c1", vec![segment(1, "Is the Quokka plushie back?", 0)]).await.unwrap();
+        store.end_call(&team, "c1", end(1_700_000_060_000, Some("Asked about stock"))).await.unwrap();
+        let other = store.upsert_call(&team, new_call("c2", 1_700_000_000_000)).await.unwrap();
+        store.append_transcript(&team, "c2", vec![segment(1, "Where is my order?", 0)]).await.unwrap();
+        let chat = store.upsert_chat(&team, new_chat("h1", 500)).await.unwrap();
+        store.append_chat_messages(&team, "h1", vec![message("m1", "Any quokkas left?", 1_000)]).await.unwrap();
+
+        let passes = |table: &'static str, id: String, query: &'static str| {
+            let store = store.clone();
+            async move {
+                let bits = switchboard_kit::signature::Signature::of(query).bit_string();
+                let kind = switchboard_kit::signature::SQL_TYPE;
+                let sql =
+                    format!("SELECT (text_signature & $1::{kind}) = $1::{kind} AS passes FROM {table} WHERE id = $2");
+                let row = sqlx::query(&sql).bind(bits).bind(id).fetch_one(store.db().pool()).await.unwrap();
+                row.try_get::<bool, _>("passes").unwrap()
+            }
+        };
+        for query in ["quokka", "plushie back", "stock", "+14155552671", "14155550100"] {
+            assert!(passes("calls", quokka.id.clone(), query).await, "{query}");
+        }
+        assert!(passes("calls", other.id.clone(), "my order").await);
+        assert!(!passes("calls", other.id.clone(), "quokka plushie").await);
+        assert!(passes("chats", chat.id.clone(), "quokkas").await);
+        assert!(!passes("chats", chat.id.clone(), "where is my order").await);
+        // A row written without a signature (every bit set, the column's default) passes.
+        sqlx::query("UPDATE calls SET text_signature = DEFAULT WHERE id = $1")
+            .bind(other.id.clone())
+            .execute(store.db().pool())
+            .await
+            .unwrap();
+        assert!(passes("calls", other.id.clone(), "quokka plushie").await);
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn segments_come_back_in_seq_order_once_each() {
     on_every_engine(|store| async move {

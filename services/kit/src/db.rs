@@ -30,6 +30,11 @@ impl Engine {
             anyhow::bail!("unsupported database URL scheme (use sqlite: or postgres:)")
         }
     }
+
+    /// The engine a connection talks to, for code that holds a connection but not its pool.
+    pub fn of(conn: &sqlx::AnyConnection) -> Engine {
+        if conn.backend_name() == <sqlx::Postgres as sqlx::Database>::NAME { Engine::Postgres } else { Engine::Sqlite }
+    }
 }
 
 /// The migrations of one service, one folder per engine.
@@ -90,9 +95,14 @@ impl Db {
                     // worker start-up cost more than it saved when measured (a contact list
                     // filtered by two tags: 20.8 ms parallel, 10.6 ms not; a count of 57,000
                     // call search matches: 114 ms parallel, 83 ms not, on 2 cores).
+                    //
+                    // No JIT either: a search's list statement, planned with per-row probes, has
+                    // a cost estimate past `jit_above_cost`, and compiling it took 150-300 ms for
+                    // a statement that runs in 10 (bench/conversations.sh, 100,000 calls).
                     .after_connect(|conn, _meta| {
                         Box::pin(async move {
                             conn.execute("SET max_parallel_workers_per_gather = 0").await?;
+                            conn.execute("SET jit = off").await?;
                             Ok(())
                         })
                     })

@@ -19,6 +19,7 @@ pub mod query_spans;
 pub mod recent;
 pub mod redis_client;
 pub mod shutdown;
+pub mod signature;
 pub mod team_versions;
 pub mod telemetry;
 pub mod testdb;

@@ -276,24 +276,26 @@ async fn index_meta(conn: &mut AnyConnection, call: &Call) -> ServiceResult<()> 
 async fn insert_call(conn: &mut AnyConnection, team_id: &str, new: &NewCall) -> ServiceResult<Option<Call>> {
     let id = uuid::Uuid::now_v7().to_string();
     let now = now_ms();
-    let inserted = sqlx::query(
+    let (signature, empty) = search::empty_signature(conn);
+    let sql = format!(
         "INSERT INTO calls (id, team_id, external_id, agent_id, from_number, to_number, direction, status, \
-         started_at, flagged, favorite, spam, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, 0, 0, $10, $10) \
-         ON CONFLICT (team_id, external_id) DO NOTHING RETURNING id",
-    )
-    .bind(&id)
-    .bind(team_id)
-    .bind(new.external_id.as_str())
-    .bind(new.agent_id.as_deref())
-    .bind(new.from.as_str())
-    .bind(new.to.as_str())
-    .bind(new.direction.as_str())
-    .bind(new.status.as_str())
-    .bind(new.started_at_ms)
-    .bind(now)
-    .fetch_optional(&mut *conn)
-    .await?;
+         started_at, flagged, favorite, spam, created_at, updated_at{signature}) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, 0, 0, $10, $10{empty}) \
+         ON CONFLICT (team_id, external_id) DO NOTHING RETURNING id"
+    );
+    let inserted = sqlx::query(&sql)
+        .bind(&id)
+        .bind(team_id)
+        .bind(new.external_id.as_str())
+        .bind(new.agent_id.as_deref())
+        .bind(new.from.as_str())
+        .bind(new.to.as_str())
+        .bind(new.direction.as_str())
+        .bind(new.status.as_str())
+        .bind(new.started_at_ms)
+        .bind(now)
+        .fetch_optional(&mut *conn)
+        .await?;
     if inserted.is_none() {
         return Ok(None);
     }

@@ -155,23 +155,25 @@ async fn index_contact(conn: &mut AnyConnection, chat: &Chat) -> ServiceResult<(
 async fn insert_chat(conn: &mut AnyConnection, team_id: &str, new: &NewChat) -> ServiceResult<Option<Chat>> {
     let id = uuid::Uuid::now_v7().to_string();
     let now = now_ms();
-    let inserted = sqlx::query(
+    let (signature, empty) = search::empty_signature(conn);
+    let sql = format!(
         "INSERT INTO chats (id, team_id, external_id, agent_id, channel, status, contact_number, contact_email, \
-         message_count, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9, $10) \
-         ON CONFLICT (team_id, external_id) DO NOTHING RETURNING id",
-    )
-    .bind(&id)
-    .bind(team_id)
-    .bind(new.external_id.as_str())
-    .bind(new.agent_id.as_deref())
-    .bind(new.channel.as_str())
-    .bind(ChatStatus::Active.as_str())
-    .bind(new.contact_number.as_deref())
-    .bind(new.contact_email.as_deref())
-    .bind(new.started_at_ms)
-    .bind(now)
-    .fetch_optional(&mut *conn)
-    .await?;
+         message_count, created_at, updated_at{signature}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9, $10{empty}) \
+         ON CONFLICT (team_id, external_id) DO NOTHING RETURNING id"
+    );
+    let inserted = sqlx::query(&sql)
+        .bind(&id)
+        .bind(team_id)
+        .bind(new.external_id.as_str())
+        .bind(new.agent_id.as_deref())
+        .bind(new.channel.as_str())
+        .bind(ChatStatus::Active.as_str())
+        .bind(new.contact_number.as_deref())
+        .bind(new.contact_email.as_deref())
+        .bind(new.started_at_ms)
+        .bind(now)
+        .fetch_optional(&mut *conn)
+        .await?;
     if inserted.is_none() {
         return Ok(None);
     }

@@ -5,7 +5,9 @@
 
 use sqlx::AnyConnection;
 use switchboard_kit::ServiceResult;
+use switchboard_kit::db::Engine;
 use switchboard_kit::listing::TextIndex;
+use switchboard_kit::signature::{self, Signature};
 
 /// Which conversations a search row belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +32,14 @@ impl Kind {
     fn owner_column(self) -> &'static str {
         self.index().owner_column
     }
+
+    /// The table of the conversations themselves.
+    fn owner_table(self) -> &'static str {
+        match self {
+            Kind::Call => "calls",
+            Kind::Chat => "chats",
+        }
+    }
 }
 
 /// A search finding 2,000 rows or more is frequent: carrying more cost more than it saved
@@ -41,13 +51,29 @@ const CALL_TEXT: TextIndex = TextIndex {
     fts_table: "call_search_fts",
     owner_column: "call_id",
     carried_rows: CARRIED_ROWS,
+    signature_column: Some(SIGNATURE_COLUMN),
 };
 const CHAT_TEXT: TextIndex = TextIndex {
     table: "chat_search",
     fts_table: "chat_search_fts",
     owner_column: "chat_id",
     carried_rows: CARRIED_ROWS,
+    signature_column: Some(SIGNATURE_COLUMN),
 };
+
+/// The column of `calls` and `chats` (PostgreSQL only) holding the signature of all their
+/// search text: see `switchboard_kit::signature` and migration 0004.
+const SIGNATURE_COLUMN: &str = "text_signature";
+
+/// The column and value an INSERT of a new call or chat adds so that its signature starts
+/// empty and gains the bits of its texts (PostgreSQL; nothing on SQLite). Rows written without
+/// it get the column's default, every bit set, which is always safe: such rows are probed.
+pub(super) fn empty_signature(conn: &AnyConnection) -> (&'static str, String) {
+    match Engine::of(conn) {
+        Engine::Postgres => (", text_signature", format!(", B'0'::{}", signature::SQL_TYPE)),
+        Engine::Sqlite => ("", String::new()),
+    }
+}
 
 /// What a search row holds: see the migration's `source` check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,7 +122,18 @@ pub(super) async fn add(
         kind.table(),
         kind.owner_column()
     );
-    sqlx::query(&sql).bind(owner_id).bind(team_id).bind(source.as_str()).bind(body).execute(conn).await?;
+    let signature = Signature::of(&body);
+    sqlx::query(&sql).bind(owner_id).bind(team_id).bind(source.as_str()).bind(body).execute(&mut *conn).await?;
+    // PostgreSQL's frequent searches check the signature before the text (SQLite's FTS5
+    // index answers them without walking).
+    if Engine::of(conn) == Engine::Postgres && !signature.is_empty() {
+        let sql = format!(
+            "UPDATE {} SET {SIGNATURE_COLUMN} = {SIGNATURE_COLUMN} | $1::{} WHERE id = $2",
+            kind.owner_table(),
+            signature::SQL_TYPE
+        );
+        sqlx::query(&sql).bind(signature.bit_string()).bind(owner_id).execute(conn).await?;
+    }
     Ok(())
 }
 

@@ -35,6 +35,7 @@ const CONTACT_TEXT: TextIndex = TextIndex {
     fts_table: "contact_search_fts",
     owner_column: "contact_id",
     carried_rows: 10_000,
+    signature_column: None,
 };
 
 const CONTACT_COLUMNS: &str =
