@@ -130,7 +130,7 @@ impl Filter {
 
     /// A WHERE clause that selects the same rows as [`Filter::sql`] with a frequent search as a
     /// semi-join: a form whose size the planner can estimate, and whose matches it may hash
-    /// when a count needs a thousand of them.
+    /// when a count needs many of them (every count of a list uses it).
     fn matched_sql(&self) -> String {
         Self::joined(self.conditions.iter().chain(&self.matched))
     }
@@ -473,7 +473,7 @@ pub async fn count(
     filter: &Filter,
     extra: &str,
 ) -> ServiceResult<i64> {
-    let sql = format!("SELECT COUNT(*) AS n FROM {} WHERE {}{extra}", listing.from, filter.sql());
+    let sql = format!("SELECT COUNT(*) AS n FROM {} WHERE {}{extra}", listing.from, filter.matched_sql());
     Ok(filter.bind(statement(&sql)).fetch_one(conn).await?.try_get("n")?)
 }
 
