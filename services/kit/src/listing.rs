@@ -199,10 +199,9 @@ impl Filter {
                 let matched = format!("{alias}.id IN (SELECT s.{owner} FROM {table} s WHERE {rows})");
                 match index.signature_column.filter(|_| engine == Engine::Postgres) {
                     Some(column) => {
-                        self.probe_each_row(&format!("{alias}.{column}"), query, matched);
                         let probe =
                             format!("(SELECT 1 FROM {table} s WHERE s.{owner} = {alias}.id AND {rows} LIMIT 1) = 1");
-                        self.executed.push(probe);
+                        self.probe_each_row(&format!("{alias}.{column}"), query, (matched, probe));
                         return Ok(found);
                     }
                     None => matched,
@@ -218,21 +217,23 @@ impl Filter {
     /// whole list against the text index: the list is then always a walk along its sort index
     /// that stops at the page (or at the count's end), and a row whose signature lacks a bit
     /// of the query costs a bit test instead of a probe (about 6 µs). At 100,000 calls, a word
-    /// said only in the shortest calls, sorted by duration, took 57-75 ms and takes 13.
+    /// said only in the shortest calls, sorted by duration, took 57-75 ms in PostgreSQL and takes 13.
     ///
     /// The planner can estimate neither a bit test nor a subquery per row (it would take them
     /// for nearly no rows, and then sort or hash every row of the team: 40-200 ms), so the
     /// check is wrapped as an inequality it gives a third of the rows. Counts and estimates use
     /// `matched`, the same search as a semi-join: counting to 1,001 matches of a word in 5 % of
     /// the calls walked 21,000 rows, where hashing the word's matches was cheaper. The bits are
-    /// written into the statement: they are ours, not the client's.
-    fn probe_each_row(&mut self, column: &str, query: &str, matched: String) {
+    /// written into the statement: they are ours, not the client's. `probe` is the per-row
+    /// subquery, kept one (`LIMIT 1`) so that the planner cannot turn it into a join.
+    fn probe_each_row(&mut self, column: &str, query: &str, (matched, probe): (String, String)) {
         self.matched.push(matched);
         let signature = Signature::of(query);
         if !signature.is_empty() {
             let bits = format!("B'{}'", signature.bit_string());
             self.executed.push(format!("(CASE WHEN ({column} & {bits}) = {bits} THEN 1 ELSE 0 END) > 0"));
         }
+        self.executed.push(probe);
     }
 
     /// The condition on the team's search rows `s` that hold `query`.
