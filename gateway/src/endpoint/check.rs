@@ -58,8 +58,7 @@ pub fn check(schema: &Value, value: &Value, path: &str, out: &mut Vec<FieldViola
 }
 
 /// A value is valid when one branch admits it; otherwise the problems of the branch that
-/// matches its JSON type (or the first) are reported.
-/// Branches that only name formats (a date-time or a date) are reported together.
+/// matches its JSON type (or the first) are reported. Branches that only name formats (a date-time or a date) are reported together.
 fn check_branches(branches: &[Value], value: &Value, path: &str, out: &mut Vec<FieldViolation>) {
     let mut first = None;
     let mut formats = Vec::new();

@@ -475,17 +475,16 @@ impl<T: JsonSchema> JsonSchema for Patch<T> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn query_strings_must_be_percent_encoded_utf8() {
-        let raw =
-            super::RawInput::with_query(Some("query=caf%C3%A9+au+lait&limit=5&limit=9&bad=%zz&worse=%ff%fe&&x=%4"));
+        let raw = RawInput::with_query(Some("query=caf%C3%A9+au+lait&limit=5&limit=9&bad=%zz&worse=%ff%fe&&x=%4"));
         assert_eq!(raw.query["query"], "café au lait");
         assert_eq!(raw.query["limit"], "5");
         assert_eq!(raw.malformed_query, ["bad", "worse", "x"]);
-        assert!(super::RawInput::with_query(None).query.is_empty());
+        assert!(RawInput::with_query(None).query.is_empty());
     }
-
-    use super::*;
 
     /// The published pattern and the check agree on every kind of input.
     #[test]

@@ -320,21 +320,6 @@ pub fn normalise_query(query: &str) -> String {
     query.trim().to_lowercase()
 }
 
-/// A search typed as part of a phone number (`555-2671`, `(415) 555`, `+1 415`): its digits,
-/// after a `+` if it starts with one, as they appear in a stored E.164 number. `None` for any
-/// other text, and for fewer than 3 digits.
-pub fn phone_fragment(query: &str) -> Option<String> {
-    let query = query.trim();
-    let digits = query.chars().filter(char::is_ascii_digit).count();
-    let phone_like =
-        query.chars().all(|c| c.is_ascii_digit() || " -.()/+".contains(c)) && query.chars().skip(1).all(|c| c != '+');
-    if digits < 3 || !phone_like {
-        return None;
-    }
-    let plus = if query.starts_with('+') { "+" } else { "" };
-    Some(format!("{plus}{}", query.chars().filter(char::is_ascii_digit).collect::<String>()))
-}
-
 /// How a list is read: `SELECT {columns} FROM {from} WHERE {filter}`, sorted by `key` then
 /// `id`, both in the same direction. A nullable key puts the rows without one last in either
 /// direction, by id.
@@ -525,17 +510,6 @@ mod tests {
     #[test]
     fn like_patterns_take_wildcards_literally() {
         assert_eq!(like_pattern("50%_a\\b"), "%50\\%\\_a\\\\b%");
-    }
-
-    #[test]
-    fn phone_fragments_keep_their_digits() {
-        assert_eq!(phone_fragment("555-2671").as_deref(), Some("5552671"));
-        assert_eq!(phone_fragment(" (415) 555.2671 ").as_deref(), Some("4155552671"));
-        assert_eq!(phone_fragment("+1 415").as_deref(), Some("+1415"));
-        assert_eq!(phone_fragment("5552671").as_deref(), Some("5552671"));
-        assert_eq!(phone_fragment("12"), None);
-        assert_eq!(phone_fragment("1+2345"), None);
-        assert_eq!(phone_fragment("grace 555"), None);
     }
 
     #[test]

@@ -51,9 +51,35 @@ impl PhoneRules {
     }
 }
 
+/// A search typed as part of a phone number (`555-2671`, `(415) 555`, `+1 415`): its digits,
+/// after a `+` if it starts with one, as they appear in a stored E.164 number. `None` for any
+/// other text, and for fewer than 3 digits.
+pub fn fragment(query: &str) -> Option<String> {
+    let query = query.trim();
+    let digits = query.chars().filter(char::is_ascii_digit).count();
+    let phone_like =
+        query.chars().all(|c| c.is_ascii_digit() || " -.()/+".contains(c)) && query.chars().skip(1).all(|c| c != '+');
+    if digits < 3 || !phone_like {
+        return None;
+    }
+    let plus = if query.starts_with('+') { "+" } else { "" };
+    Some(format!("{plus}{}", query.chars().filter(char::is_ascii_digit).collect::<String>()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn phone_fragments_keep_their_digits() {
+        assert_eq!(fragment("555-2671").as_deref(), Some("5552671"));
+        assert_eq!(fragment(" (415) 555.2671 ").as_deref(), Some("4155552671"));
+        assert_eq!(fragment("+1 415").as_deref(), Some("+1415"));
+        assert_eq!(fragment("5552671").as_deref(), Some("5552671"));
+        assert_eq!(fragment("12"), None);
+        assert_eq!(fragment("1+2345"), None);
+        assert_eq!(fragment("grace 555"), None);
+    }
 
     #[test]
     fn spellings_of_one_number_are_one_e164() {

@@ -13,6 +13,7 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 use switchboard_kit::limits::{self, Length};
 use switchboard_kit::listing::{self, Arg, Filter, Listing, TextIndex, Total};
+use switchboard_kit::phone;
 use switchboard_kit::time::now_ms;
 use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, validate};
 use switchboard_proto::v1::{
@@ -699,7 +700,7 @@ impl CrmStore {
         let search = filter
             .search
             .as_deref()
-            .map(|query| listing::phone_fragment(query).unwrap_or_else(|| listing::normalise_query(query)))
+            .map(|query| phone::fragment(query).unwrap_or_else(|| listing::normalise_query(query)))
             .filter(|query| !query.is_empty());
         let mut violations = vec![
             uuid_violation("teamId", team_id),
