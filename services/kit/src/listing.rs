@@ -92,6 +92,10 @@ pub struct Filter {
     /// A search matched too many rows to carry their ids: the list's total is counted only up
     /// to [`EXACT_TOTAL_UP_TO`] and estimated beyond (see [`read_page`]).
     frequent_search: bool,
+    /// Some of a frequent search's matches (owner ids), read while finding it frequent: when
+    /// enough of them pass the other conditions, the list has more than [`EXACT_TOTAL_UP_TO`]
+    /// rows without the whole search being matched to count them (see [`read_page`]).
+    sampled: Vec<String>,
     /// How a frequent search is matched when a page is read ([`Filter::sql`]), and when the
     /// list is counted or its size estimated ([`Filter::matched_sql`]): see
     /// [`Filter::probe_each_row`].
@@ -178,7 +182,18 @@ impl Filter {
         query: &str,
     ) -> ServiceResult<Option<usize>> {
         let indexed = query.chars().count() >= 3;
-        let carried = if indexed { matching_ids(conn, engine, index, &self.team_id, query).await? } else { None };
+        let matches = if indexed {
+            matching_ids(conn, engine, index, &self.team_id, query).await?
+        } else {
+            Matches::Frequent(Vec::new())
+        };
+        let carried = match matches {
+            Matches::Carried(ids) => Some(ids),
+            Matches::Frequent(sampled) => {
+                self.sampled = sampled;
+                None
+            }
+        };
         let found = carried.as_ref().map(Vec::len);
         let condition = match carried {
             Some(ids) if ids.is_empty() => "1 = 0".to_owned(),
@@ -202,10 +217,13 @@ impl Filter {
                         let probe =
                             format!("(SELECT 1 FROM {table} s WHERE s.{owner} = {alias}.id AND {rows} LIMIT 1) = 1");
                         self.probe_each_row(&format!("{alias}.{column}"), query, (matched, probe));
-                        return Ok(found);
                     }
-                    None => matched,
+                    None => {
+                        self.executed.push(matched.clone());
+                        self.matched.push(matched);
+                    }
                 }
+                return Ok(found);
             }
         };
         self.and(condition);
@@ -271,9 +289,18 @@ pub const EXACT_TOTAL_UP_TO: i64 = 1_000;
 /// The placeholder of the team id: the first value of every list's filter.
 const TEAM: &str = "$1";
 
-/// The team's rows whose text holds `query` (3 characters or more), or `None` when there are
-/// too many to carry: more than [`CARRIED_MATCHES`] on SQLite, [`TextIndex::carried_rows`]
-/// search rows or more on PostgreSQL.
+/// What [`matching_ids`] found.
+enum Matches {
+    /// Every matching owner id, few enough to carry.
+    Carried(Vec<String>),
+    /// Too many to carry; the distinct owner ids among the matches read on the way (none when
+    /// the planner's estimate alone said so).
+    Frequent(Vec<String>),
+}
+
+/// The team's rows whose text holds `query` (3 characters or more), or [`Matches::Frequent`]
+/// when there are too many to carry: more than [`CARRIED_MATCHES`] on SQLite,
+/// [`TextIndex::carried_rows`] search rows or more on PostgreSQL.
 ///
 /// PostgreSQL reads at most that many rows, not distinct ones: a `DISTINCT` would read every
 /// match before the limit applies, which is the cost being avoided.
@@ -283,7 +310,7 @@ async fn matching_ids(
     index: &TextIndex,
     team_id: &str,
     query: &str,
-) -> ServiceResult<Option<Vec<String>>> {
+) -> ServiceResult<Matches> {
     let mut alone = Filter::default();
     alone.arg(Arg::Text(team_id.to_owned()));
     let rows = alone.matching_rows(engine, index, query);
@@ -294,25 +321,23 @@ async fn matching_ids(
         let most = index.carried_rows;
         let expected = estimate(conn, &alone, &format!("SELECT 1 FROM {table} s WHERE {rows}")).await?;
         if expected >= most.saturating_mul(ESTIMATED_FREQUENT_FACTOR) {
-            return Ok(None);
+            return Ok(Matches::Frequent(Vec::new()));
         }
         let sql = format!("SELECT s.{owner} AS owner FROM {table} s WHERE {rows} LIMIT {most}");
         let found = alone.bind(statement(&sql)).fetch_all(conn).await?;
-        if i64::try_from(found.len()).unwrap_or(i64::MAX) >= most {
-            return Ok(None);
-        }
+        let frequent = i64::try_from(found.len()).unwrap_or(i64::MAX) >= most;
         let mut ids = found.iter().map(|row| row.try_get("owner")).collect::<Result<Vec<String>, _>>()?;
         ids.sort_unstable();
         ids.dedup();
-        return Ok(Some(ids));
+        return Ok(if frequent { Matches::Frequent(ids) } else { Matches::Carried(ids) });
     }
     let most = CARRIED_MATCHES + 1;
     let sql = format!("SELECT DISTINCT s.{owner} AS owner FROM {table} s WHERE {rows} LIMIT {most}");
     let found = alone.bind(statement(&sql)).fetch_all(conn).await?;
     if found.len() > CARRIED_MATCHES {
-        return Ok(None);
+        return Ok(Matches::Frequent(Vec::new()));
     }
-    Ok(Some(found.iter().map(|row| row.try_get("owner")).collect::<Result<_, _>>()?))
+    Ok(Matches::Carried(found.iter().map(|row| row.try_get("owner")).collect::<Result<_, _>>()?))
 }
 
 /// How a `search` is matched: trimmed and lowercased like the indexed text.
@@ -363,7 +388,10 @@ pub async fn read_page(
         let total = count(conn, listing, filter, "").await?;
         return Ok((read_counted_page(conn, listing, filter, (offset, limit), total).await?, Total::exact(total)));
     }
-    let counted = count_up_to(conn, listing, filter, EXACT_TOTAL_UP_TO + 1).await?;
+    let counted = match count_sampled(conn, listing, filter, EXACT_TOTAL_UP_TO + 1).await? {
+        Some(more) if more > EXACT_TOTAL_UP_TO => more,
+        _ => count_up_to(conn, listing, filter, EXACT_TOTAL_UP_TO + 1).await?,
+    };
     if counted <= EXACT_TOTAL_UP_TO {
         return Ok((read_counted_page(conn, listing, filter, (offset, limit), counted).await?, Total::exact(counted)));
     }
@@ -397,6 +425,31 @@ async fn count_up_to(
         filter.matched_sql()
     );
     Ok(filter.bind(statement(&sql)).fetch_one(conn).await?.try_get("n")?)
+}
+
+/// How many of a frequent search's sampled matches ([`Filter::search`]) pass the list's other
+/// conditions, counting no further than `most`; `None` when too few were sampled to reach it.
+/// Reaching it settles that the list is long by looking the sampled rows up by id: a word in 5 %
+/// of 100,000 calls, matched whole to count its first 1,001 incoming calls, took 20 ms.
+async fn count_sampled(
+    conn: &mut AnyConnection,
+    listing: &Listing<'_>,
+    filter: &Filter,
+    most: i64,
+) -> ServiceResult<Option<i64>> {
+    if i64::try_from(filter.sampled.len()).unwrap_or(i64::MAX) < most {
+        return Ok(None);
+    }
+    let sql = format!(
+        "SELECT COUNT(*) AS n FROM (SELECT 1 FROM {} WHERE {} AND {} = ANY(string_to_array({}, ',')) LIMIT {most}) \
+         counted",
+        listing.from,
+        Filter::joined(filter.conditions.iter()),
+        listing.id,
+        filter.next_placeholder(1)
+    );
+    let query = filter.bind(statement(&sql)).bind(filter.sampled.join(","));
+    Ok(Some(query.fetch_one(conn).await?.try_get("n")?))
 }
 
 /// The PostgreSQL planner's estimate of how many rows `query` (bound by `filter`) returns,
