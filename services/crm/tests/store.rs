@@ -1085,6 +1085,107 @@ async fn every_sort_both_ways_with_ties_and_nulls_last_pages_without_loss() {
     .await;
 }
 
+/// Lists filtered by tags hold exactly the contacts that carry every tag, in order and over
+/// every page, whichever way the tags were given (create, bulk, update) and whatever the
+/// PostgreSQL tag bits say: shared by all tags, every bit set, or left by a deleted tag.
+#[tokio::test]
+async fn tag_filtered_lists_hold_exactly_the_tagged_contacts() {
+    on_every_engine(|store| async move {
+        let team = team();
+        let (a, b, c) = (tag(&store, &team, "A").await, tag(&store, &team, "B").await, tag(&store, &team, "C").await);
+        let tagged = |i: usize| {
+            [(2, &a), (3, &b), (5, &c)]
+                .into_iter()
+                .filter(|(every, _)| i.is_multiple_of(*every))
+                .map(|(_, tag)| tag.clone())
+                .collect::<Vec<String>>()
+        };
+        let people = |i: usize| named(&number(i), Some(&format!("P{}", i % 7)), None, Some(&format!("p{i}@x.io")));
+        // Tags at create, in a bulk, and by an update that replaces other tags.
+        for i in 0..10 {
+            create(&store, &team, ContactInput { tag_ids: tagged(i), ..people(i) }).await;
+        }
+        let bulk: Vec<ContactInput> = (10..20).map(|i| ContactInput { tag_ids: tagged(i), ..people(i) }).collect();
+        let (created, failed) = store.bulk_create_contacts(&team, &bulk, ACTOR).await.unwrap();
+        assert_eq!((created.len(), failed.len()), (10, 0));
+        for i in 20..30 {
+            let contact = create(&store, &team, ContactInput { tag_ids: vec![c.clone()], ..people(i) }).await;
+            let tags = Some(TagSelection { tag_ids: tagged(i), tag_names: vec![] });
+            store.update_contact(&UpdateContactRequest { tags, ..update(&team, &contact.id) }).await.unwrap();
+        }
+        let mut carrying: Vec<(String, Vec<String>)> = (0..30).map(|i| (number(i), tagged(i))).collect();
+        let check = |carrying: Vec<(String, Vec<String>)>, what: &'static str| {
+            let store = store.clone();
+            let team = team.clone();
+            let selections =
+                [vec![a.clone()], vec![b.clone()], vec![a.clone(), b.clone()], vec![a.clone(), b.clone(), c.clone()]];
+            async move {
+                for selection in selections {
+                    for (sort, ascending) in
+                        [(ContactSort::CreatedAt, false), (ContactSort::Email, true), (ContactSort::FirstName, false)]
+                    {
+                        let everyone = ContactFilter { limit: 100, sort, ascending, ..ContactFilter::default() };
+                        let expected: Vec<String> = listed(&store, &team, everyone)
+                            .await
+                            .into_iter()
+                            .filter(|number| {
+                                let tags = &carrying.iter().find(|(n, _)| n == number).unwrap().1;
+                                selection.iter().all(|tag| tags.contains(tag))
+                            })
+                            .collect();
+                        let mut seen = Vec::new();
+                        for page in 1..=4 {
+                            let filter = ContactFilter {
+                                page,
+                                limit: 4,
+                                sort,
+                                ascending,
+                                tag_ids: selection.clone(),
+                                ..ContactFilter::default()
+                            };
+                            let response = store.list_contacts(&team, &filter).await.unwrap();
+                            assert_eq!(response.page.unwrap().total_count, expected.len() as u64, "{what}");
+                            seen.extend(response.contacts.into_iter().map(|contact| contact.number));
+                        }
+                        assert_eq!(seen, expected, "{what}: {selection:?} {sort:?}");
+                    }
+                }
+            }
+        };
+        check(carrying.clone(), "as written").await;
+        if store.db().engine() == Engine::Postgres {
+            let pool = store.db().pool();
+            sqlx::query("UPDATE tags SET bit_mask = 4 WHERE team_id = $1")
+                .bind(team.clone())
+                .execute(pool)
+                .await
+                .unwrap();
+            sqlx::query("UPDATE contacts SET tag_bits = 4 WHERE team_id = $1")
+                .bind(team.clone())
+                .execute(pool)
+                .await
+                .unwrap();
+            check(carrying.clone(), "every tag on one bit").await;
+            sqlx::query("UPDATE contacts SET tag_bits = -1 WHERE team_id = $1")
+                .bind(team.clone())
+                .execute(pool)
+                .await
+                .unwrap();
+            check(carrying.clone(), "every bit set").await;
+        }
+        store.delete_tag(&team, &b).await.unwrap();
+        for (_, tags) in &mut carrying {
+            tags.retain(|tag| *tag != b);
+        }
+        check(carrying, "after B was deleted").await;
+        let only_a = ContactFilter { limit: 100, tag_ids: vec![a.clone()], ..ContactFilter::default() };
+        assert_eq!(store.list_contacts(&team, &only_a).await.unwrap().page.unwrap().total_count, 15);
+        let with_b = ContactFilter { tag_ids: vec![b.clone()], ..ContactFilter::default() };
+        assert!(listed(&store, &team, with_b).await.is_empty());
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn another_teams_ids_are_not_found_everywhere() {
     on_every_engine(|store| async move {

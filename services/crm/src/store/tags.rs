@@ -63,6 +63,14 @@ pub(super) async fn tags_by_id(
         .map_err(Into::into)
 }
 
+/// The bits of these tags (the team's) ORed together, as `contacts.tag_bits` holds them
+/// (PostgreSQL only; migration 0003).
+pub(super) async fn bit_mask(conn: &mut AnyConnection, team_id: &str, ids: &[String]) -> ServiceResult<i64> {
+    let sql = "SELECT t.bit_mask FROM tags t WHERE t.team_id = $1 AND t.id IN ({ids})";
+    let rows = select_in(conn, sql, &[team_id], ids).await?;
+    rows.iter().try_fold(0i64, |mask, row| Ok(mask | row.try_get::<i64, _>("bit_mask")?))
+}
+
 /// Those of the name keys that the team has tags for, by key.
 pub(super) async fn tags_by_key(
     conn: &mut AnyConnection,
