@@ -1154,23 +1154,14 @@ async fn tag_filtered_lists_hold_exactly_the_tagged_contacts() {
         };
         check(carrying.clone(), "as written").await;
         if store.db().engine() == Engine::Postgres {
-            let pool = store.db().pool();
-            sqlx::query("UPDATE tags SET bit_mask = 4 WHERE team_id = $1")
-                .bind(team.clone())
-                .execute(pool)
-                .await
-                .unwrap();
-            sqlx::query("UPDATE contacts SET tag_bits = 4 WHERE team_id = $1")
-                .bind(team.clone())
-                .execute(pool)
-                .await
-                .unwrap();
+            let set = |sql: &'static str| {
+                let (pool, team) = (store.db().pool().clone(), team.clone());
+                async move { sqlx::query(sql).bind(team).execute(&pool).await.unwrap() }
+            };
+            set("UPDATE tags SET bit_mask = 4 WHERE team_id = $1").await;
+            set("UPDATE contacts SET tag_bits = 4 WHERE team_id = $1").await;
             check(carrying.clone(), "every tag on one bit").await;
-            sqlx::query("UPDATE contacts SET tag_bits = -1 WHERE team_id = $1")
-                .bind(team.clone())
-                .execute(pool)
-                .await
-                .unwrap();
+            set("UPDATE contacts SET tag_bits = -1 WHERE team_id = $1").await;
             check(carrying.clone(), "every bit set").await;
         }
         store.delete_tag(&team, &b).await.unwrap();
