@@ -214,8 +214,7 @@ impl Filter {
                 let matched = format!("{alias}.id IN (SELECT s.{owner} FROM {table} s WHERE {rows})");
                 match index.signature_column.filter(|_| engine == Engine::Postgres) {
                     Some(column) => {
-                        let probe =
-                            format!("(SELECT 1 FROM {table} s WHERE s.{owner} = {alias}.id AND {rows} LIMIT 1) = 1");
+                        let probe = probed_per_row(&format!("FROM {table} s WHERE s.{owner} = {alias}.id AND {rows}"));
                         self.probe_each_row(&format!("{alias}.{column}"), query, (matched, probe));
                     }
                     None => {
@@ -237,19 +236,16 @@ impl Filter {
     /// of the query costs a bit test instead of a probe (about 6 µs). At 100,000 calls, a word
     /// said only in the shortest calls, sorted by duration, took 57-75 ms in PostgreSQL and takes 13.
     ///
-    /// The planner can estimate neither a bit test nor a subquery per row (it would take them
-    /// for nearly no rows, and then sort or hash every row of the team: 40-200 ms), so the
-    /// check is wrapped as an inequality it gives a third of the rows. Counts and estimates use
-    /// `matched`, the same search as a semi-join: counting to 1,001 matches of a word in 5 % of
-    /// the calls walked 21,000 rows, where hashing the word's matches was cheaper. The bits are
-    /// written into the statement: they are ours, not the client's. `probe` is the per-row
-    /// subquery, kept one (`LIMIT 1`) so that the planner cannot turn it into a join.
+    /// The check is wrapped by [`weighed_a_third`] and `probe` is a [`probed_per_row`]. Counts
+    /// and estimates use `matched`, the same search as a semi-join: counting to 1,001 matches of
+    /// a word in 5 % of the calls walked 21,000 rows, where hashing the word's matches was
+    /// cheaper. The bits are written into the statement: they are ours, not the client's.
     fn probe_each_row(&mut self, column: &str, query: &str, (matched, probe): (String, String)) {
         self.matched.push(matched);
         let signature = Signature::of(query);
         if !signature.is_empty() {
             let bits = format!("B'{}'", signature.bit_string());
-            self.executed.push(format!("(CASE WHEN ({column} & {bits}) = {bits} THEN 1 ELSE 0 END) > 0"));
+            self.executed.push(weighed_a_third(&format!("({column} & {bits}) = {bits}")));
         }
         self.executed.push(probe);
     }
@@ -268,6 +264,21 @@ impl Filter {
             format!("s.team_id = {TEAM} AND s.body LIKE {pattern} ESCAPE '\\'")
         }
     }
+}
+
+/// `test` (a bit test, say) as a condition the PostgreSQL planner gives a third of the rows.
+/// It can estimate neither a bit test nor a subquery per row and takes them for nearly none;
+/// it would then sort or hash every row of the team (40-200 ms) rather than walk the sort
+/// index to the page.
+pub fn weighed_a_third(test: &str) -> String {
+    format!("(CASE WHEN {test} THEN 1 ELSE 0 END) > 0")
+}
+
+/// The condition that the listed row has a related row (`from_where`, a `FROM ... WHERE ...`
+/// naming the listed row), probed for each row a walk reaches: kept one (`LIMIT 1`) so that
+/// the planner cannot turn it into a join over every related row.
+pub fn probed_per_row(from_where: &str) -> String {
+    format!("(SELECT 1 {from_where} LIMIT 1) = 1")
 }
 
 /// How many rows a search may find for their ids to be carried into the list's queries, as

@@ -56,14 +56,14 @@ impl PhoneRules {
 /// other text, and for fewer than 3 digits.
 pub fn fragment(query: &str) -> Option<String> {
     let query = query.trim();
-    let digits = query.chars().filter(char::is_ascii_digit).count();
+    let digits: String = query.chars().filter(char::is_ascii_digit).collect();
     let phone_like =
         query.chars().all(|c| c.is_ascii_digit() || " -.()/+".contains(c)) && query.chars().skip(1).all(|c| c != '+');
-    if digits < 3 || !phone_like {
+    if digits.len() < 3 || !phone_like {
         return None;
     }
     let plus = if query.starts_with('+') { "+" } else { "" };
-    Some(format!("{plus}{}", query.chars().filter(char::is_ascii_digit).collect::<String>()))
+    Some(format!("{plus}{digits}"))
 }
 
 #[cfg(test)]

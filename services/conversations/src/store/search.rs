@@ -68,10 +68,10 @@ const SIGNATURE_COLUMN: &str = "text_signature";
 /// The column and value an INSERT of a new call or chat adds so that its signature starts
 /// empty and gains the bits of its texts (PostgreSQL; nothing on SQLite). Rows written without
 /// it get the column's default, every bit set, which is always safe: such rows are probed.
-pub(super) fn empty_signature(conn: &AnyConnection) -> (&'static str, String) {
+pub(super) fn empty_signature(conn: &AnyConnection) -> (String, String) {
     match Engine::of(conn) {
-        Engine::Postgres => (", text_signature", format!(", B'0'::{}", signature::SQL_TYPE)),
-        Engine::Sqlite => ("", String::new()),
+        Engine::Postgres => (format!(", {SIGNATURE_COLUMN}"), format!(", B'0'::{}", signature::SQL_TYPE)),
+        Engine::Sqlite => (String::new(), String::new()),
     }
 }
 

@@ -760,19 +760,16 @@ impl CrmStore {
         }
         let mut conditions = Filter::for_team(engine, "c", team_id, search.is_some());
         if let Some(mask) = tag_bits {
-            // Wrapped so that the planner, which cannot estimate a bit test, takes it for a
-            // third of the rows rather than for almost none (and would then sort every match).
-            conditions.and(format!("(CASE WHEN (c.tag_bits & {mask}) = {mask} THEN 1 ELSE 0 END) > 0"));
+            conditions.and(listing::weighed_a_third(&format!("(c.tag_bits & {mask}) = {mask}")));
         }
         for tag_id in tag_ids {
             let tag = conditions.arg(Arg::Text(tag_id));
             conditions.and(match tag_bits {
-                // A probe per contact that passed the bit test, kept one (`LIMIT 1`) so that the
-                // planner cannot turn it into a join: the page is then a walk along the sort
+                // Only contacts whose bits passed are probed; the page is a walk along the sort
                 // index that stops at the page.
-                Some(_) => format!(
-                    "(SELECT 1 FROM contact_tags ct WHERE ct.contact_id = c.id AND ct.tag_id = {tag} LIMIT 1) = 1"
-                ),
+                Some(_) => listing::probed_per_row(&format!(
+                    "FROM contact_tags ct WHERE ct.contact_id = c.id AND ct.tag_id = {tag}"
+                )),
                 None => format!("c.id IN (SELECT ct.contact_id FROM contact_tags ct WHERE ct.tag_id = {tag})"),
             });
         }
