@@ -27,4 +27,5 @@ mod replicas;
 mod scoping;
 mod sources;
 mod telemetry;
+mod upload_limits;
 mod webhooks;

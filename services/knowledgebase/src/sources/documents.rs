@@ -1,9 +1,12 @@
 //! Uploaded documents into text sections. Formats are known by the file's extension; a file
-//! that is not what its extension says, or holds no text, is refused with the reason.
+//! that is not what its extension says, holds no text, or would grow past one of the caps of
+//! [`bounded`] while it is read, is refused with the reason.
 
-use std::io::{Cursor, Read};
+use std::io::{BufReader, Cursor};
 
+use super::bounded::{self, Capped, Limits};
 use super::html::{self, Section};
+use super::pdf;
 use super::qa::{self, QaPair};
 
 pub const SUPPORTED: &str = ".txt, .md, .html, .pdf, .docx, .csv";
@@ -75,6 +78,11 @@ fn utf8(bytes: &[u8]) -> Result<&str, String> {
 /// Parses a document; `Err` carries a reason fit for the client. PDF parsing is done on
 /// the caller's blocking thread and may take a while for large files.
 pub fn parse(format: Format, bytes: &[u8]) -> Result<Parsed, String> {
+    parse_within(format, bytes, &Limits::DEFAULT)
+}
+
+/// [`parse`] within other caps than the service's.
+pub fn parse_within(format: Format, bytes: &[u8], limits: &Limits) -> Result<Parsed, String> {
     let parsed = match format {
         Format::Text => Parsed { sections: qa::plain_text_sections(utf8(bytes)?), ..Parsed::default() },
         Format::Markdown => Parsed { sections: qa::markdown_sections(utf8(bytes)?), ..Parsed::default() },
@@ -83,8 +91,8 @@ pub fn parse(format: Format, bytes: &[u8]) -> Result<Parsed, String> {
             Parsed { title: page.title, sections: page.sections, pairs: Vec::new() }
         }
         Format::Csv => parse_csv(bytes)?,
-        Format::Pdf => parse_pdf(bytes)?,
-        Format::Docx => parse_docx(bytes)?,
+        Format::Pdf => parse_pdf(bytes, limits)?,
+        Format::Docx => parse_docx(bytes, limits)?,
     };
     if parsed.is_empty() {
         return Err("the document contains no text".to_owned());
@@ -132,9 +140,8 @@ fn parse_csv(bytes: &[u8]) -> Result<Parsed, String> {
 }
 
 /// One section per page, so that entries say where they come from.
-fn parse_pdf(bytes: &[u8]) -> Result<Parsed, String> {
-    let pages =
-        pdf_extract::extract_text_from_mem_by_pages(bytes).map_err(|e| format!("the PDF cannot be read: {e}"))?;
+fn parse_pdf(bytes: &[u8], limits: &Limits) -> Result<Parsed, String> {
+    let pages = pdf::read_pages(bytes, limits)?;
     let sections = pages
         .into_iter()
         .enumerate()
@@ -147,26 +154,46 @@ fn parse_pdf(bytes: &[u8]) -> Result<Parsed, String> {
     Ok(Parsed { sections, ..Parsed::default() })
 }
 
-/// `word/document.xml`: paragraphs in `Heading…` or `Title` styles open sections.
-fn parse_docx(bytes: &[u8]) -> Result<Parsed, String> {
+/// `word/document.xml`: paragraphs in `Heading…` or `Title` styles open sections. The
+/// archive's declared sizes are checked before anything is inflated, and the body is parsed
+/// as it inflates, counted, so that neither a lying archive nor a large body is ever held.
+fn parse_docx(bytes: &[u8], limits: &Limits) -> Result<Parsed, String> {
     use quick_xml::events::Event;
 
     let mut archive =
         zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| format!("the DOCX is not a valid archive: {e}"))?;
-    let mut xml = String::new();
-    archive
-        .by_name("word/document.xml")
-        .map_err(|_| "the DOCX has no word/document.xml".to_owned())?
-        .read_to_string(&mut xml)
-        .map_err(|e| format!("the DOCX body cannot be read: {e}"))?;
-    let mut reader = quick_xml::Reader::from_str(&xml);
+    bounded::check_declared_sizes(&mut archive, "the DOCX", limits)?;
+    let body = archive.by_name("word/document.xml").map_err(|_| "the DOCX has no word/document.xml".to_owned())?;
+    let cap = limits.docx_member_bytes.min(limits.docx_total_bytes);
+    let reason = format!("the DOCX body (word/document.xml) inflates to more than {} (the limit)", bounded::size(cap));
+    let mut reader = quick_xml::Reader::from_reader(BufReader::new(Capped::new(body, cap, reason)));
+    let mut buffer = Vec::new();
+    let mut text_bytes = 0usize;
+    let text_cap = usize::try_from(limits.text_bytes).unwrap_or(usize::MAX);
     let mut sections: Vec<Section> = Vec::new();
     let mut current = Section { heading: None, text: String::new() };
     let mut paragraph = String::new();
     let mut heading_style = false;
     let mut in_text = false;
     loop {
-        match reader.read_event().map_err(|e| format!("the DOCX body is not valid XML: {e}"))? {
+        if text_bytes > text_cap {
+            return Err(format!(
+                "the text of the document is longer than {} (the limit)",
+                bounded::size(limits.text_bytes)
+            ));
+        }
+        buffer.clear();
+        let event = match reader.read_event_into(&mut buffer) {
+            Ok(event) => event,
+            Err(error) => {
+                return Err(match (reader.get_ref().get_ref().exceeded(), &error) {
+                    (Some(reason), _) => reason.to_owned(),
+                    (None, quick_xml::Error::Io(io)) => format!("the DOCX body cannot be read: {io}"),
+                    (None, _) => format!("the DOCX body is not valid XML: {error}"),
+                });
+            }
+        };
+        match event {
             Event::Start(element) | Event::Empty(element) => match element.name().as_ref() {
                 b"w:p" => {
                     paragraph.clear();
@@ -182,12 +209,20 @@ fn parse_docx(bytes: &[u8]) -> Result<Parsed, String> {
                     heading_style = style.starts_with("heading") || style == "title";
                 }
                 b"w:t" => in_text = true,
-                b"w:tab" => paragraph.push(' '),
-                b"w:br" => paragraph.push('\n'),
+                b"w:tab" => {
+                    paragraph.push(' ');
+                    text_bytes += 1;
+                }
+                b"w:br" => {
+                    paragraph.push('\n');
+                    text_bytes += 1;
+                }
                 _ => {}
             },
             Event::Text(text) if in_text => {
-                paragraph.push_str(&text.decode().map_err(|e| format!("the DOCX text cannot be decoded: {e}"))?);
+                let text = text.decode().map_err(|e| format!("the DOCX text cannot be decoded: {e}"))?;
+                text_bytes += text.len();
+                paragraph.push_str(&text);
             }
             Event::End(element) => match element.name().as_ref() {
                 b"w:t" => in_text = false,
@@ -222,7 +257,93 @@ fn parse_docx(bytes: &[u8]) -> Result<Parsed, String> {
 
 #[cfg(test)]
 mod tests {
+    use std::io::Write;
+
     use super::*;
+
+    const SMALL: Limits = bounded::SMALL;
+
+    /// A DOCX of `members` (name, content), deflated.
+    fn docx(members: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
+        for (name, content) in members {
+            zip.start_file(*name, zip::write::SimpleFileOptions::default()).unwrap();
+            zip.write_all(content).unwrap();
+        }
+        zip.finish().unwrap().into_inner()
+    }
+
+    fn body(paragraphs: &str) -> Vec<u8> {
+        format!(
+            r#"<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>{paragraphs}</w:body></w:document>"#
+        )
+        .into_bytes()
+    }
+
+    /// Rewrites the uncompressed size `member` declares, in its local header and in the
+    /// central directory, as a crafted archive would.
+    fn declare_size(archive: &mut [u8], member: &str, declared: u32) {
+        let mut patched = 0;
+        for at in 0..archive.len().saturating_sub(46) {
+            let (name_at, size_at) = match &archive[at..at + 4] {
+                b"PK\x03\x04" => (at + 30, at + 22),
+                b"PK\x01\x02" => (at + 46, at + 24),
+                _ => continue,
+            };
+            let offset = if archive[at + 2] == 3 { 26 } else { 28 };
+            let name_len = usize::from(u16::from_le_bytes([archive[at + offset], archive[at + offset + 1]]));
+            if archive.get(name_at..name_at + name_len) == Some(member.as_bytes()) {
+                archive[size_at..size_at + 4].copy_from_slice(&declared.to_le_bytes());
+                patched += 1;
+            }
+        }
+        assert_eq!(patched, 2, "a local header and a central directory entry");
+    }
+
+    #[test]
+    fn docx_headings_open_sections() {
+        let paragraphs = r#"<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>Returns</w:t></w:r></w:p><w:p><w:r><w:t>Within 30 days.</w:t></w:r></w:p>"#;
+        let parsed = parse(Format::Docx, &docx(&[("word/document.xml", &body(paragraphs))])).unwrap();
+        assert_eq!(parsed.sections, [Section { heading: Some("Returns".into()), text: "Within 30 days.".into() }]);
+    }
+
+    #[test]
+    fn a_docx_member_declaring_a_small_size_but_inflating_past_the_cap_is_refused() {
+        let filler = "<w:p><w:r><w:rPr><w:b/></w:rPr></w:r></w:p>".repeat(3000);
+        let mut archive = docx(&[("word/document.xml", &body(&filler))]);
+        declare_size(&mut archive, "word/document.xml", 1000);
+        assert_eq!(
+            parse_within(Format::Docx, &archive, &SMALL).unwrap_err(),
+            "the DOCX body (word/document.xml) inflates to more than 64 KiB (the limit)"
+        );
+    }
+
+    #[test]
+    fn docx_declared_sizes_are_checked_before_anything_is_inflated() {
+        let big = vec![b' '; 65 * 1024 + 1];
+        let archive = docx(&[("word/document.xml", &body("")), ("word/media/big.bin", &big)]);
+        assert_eq!(
+            parse_within(Format::Docx, &archive, &SMALL).unwrap_err(),
+            "the DOCX member word/media/big.bin declares 65.0 KiB uncompressed, over the limit of 64 KiB per member"
+        );
+        let part = vec![b' '; 50 * 1024];
+        let archive = docx(&[("word/document.xml", &body("")), ("a.bin", &part), ("b.bin", &part), ("c.bin", &part)]);
+        assert_eq!(
+            parse_within(Format::Docx, &archive, &SMALL).unwrap_err(),
+            "the DOCX declares more than 128 KiB uncompressed in all, over the limit"
+        );
+    }
+
+    #[test]
+    fn the_text_of_a_docx_is_capped() {
+        let paragraphs = "<w:p><w:r><w:t>Lorem ipsum dolor sit amet.</w:t></w:r></w:p>".repeat(200);
+        let archive = docx(&[("word/document.xml", &body(&paragraphs))]);
+        assert_eq!(
+            parse_within(Format::Docx, &archive, &SMALL).unwrap_err(),
+            "the text of the document is longer than 4 KiB (the limit)"
+        );
+        assert!(parse(Format::Docx, &archive).is_ok(), "within the service's caps");
+    }
 
     #[test]
     fn formats_come_from_the_extension() {
