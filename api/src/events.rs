@@ -8,12 +8,12 @@ use serde::Serialize;
 use serde_json::Value;
 use switchboard_proto::v1::event::Resource;
 
-use super::agency::Subteam;
-use super::agents::Instructions;
-use super::calls::CallView;
-use super::chats::ChatView;
-use super::contacts::Contact;
-use super::sources::{Document, Webpage};
+use crate::agency::Subteam;
+use crate::agents::Instructions;
+use crate::calls::CallView;
+use crate::chats::ChatView;
+use crate::contacts::Contact;
+use crate::sources::{Document, Webpage};
 
 fn json(view: impl Serialize) -> Result<Value, String> {
     serde_json::to_value(view).map_err(|error| error.to_string())

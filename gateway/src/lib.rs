@@ -25,6 +25,5 @@ mod scope;
 pub mod server;
 mod services;
 
-pub use api::events::{agent_of as event_agent, render as render_event_data};
 pub use config::GatewayConfig;
 pub use server::{RunningGateway, start};

@@ -85,11 +85,11 @@ fn match_segments(segments: &[Segment], parts: &[&str]) -> Option<Vec<(&'static 
     Some(params)
 }
 
+/// The whole segment, percent-decoded: `&`, `=`, `+` and `;` are the segment's own characters
+/// here, not separators, so `<uuid>&junk=1` stays a value that is not an id. Bytes that are not
+/// UTF-8 become U+FFFD, which no parameter's schema accepts.
 fn percent_decode(part: &str) -> String {
-    url::form_urlencoded::parse(format!("x={}", part.replace('+', "%2B")).as_bytes())
-        .next()
-        .map(|(_, value)| value.into_owned())
-        .unwrap_or_default()
+    percent_encoding::percent_decode_str(part).decode_utf8_lossy().into_owned()
 }
 
 #[cfg(test)]
@@ -145,6 +145,18 @@ mod tests {
             _ => panic!("expected 405"),
         }
         assert!(matches!(router.find(Some(Method::Delete), "/v1/contacts/abc"), Match::Found(..)));
+    }
+
+    #[test]
+    fn a_segment_is_decoded_whole() {
+        let found = |path: &str| match router().find(Some(Method::Get), path) {
+            Match::Found(_, params) => params[0].1.clone(),
+            _ => panic!("no match for {path}"),
+        };
+        assert_eq!(found("/v1/agents/abc&junk=1/instructions"), "abc&junk=1");
+        assert_eq!(found("/v1/agents/a%2Fb+c;d/instructions"), "a/b+c;d");
+        assert_eq!(found("/v1/agents/%E2%9C%93/instructions"), "\u{2713}");
+        assert_eq!(found("/v1/agents/%FF/instructions"), "\u{FFFD}");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use switchboard_kit::grpc::Channel;
-use switchboard_kit::peers::{AGENTS, CONVERSATIONS, CRM, IDENTITY, KNOWLEDGEBASE, WEBHOOKS};
+use switchboard_kit::peers::Service;
 use switchboard_proto::v1::agents_service_client::AgentsServiceClient;
 use switchboard_proto::v1::conversations_service_client::ConversationsServiceClient;
 use switchboard_proto::v1::crm_service_client::CrmServiceClient;
@@ -40,19 +40,51 @@ pub struct Services {
     identities: TtlCache<String, (i64, Arc<Identity>)>,
 }
 
+/// The clients as the registry's services are connected.
+#[derive(Default)]
+struct Clients {
+    identity: Option<IdentityServiceClient<Channel>>,
+    agents: Option<AgentsServiceClient<Channel>>,
+    knowledgebase: Option<KnowledgebaseServiceClient<Channel>>,
+    conversations: Option<ConversationsServiceClient<Channel>>,
+    crm: Option<CrmServiceClient<Channel>>,
+    webhooks: Option<WebhooksServiceClient<Channel>>,
+}
+
 impl Services {
     /// Must run inside the tokio runtime that will drive the connections.
     pub fn connect(config: &GatewayConfig) -> anyhow::Result<Self> {
         let (peers, timeout) = (&config.peers, config.request_timeout);
+        // Lists and documents can be large; identities, agents and webhooks are small.
+        const LARGE: usize = 64 * 1024 * 1024;
+        let mut clients = Clients::default();
+        // Every service of the registry; the match is exhaustive, so a new service does not
+        // compile until the gateway says which client it gets.
+        for service in Service::ALL {
+            let channel = peers.channel(service.info(), timeout)?;
+            match service {
+                Service::Identity => clients.identity = Some(IdentityServiceClient::new(channel)),
+                Service::Agents => clients.agents = Some(AgentsServiceClient::new(channel)),
+                Service::Knowledgebase => {
+                    clients.knowledgebase =
+                        Some(KnowledgebaseServiceClient::new(channel).max_decoding_message_size(LARGE));
+                }
+                Service::Conversations => {
+                    clients.conversations =
+                        Some(ConversationsServiceClient::new(channel).max_decoding_message_size(LARGE));
+                }
+                Service::Crm => clients.crm = Some(CrmServiceClient::new(channel).max_decoding_message_size(LARGE)),
+                Service::Webhooks => clients.webhooks = Some(WebhooksServiceClient::new(channel)),
+            }
+        }
+        let missing = |name: &str| anyhow::anyhow!("no {name} client: the service registry has no {name} service");
         Ok(Self {
-            identity: IdentityServiceClient::new(peers.channel(&IDENTITY, timeout)?),
-            agents: AgentsServiceClient::new(peers.channel(&AGENTS, timeout)?),
-            knowledgebase: KnowledgebaseServiceClient::new(peers.channel(&KNOWLEDGEBASE, timeout)?)
-                .max_decoding_message_size(64 * 1024 * 1024),
-            conversations: ConversationsServiceClient::new(peers.channel(&CONVERSATIONS, timeout)?)
-                .max_decoding_message_size(64 * 1024 * 1024),
-            crm: CrmServiceClient::new(peers.channel(&CRM, timeout)?).max_decoding_message_size(64 * 1024 * 1024),
-            webhooks: WebhooksServiceClient::new(peers.channel(&WEBHOOKS, timeout)?),
+            identity: clients.identity.ok_or_else(|| missing("identity"))?,
+            agents: clients.agents.ok_or_else(|| missing("agents"))?,
+            knowledgebase: clients.knowledgebase.ok_or_else(|| missing("knowledgebase"))?,
+            conversations: clients.conversations.ok_or_else(|| missing("conversations"))?,
+            crm: clients.crm.ok_or_else(|| missing("crm"))?,
+            webhooks: clients.webhooks.ok_or_else(|| missing("webhooks"))?,
             identity_reads: Combiner::new(IDENTITIES_PER_READ),
             identities: TtlCache::new(config.auth_cache_ttl, IDENTITIES_KEPT),
         })

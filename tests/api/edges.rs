@@ -104,3 +104,23 @@ async fn a_threshold_equal_to_a_similarity_keeps_that_result() {
     let again = api.get(&format!("{base}/search?query=hours&threshold={similarity}")).await;
     assert_eq!(again.expect(200)["meta"]["resultCount"], 1, "threshold is a minimum: {similarity}");
 }
+
+/// A path segment is decoded whole: an id followed by anything (`&junk=1`, `;x`, an escaped
+/// slash) is not that id, but a bad id (400), and never reaches the resource.
+#[tokio::test]
+async fn an_id_with_anything_after_it_is_not_that_id() {
+    let stack = Stack::start().await;
+    let team = stack.team("Acme", false, 10).await;
+    let api = stack.client(&team.key);
+    let agent = api.post("/agents", json!({ "name": "Ava", "type": "chat" })).await.expect(201)["data"]["id"].clone();
+    let agent = agent.as_str().unwrap().to_owned();
+    assert_eq!(api.get(&format!("/agents/{agent}")).await.expect(200)["data"]["id"], agent.as_str());
+    for suffix in ["&junk=1", "%26junk=1", ";x", "%2Fx", "+", "%20", "%00", "%FF", "%zz"] {
+        let answer = api.get(&format!("/agents/{agent}{suffix}")).await;
+        assert_eq!(answer.error_code(400), "VALIDATION_ERROR", "{suffix}: {}", answer.text);
+        assert_eq!(answer.fields(), ["agentId"], "{suffix}");
+    }
+    let deleted = api.delete(&format!("/agents/{agent}&junk=1")).await;
+    assert_eq!(deleted.status, 400, "{}", deleted.text);
+    api.get(&format!("/agents/{agent}")).await.expect(200);
+}

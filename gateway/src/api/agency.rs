@@ -1,16 +1,15 @@
 //! `/agency/subteams`: an agency's client subteams.
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+use switchboard_api::agency::Subteam;
 use switchboard_kit::{ServiceResult, limits};
-use switchboard_proto::v1::{self as proto, AccessFlags, CreateSubteamRequest, ListSubteamsRequest, NewUser};
+use switchboard_proto::v1::{AccessFlags, CreateSubteamRequest, ListSubteamsRequest, NewUser};
 
 use super::groups::AGENCY;
-use super::identity::{Credits, User};
-use super::paging::{SortOrder, default_limit, descending, first_page, page_request};
-use super::time::Timestamp;
 use crate::call::Call;
-use crate::endpoint::{Created, Endpoint, Id, Input, Json, Nothing, Page};
+use crate::endpoint::{Created, Endpoint, Input, Json, Nothing, Page};
+use switchboard_api::paging::{SortOrder, default_limit, descending, first_page, page_request};
 
 const NOT_AGENCY: &str = "This API key's team does not own an agency (also with `teamId` naming a subteam, which owns \
     none), or another refusal (read-only key on writes).";
@@ -112,73 +111,6 @@ pub struct CreateSubteam {
     #[schemars(range(min = limits::MONTHLY_CREDITS.min, max = limits::MONTHLY_CREDITS.max))]
     pub total_monthly_credits: Option<i64>,
     pub access_config: Option<AccessFlagsInput>,
-}
-
-/// What a subteam's own keys may use (an agency key acting through `teamId` is not limited by it).
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(deny_unknown_fields)]
-pub struct AccessConfig {
-    /// `GET /users`.
-    pub users: bool,
-    /// Reading agent instructions and their history.
-    pub instructions: bool,
-    /// Replacing and restoring agent instructions.
-    pub instructions_write: bool,
-    /// Testing agents (no public operation uses it yet).
-    pub testing: bool,
-    /// Every knowledge-base operation.
-    pub knowledge_base: bool,
-    /// Updating and deleting agents.
-    pub agent_configuration: bool,
-    /// Creating agents.
-    pub agent_creation: bool,
-    /// Calls and chats.
-    pub conversations: bool,
-    /// Contacts, boards, tags and custom fields.
-    pub crm: bool,
-}
-
-/// A client subteam of the agency.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(deny_unknown_fields)]
-pub struct Subteam {
-    pub id: Id,
-    pub name: String,
-    pub created_at: Timestamp,
-    /// The subteam's monthly credit allowance.
-    pub total_monthly_credits: u64,
-    pub credits: Credits,
-    pub access_config: AccessConfig,
-    /// The subteam's users, oldest first.
-    pub users: Vec<User>,
-}
-
-impl From<&proto::Subteam> for Subteam {
-    fn from(subteam: &proto::Subteam) -> Self {
-        let team = subteam.team.clone().unwrap_or_default();
-        let access = team.access.unwrap_or_default();
-        Self {
-            id: Id::stored(team.id),
-            name: team.name,
-            created_at: Timestamp::from_ms(team.created_at_ms),
-            total_monthly_credits: u64::try_from(team.monthly_credits).unwrap_or_default(),
-            credits: Credits { balance: subteam.credit_balance },
-            access_config: AccessConfig {
-                users: access.users,
-                instructions: access.instructions,
-                instructions_write: access.instructions_write,
-                testing: access.testing,
-                knowledge_base: access.knowledge_base,
-                agent_configuration: access.agent_configuration,
-                agent_creation: access.agent_creation,
-                conversations: access.conversations,
-                crm: access.crm,
-            },
-            users: subteam.users.iter().map(User::from).collect(),
-        }
-    }
 }
 
 async fn list(call: Call, input: Input<Nothing, SubteamQuery>) -> ServiceResult<Page<Subteam>> {

@@ -2,14 +2,14 @@
 //! contact sits in at most one stage of each board.
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+use switchboard_api::boards::Board;
 use switchboard_kit::{ServiceResult, limits};
 use switchboard_proto::v1::{
-    self as proto, BoardRef, CreateBoardRequest, ListBoardsRequest, StageInput, StageList, UpdateBoardRequest,
+    BoardRef, CreateBoardRequest, ListBoardsRequest, StageInput, StageList, UpdateBoardRequest,
 };
 
 use super::groups::BOARDS;
-use super::time::Timestamp;
 use crate::call::Call;
 use crate::endpoint::{Created, Data, Endpoint, Feature, Id, Input, Json, List, Nothing, Updated};
 
@@ -19,10 +19,12 @@ pub fn endpoints() -> Vec<Endpoint> {
     vec![
         Endpoint::get("/v1/boards", list)
             .doc("listBoards", BOARDS, "The team's kanban boards with their stages")
+            .lists("boardId")
             .about("Every board of the team, oldest first, its stages in column order; not paged.")
             .feature(Feature::Crm),
         Endpoint::post("/v1/boards", create)
             .doc("createBoard", BOARDS, "Create a board with its stages")
+            .creates("boardId")
             .about("Stages are the columns, in the order given; a stage without `color` gets one of a palette.")
             .feature(Feature::Crm),
         Endpoint::get("/v1/boards/{boardId}", get)
@@ -94,55 +96,6 @@ pub struct UpdateBoard {
     /// The whole new list of columns, in order.
     #[schemars(length(min = limits::BOARD_STAGES.min, max = limits::BOARD_STAGES.max))]
     pub stages: Option<Vec<StageChange>>,
-}
-
-/// A column of a board.
-#[derive(Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct Stage {
-    pub id: Id,
-    pub name: String,
-    /// From 0, left to right.
-    pub position: u32,
-    /// `#RRGGBB`.
-    pub color: String,
-}
-
-/// A kanban board.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(deny_unknown_fields)]
-pub struct Board {
-    pub id: Id,
-    pub name: String,
-    /// In column order.
-    pub stages: Vec<Stage>,
-    /// Contacts on the board, in any stage.
-    pub contact_count: u64,
-    pub created_at: Timestamp,
-    pub updated_at: Timestamp,
-}
-
-impl From<&proto::Board> for Board {
-    fn from(board: &proto::Board) -> Self {
-        Self {
-            id: Id::stored(board.id.clone()),
-            name: board.name.clone(),
-            stages: board
-                .stages
-                .iter()
-                .map(|stage| Stage {
-                    id: Id::stored(stage.id.clone()),
-                    name: stage.name.clone(),
-                    position: stage.position,
-                    color: stage.color.clone(),
-                })
-                .collect(),
-            contact_count: board.contact_count,
-            created_at: Timestamp::from_ms(board.created_at_ms),
-            updated_at: Timestamp::from_ms(board.updated_at_ms),
-        }
-    }
 }
 
 fn board_ref(call: &Call, path: &BoardPath) -> BoardRef {

@@ -4,15 +4,15 @@
 use std::collections::HashMap;
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+use switchboard_api::calls::{CallDetail, CallView};
 use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{self as proto, GetCallRequest, ListAgentsRequest, ListCallsRequest, UpdateCallRequest};
 
 use super::groups::CALLS;
-use super::paging::{DateBound, SortOrder, default_limit, descending, first_page, page_request};
-use super::time::Timestamp;
 use crate::call::Call;
 use crate::endpoint::{Data, Endpoint, Feature, Id, Input, Json, Nothing, Page, Updated};
+use switchboard_api::paging::{DateBound, SortOrder, default_limit, descending, first_page, page_request};
 
 const CALL_GONE: &str = "Call not found";
 
@@ -20,6 +20,7 @@ pub fn endpoints() -> Vec<Endpoint> {
     vec![
         Endpoint::get("/v1/calls", list)
             .doc("listCalls", CALLS, "The team's calls, newest first, with their transcripts")
+            .lists("callId")
             .about(
                 "Filters combine; every bound is inclusive. `search` finds a substring (case-insensitive) of either \
                  number, the transcript or the summary; `number` finds calls with that number on either side, \
@@ -125,103 +126,11 @@ pub struct UpdateCall {
     pub spam: Option<bool>,
 }
 
-/// The agent that had the conversation; a conversation whose agent has been deleted shows
-/// none (its `agentId` filter still finds it).
-#[derive(Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct ConversationAgent {
-    pub id: Id,
-    pub name: String,
-}
-
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum Direction {
-    Incoming,
-    Outgoing,
-}
-
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Speaker {
-    Agent,
-    Caller,
-}
-
-/// One utterance of a call.
-#[derive(Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct TranscriptLine {
-    pub speaker: Speaker,
-    pub text: String,
-    /// When it was said: the call's start plus the segment's offset.
-    pub timestamp: Timestamp,
-}
-
-/// A phone call.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(deny_unknown_fields)]
-pub struct CallView {
-    pub id: Id,
-    /// E.164.
-    pub from: String,
-    /// E.164.
-    pub to: String,
-    #[serde(rename = "type")]
-    pub kind: Direction,
-    /// As the runtime reported it, e.g. `completed`.
-    pub status: String,
-    /// Whole seconds; null while the call is in progress.
-    pub duration: Option<i64>,
-    /// When the call started.
-    pub created_at: Timestamp,
-    pub ended_at: Option<Timestamp>,
-    pub summary: Option<String>,
-    pub score: Option<f64>,
-    pub flagged: bool,
-    pub favorite: bool,
-    pub spam: bool,
-    pub agent: Option<ConversationAgent>,
-    /// In the order it was said.
-    pub transcript: Vec<TranscriptLine>,
-    /// A short-lived link to the recording, playable without headers; null without one.
-    pub recording_url: Option<String>,
-}
-
-/// A moment of a call's timeline.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(deny_unknown_fields)]
-pub struct TimelineEvent {
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub at: Timestamp,
-    /// The event's data, as the runtime sent it.
-    pub data: serde_json::Map<String, serde_json::Value>,
-}
-
-/// A call with its timeline.
-#[derive(Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct CallDetail {
-    #[serde(flatten)]
-    pub call: CallView,
-    /// In time order.
-    pub timeline: Vec<TimelineEvent>,
-}
-
 /// Names of the team's agents, to show beside the calls and chats that name them.
 pub async fn agent_names(call: &Call) -> ServiceResult<HashMap<String, String>> {
     let request = ListAgentsRequest { team_id: call.team_id().to_owned() };
     let agents = call.services.agents.clone().list_agents(request).await?.into_inner().agents;
     Ok(agents.into_iter().map(|agent| (agent.id, agent.name)).collect())
-}
-
-/// The agent reference of a conversation.
-pub fn agent_ref(agent_id: Option<&String>, names: &HashMap<String, String>) -> Option<ConversationAgent> {
-    let id = agent_id?;
-    names.get(id).map(|name| ConversationAgent { id: Id::stored(id.clone()), name: name.clone() })
 }
 
 /// Where a browser plays the call's recording: the store's presigned URL (S3), else the
@@ -231,58 +140,6 @@ fn recording_url(request: &Call, call: &proto::Call) -> Option<String> {
     Some(recording.playback_url.clone().unwrap_or_else(|| {
         request.url_key.url(&request.public_base, &call.team_id, &call.id, switchboard_kit::time::now_ms())
     }))
-}
-
-impl CallView {
-    fn new(request: &Call, call: &proto::Call, names: &HashMap<String, String>) -> Self {
-        Self::of(call, names, recording_url(request, call))
-    }
-
-    /// The view of `call`, its agent named by `names`, with the recording link given.
-    pub(crate) fn of(call: &proto::Call, names: &HashMap<String, String>, recording_url: Option<String>) -> Self {
-        let speaker = |name: &str| if name == "caller" { Speaker::Caller } else { Speaker::Agent };
-        Self {
-            id: Id::stored(call.id.clone()),
-            from: call.from.clone(),
-            to: call.to.clone(),
-            kind: if call.direction == "OUTGOING" { Direction::Outgoing } else { Direction::Incoming },
-            status: call.status.clone(),
-            duration: call.duration_seconds,
-            created_at: Timestamp::from_ms(call.started_at_ms),
-            ended_at: Timestamp::option(call.ended_at_ms),
-            summary: call.summary.clone(),
-            score: call.score,
-            flagged: call.flagged,
-            favorite: call.favorite,
-            spam: call.spam,
-            agent: agent_ref(call.agent_id.as_ref(), names),
-            transcript: call
-                .transcript
-                .iter()
-                .map(|segment| TranscriptLine {
-                    speaker: speaker(&segment.speaker),
-                    text: segment.text.clone(),
-                    timestamp: Timestamp::from_ms(segment.timestamp_ms),
-                })
-                .collect(),
-            recording_url,
-        }
-    }
-}
-
-impl CallDetail {
-    fn new(request: &Call, call: &proto::Call, names: &HashMap<String, String>) -> Self {
-        let timeline = call
-            .timeline
-            .iter()
-            .map(|event| TimelineEvent {
-                kind: event.r#type.clone(),
-                at: Timestamp::from_ms(event.at_ms),
-                data: serde_json::from_str(&event.data).unwrap_or_default(),
-            })
-            .collect();
-        Self { call: CallView::new(request, call, names), timeline }
-    }
 }
 
 fn call_request(call: &Call, path: &CallPath) -> GetCallRequest {
@@ -325,7 +182,7 @@ async fn list(call: Call, input: Input<Nothing, CallQuery>) -> ServiceResult<Pag
         agent_names(&call)
     )?;
     Ok(Page {
-        data: listed.calls.iter().map(|item| CallView::new(&call, item, &names)).collect(),
+        data: listed.calls.iter().map(|item| CallView::of(item, &names, recording_url(&call, item))).collect(),
         pagination: listed.page.unwrap_or_default().into(),
     })
 }
@@ -336,7 +193,7 @@ async fn get(call: Call, input: Input<CallPath>) -> ServiceResult<Data<CallDetai
         async { Ok::<_, ServiceError>(call.services.conversations.clone().get_call(request).await?.into_inner()) },
         agent_names(&call)
     )?;
-    Ok(Data::new(CallDetail::new(&call, &found, &names)))
+    Ok(Data::new(CallDetail::of(&found, &names, recording_url(&call, &found))))
 }
 
 async fn update(call: Call, input: Input<CallPath, Nothing, Json<UpdateCall>>) -> ServiceResult<Updated<CallView>> {
@@ -350,14 +207,14 @@ async fn update(call: Call, input: Input<CallPath, Nothing, Json<UpdateCall>>) -
     };
     let updated = call.services.conversations.clone().update_call(request).await?.into_inner();
     let names = agent_names(&call).await?;
-    Ok(Updated::new(CallView::new(&call, &updated, &names), "Call updated successfully"))
+    Ok(Updated::new(CallView::of(&updated, &names, recording_url(&call, &updated)), "Call updated successfully"))
 }
 
 async fn delete(call: Call, input: Input<CallPath>) -> ServiceResult<Updated<CallView>> {
     let request = call_request(&call, &input.path);
     let deleted = call.services.conversations.clone().delete_call(request).await?.into_inner();
     let names = agent_names(&call).await?;
-    let mut view = CallView::new(&call, &deleted, &names);
+    let mut view = CallView::of(&deleted, &names, recording_url(&call, &deleted));
     // The recording went with the call.
     view.recording_url = None;
     Ok(Updated::new(view, "Call deleted successfully"))

@@ -1,19 +1,17 @@
 //! `/chats`: conversations on the web widget, the web agent, the voice widget and WhatsApp, as
 //! the chat runtimes recorded them.
 
-use std::collections::HashMap;
-
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+use switchboard_api::chats::{Channel, ChatDetail, ChatStatus, ChatView};
 use switchboard_kit::{ServiceError, ServiceResult, limits};
-use switchboard_proto::v1::{self as proto, GetChatRequest, ListChatsRequest};
+use switchboard_proto::v1::{GetChatRequest, ListChatsRequest};
 
-use super::calls::{ConversationAgent, agent_names, agent_ref};
+use super::calls::agent_names;
 use super::groups::CHATS;
-use super::paging::{DateBound, SortOrder, default_limit, descending, first_page, page_request};
-use super::time::Timestamp;
 use crate::call::Call;
 use crate::endpoint::{Data, Endpoint, Feature, Id, Input, Nothing, Page, Updated};
+use switchboard_api::paging::{DateBound, SortOrder, default_limit, descending, first_page, page_request};
 
 const CHAT_GONE: &str = "Chat not found";
 
@@ -21,6 +19,7 @@ pub fn endpoints() -> Vec<Endpoint> {
     vec![
         Endpoint::get("/v1/chats", list)
             .doc("listChats", CHATS, "The team's chats, newest first")
+            .lists("chatId")
             .about(
                 "Filters combine; every bound is inclusive. `search` finds a substring (case-insensitive) of a \
                  message, the contact's number or e-mail.",
@@ -49,40 +48,6 @@ pub fn endpoints() -> Vec<Endpoint> {
 #[serde(rename_all = "camelCase")]
 pub struct ChatPath {
     pub chat_id: Id,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum Channel {
-    Web,
-    WebAgent,
-    VoiceWidget,
-    Whatsapp,
-}
-
-impl Channel {
-    fn as_str(self) -> &'static str {
-        match self {
-            Channel::Web => "web",
-            Channel::WebAgent => "web-agent",
-            Channel::VoiceWidget => "voice-widget",
-            Channel::Whatsapp => "whatsapp",
-        }
-    }
-
-    fn parse(text: &str) -> Channel {
-        [Channel::WebAgent, Channel::VoiceWidget, Channel::Whatsapp]
-            .into_iter()
-            .find(|channel| channel.as_str() == text)
-            .unwrap_or(Channel::Web)
-    }
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum ChatStatus {
-    Active,
-    Ended,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
@@ -141,100 +106,6 @@ pub struct MessagesQuery {
     pub messages_limit: u32,
     /// Only messages before this one (a message id of the chat), for older pages.
     pub messages_before: Option<Id>,
-}
-
-/// Who the chat is with.
-#[derive(Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct Contact {
-    /// E.164.
-    pub number: Option<String>,
-    pub email: Option<String>,
-}
-
-/// A chat.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(deny_unknown_fields)]
-pub struct ChatView {
-    pub id: Id,
-    pub channel: Channel,
-    pub status: ChatStatus,
-    pub agent: Option<ConversationAgent>,
-    pub contact: Contact,
-    pub message_count: u32,
-    pub last_message_at: Option<Timestamp>,
-    /// When the chat started.
-    pub created_at: Timestamp,
-    pub ended_at: Option<Timestamp>,
-    pub summary: Option<String>,
-}
-
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    User,
-    Agent,
-    System,
-}
-
-/// One message of a chat.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(deny_unknown_fields)]
-pub struct Message {
-    pub id: Id,
-    pub role: Role,
-    pub text: String,
-    pub created_at: Timestamp,
-}
-
-/// A chat with its messages.
-#[derive(Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct ChatDetail {
-    #[serde(flatten)]
-    pub chat: ChatView,
-    /// Oldest first.
-    pub messages: Vec<Message>,
-}
-
-impl ChatView {
-    pub(crate) fn new(chat: &proto::Chat, names: &HashMap<String, String>) -> Self {
-        Self {
-            id: Id::stored(chat.id.clone()),
-            channel: Channel::parse(&chat.channel),
-            status: if chat.status == "ended" { ChatStatus::Ended } else { ChatStatus::Active },
-            agent: agent_ref(chat.agent_id.as_ref(), names),
-            contact: Contact { number: chat.contact_number.clone(), email: chat.contact_email.clone() },
-            message_count: chat.message_count,
-            last_message_at: Timestamp::option(chat.last_message_at_ms),
-            created_at: Timestamp::from_ms(chat.created_at_ms),
-            ended_at: Timestamp::option(chat.ended_at_ms),
-            summary: chat.summary.clone(),
-        }
-    }
-}
-
-impl ChatDetail {
-    fn new(chat: &proto::Chat, names: &HashMap<String, String>) -> Self {
-        let role = |name: &str| match name {
-            "agent" => Role::Agent,
-            "system" => Role::System,
-            _ => Role::User,
-        };
-        let messages = chat
-            .messages
-            .iter()
-            .map(|message| Message {
-                id: Id::stored(message.id.clone()),
-                role: role(&message.role),
-                text: message.text.clone(),
-                created_at: Timestamp::from_ms(message.created_at_ms),
-            })
-            .collect();
-        Self { chat: ChatView::new(chat, names), messages }
-    }
 }
 
 async fn list(call: Call, input: Input<Nothing, ChatQuery>) -> ServiceResult<Page<ChatView>> {

@@ -2,20 +2,18 @@
 //! places on boards. Numbers are stored in E.164; the service normalises any spelling.
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Map, Value};
+use switchboard_api::contacts::{BulkFailure, BulkResult, Contact, ContactPage, Note, NoteKind};
+use switchboard_api::custom_fields::CustomFieldSchema;
+use switchboard_api::tags::Tag;
 use switchboard_kit::{ErrorKind, FieldViolation, ServiceResult, limits};
 use switchboard_proto::v1::{
-    self as proto, AddNoteRequest, AssignUsersRequest, BulkCreateContactsRequest, ContactInput, ContactRef,
-    CreateContactRequest, ListContactsRequest, NoteRef, SetContactBoardsRequest, TagSelection, UpdateContactRequest,
+    AddNoteRequest, AssignUsersRequest, BulkCreateContactsRequest, ContactInput, ContactRef, CreateContactRequest,
+    ListContactsRequest, NoteRef, SetContactBoardsRequest, TagSelection, UpdateContactRequest,
 };
 
-use super::custom_fields::CustomFieldSchema;
 use super::groups::CONTACTS;
-use super::identity::User;
-use super::paging::{SortOrder, default_limit, descending, first_page, page_request};
-use super::tags::Tag;
-use super::time::Timestamp;
 use crate::call::Call;
 use crate::endpoint::errors::FieldError;
 use crate::endpoint::input::read_item;
@@ -24,6 +22,8 @@ use crate::endpoint::{
     Answer, Created, Data, Endpoint, Feature, Id, IdList, Input, Json, List, Nothing, Patch, Updated,
 };
 use crate::limits::RateClass;
+use switchboard_api::identity::User;
+use switchboard_api::paging::{SortOrder, default_limit, descending, first_page, page_request};
 
 const CONTACT_GONE: &str = "Contact not found";
 const CONTACT_EXISTS: &str = "A contact with this number already exists (`code` CONTACT_EXISTS, its id in `details`).";
@@ -32,6 +32,7 @@ pub fn endpoints() -> Vec<Endpoint> {
     let mut endpoints = vec![
         Endpoint::get("/v1/contacts", list)
             .doc("listContacts", CONTACTS, "The team's contacts, with the team's custom fields and tags")
+            .lists("contactId")
             .about(
                 "Filters combine. `search` finds a part (case-insensitive) of the first or last name, the \
                  e-mail or the number (`gra` finds Grace, `5552671` finds +14155552671). `tagIds` keeps contacts \
@@ -42,6 +43,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .tool("find_contacts", "Finds the team's CRM contacts by name, e-mail or number part, or by tags."),
         Endpoint::post("/v1/contacts", create)
             .doc("createContact", CONTACTS, "Create a contact")
+            .creates("contactId")
             .about(
                 "`number` is stored in E.164; a number without a country code is read in the region of \
                  `SWITCHBOARD_DEFAULT_PHONE_REGION` (default US). `tagNames` that the team does not have yet \
@@ -90,10 +92,12 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(404, CONTACT_GONE),
         Endpoint::get("/v1/contacts/{contactId}/notes", list_notes)
             .doc("listContactNotes", CONTACTS, "A contact's notes, newest first")
+            .lists("noteId")
             .feature(Feature::Crm)
             .fails(404, CONTACT_GONE),
         Endpoint::post("/v1/contacts/{contactId}/notes", add_note)
             .doc("addContactNote", CONTACTS, "Add a note to a contact")
+            .creates("noteId")
             .about("`createdBy` is the name of the API key that wrote it.")
             .feature(Feature::Crm)
             .fails(404, CONTACT_GONE)
@@ -305,35 +309,6 @@ pub struct BulkContacts {
     pub contacts: Vec<BulkItem>,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum NoteKind {
-    General,
-    Info,
-    Warning,
-    Danger,
-}
-
-impl NoteKind {
-    fn as_str(self) -> &'static str {
-        match self {
-            NoteKind::General => "general",
-            NoteKind::Info => "info",
-            NoteKind::Warning => "warning",
-            NoteKind::Danger => "danger",
-        }
-    }
-
-    fn parse(text: &str) -> Self {
-        match text {
-            "info" => NoteKind::Info,
-            "warning" => NoteKind::Warning,
-            "danger" => NoteKind::Danger,
-            _ => NoteKind::General,
-        }
-    }
-}
-
 /// Other members are ignored.
 #[derive(Deserialize, JsonSchema)]
 pub struct AddNote {
@@ -362,129 +337,8 @@ pub struct BoardIds {
     pub board_ids: Vec<Id>,
 }
 
-/// The stage a contact was last placed in.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(deny_unknown_fields)]
-pub struct CrmStage {
-    pub id: Id,
-    pub name: String,
-    /// The board the stage belongs to.
-    pub board_id: Id,
-}
-
-/// A CRM contact.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(deny_unknown_fields)]
-pub struct Contact {
-    pub id: Id,
-    pub first_name: Option<String>,
-    pub last_name: Option<String>,
-    /// Lower-case.
-    pub email: Option<String>,
-    /// E.164.
-    pub number: String,
-    pub carrier: Option<String>,
-    /// Values keyed by custom field `name`.
-    pub custom_fields: Map<String, Value>,
-    /// By name.
-    pub tags: Vec<Tag>,
-    /// The stage the contact was last placed in, on any board; null when on none.
-    pub crm_stage: Option<CrmStage>,
-    /// The boards the contact is on.
-    pub board_ids: Vec<Id>,
-    pub created_at: Timestamp,
-    pub updated_at: Timestamp,
-}
-
-impl From<&proto::Contact> for Contact {
-    fn from(contact: &proto::Contact) -> Self {
-        Self {
-            id: Id::stored(contact.id.clone()),
-            first_name: contact.first_name.clone(),
-            last_name: contact.last_name.clone(),
-            email: contact.email.clone(),
-            number: contact.number.clone(),
-            carrier: contact.carrier.clone(),
-            custom_fields: serde_json::from_str(&contact.custom_fields).unwrap_or_default(),
-            tags: contact.tags.iter().map(Tag::from).collect(),
-            crm_stage: contact.crm_stage.as_ref().map(|stage| CrmStage {
-                id: Id::stored(stage.id.clone()),
-                name: stage.name.clone(),
-                board_id: Id::stored(stage.board_id.clone()),
-            }),
-            board_ids: contact.board_ids.iter().cloned().map(Id::stored).collect(),
-            created_at: Timestamp::from_ms(contact.created_at_ms),
-            updated_at: Timestamp::from_ms(contact.updated_at_ms),
-        }
-    }
-}
-
-/// One page of contacts, with what a client needs to show them.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(deny_unknown_fields)]
-pub struct ContactPage {
-    pub data: Vec<Contact>,
-    pub pagination: crate::endpoint::answer::Pagination,
-    /// The team's custom fields.
-    pub custom_field_schemas: Vec<CustomFieldSchema>,
-    /// Every tag of the team, by name.
-    pub available_tags: Vec<Tag>,
-}
-
 impl Answer for ContactPage {
     const STATUS: u16 = 200;
-}
-
-/// An item of a bulk create that was not written.
-#[derive(Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct BulkFailure {
-    /// Its position in `contacts`, from 0.
-    pub index: u32,
-    /// The code `createContact` would answer, e.g. `VALIDATION_ERROR`, `CONTACT_EXISTS`.
-    pub code: String,
-    pub error: String,
-    /// The violated fields of the item, or the existing contact for `CONTACT_EXISTS`.
-    pub details: Vec<FieldError>,
-}
-
-/// What a bulk create did.
-#[derive(Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct BulkResult {
-    /// The contacts written, in request order.
-    pub created: Vec<Contact>,
-    /// The items not written, in request order.
-    pub failed: Vec<BulkFailure>,
-}
-
-/// A note on a contact.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(deny_unknown_fields)]
-pub struct Note {
-    pub id: Id,
-    pub note: String,
-    #[serde(rename = "type")]
-    pub kind: NoteKind,
-    pub created_at: Timestamp,
-    /// The name of the API key that wrote it.
-    pub created_by: String,
-}
-
-impl From<&proto::Note> for Note {
-    fn from(note: &proto::Note) -> Self {
-        Self {
-            id: Id::stored(note.id.clone()),
-            note: note.note.clone(),
-            kind: NoteKind::parse(&note.r#type),
-            created_at: Timestamp::from_ms(note.created_at_ms),
-            created_by: note.created_by.clone(),
-        }
-    }
 }
 
 fn contact_ref(call: &Call, path: &ContactPath) -> ContactRef {

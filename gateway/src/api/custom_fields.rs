@@ -2,11 +2,11 @@
 //! the key of its value in a contact's `customFields`; values are checked against its type.
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+use switchboard_api::custom_fields::{CustomField, FieldType};
 use switchboard_kit::{ServiceResult, limits};
 use switchboard_proto::v1::{
-    self as proto, CreateCustomFieldRequest, CustomFieldRef, ListCustomFieldsRequest, OptionList,
-    UpdateCustomFieldRequest,
+    CreateCustomFieldRequest, CustomFieldRef, ListCustomFieldsRequest, OptionList, UpdateCustomFieldRequest,
 };
 
 use super::groups::CONTACTS;
@@ -19,10 +19,12 @@ pub fn endpoints() -> Vec<Endpoint> {
     vec![
         Endpoint::get("/v1/contacts/custom-fields", list)
             .doc("listCustomFields", CONTACTS, "The team's custom contact fields")
+            .lists("fieldId")
             .about("Oldest first; not paged.")
             .feature(Feature::Crm),
         Endpoint::post("/v1/contacts/custom-fields", create)
             .doc("createCustomField", CONTACTS, "Define a custom contact field")
+            .creates("fieldId")
             .about(
                 "`name` is the key of the value in a contact's `customFields`; it is unique in the team \
                  regardless of case. Values must match `type`: `text` a string, `number` a number, `date` a \
@@ -52,38 +54,6 @@ pub fn endpoints() -> Vec<Endpoint> {
 #[serde(rename_all = "camelCase")]
 pub struct FieldPath {
     pub field_id: Id,
-}
-
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum FieldType {
-    Text,
-    Number,
-    Date,
-    Boolean,
-    Select,
-}
-
-impl FieldType {
-    fn as_str(self) -> &'static str {
-        match self {
-            FieldType::Text => "text",
-            FieldType::Number => "number",
-            FieldType::Date => "date",
-            FieldType::Boolean => "boolean",
-            FieldType::Select => "select",
-        }
-    }
-
-    fn parse(text: &str) -> Self {
-        match text {
-            "number" => FieldType::Number,
-            "date" => FieldType::Date,
-            "boolean" => FieldType::Boolean,
-            "select" => FieldType::Select,
-            _ => FieldType::Text,
-        }
-    }
 }
 
 /// Other members are ignored.
@@ -119,58 +89,6 @@ pub struct UpdateCustomField {
     /// The new choices of a `select` (refused for other types).
     #[schemars(length(min = limits::FIELD_OPTIONS.min, max = limits::FIELD_OPTIONS.max))]
     pub options: Option<Vec<FieldOption>>,
-}
-
-/// A custom contact field.
-#[derive(Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct CustomField {
-    pub id: Id,
-    /// The key of its value in a contact's `customFields`.
-    pub name: String,
-    pub label: String,
-    #[serde(rename = "type")]
-    pub kind: FieldType,
-    pub required: bool,
-    /// The choices of a select; empty for other types.
-    pub options: Vec<String>,
-}
-
-/// A custom field as contact lists describe it.
-#[derive(Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct CustomFieldSchema {
-    pub id: Id,
-    pub name: String,
-    pub label: String,
-    #[serde(rename = "type")]
-    pub kind: FieldType,
-    pub required: bool,
-}
-
-impl From<&proto::CustomField> for CustomField {
-    fn from(field: &proto::CustomField) -> Self {
-        Self {
-            id: Id::stored(field.id.clone()),
-            name: field.name.clone(),
-            label: field.label.clone(),
-            kind: FieldType::parse(&field.r#type),
-            required: field.required,
-            options: field.options.clone(),
-        }
-    }
-}
-
-impl From<&proto::CustomFieldSchema> for CustomFieldSchema {
-    fn from(field: &proto::CustomFieldSchema) -> Self {
-        Self {
-            id: Id::stored(field.id.clone()),
-            name: field.name.clone(),
-            label: field.label.clone(),
-            kind: FieldType::parse(&field.r#type),
-            required: field.required,
-        }
-    }
 }
 
 fn field_ref(call: &Call, path: &FieldPath) -> CustomFieldRef {

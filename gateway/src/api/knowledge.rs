@@ -3,17 +3,20 @@
 //! type; [`target`] works out which knowledge base is meant.
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+use switchboard_api::agents::AgentRef;
+use switchboard_api::knowledge::{
+    AgentKnowledgebase, AgentSearchAnswer, AgentSearchMeta, Knowledgebase, KnowledgebaseSummary, Reference,
+    SearchAnswer, SearchMeta, SearchResult,
+};
 use switchboard_kit::{ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{
     self as proto, CreateKnowledgebaseRequest, CreateReferenceRequest, GetKnowledgebaseRequest, GetReferenceRequest,
     ListKnowledgebasesRequest, SearchRequest, UpdateKnowledgebaseRequest, UpdateReferenceRequest,
 };
 
-use super::agents::{AgentPath, AgentRef, fetch_agent};
+use super::agents::{AgentPath, fetch_agent};
 use super::groups::{AGENT_KNOWLEDGEBASE, KNOWLEDGEBASE};
-use super::sources::{Document, Webpage};
-use super::time::Timestamp;
 use crate::call::Call;
 use crate::endpoint::{Answer, Created, Data, Endpoint, Feature, Id, Input, Json, List, Nothing, Patch, Updated};
 use crate::limits::RateClass;
@@ -31,6 +34,9 @@ pub fn endpoints() -> Vec<Endpoint> {
     vec![
         agent(Endpoint::get("/v1/agents/{agentId}/knowledgebase", get_through_agent))
             .doc("getAgentKnowledgebase", AGENT_KNOWLEDGEBASE, "The agent's knowledge base")
+            .gives("referenceId", "/data/knowledgebase/references/0/id")
+            .gives("webpageId", "/data/knowledgebase/webpages/0/id")
+            .gives("documentId", "/data/knowledgebase/documents/0/id")
             .about("The agent (as a reference) and its linked knowledge base with its webpages, documents and manual references.")
             .fails(404, THROUGH_AGENT),
         agent(Endpoint::get("/v1/agents/{agentId}/knowledgebase/search", search_through_agent))
@@ -46,6 +52,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .tool("search_knowledge", SEARCH_DESCRIPTION),
         agent(Endpoint::post("/v1/agents/{agentId}/knowledgebase/references", create_reference::<AgentPath>))
             .doc("createAgentReference", AGENT_KNOWLEDGEBASE, "Add a Q&A reference to the agent's knowledge base")
+            .creates("referenceId")
             .about("A manual Q&A reference, embedded before the answer: searchable at once.")
             .fails(404, THROUGH_AGENT)
             .tool("add_knowledge_answer", ANSWER_DESCRIPTION),
@@ -65,12 +72,17 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(409, "This entry was extracted from a webpage or document."),
         agent(Endpoint::get("/v1/knowledgebase", list))
             .doc("listKnowledgebases", KNOWLEDGEBASE, "The team's knowledge bases")
+            .lists("knowledgebaseId")
             .about("Beyond the spec: newest first, with counts of their webpages, documents and manual references; not paged."),
         agent(Endpoint::post("/v1/knowledgebase", create))
             .doc("createKnowledgebase", KNOWLEDGEBASE, "Create a knowledge base")
+            .creates("knowledgebaseId")
             .about("Beyond the spec: an empty knowledge base."),
         agent(Endpoint::get("/v1/knowledgebase/{knowledgebaseId}", get))
             .doc("getKnowledgebase", KNOWLEDGEBASE, "A knowledge base with its webpages, documents and manual references")
+            .gives("referenceId", "/data/references/0/id")
+            .gives("webpageId", "/data/webpages/0/id")
+            .gives("documentId", "/data/documents/0/id")
             .about("Extracted entries are in each source's detail view.")
             .fails(404, KNOWLEDGEBASE_GONE),
         agent(Endpoint::put("/v1/knowledgebase/{knowledgebaseId}", update))
@@ -97,6 +109,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .tool("search_knowledge", SEARCH_DESCRIPTION),
         agent(Endpoint::post("/v1/knowledgebase/{knowledgebaseId}/references", create_reference::<KnowledgebasePath>))
             .doc("createReference", KNOWLEDGEBASE, "Add a Q&A reference")
+            .creates("referenceId")
             .about("A manual Q&A reference, embedded before the answer: searchable at once.")
             .fails(404, KNOWLEDGEBASE_GONE)
             .tool("add_knowledge_answer", ANSWER_DESCRIPTION),
@@ -285,243 +298,6 @@ pub struct SearchQuery {
     #[serde(default = "default_threshold")]
     #[schemars(range(min = limits::SEARCH_THRESHOLD.min, max = limits::SEARCH_THRESHOLD.max))]
     pub threshold: f64,
-}
-
-/// Always `QA`, the hosted product's value for a question-and-answer entry.
-#[derive(Serialize, JsonSchema)]
-pub enum EntryType {
-    #[serde(rename = "QA")]
-    Qa,
-}
-
-/// Where an entry comes from: `{type: "manual"}`, or `{type: "webpage" | "document", id, name}`.
-#[derive(Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct ReferenceSource {
-    #[serde(rename = "type")]
-    #[schemars(extend("enum" = ["manual", "webpage", "document"]))]
-    pub kind: String,
-    /// The webpage or document it was extracted from; absent for manual references.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub id: Option<Id>,
-    /// That source's name; absent for manual references.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<Option<String>>,
-}
-
-impl From<Option<proto::Source>> for ReferenceSource {
-    fn from(source: Option<proto::Source>) -> Self {
-        let source = source.unwrap_or_default();
-        let kind = if source.r#type.is_empty() { "manual".to_owned() } else { source.r#type };
-        let name = source.id.as_ref().map(|_| source.name.clone());
-        Self { kind, id: source.id.map(Id::stored), name }
-    }
-}
-
-/// A Q&A entry: a manual reference, or one extracted from a webpage or document.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(deny_unknown_fields)]
-pub struct Reference {
-    pub id: Id,
-    #[schemars(length(max = limits::QUESTION.max))]
-    pub question: String,
-    #[schemars(length(max = limits::ANSWER.max))]
-    pub answer: String,
-    #[serde(rename = "type")]
-    pub kind: EntryType,
-    pub source: ReferenceSource,
-    pub created_at: Timestamp,
-    pub updated_at: Timestamp,
-}
-
-impl From<&proto::Reference> for Reference {
-    fn from(reference: &proto::Reference) -> Self {
-        Self {
-            id: Id::stored(reference.id.clone()),
-            question: reference.question.clone(),
-            answer: reference.answer.clone(),
-            kind: EntryType::Qa,
-            source: ReferenceSource::from(reference.source.clone()),
-            created_at: Timestamp::from_ms(reference.created_at_ms),
-            updated_at: Timestamp::from_ms(reference.updated_at_ms),
-        }
-    }
-}
-
-/// A knowledge base with its content.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(deny_unknown_fields)]
-pub struct Knowledgebase {
-    pub id: Id,
-    pub name: Option<String>,
-    pub description: Option<String>,
-    /// Oldest first.
-    pub webpages: Vec<Webpage>,
-    /// Oldest first.
-    pub documents: Vec<Document>,
-    /// Manual references only, oldest first; entries extracted from webpages and documents are
-    /// in their source's `content`.
-    pub references: Vec<Reference>,
-    pub created_at: Timestamp,
-    pub updated_at: Timestamp,
-}
-
-impl From<&proto::Knowledgebase> for Knowledgebase {
-    fn from(knowledgebase: &proto::Knowledgebase) -> Self {
-        Self {
-            id: Id::stored(knowledgebase.id.clone()),
-            name: knowledgebase.name.clone(),
-            description: knowledgebase.description.clone(),
-            webpages: knowledgebase.webpages.iter().map(Webpage::from).collect(),
-            documents: knowledgebase.documents.iter().map(Document::from).collect(),
-            references: knowledgebase.references.iter().map(Reference::from).collect(),
-            created_at: Timestamp::from_ms(knowledgebase.created_at_ms),
-            updated_at: Timestamp::from_ms(knowledgebase.updated_at_ms),
-        }
-    }
-}
-
-/// How much a knowledge base holds.
-#[derive(Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct KnowledgebaseCounts {
-    pub webpages: u64,
-    pub documents: u64,
-    /// Manual references only.
-    pub references: u64,
-}
-
-/// A knowledge base in a list: its counts instead of its content.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(deny_unknown_fields)]
-pub struct KnowledgebaseSummary {
-    pub id: Id,
-    pub name: Option<String>,
-    pub description: Option<String>,
-    pub counts: KnowledgebaseCounts,
-    pub created_at: Timestamp,
-    pub updated_at: Timestamp,
-}
-
-impl From<&proto::Knowledgebase> for KnowledgebaseSummary {
-    fn from(knowledgebase: &proto::Knowledgebase) -> Self {
-        let counts = knowledgebase.counts.unwrap_or_default();
-        let count = |n: i64| u64::try_from(n).unwrap_or_default();
-        Self {
-            id: Id::stored(knowledgebase.id.clone()),
-            name: knowledgebase.name.clone(),
-            description: knowledgebase.description.clone(),
-            counts: KnowledgebaseCounts {
-                webpages: count(counts.webpages),
-                documents: count(counts.documents),
-                references: count(counts.references),
-            },
-            created_at: Timestamp::from_ms(knowledgebase.created_at_ms),
-            updated_at: Timestamp::from_ms(knowledgebase.updated_at_ms),
-        }
-    }
-}
-
-/// An agent and its linked knowledge base.
-#[derive(Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct AgentKnowledgebase {
-    pub agent: AgentRef,
-    pub knowledgebase: Knowledgebase,
-}
-
-/// The matching entry (manual or extracted).
-#[derive(Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct SearchResultReference {
-    pub id: Id,
-    pub question: String,
-    pub answer: String,
-    #[serde(rename = "type")]
-    pub kind: EntryType,
-    pub source: ReferenceSource,
-}
-
-/// One search hit.
-#[derive(Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct SearchResult {
-    pub reference: SearchResultReference,
-    /// Cosine similarity of the query's embedding and the entry's (at most 1, up to rounding);
-    /// at least `threshold`.
-    pub similarity: f32,
-}
-
-impl From<&proto::SearchHit> for SearchResult {
-    fn from(hit: &proto::SearchHit) -> Self {
-        let reference = hit.reference.clone().unwrap_or_default();
-        Self {
-            reference: SearchResultReference {
-                id: Id::stored(reference.id),
-                question: reference.question,
-                answer: reference.answer,
-                kind: EntryType::Qa,
-                source: ReferenceSource::from(reference.source),
-            },
-            similarity: hit.similarity,
-        }
-    }
-}
-
-/// About a search.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(deny_unknown_fields)]
-pub struct SearchMeta {
-    /// The query run.
-    pub query: String,
-    pub result_count: u64,
-    /// The limit applied.
-    pub limit: u32,
-    /// The similarity threshold applied.
-    pub threshold: f64,
-    /// What the search cost.
-    pub credits_used: i64,
-}
-
-/// About a search through an agent: the search meta with the agent and its knowledge base.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(deny_unknown_fields)]
-pub struct AgentSearchMeta {
-    /// The query run.
-    pub query: String,
-    pub result_count: u64,
-    /// The limit applied.
-    pub limit: u32,
-    /// The similarity threshold applied.
-    pub threshold: f64,
-    /// What the search cost.
-    pub credits_used: i64,
-    pub agent_id: Id,
-    /// The spec types it "string or null".
-    pub agent_name: Option<String>,
-    /// The agent's knowledge base.
-    pub knowledgebase_id: Id,
-}
-
-/// Search hits, best first.
-#[derive(Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct SearchAnswer {
-    pub data: Vec<SearchResult>,
-    pub meta: SearchMeta,
-}
-
-/// Search hits, best first, and the agent searched through.
-#[derive(Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct AgentSearchAnswer {
-    pub data: Vec<SearchResult>,
-    pub meta: AgentSearchMeta,
 }
 
 impl Answer for SearchAnswer {

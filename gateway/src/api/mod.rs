@@ -9,13 +9,10 @@ pub mod calls;
 pub mod chats;
 pub mod contacts;
 pub mod custom_fields;
-pub mod events;
 pub mod identity;
 pub mod knowledge;
-pub mod paging;
 pub mod sources;
 pub mod tags;
-pub mod time;
 pub mod webhooks;
 
 use crate::endpoint::Endpoint;

@@ -2,20 +2,20 @@
 //! knowledgebase-addressed paths (see [`super::knowledge::target`]).
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+use switchboard_api::sources::{Document, DocumentDetail, Webpage, WebpageDetail, WebpageRefresh};
 use switchboard_kit::{ServiceResult, limits};
 use switchboard_proto::v1::{
-    self as proto, CreateWebpageRequest, GetSourceRequest, UpdateDocumentRequest, UpdateWebpageRequest,
-    UploadDocumentRequest,
+    CreateWebpageRequest, GetSourceRequest, UpdateDocumentRequest, UpdateWebpageRequest, UploadDocumentRequest,
 };
 
 use super::agents::AgentPath;
 use super::groups::{AGENT_KNOWLEDGEBASE, KNOWLEDGEBASE};
-use super::knowledge::{Address, Addressed, ItemPath, KnowledgebasePath, Reference, Target, target};
-use super::time::Timestamp;
+use super::knowledge::{Address, Addressed, ItemPath, KnowledgebasePath, Target, target};
 use crate::call::Call;
 use crate::endpoint::input::Params;
 use crate::endpoint::{Created, Data, Endpoint, Feature, Form, Id, Input, Json, NoBody, Nothing, Patch, Updated};
+use switchboard_api::knowledge::Reference;
 
 const THROUGH_AGENT: &str = "Agent not found, Agent has no knowledgebase assigned, or Knowledgebase not found";
 const UPLOAD_413: &str = "The file is larger than the upload limit (20 MiB by default, \
@@ -91,6 +91,7 @@ where
     vec![
         Endpoint::post(family.collection, create_webpage::<B>)
             .doc(create, tag, "Add a webpage; its first scrape is queued")
+            .creates("webpageId")
             .about(
                 "Beyond the spec: adds a webpage source with status `pending`; its first scrape is queued in the \
                  same transaction (it does not count as a refresh).",
@@ -132,6 +133,7 @@ where
     vec![
         Endpoint::post(family.collection, upload_document::<B>)
             .doc(upload, tag, "Upload a document; its text is extracted by a job")
+            .creates("documentId")
             .about(
                 "Beyond the spec: a multipart form. The file is parsed before anything is stored; it is then kept \
                  and its text extraction queued (status `pending`). A form without a `file` part, or whose file has \
@@ -227,145 +229,6 @@ pub struct UpdateDocument {
     #[serde(default)]
     #[schemars(length(max = limits::NOTES.max))]
     pub notes: Patch<String>,
-}
-
-/// A webpage source of a knowledge base.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(deny_unknown_fields)]
-pub struct Webpage {
-    pub id: Id,
-    pub name: String,
-    #[schemars(extend("format" = "uri"))]
-    pub url: String,
-    /// Shown to the AI alongside the webpage.
-    pub notes: Option<String>,
-    /// pending: first scrape queued or running; refreshing: a refresh was accepted; ready; failed
-    /// (`failureReason` says why; the entries of the last good scrape stay searchable).
-    #[schemars(extend("enum" = ["pending", "refreshing", "ready", "failed"]))]
-    pub status: String,
-    /// True while `status` is pending or refreshing.
-    pub is_updating: bool,
-    /// When the page was last scraped successfully; null before the first success.
-    pub last_scraped_at: Option<Timestamp>,
-    /// Why the last scrape failed; null otherwise.
-    pub failure_reason: Option<String>,
-    /// Q&A entries extracted from the page.
-    pub entry_count: u64,
-    pub created_at: Timestamp,
-    pub updated_at: Timestamp,
-}
-
-impl From<&proto::Webpage> for Webpage {
-    fn from(webpage: &proto::Webpage) -> Self {
-        Self {
-            id: Id::stored(webpage.id.clone()),
-            name: webpage.name.clone(),
-            url: webpage.url.clone(),
-            notes: webpage.notes.clone(),
-            status: webpage.status.clone(),
-            is_updating: matches!(webpage.status.as_str(), "pending" | "refreshing"),
-            last_scraped_at: Timestamp::option(webpage.last_scraped_at_ms),
-            failure_reason: webpage.failure_reason.clone(),
-            entry_count: u64::try_from(webpage.entry_count).unwrap_or_default(),
-            created_at: Timestamp::from_ms(webpage.created_at_ms),
-            updated_at: Timestamp::from_ms(webpage.updated_at_ms),
-        }
-    }
-}
-
-/// A webpage with the Q&A entries extracted from it.
-#[derive(Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct WebpageDetail {
-    #[serde(flatten)]
-    pub webpage: Webpage,
-    /// The extracted entries, in page order.
-    pub content: Vec<Reference>,
-}
-
-/// A webpage whose refresh was accepted.
-#[derive(Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct WebpageRefresh {
-    pub id: Id,
-    /// Never null here; the spec allows null, so clients must accept it.
-    #[schemars(extend("format" = "uri"))]
-    pub url: Option<String>,
-    /// Never null here; the spec allows null, so clients must accept it.
-    pub name: Option<String>,
-    /// `refreshing`: the scrape has been queued.
-    #[schemars(extend("enum" = ["pending", "refreshing", "ready", "failed"]))]
-    pub status: String,
-}
-
-/// An uploaded document of a knowledge base.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(deny_unknown_fields)]
-pub struct Document {
-    pub id: Id,
-    /// Display name; the file name unless one was given.
-    pub name: String,
-    /// Shown to the AI alongside the document.
-    pub notes: Option<String>,
-    /// The uploaded file's name (without any directory part).
-    pub file_name: String,
-    /// Known from the file's extension.
-    #[schemars(extend("enum" = [
-        "text/plain",
-        "text/markdown",
-        "text/html",
-        "application/pdf",
-        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-        "text/csv",
-    ]))]
-    pub content_type: String,
-    /// File size in bytes.
-    pub size: u64,
-    /// pending: extraction queued or running; ready; failed (`failureReason` says why).
-    #[schemars(extend("enum" = ["pending", "ready", "failed"]))]
-    pub status: String,
-    /// True while `status` is pending.
-    pub is_updating: bool,
-    /// When the text was last extracted; null before that.
-    pub extracted_at: Option<Timestamp>,
-    /// Why the extraction failed; null otherwise.
-    pub failure_reason: Option<String>,
-    /// Q&A entries extracted from the document.
-    pub entry_count: u64,
-    pub created_at: Timestamp,
-    pub updated_at: Timestamp,
-}
-
-impl From<&proto::Document> for Document {
-    fn from(document: &proto::Document) -> Self {
-        Self {
-            id: Id::stored(document.id.clone()),
-            name: document.name.clone(),
-            notes: document.notes.clone(),
-            file_name: document.file_name.clone(),
-            content_type: document.content_type.clone(),
-            size: u64::try_from(document.size_bytes).unwrap_or_default(),
-            status: document.status.clone(),
-            is_updating: document.status == "pending",
-            extracted_at: Timestamp::option(document.extracted_at_ms),
-            failure_reason: document.failure_reason.clone(),
-            entry_count: u64::try_from(document.entry_count).unwrap_or_default(),
-            created_at: Timestamp::from_ms(document.created_at_ms),
-            updated_at: Timestamp::from_ms(document.updated_at_ms),
-        }
-    }
-}
-
-/// A document with the Q&A entries extracted from it.
-#[derive(Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct DocumentDetail {
-    #[serde(flatten)]
-    pub document: Document,
-    /// The extracted entries, in document order.
-    pub content: Vec<Reference>,
 }
 
 fn source_request(call: &Call, target: Target, source_id: &Id, include_content: bool) -> GetSourceRequest {

@@ -2,9 +2,10 @@
 //! regardless of case.
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+use switchboard_api::tags::Tag;
 use switchboard_kit::{ServiceResult, limits};
-use switchboard_proto::v1::{self as proto, CreateTagRequest, ListTagsRequest, TagRef, UpdateTagRequest};
+use switchboard_proto::v1::{CreateTagRequest, ListTagsRequest, TagRef, UpdateTagRequest};
 
 use super::groups::TAGS;
 use crate::call::Call;
@@ -17,10 +18,12 @@ pub fn endpoints() -> Vec<Endpoint> {
     vec![
         Endpoint::get("/v1/tags", list)
             .doc("listTags", TAGS, "The team's tags, by name")
+            .lists("tagId")
             .about("Every tag of the team, sorted by name; not paged.")
             .feature(Feature::Crm),
         Endpoint::post("/v1/tags", create)
             .doc("createTag", TAGS, "Create a tag")
+            .creates("tagId")
             .about("Without `color`, the tag is grey (`#6B7280`).")
             .feature(Feature::Crm)
             .fails(409, TAG_TAKEN),
@@ -63,22 +66,6 @@ pub struct UpdateTag {
     /// `#RRGGBB`.
     #[schemars(extend("pattern" = limits::COLOR_PATTERN))]
     pub color: Option<String>,
-}
-
-/// A tag.
-#[derive(Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct Tag {
-    pub id: Id,
-    pub name: String,
-    /// `#RRGGBB`.
-    pub color: String,
-}
-
-impl From<&proto::Tag> for Tag {
-    fn from(tag: &proto::Tag) -> Self {
-        Self { id: Id::stored(tag.id.clone()), name: tag.name.clone(), color: tag.color.clone() }
-    }
 }
 
 fn tag_ref(call: &Call, path: &TagPath) -> TagRef {

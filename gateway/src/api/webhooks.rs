@@ -2,7 +2,8 @@
 //! specification (webhooks service), and the deliveries made to them.
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+use switchboard_api::webhooks::{CreditsAlert, Delivery, DeliveryStatus, NewWebhook, Webhook};
 use switchboard_kit::outbox::EVENT_TYPES;
 use switchboard_kit::{ServiceResult, limits};
 use switchboard_proto::v1::{
@@ -11,10 +12,9 @@ use switchboard_proto::v1::{
 };
 
 use super::groups::WEBHOOKS;
-use super::paging::{default_limit, first_page};
-use super::time::Timestamp;
 use crate::call::Call;
 use crate::endpoint::{Accepted, Created, Endpoint, Id, Input, Json, List, Nothing, Page, Updated};
+use switchboard_api::paging::{default_limit, first_page};
 
 const WEBHOOK_GONE: &str = "Webhook not found";
 const DELIVERY_GONE: &str = "Webhook or delivery not found";
@@ -24,9 +24,11 @@ pub fn endpoints() -> Vec<Endpoint> {
     vec![
         Endpoint::get("/v1/webhooks", list)
             .doc("listWebhooks", WEBHOOKS, "The team's webhooks, oldest first")
+            .lists("webhookId")
             .about("Every webhook endpoint of the team; not paged. Secrets are never shown again."),
         Endpoint::post("/v1/webhooks", create)
             .doc("createWebhook", WEBHOOKS, "Create a webhook")
+            .creates("webhookId")
             .about(
                 "Events of the types in `events` are POSTed to `url`, signed per the Standard Webhooks \
                  specification with the `secret` of this answer (`whsec_...`), which is shown this once. \
@@ -45,10 +47,12 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(404, WEBHOOK_GONE),
         Endpoint::post("/v1/webhooks/{webhookId}/test", test)
             .doc("testWebhook", WEBHOOKS, "Send a webhook.test event to the webhook")
+            .creates("deliveryId")
             .about("Queues the event for this endpoint alone and answers the delivery; its outcome shows in the deliveries.")
             .fails(404, WEBHOOK_GONE),
         Endpoint::get("/v1/webhooks/{webhookId}/deliveries", deliveries)
             .doc("listWebhookDeliveries", WEBHOOKS, "The webhook's deliveries, newest first")
+            .lists("deliveryId")
             .about(
                 "One delivery per event sent to the endpoint, with its latest attempt: `statusCode`, \
                  `durationMs`, `error`, and while it is pending `nextRetryAt`. Failed attempts are retried \
@@ -114,131 +118,6 @@ pub struct UpdateWebhook {
     pub events: Option<Vec<EventName>>,
     #[schemars(length(min = limits::WEBHOOK_DESCRIPTION.min, max = limits::WEBHOOK_DESCRIPTION.max))]
     pub description: Option<String>,
-}
-
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum WebhookStatus {
-    /// Deliveries succeed, or have not been given up.
-    Active,
-    /// A delivery was given up after 24 hours of retries; the next 2xx makes it active again.
-    Failing,
-}
-
-/// A webhook endpoint.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(deny_unknown_fields)]
-pub struct Webhook {
-    pub id: Id,
-    pub url: String,
-    pub events: Vec<String>,
-    pub description: Option<String>,
-    pub status: WebhookStatus,
-    pub created_at: Timestamp,
-    pub updated_at: Timestamp,
-}
-
-impl From<&proto::Webhook> for Webhook {
-    fn from(webhook: &proto::Webhook) -> Self {
-        Self {
-            id: Id::stored(webhook.id.clone()),
-            url: webhook.url.clone(),
-            events: webhook.events.clone(),
-            description: webhook.description.clone(),
-            status: if webhook.status == "failing" { WebhookStatus::Failing } else { WebhookStatus::Active },
-            created_at: Timestamp::from_ms(webhook.created_at_ms),
-            updated_at: Timestamp::from_ms(webhook.updated_at_ms),
-        }
-    }
-}
-
-/// A webhook just created, with its signing secret: the only answer that shows it.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(deny_unknown_fields)]
-pub struct NewWebhook {
-    pub id: Id,
-    pub url: String,
-    pub events: Vec<String>,
-    pub description: Option<String>,
-    /// `whsec_` and the base64 key: verify each request's `webhook-signature` with it.
-    pub secret: String,
-    pub status: WebhookStatus,
-    pub created_at: Timestamp,
-    pub updated_at: Timestamp,
-}
-
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum DeliveryStatus {
-    /// Waiting for its next attempt.
-    Pending,
-    /// The receiver answered 2xx.
-    Delivered,
-    /// Given up after 24 hours of retries.
-    Failed,
-}
-
-impl DeliveryStatus {
-    fn as_str(self) -> &'static str {
-        match self {
-            DeliveryStatus::Pending => "pending",
-            DeliveryStatus::Delivered => "delivered",
-            DeliveryStatus::Failed => "failed",
-        }
-    }
-
-    fn parse(text: &str) -> Self {
-        match text {
-            "delivered" => DeliveryStatus::Delivered,
-            "failed" => DeliveryStatus::Failed,
-            _ => DeliveryStatus::Pending,
-        }
-    }
-}
-
-/// One event sent to one webhook, with its latest attempt.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(deny_unknown_fields)]
-pub struct Delivery {
-    pub id: Id,
-    pub webhook_id: Id,
-    /// The `webhook-id` header of every attempt: receivers deduplicate by it.
-    pub event_id: String,
-    /// The event type.
-    pub event: String,
-    pub status: DeliveryStatus,
-    pub attempts: u32,
-    /// The receiver's answer to the latest attempt; null when none came.
-    pub status_code: Option<u32>,
-    pub duration_ms: Option<i64>,
-    /// Why the latest attempt failed (the start of the receiver's answer, or the network error).
-    pub error: Option<String>,
-    /// While pending: when it is attempted next.
-    pub next_retry_at: Option<Timestamp>,
-    pub created_at: Timestamp,
-    pub last_attempt_at: Option<Timestamp>,
-}
-
-impl From<&proto::Delivery> for Delivery {
-    fn from(delivery: &proto::Delivery) -> Self {
-        Self {
-            id: Id::stored(delivery.id.clone()),
-            webhook_id: Id::stored(delivery.webhook_id.clone()),
-            event_id: delivery.event_id.clone(),
-            event: delivery.event.clone(),
-            status: DeliveryStatus::parse(&delivery.status),
-            attempts: delivery.attempts,
-            status_code: delivery.status_code,
-            duration_ms: delivery.duration_ms,
-            error: delivery.error.clone(),
-            next_retry_at: Timestamp::option(delivery.next_retry_at_ms),
-            created_at: Timestamp::from_ms(delivery.created_at_ms),
-            last_attempt_at: Timestamp::option(delivery.last_attempt_at_ms),
-        }
-    }
 }
 
 /// The page of a delivery list.
@@ -347,21 +226,6 @@ pub struct SetCreditsAlert {
     /// Credits; null (or absent) clears the alert.
     #[schemars(range(min = 0, max = limits::CREDITS_ALERT_MAX))]
     pub threshold: Option<i64>,
-}
-
-/// The team's credits alert.
-#[derive(Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct CreditsAlert {
-    /// Null when no alert is set.
-    pub threshold: Option<i64>,
-    pub balance: i64,
-}
-
-impl From<proto::CreditsAlert> for CreditsAlert {
-    fn from(alert: proto::CreditsAlert) -> Self {
-        Self { threshold: alert.threshold, balance: alert.balance }
-    }
 }
 
 async fn credits_alert(call: Call, _: Input) -> ServiceResult<crate::endpoint::Data<CreditsAlert>> {

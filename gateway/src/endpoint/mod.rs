@@ -7,7 +7,7 @@
 
 pub mod answer;
 pub mod check;
-pub mod errors;
+pub use switchboard_api::errors;
 pub mod input;
 pub mod schema;
 
@@ -122,6 +122,17 @@ pub struct Failure {
     pub description: &'static str,
 }
 
+/// A path parameter of other operations whose value an answer of this one holds: what the
+/// OpenAPI document publishes as `links`, so that a client (or a stateful fuzzer) can follow
+/// a create or a list to the operations on what it made or listed.
+#[derive(Debug, Clone, Copy)]
+pub struct Gives {
+    /// The path parameter, e.g. `agentId`.
+    pub parameter: &'static str,
+    /// Where the answer holds its value (a JSON pointer into the body), e.g. `/data/id`.
+    pub pointer: &'static str,
+}
+
 /// The MCP tool an endpoint backs. Two endpoints may back one tool (a knowledge base reached
 /// through its agent or by its id): the call's arguments pick the one whose path they fill.
 #[derive(Debug, Clone)]
@@ -184,6 +195,7 @@ pub struct Endpoint {
     pub body_limit: Option<usize>,
     pub failures: Vec<Failure>,
     pub tool: Option<Tool>,
+    pub gives: Vec<Gives>,
     pub inputs: Arc<InputSchemas>,
     describe: fn(&mut Generators) -> Described,
     run: Runner,
@@ -229,6 +241,7 @@ impl Endpoint {
             body_limit: None,
             failures: Vec::new(),
             tool: None,
+            gives: Vec::new(),
             inputs,
             describe: describe::<B, R>,
             run,
@@ -313,8 +326,31 @@ impl Endpoint {
     }
 
     /// Backs the MCP tool `name`, with annotations that follow the method.
-    pub fn tool(mut self, name: &'static str, description: &'static str) -> Self {
-        self.tool = Some(Tool { name, description, annotations: ToolHints::of(self.method) });
+    pub fn tool(self, name: &'static str, description: &'static str) -> Self {
+        let annotations = ToolHints::of(self.method);
+        self.tool_annotated(name, description, annotations)
+    }
+
+    /// Backs the MCP tool `name`, with annotations of its own where the method's would say
+    /// something untrue of it.
+    pub fn tool_annotated(mut self, name: &'static str, description: &'static str, annotations: ToolHints) -> Self {
+        self.tool = Some(Tool { name, description, annotations });
+        self
+    }
+
+    /// Its answer's `data.id` is the `parameter` of the operations on what it created.
+    pub fn creates(self, parameter: &'static str) -> Self {
+        self.gives(parameter, "/data/id")
+    }
+
+    /// The first listed item's id is the `parameter` of the operations on that item.
+    pub fn lists(self, parameter: &'static str) -> Self {
+        self.gives(parameter, "/data/0/id")
+    }
+
+    /// Its answer holds the value of `parameter` at `pointer`.
+    pub fn gives(mut self, parameter: &'static str, pointer: &'static str) -> Self {
+        self.gives.push(Gives { parameter, pointer });
         self
     }
 

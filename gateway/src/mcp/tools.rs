@@ -311,6 +311,7 @@ mod tests {
         assert_eq!(listed(&tools, "whoami")["annotations"]["readOnlyHint"], true);
         let update = listed(&tools, "update_agent_instructions");
         assert_eq!(update["annotations"]["destructiveHint"], true);
+        assert_eq!(update["annotations"]["idempotentHint"], false, "each call adds a version");
         assert_eq!(update["inputSchema"]["required"], json!(["agentId", "instructions"]));
         // Reached through an agent or by id: neither is required alone, the query always is.
         let search = listed(&tools, "search_knowledge");

@@ -37,7 +37,7 @@ pub fn document(endpoints: &[Endpoint]) -> anyhow::Result<Value> {
 
     let mut paths = Map::new();
     for endpoint in endpoints {
-        let operation = operation(endpoint, &mut generators, &errors)
+        let operation = operation(endpoint, endpoints, &mut generators, &errors)
             .with_context(|| format!("describing {}", endpoint.operation_id))?;
         let path = endpoint.path.strip_prefix("/v1").unwrap_or(endpoint.path);
         let item = paths.entry(path.to_owned()).or_insert_with(|| json!({}));
@@ -161,7 +161,12 @@ fn parameter(name: &str, location: &str, schema: &Value, required: bool) -> Valu
     parameter
 }
 
-fn operation(endpoint: &Endpoint, generators: &mut Generators, errors: &ErrorRefs) -> anyhow::Result<Value> {
+fn operation(
+    endpoint: &Endpoint,
+    endpoints: &[Endpoint],
+    generators: &mut Generators,
+    errors: &ErrorRefs,
+) -> anyhow::Result<Value> {
     let inputs = &endpoint.inputs;
     let mut parameters = Vec::new();
     let declared: Vec<&str> = properties(&inputs.path).map(|(name, _)| name.as_str()).collect();
@@ -212,7 +217,7 @@ fn operation(endpoint: &Endpoint, generators: &mut Generators, errors: &ErrorRef
         "summary": endpoint.summary,
         "description": description,
         "parameters": parameters,
-        "responses": responses(endpoint, described.status, Value::from(described.answer), errors)?,
+        "responses": responses(endpoint, described.status, Value::from(described.answer), links(endpoint, endpoints), errors)?,
         "x-rate-class": endpoint.class.name(),
     });
     if let Some(feature) = endpoint.feature {
@@ -234,14 +239,55 @@ fn operation(endpoint: &Endpoint, generators: &mut Generators, errors: &ErrorRef
     Ok(operation)
 }
 
+/// The OpenAPI links of an operation's answer: for each path parameter it gives (an id it
+/// created or listed), every other operation that takes that parameter and otherwise only
+/// parameters of this operation's own path, which the link passes on from the request.
+fn links(source: &Endpoint, endpoints: &[Endpoint]) -> Map<String, Value> {
+    let known: Vec<&str> = source.path_parameters().collect();
+    let mut links = Map::new();
+    for given in &source.gives {
+        for target in endpoints {
+            let needed: Vec<&str> = target.path_parameters().collect();
+            let reachable = needed.contains(&given.parameter)
+                && needed.iter().all(|name| *name == given.parameter || known.contains(name));
+            if !reachable || std::ptr::eq(target, source) {
+                continue;
+            }
+            let parameters: Map<String, Value> = needed
+                .iter()
+                .map(|name| {
+                    let value = if *name == given.parameter {
+                        format!("$response.body#{}", given.pointer)
+                    } else {
+                        format!("$request.path.{name}")
+                    };
+                    ((*name).to_owned(), Value::from(value))
+                })
+                .collect();
+            links.insert(
+                target.operation_id.to_owned(),
+                json!({ "operationId": target.operation_id, "parameters": parameters }),
+            );
+        }
+    }
+    links
+}
+
 /// The answer, the operation's own errors, then the errors every operation can give.
-fn responses(endpoint: &Endpoint, status: u16, answer: Value, errors: &ErrorRefs) -> anyhow::Result<Value> {
+fn responses(
+    endpoint: &Endpoint,
+    status: u16,
+    answer: Value,
+    links: Map<String, Value>,
+    errors: &ErrorRefs,
+) -> anyhow::Result<Value> {
     let mut responses = Map::new();
     let summary = if status == 201 { "Created." } else { "Done." };
-    responses.insert(
-        status.to_string(),
-        json!({ "description": summary, "content": { "application/json": { "schema": answer } } }),
-    );
+    let mut success = json!({ "description": summary, "content": { "application/json": { "schema": answer } } });
+    if !links.is_empty() {
+        success["links"] = Value::Object(links);
+    }
+    responses.insert(status.to_string(), success);
     let mut failures = endpoint.failures.clone();
     if endpoint.body == BodyKind::Json {
         failures.push(crate::endpoint::Failure {
@@ -383,6 +429,58 @@ mod tests {
         }
     }
 
+    /// Follows a JSON pointer of an answer through its schema (`$ref`s, object members and
+    /// array items), to the schema of the value there.
+    fn schema_at<'a>(document: &'a Value, mut schema: &'a Value, pointer: &str) -> Option<&'a Value> {
+        let resolve = |mut schema: &'a Value| {
+            while let Some(name) = schema.get("$ref").and_then(Value::as_str) {
+                schema = document.pointer(&name.replacen('#', "", 1))?;
+            }
+            Some(schema)
+        };
+        for part in pointer.split('/').skip(1) {
+            schema = resolve(schema)?;
+            schema = if part.parse::<usize>().is_ok() {
+                schema.get("items")?
+            } else {
+                schema.get("properties")?.get(part)?
+            };
+        }
+        resolve(schema)
+    }
+
+    /// Every operation on an id can be reached by following links from one that makes or lists
+    /// it, and each link reads a member its answer has: what a stateful client (schemathesis)
+    /// needs to get past 404.
+    #[test]
+    fn every_operation_on_an_id_is_linked_from_one_that_gives_it() {
+        let document = document();
+        let mut linked = std::collections::HashSet::new();
+        for item in document["paths"].as_object().unwrap().values() {
+            for operation in item.as_object().unwrap().values() {
+                for (status, answer) in operation["responses"].as_object().into_iter().flatten() {
+                    let schema = &answer["content"]["application/json"]["schema"];
+                    for link in answer["links"].as_object().into_iter().flatten().map(|(_, link)| link) {
+                        linked.insert(link["operationId"].as_str().unwrap().to_owned());
+                        for value in link["parameters"].as_object().unwrap().values() {
+                            let Some(pointer) = value.as_str().unwrap().strip_prefix("$response.body#") else {
+                                continue;
+                            };
+                            let at = schema_at(&document, schema, pointer);
+                            let id = operation["operationId"].as_str().unwrap();
+                            assert!(at.is_some(), "{id} {status}: its answer has nothing at {pointer}");
+                        }
+                    }
+                }
+            }
+        }
+        for endpoint in crate::api::endpoints() {
+            if endpoint.path_parameters().next().is_some() {
+                assert!(linked.contains(endpoint.operation_id), "no link leads to {}", endpoint.operation_id);
+            }
+        }
+    }
+
     /// An answer may not carry a member its schema does not name.
     #[test]
     fn every_answer_schema_is_closed() {
@@ -435,13 +533,21 @@ mod tests {
         assert!(open.is_empty(), "open answer schemas: {open:?}");
     }
 
+    /// The committed copy changes with the description, in the same commit. `SWITCHBOARD_BLESS=1`
+    /// writes the rendered document over it (as `cargo run -- openapi > docs/openapi.json` does).
     #[test]
     fn the_committed_copy_is_current() {
         let committed = include_str!("../../../docs/openapi.json");
         let generated = document_bytes().unwrap();
+        if std::env::var("SWITCHBOARD_BLESS").is_ok_and(|value| value == "1") {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/openapi.json");
+            std::fs::write(path, &generated).unwrap();
+            return;
+        }
         assert!(
             committed.as_bytes() == generated.as_ref(),
-            "docs/openapi.json is stale: run `cargo run -- openapi > docs/openapi.json`"
+            "docs/openapi.json is stale: run `cargo run -- openapi > docs/openapi.json` (or this test with \
+             SWITCHBOARD_BLESS=1)"
         );
     }
 }

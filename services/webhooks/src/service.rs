@@ -119,7 +119,7 @@ impl WebhooksApi {
         event: &Event,
         names: &mut HashMap<(String, String), Option<String>>,
     ) -> ServiceResult<Option<String>> {
-        let Some(agent_id) = event.resource.as_ref().and_then(switchboard_gateway::event_agent) else {
+        let Some(agent_id) = event.resource.as_ref().and_then(switchboard_api::events::agent_of) else {
             return Ok(None);
         };
         let key = (event.team_id.clone(), agent_id.to_owned());
@@ -142,7 +142,7 @@ impl WebhooksApi {
             return Err(format!("{} is not an event type", event.r#type));
         }
         let resource = event.resource.as_ref().ok_or("the event has no resource")?;
-        let data = switchboard_gateway::render_event_data(resource, agent_name)?;
+        let data = switchboard_api::events::render(resource, agent_name)?;
         let body = serde_json::json!({ "type": event.r#type, "timestamp": iso_ms(event.occurred_at_ms), "data": data });
         Ok(StoredEvent {
             id: event.id.clone(),

@@ -1,0 +1,30 @@
+//! The public v1 contract of Switchboard, as types: what each resource looks like to a client
+//! (with its conversion from the services' protobuf messages), ids, times, paging, the answer
+//! envelopes and the `data` of webhook events.
+//!
+//! The gateway serves these shapes and derives the OpenAPI description from them; the webhooks
+//! service renders event payloads with them, so a receiver reads exactly what the endpoints
+//! answer. Nothing here serves HTTP or gRPC: a service can depend on it without the edge.
+
+pub mod agency;
+pub mod agents;
+pub mod boards;
+pub mod calls;
+pub mod chats;
+pub mod contacts;
+pub mod custom_fields;
+pub mod envelope;
+pub mod errors;
+pub mod events;
+pub mod id;
+pub mod identity;
+pub mod knowledge;
+pub mod paging;
+pub mod sources;
+pub mod tags;
+pub mod time;
+pub mod webhooks;
+
+pub use envelope::{Accepted, Created, Data, List, Page, Pagination, Updated};
+pub use id::Id;
+pub use time::Timestamp;
