@@ -1,6 +1,5 @@
-//! The registry of services: each row names a service (its name, gRPC services, default port
-//! and URL variable live in `switchboard_kit::peers`), the migrations of its database and how
-//! to build it. `dev`, `serve` and `migrate` read the registry; nothing else lists services.
+//! What the binary knows of each service of the registry (`switchboard_kit::peers::Service`):
+//! the migrations of its database and how to build it. `dev`, `serve` and `migrate` read it.
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -17,7 +16,9 @@ use switchboard_kit::grpc::{Channel, ServiceAccess};
 use switchboard_kit::jobs::{Runner, RunnerConfig};
 use switchboard_kit::objects::Objects;
 use switchboard_kit::outbox::Relay;
-use switchboard_kit::peers::{AGENTS, CONVERSATIONS, CRM, IDENTITY, KNOWLEDGEBASE, Peers, ServiceInfo, WEBHOOKS};
+use switchboard_kit::peers::{
+    AGENTS, CONVERSATIONS, CRM, IDENTITY, KNOWLEDGEBASE, Peers, Service, ServiceInfo, WEBHOOKS,
+};
 use switchboard_kit::phone::PhoneRules;
 use switchboard_kit::redis_client::RedisClient;
 use switchboard_kit::team_versions::TeamVersions;
@@ -72,43 +73,36 @@ impl Context {
     }
 }
 
+#[derive(Clone, Copy)]
 pub struct Registered {
     pub info: &'static ServiceInfo,
     pub migrations: &'static Migrations,
-    pub build: fn(Context) -> BoxFuture<anyhow::Result<Component>>,
+    pub build: Build,
 }
 
-pub const REGISTRY: [Registered; 6] = [
-    Registered {
-        info: &IDENTITY,
-        migrations: &switchboard_identity::MIGRATIONS,
-        build: |context| Box::pin(identity(context)),
-    },
-    Registered {
-        info: &AGENTS,
-        migrations: &switchboard_agents::MIGRATIONS,
-        build: |context| Box::pin(agents(context)),
-    },
-    Registered {
-        info: &KNOWLEDGEBASE,
-        migrations: &switchboard_knowledgebase::MIGRATIONS,
-        build: |context| Box::pin(knowledgebase(context)),
-    },
-    Registered {
-        info: &CONVERSATIONS,
-        migrations: &switchboard_conversations::MIGRATIONS,
-        build: |context| Box::pin(conversations(context)),
-    },
-    Registered { info: &CRM, migrations: &switchboard_crm::MIGRATIONS, build: |context| Box::pin(crm(context)) },
-    Registered {
-        info: &WEBHOOKS,
-        migrations: &switchboard_webhooks::MIGRATIONS,
-        build: |context| Box::pin(webhooks(context)),
-    },
-];
+type Build = fn(Context) -> BoxFuture<anyhow::Result<Component>>;
 
-pub fn find(name: &str) -> Option<&'static Registered> {
-    REGISTRY.iter().find(|registered| registered.info.name == name)
+/// How `service` is built: exhaustive, so a new variant of [`Service`] does not compile until
+/// it has its database and builder here.
+pub fn registered(service: Service) -> Registered {
+    let (migrations, build): (&'static Migrations, Build) = match service {
+        Service::Identity => (&switchboard_identity::MIGRATIONS, |context| Box::pin(identity(context))),
+        Service::Agents => (&switchboard_agents::MIGRATIONS, |context| Box::pin(agents(context))),
+        Service::Knowledgebase => (&switchboard_knowledgebase::MIGRATIONS, |context| Box::pin(knowledgebase(context))),
+        Service::Conversations => (&switchboard_conversations::MIGRATIONS, |context| Box::pin(conversations(context))),
+        Service::Crm => (&switchboard_crm::MIGRATIONS, |context| Box::pin(crm(context))),
+        Service::Webhooks => (&switchboard_webhooks::MIGRATIONS, |context| Box::pin(webhooks(context))),
+    };
+    Registered { info: service.info(), migrations, build }
+}
+
+/// Every service, in the order `switchboard dev` starts them.
+pub fn all() -> impl Iterator<Item = Registered> {
+    Service::ALL.into_iter().map(registered)
+}
+
+pub fn find(name: &str) -> Option<Registered> {
+    ServiceInfo::find(name).map(|info| registered(info.service))
 }
 
 /// A built service: its gRPC routes and the background work that goes with it (job runners,
@@ -252,4 +246,59 @@ pub fn stop_on_signal() -> watch::Receiver<bool> {
         let _ = stop.send(true);
     });
     stopped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(path: &str) -> String {
+        let full = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+        std::fs::read_to_string(&full).unwrap_or_else(|error| panic!("reading {}: {error}", full.display()))
+    }
+
+    /// The top-level block of `key:` in a YAML file: its line and the indented lines after it.
+    fn yaml_block(text: &str, key: &str) -> Option<String> {
+        let mut lines = text.lines().skip_while(|line| *line != format!("{key}:"));
+        let first = lines.next()?;
+        let rest = lines.take_while(|line| line.is_empty() || line.starts_with(' ') || line.starts_with('#'));
+        Some(std::iter::once(first).chain(rest).collect::<Vec<_>>().join("\n"))
+    }
+
+    /// Every service of the registry is deployed by the plain manifests and by the chart, on
+    /// its port, with its migrations, its URL and its database secret.
+    #[test]
+    fn every_service_of_the_registry_is_in_the_manifests_and_the_chart() {
+        let kustomization = read("k8s/kustomization.yaml");
+        let config_map = read("k8s/config.yaml");
+        let values = read("helm/switchboard/values.yaml");
+        let chart_services = read("helm/switchboard/templates/services.yaml");
+        let chart_policies = read("helm/switchboard/templates/networkpolicy.yaml");
+        let chart_helpers = read("helm/switchboard/templates/_helpers.tpl");
+        for registered in all() {
+            let (name, port) = (registered.info.name, registered.info.default_port);
+            let manifest = read(&format!("k8s/{name}.yaml"));
+            assert!(kustomization.contains(&format!("  - {name}.yaml")), "k8s/kustomization.yaml lists {name}.yaml");
+            for expected in [
+                format!("name: {name}\n"),
+                format!("args: [\"serve\", \"{name}\"]"),
+                format!("args: [\"migrate\", \"{name}\"]"),
+                format!("containerPort: {port} }}"),
+                format!("{}_DATABASE_URL", name.to_ascii_uppercase()),
+            ] {
+                assert!(manifest.contains(&expected), "k8s/{name}.yaml has {expected:?}");
+            }
+            let url = format!("{}: http://{name}:{port}", registered.info.url_variable());
+            assert!(config_map.contains(&url), "k8s/config.yaml has {url:?}");
+
+            let block = yaml_block(&values, name).unwrap_or_else(|| panic!("helm values have a `{name}:` section"));
+            assert!(block.contains(&format!("  port: {port}\n")), "helm values give {name} port {port}: {block}");
+            let listed = format!("\"{name}\"");
+            assert!(chart_services.contains(&listed), "the chart's services.yaml deploys {name}");
+            assert!(chart_policies.contains(&listed), "the chart's networkpolicy.yaml covers {name}");
+            let chart_url =
+                format!("{}, value: \"http://{{{{ .Release.Name }}}}-{name}:", registered.info.url_variable());
+            assert!(chart_helpers.contains(&chart_url), "the chart's _helpers.tpl gives {chart_url:?}");
+        }
+    }
 }

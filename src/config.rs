@@ -12,7 +12,7 @@ use switchboard_gateway::limits::RateClass;
 use switchboard_gateway::playback::UrlKey;
 use switchboard_kit::grpc::ServiceAccess;
 use switchboard_kit::objects::ObjectsConfig;
-use switchboard_kit::peers::{Peers, ServiceInfo};
+use switchboard_kit::peers::{Peers, Service, ServiceInfo};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -103,18 +103,18 @@ impl FileConfig {
             database_url: file.database_url.as_ref(),
             url: file.url.as_ref(),
         };
-        match service.name {
-            "identity" => plain(&self.identity),
-            "agents" => plain(&self.agents),
-            "conversations" => plain(&self.conversations),
-            "crm" => plain(&self.crm),
-            "webhooks" => plain(&self.webhooks),
-            "knowledgebase" => Section {
+        // Exhaustive: a new service does not compile until its section is said.
+        match service.service {
+            Service::Identity => plain(&self.identity),
+            Service::Agents => plain(&self.agents),
+            Service::Conversations => plain(&self.conversations),
+            Service::Crm => plain(&self.crm),
+            Service::Webhooks => plain(&self.webhooks),
+            Service::Knowledgebase => Section {
                 listen: self.knowledgebase.listen.as_ref(),
                 database_url: self.knowledgebase.database_url.as_ref(),
                 url: self.knowledgebase.url.as_ref(),
             },
-            _ => Section { listen: None, database_url: None, url: None },
         }
     }
 }
@@ -209,7 +209,7 @@ pub fn gateway(file: &FileConfig, peers: Peers) -> anyhow::Result<GatewayConfig>
 /// the service's section, or its default port on this host.
 pub fn peers(file: &FileConfig, access: ServiceAccess) -> Peers {
     let mut peers = Peers::new(access);
-    for service in switchboard_kit::peers::ALL {
+    for service in Service::ALL.map(Service::info) {
         if let Some(url) = env(&service.url_variable()).or_else(|| file.section(service).url.cloned()) {
             peers.set_url(service, url);
         }

@@ -34,7 +34,7 @@ pub async fn run(file: FileConfig, data_dir: Option<&Path>, listen: &str) -> any
     // Every port is bound before any service is built, so that each knows where the others are.
     let mut peers = Peers::new(access.clone());
     let mut listeners = Vec::new();
-    for registered in &components::REGISTRY {
+    for registered in components::all() {
         let listener = switchboard_kit::grpc::bind("127.0.0.1:0").await?;
         peers.set_url(registered.info, format!("http://{}", listener.local_addr()?));
         listeners.push((registered, listener));
@@ -56,8 +56,7 @@ pub async fn run(file: FileConfig, data_dir: Option<&Path>, listen: &str) -> any
     let session = DevSession {
         pid: std::process::id(),
         api_base_url: format!("http://{}/v1", gateway.address),
-        services: components::REGISTRY
-            .iter()
+        services: components::all()
             .map(|registered| (registered.info.name.to_owned(), peers.url(registered.info)))
             .collect(),
         service_token: match &access {
@@ -70,7 +69,7 @@ pub async fn run(file: FileConfig, data_dir: Option<&Path>, listen: &str) -> any
     let mut out = std::io::stdout().lock();
     writeln!(out, "Switchboard dev is running.")?;
     writeln!(out, "  API base URL:        http://{}/v1", gateway.address)?;
-    for registered in &components::REGISTRY {
+    for registered in components::all() {
         let label = format!("{} gRPC:", registered.info.name);
         writeln!(out, "  {label:<21}{}", peers.url(registered.info))?;
     }

@@ -10,7 +10,7 @@ use crate::config::{self, FileConfig};
 
 /// What `serve` and `migrate` accept: the gateway and every registered service.
 pub fn component_names() -> clap::builder::PossibleValuesParser {
-    let services = components::REGISTRY.iter().map(|registered| registered.info.name);
+    let services = components::all().map(|registered| registered.info.name);
     clap::builder::PossibleValuesParser::new(std::iter::once("gateway").chain(services))
 }
 
