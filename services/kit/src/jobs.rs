@@ -5,7 +5,7 @@
 //! `FOR UPDATE SKIP LOCKED` on PostgreSQL) instead of holding them in memory: when a process
 //! dies mid-job its lease runs out and another worker, or the restarted process, runs the
 //! job again. Handlers must therefore be idempotent. Failures are retried with exponential
-//! backoff; after the last attempt the job is `failed` and its handler is told, so the
+//! backoff and full jitter ([`crate::backoff`]); after the last attempt the job is `failed` and its handler is told, so the
 //! domain state can show the failure.
 //!
 //! Every service that uses jobs has the table of `jobs.sql` in its migrations; its tests call
@@ -20,6 +20,7 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 use tokio::sync::{Notify, watch};
 
+use crate::backoff::Backoff;
 use crate::db::{Db, Engine, Migrations};
 use crate::time::now_ms;
 
@@ -74,6 +75,9 @@ pub const COMPLETED: &str = "completed";
 pub const FAILED: &str = "failed";
 
 /// Completed jobs are kept this long (they show the last run's outcome), then pruned.
+/// The largest ceiling of a retry's wait.
+const MOST_BACKOFF: Duration = Duration::from_secs(300);
+
 const KEEP_COMPLETED_MS: i64 = 7 * 24 * 60 * 60 * 1000;
 
 pub struct NewJob<'a> {
@@ -170,7 +174,8 @@ pub struct RunnerConfig {
     pub lease: Duration,
     /// How often the table is looked at when nobody rings.
     pub poll: Duration,
-    /// The first retry waits this long, each next one twice as long (capped at 5 minutes).
+    /// The ceiling of the first retry's wait; each next one doubles it, up to 5 minutes (the
+    /// wait is drawn below the ceiling: [`Backoff`]).
     pub backoff: Duration,
     /// Jobs run at the same time by one runner.
     pub concurrency: usize,
@@ -367,9 +372,8 @@ impl Runner {
                     let message = format!("{error:#}");
                     if job.attempts < job.max_attempts {
                         tracing::warn!(error = %message, "job failed, will retry");
-                        let exponent = u32::try_from(job.attempts.saturating_sub(1)).unwrap_or(0).min(16);
-                        let delay = self.config.backoff.saturating_mul(2u32.saturating_pow(exponent));
-                        let delay = delay.min(Duration::from_secs(300));
+                        let failures = u32::try_from(job.attempts).unwrap_or(u32::MAX);
+                        let delay = Backoff::new(self.config.backoff, MOST_BACKOFF).after(failures);
                         let run_after = now_ms() + i64::try_from(delay.as_millis()).unwrap_or(300_000);
                         self.finish(&job.id, QUEUED, Some(&message), Some(run_after)).await
                     } else {

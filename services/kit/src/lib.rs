@@ -3,6 +3,7 @@
 //! time formatting and API-key hashing.
 
 pub mod apikey;
+pub mod backoff;
 pub mod db;
 pub mod egress;
 pub mod error;

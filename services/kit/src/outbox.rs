@@ -17,6 +17,7 @@ use switchboard_proto::v1::webhooks_service_client::WebhooksServiceClient;
 use switchboard_proto::v1::{Event, PublishRequest, event};
 use tokio::sync::watch;
 
+use crate::backoff::Backoff;
 use crate::db::{Db, Engine};
 use crate::grpc::Channel;
 use crate::time::now_ms;
@@ -72,7 +73,7 @@ pub async fn record(
 const BATCH: i64 = 500;
 /// How often an empty outbox is looked at again.
 const POLL: Duration = Duration::from_millis(100);
-/// The longest wait after failures (the webhooks service is down): doubling from `POLL`.
+/// The largest wait after failures in a row (the webhooks service is down), from `POLL` up.
 const MOST_BACKOFF: Duration = Duration::from_secs(10);
 
 /// Moves a service's outbox to the webhooks service.
@@ -87,14 +88,22 @@ impl Relay {
     }
 
     pub async fn run(mut self, mut stop: watch::Receiver<bool>) {
-        let mut wait = POLL;
+        let backoff = Backoff::new(POLL, MOST_BACKOFF);
+        let mut failures = 0u32;
         while !*stop.borrow() {
-            wait = match self.relay_batch().await {
-                Ok(moved) if moved == BATCH => continue,
-                Ok(_) => POLL,
+            let wait = match self.relay_batch().await {
+                Ok(moved) if moved == BATCH => {
+                    failures = 0;
+                    continue;
+                }
+                Ok(_) => {
+                    failures = 0;
+                    POLL
+                }
                 Err(error) => {
                     tracing::warn!(error = format!("{error:#}"), "relaying webhook events failed; retrying");
-                    (wait * 2).clamp(POLL, MOST_BACKOFF)
+                    failures = failures.saturating_add(1);
+                    backoff.after(failures)
                 }
             };
             tokio::select! {

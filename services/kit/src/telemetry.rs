@@ -75,25 +75,31 @@ pub fn init(service_name: &str) -> Telemetry {
 /// (bench/gateway-me.sh) for a prefix on the rare log line written inside a request.
 pub const TRACE_TARGET: &str = "switchboard::trace";
 
-/// The log filter of `RUST_LOG` (`DEFAULT_FILTER` when unset or invalid), with the trace spans
-/// ([`TRACE_TARGET`]) left out unless it names them.
+/// The log filter of `RUST_LOG` (`DEFAULT_FILTER` when unset or invalid), with the targets of
+/// [`QUIET`] held to their level unless it names them.
 fn log_filter(rust_log: Option<&str>) -> EnvFilter {
-    let filter =
+    let mut filter =
         rust_log.and_then(|spec| EnvFilter::try_new(spec).ok()).unwrap_or_else(|| EnvFilter::new(DEFAULT_FILTER));
-    if rust_log.is_some_and(|spec| spec.contains(TRACE_TARGET)) {
-        return filter;
+    for (target, level) in QUIET {
+        if rust_log.is_some_and(|spec| spec.contains(target)) {
+            continue;
+        }
+        if let Ok(directive) = format!("{target}={level}").parse() {
+            filter = filter.add_directive(directive);
+        }
     }
-    match format!("{TRACE_TARGET}=warn").parse() {
-        Ok(directive) => filter.add_directive(directive),
-        Err(_) => filter,
-    }
+    filter
 }
 
-/// What logs and traces keep unless told otherwise. qdrant-edge reads two settings that only a
-/// Qdrant server initialises (feature flags, the multi-mmap check; their setters are private)
-/// and warns at every shard load; the defaults it falls back to are the ones wanted.
-const DEFAULT_FILTER: &str = "info,pingora_core=warn,pingora_proxy=warn,sqlx=warn,\
-     qdrant_edge::common::flags=error,qdrant_edge::common::mmap::ops=error";
+/// Targets kept at a level of their own whatever `RUST_LOG` says, unless it names them: the
+/// trace spans ([`TRACE_TARGET`]), and two settings of qdrant-edge that only a Qdrant server
+/// initialises (feature flags, the multi-mmap check; their setters are private), which warn at
+/// every shard load although the defaults they fall back to are the ones wanted.
+const QUIET: [(&str, &str); 3] =
+    [(TRACE_TARGET, "warn"), ("qdrant_edge::common::flags", "error"), ("qdrant_edge::common::mmap::ops", "error")];
+
+/// What logs and traces keep unless told otherwise.
+const DEFAULT_FILTER: &str = "info,pingora_core=warn,pingora_proxy=warn,sqlx=warn";
 
 fn resource(service_name: &str) -> opentelemetry_sdk::Resource {
     opentelemetry_sdk::Resource::builder().with_service_name(service_name.to_owned()).build()
@@ -226,6 +232,16 @@ mod tests {
             span.in_scope(|| tracing::warn!("inside"));
         });
         String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap()
+    }
+
+    #[test]
+    fn qdrant_edge_settings_warnings_stay_quiet_under_any_rust_log() {
+        for rust_log in ["warn", "info", "debug", "qdrant_edge=warn"] {
+            let filter = log_filter(Some(rust_log)).to_string();
+            assert!(filter.contains("qdrant_edge::common::flags=error"), "{rust_log}: {filter}");
+        }
+        let named = log_filter(Some("warn,qdrant_edge::common::flags=warn")).to_string();
+        assert!(!named.contains("qdrant_edge::common::flags=error"), "{named}");
     }
 
     #[test]

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use switchboard_kit::backoff::Backoff;
+
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// Receivers on private, loopback or link-local addresses are allowed
@@ -9,8 +11,9 @@ pub struct Settings {
     pub allow_private: bool,
     /// How long a receiver has to answer (`SWITCHBOARD_WEBHOOK_TIMEOUT_MS`, 10 s).
     pub timeout: Duration,
-    /// The wait before the first retry; each next one waits twice as long, at most `max_backoff`
-    /// (`SWITCHBOARD_WEBHOOK_RETRY_BASE_MS`, 5 s).
+    /// The ceiling of the wait before the first retry; each next ceiling is twice as long, at
+    /// most `max_backoff` (`SWITCHBOARD_WEBHOOK_RETRY_BASE_MS`, 5 s). The wait itself is drawn
+    /// below the ceiling (full jitter: `switchboard_kit::backoff`).
     pub backoff: Duration,
     pub max_backoff: Duration,
     /// How long a delivery is retried before it is given up and its endpoint marked failing
@@ -59,8 +62,7 @@ impl Settings {
 
     /// The wait after the `attempts`-th failed attempt.
     pub fn backoff_after(&self, attempts: u32) -> Duration {
-        let exponent = attempts.saturating_sub(1).min(20);
-        self.backoff.saturating_mul(2u32.saturating_pow(exponent)).min(self.max_backoff)
+        Backoff::new(self.backoff, self.max_backoff).after(attempts)
     }
 }
 
@@ -69,9 +71,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn backoff_doubles_up_to_the_cap() {
+    fn retries_wait_below_a_ceiling_that_doubles_up_to_an_hour() {
         let settings = Settings::default();
-        let waits: Vec<u64> = [1, 2, 3, 10, 40].iter().map(|n| settings.backoff_after(*n).as_secs()).collect();
-        assert_eq!(waits, vec![5, 10, 20, 2560, 3600]);
+        for (attempts, ceiling) in [(1, 5), (2, 10), (3, 20), (10, 2560), (40, 3600)] {
+            let wait = settings.backoff_after(attempts);
+            assert!(wait <= Duration::from_secs(ceiling), "after {attempts} attempts: {wait:?}");
+        }
     }
 }
