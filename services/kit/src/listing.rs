@@ -47,13 +47,74 @@ pub struct TextIndex {
     pub signature_column: Option<&'static str>,
 }
 
-/// A statement of a list, planned anew for its values each time it runs: not a prepared
-/// statement, whose generic plan PostgreSQL may reuse after five runs. The right plan for a
-/// list depends on its values: a frequent search walks the sort key's index, a rare one
-/// starts from the text index; planned without them, a count of the first 1,001 matches of a
-/// frequent word took 146 ms instead of 6.
-fn statement(sql: &str) -> Query<'_> {
-    sqlx::query(sql).persistent(false)
+/// A statement of a list (`sql`, bound by `filter`'s values and then `more`), planned anew
+/// for its values each time it runs: not a prepared statement, whose generic plan PostgreSQL
+/// may reuse after five runs. The right plan for a list depends on its values: a frequent
+/// search walks the sort key's index, a rare one starts from the text index; planned without
+/// them, a count of a frequent word's first matches was many times slower (BENCHMARKS.md,
+/// "Why the lists are planned the way they are").
+fn statement<'q>(step: Step, sql: &'q str, filter: &'q Filter, more: &'q [Arg]) -> Query<'q> {
+    record(step, sql, || filter.args.iter().chain(more).cloned().collect());
+    more.iter().fold(filter.bind(sqlx::query(sql).persistent(false)), bind_arg)
+}
+
+fn bind_arg<'q>(query: Query<'q>, arg: &'q Arg) -> Query<'q> {
+    match arg {
+        Arg::Text(text) => query.bind(text.as_str()),
+        Arg::Int(number) => query.bind(*number),
+    }
+}
+
+/// What a list statement is for (see [`Statement`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Reading a search's matches from the text index ([`Filter::search`]).
+    SearchMatches,
+    /// An `EXPLAIN` whose row estimate is read, never run ([`estimate`]).
+    Estimate,
+    /// Counting the whole list ([`count`]).
+    Count,
+    /// Counting a frequent search's list up to [`EXACT_TOTAL_UP_TO`] + 1.
+    CountUpTo,
+    /// Counting a frequent search's sampled matches that pass the other conditions.
+    CountSampled,
+    /// Reading a page ([`select`]).
+    Page,
+    /// A statement of a store's own, named by the store.
+    Store(&'static str),
+}
+
+/// A list statement as it ran: what for, its SQL, and its values in placeholder order.
+#[derive(Debug, Clone)]
+pub struct Statement {
+    pub step: Step,
+    pub sql: String,
+    pub args: Vec<Arg>,
+}
+
+tokio::task_local! {
+    static RECORDED: std::cell::RefCell<Vec<Statement>>;
+}
+
+/// Runs `work` and returns, with its output, every list statement it ran, in order: for the
+/// tests that check how PostgreSQL plans them. Outside this, nothing is recorded.
+#[doc(hidden)]
+pub async fn recorded<T>(work: impl std::future::Future<Output = T>) -> (T, Vec<Statement>) {
+    RECORDED
+        .scope(std::cell::RefCell::new(Vec::new()), async move {
+            let output = work.await;
+            (output, RECORDED.with(std::cell::RefCell::take))
+        })
+        .await
+}
+
+/// Notes a statement about to run (its values made by `args` only when [`recorded`] is
+/// listening): every list statement of this module, and those a store runs for a list itself.
+#[doc(hidden)]
+pub fn record(step: Step, sql: &str, args: impl FnOnce() -> Vec<Arg>) {
+    let _ = RECORDED.try_with(|recorded| {
+        recorded.borrow_mut().push(Statement { step, sql: sql.to_owned(), args: args() });
+    });
 }
 
 /// `%`, `_` and `\` stand for themselves in the `LIKE` pattern (with `ESCAPE '\'`).
@@ -107,8 +168,9 @@ impl Filter {
     /// The filter of a list of the team's rows (`alias` names their table): the team is the
     /// first value, `$1`. When the list is searched, SQLite must start from the search's
     /// matches and look their rows up by id; without statistics its planner would rather walk
-    /// the team's index and probe the matches for each of the team's rows (200 ms at 100,000
-    /// rows). The unary `+` keeps it from using the team's indexes.
+    /// the team's index and probe the matches for each of the team's rows, which is slow for a
+    /// large team (BENCHMARKS.md, "Why the lists are planned the way they are"). The unary `+`
+    /// keeps it from using the team's indexes.
     pub fn for_team(engine: Engine, alias: &str, team_id: &str, searching: bool) -> Filter {
         let mut filter = Filter { team_id: team_id.to_owned(), ..Filter::default() };
         let team = filter.arg(Arg::Text(team_id.to_owned()));
@@ -149,14 +211,8 @@ impl Filter {
         format!("${}", self.args.len() + after)
     }
 
-    pub fn bind<'q>(&'q self, mut query: Query<'q>) -> Query<'q> {
-        for arg in &self.args {
-            query = match arg {
-                Arg::Text(text) => query.bind(text.as_str()),
-                Arg::Int(number) => query.bind(*number),
-            };
-        }
-        query
+    pub fn bind<'q>(&'q self, query: Query<'q>) -> Query<'q> {
+        self.args.iter().fold(query, bind_arg)
     }
 
     /// Keeps the rows (`alias.id`) with a search row of `index` holding `query` (trimmed and
@@ -171,8 +227,8 @@ impl Filter {
     /// the planner either hashes every row of the team or walks the sort key's index probing
     /// each row, which is slow when the matches sit far along it (a last name sorted by last
     /// name). A frequent search is the opposite case: the walk finds a page after a few probes,
-    /// and what costs is reading every match, for the ids or for an exact count (400 ms p99 at
-    /// 100,000 calls, a word in a fifth of them; BENCHMARKS.md).
+    /// and what costs is reading every match, for the ids or for an exact count (BENCHMARKS.md,
+    /// "Why the lists are planned the way they are").
     /// Owner ids must not contain a comma (PostgreSQL gets them comma-separated).
     pub async fn search(
         &mut self,
@@ -233,13 +289,15 @@ impl Filter {
     /// row's signature (`column`) for every trigram bit of `query`, instead of matching the
     /// whole list against the text index: the list is then always a walk along its sort index
     /// that stops at the page (or at the count's end), and a row whose signature lacks a bit
-    /// of the query costs a bit test instead of a probe (about 6 µs). At 100,000 calls, a word
-    /// said only in the shortest calls, sorted by duration, took 57-75 ms in PostgreSQL and takes 13.
+    /// of the query costs a bit test instead of a probe (an index lookup and a heap read). That
+    /// is what keeps a word said only in the rows at the far end of the sort index (the
+    /// shortest calls, sorted by duration) from probing thousands of rows for a page.
     ///
     /// The check is wrapped by [`weighed_a_third`] and `probe` is a [`probed_per_row`]. Counts
-    /// and estimates use `matched`, the same search as a semi-join: counting to 1,001 matches of
-    /// a word in 5 % of the calls walked 21,000 rows, where hashing the word's matches was
-    /// cheaper. The bits are written into the statement: they are ours, not the client's.
+    /// and estimates use `matched`, the same search as a semi-join: counting by the walk reads
+    /// many rows per match for a word in a few percent of the rows, where hashing the word's
+    /// matches is cheaper. The bits are written into the statement: they are ours, not the
+    /// client's. Measured: BENCHMARKS.md, "Why the lists are planned the way they are".
     fn probe_each_row(&mut self, column: &str, query: &str, (matched, probe): (String, String)) {
         self.matched.push(matched);
         let signature = Signature::of(query);
@@ -268,8 +326,8 @@ impl Filter {
 
 /// `test` (a bit test, say) as a condition the PostgreSQL planner gives a third of the rows.
 /// It can estimate neither a bit test nor a subquery per row and takes them for nearly none;
-/// it would then sort or hash every row of the team (40-200 ms) rather than walk the sort
-/// index to the page.
+/// it would then sort or hash every row of the team rather than walk the sort index to the
+/// page, many times slower (BENCHMARKS.md, "Why the lists are planned the way they are").
 pub fn weighed_a_third(test: &str) -> String {
     format!("(CASE WHEN {test} THEN 1 ELSE 0 END) > 0")
 }
@@ -282,14 +340,15 @@ pub fn probed_per_row(from_where: &str) -> String {
 }
 
 /// How many rows a search may find for their ids to be carried into the list's queries, as
-/// one comma-separated value (10,000 UUIDs are 370 kB; finding them takes about 7 ms per 3,000
-/// on PostgreSQL).
+/// one comma-separated value (10,000 UUIDs are 370 kB): past it, the value and the time to
+/// find the ids outweigh what carrying them saves (BENCHMARKS.md, "Why the lists are planned
+/// the way they are").
 pub const CARRIED_MATCHES: usize = 10_000;
 
 /// On PostgreSQL, a search the planner expects to find this many times
 /// [`TextIndex::carried_rows`] is frequent without being read. Its estimates for texts that
-/// frequent are close (18,298 for 19,119 rows at 100,000 calls); for rarer ones they can be 3
-/// times too high, so those are read.
+/// frequent are close; for rarer ones they can be several times too high, so those are read
+/// (BENCHMARKS.md, "Why the lists are planned the way they are").
 const ESTIMATED_FREQUENT_FACTOR: i64 = 5;
 
 /// Up to how many rows the total of a frequent search is counted exactly (PostgreSQL): the
@@ -335,7 +394,7 @@ async fn matching_ids(
             return Ok(Matches::Frequent(Vec::new()));
         }
         let sql = format!("SELECT s.{owner} AS owner FROM {table} s WHERE {rows} LIMIT {most}");
-        let found = alone.bind(statement(&sql)).fetch_all(conn).await?;
+        let found = statement(Step::SearchMatches, &sql, &alone, &[]).fetch_all(conn).await?;
         let frequent = i64::try_from(found.len()).unwrap_or(i64::MAX) >= most;
         let mut ids = found.iter().map(|row| row.try_get("owner")).collect::<Result<Vec<String>, _>>()?;
         ids.sort_unstable();
@@ -344,7 +403,7 @@ async fn matching_ids(
     }
     let most = CARRIED_MATCHES + 1;
     let sql = format!("SELECT DISTINCT s.{owner} AS owner FROM {table} s WHERE {rows} LIMIT {most}");
-    let found = alone.bind(statement(&sql)).fetch_all(conn).await?;
+    let found = statement(Step::SearchMatches, &sql, &alone, &[]).fetch_all(conn).await?;
     if found.len() > CARRIED_MATCHES {
         return Ok(Matches::Frequent(Vec::new()));
     }
@@ -435,13 +494,14 @@ async fn count_up_to(
         listing.from,
         filter.matched_sql()
     );
-    Ok(filter.bind(statement(&sql)).fetch_one(conn).await?.try_get("n")?)
+    Ok(statement(Step::CountUpTo, &sql, filter, &[]).fetch_one(conn).await?.try_get("n")?)
 }
 
 /// How many of a frequent search's sampled matches ([`Filter::search`]) pass the list's other
 /// conditions, counting no further than `most`; `None` when too few were sampled to reach it.
-/// Reaching it settles that the list is long by looking the sampled rows up by id: a word in 5 %
-/// of 100,000 calls, matched whole to count its first 1,001 incoming calls, took 20 ms.
+/// Reaching it settles that the list is long by looking the sampled rows up by id, instead of
+/// matching the whole search again to count (BENCHMARKS.md, "Why the lists are planned the way
+/// they are").
 async fn count_sampled(
     conn: &mut AnyConnection,
     listing: &Listing<'_>,
@@ -459,14 +519,16 @@ async fn count_sampled(
         listing.id,
         filter.next_placeholder(1)
     );
-    let query = filter.bind(statement(&sql)).bind(filter.sampled.join(","));
+    let sampled = [Arg::Text(filter.sampled.join(","))];
+    let query = statement(Step::CountSampled, &sql, filter, &sampled);
     Ok(Some(query.fetch_one(conn).await?.try_get("n")?))
 }
 
 /// The PostgreSQL planner's estimate of how many rows `query` (bound by `filter`) returns,
 /// from the statistics `ANALYZE` keeps, without reading a row: `rows=` of the plan's top line.
 pub async fn estimate(conn: &mut AnyConnection, filter: &Filter, query: &str) -> ServiceResult<i64> {
-    let top: String = filter.bind(statement(&format!("EXPLAIN {query}"))).fetch_one(conn).await?.try_get(0)?;
+    let explain = format!("EXPLAIN {query}");
+    let top: String = statement(Step::Estimate, &explain, filter, &[]).fetch_one(conn).await?.try_get(0)?;
     planned_rows(&top).ok_or_else(|| ServiceError::internal(anyhow::anyhow!("no row estimate in the plan {top:?}")))
 }
 
@@ -524,7 +586,7 @@ pub async fn count(
     extra: &str,
 ) -> ServiceResult<i64> {
     let sql = format!("SELECT COUNT(*) AS n FROM {} WHERE {}{extra}", listing.from, filter.matched_sql());
-    Ok(filter.bind(statement(&sql)).fetch_one(conn).await?.try_get("n")?)
+    Ok(statement(Step::Count, &sql, filter, &[]).fetch_one(conn).await?.try_get("n")?)
 }
 
 /// The rows of one page, in `order`.
@@ -541,8 +603,8 @@ pub async fn select(
     // row of the team before the sort could drop them. On PostgreSQL the ids are an array
     // computed first and looked up by id: given them as a subquery, the planner chooses how to
     // join it by its estimate of the page's size, and a filter it cannot estimate (a probe per
-    // row) made that 1 row, for which it scanned every row of the table (143 ms at 200,000
-    // contacts, where the page took 1).
+    // row) made that 1 row, for which it scanned every row of the table (BENCHMARKS.md, "Why
+    // the lists are planned the way they are").
     let (columns, from, id) = (listing.columns, listing.from, listing.id);
     let (open, close) = match Engine::of(conn) {
         Engine::Postgres => ("= ANY(ARRAY(", "))"),
@@ -555,7 +617,8 @@ pub async fn select(
         filter.next_placeholder(1),
         filter.next_placeholder(2),
     );
-    Ok(filter.bind(statement(&sql)).bind(limit).bind(offset).fetch_all(conn).await?)
+    let page = [Arg::Int(limit), Arg::Int(offset)];
+    Ok(statement(Step::Page, &sql, filter, &page).fetch_all(conn).await?)
 }
 
 /// Where a page lies in a list of `total` rows.

@@ -43,8 +43,7 @@ impl Kind {
 }
 
 /// A search finding 2,000 rows or more is frequent: carrying more cost more than it saved
-/// (with 4,700 matching calls a carried search took 40 ms, one counted only to 1,000 took 30;
-/// 100,000 calls a team, BENCHMARKS.md).
+/// (BENCHMARKS.md, "Why the lists are planned the way they are").
 const CARRIED_ROWS: i64 = 2_000;
 const CALL_TEXT: TextIndex = TextIndex {
     table: "call_search",

@@ -13,7 +13,7 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 use switchboard_kit::db::Engine;
 use switchboard_kit::limits::{self, Length};
-use switchboard_kit::listing::{self, Arg, Filter, Listing, TextIndex, Total};
+use switchboard_kit::listing::{self, Arg, Filter, Listing, Step, TextIndex, Total};
 use switchboard_kit::phone;
 use switchboard_kit::time::now_ms;
 use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, validate};
@@ -30,8 +30,8 @@ use super::{
 };
 
 /// Where a contact search reads: one short row per contact, so that up to 10,000 matches are
-/// carried by id (a search sorted by last name walked far along its index otherwise: p99 250
-/// ms against 34 at 100,000 contacts, BENCHMARKS.md).
+/// carried by id (a search sorted by last name walked far along its index otherwise, many
+/// times slower: BENCHMARKS.md, "Why the lists are planned the way they are").
 const CONTACT_TEXT: TextIndex = TextIndex {
     table: "contact_search",
     fts_table: "contact_search_fts",
@@ -822,9 +822,10 @@ impl CrmStore {
 
 /// Up to how many contacts a page of a tag-filtered list may expect to pass along its sort
 /// index for the page to be read as a walk testing each contact's tag bits (see
-/// `list_contacts`): an index-only walk passes about 5 contacts a microsecond, and probes the
-/// tag links only of those whose bits match. A longer walk (rare tags, deep pages) is left to
-/// the planner, which then starts from the tags' links.
+/// `list_contacts`): an index-only walk passes contacts quickly, and probes the tag links only
+/// of those whose bits match (its rate: BENCHMARKS.md, "Why the lists are planned the way they
+/// are"). A longer walk (rare tags, deep pages) is left to the planner, which then starts from
+/// the tags' links.
 const TAG_WALK_CONTACTS: i64 = 20_000;
 
 /// Whether a page ending at `end` of a list of `total` tagged contacts (PostgreSQL) lies within
@@ -862,6 +863,7 @@ async fn count_tagged(conn: &mut AnyConnection, tag_ids: &[String]) -> ServiceRe
             " AND EXISTS (SELECT 1 FROM contact_tags t{n} WHERE t{n}.contact_id = t0.contact_id AND t{n}.tag_id = ${n})"
         ));
     }
+    listing::record(Step::Store("count tagged"), &sql, || tag_ids.iter().cloned().map(Arg::Text).collect());
     let mut query = sqlx::query(&sql);
     for tag_id in tag_ids {
         query = query.bind(tag_id.as_str());
