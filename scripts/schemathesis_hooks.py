@@ -5,6 +5,12 @@ client error (422 IDEMPOTENCY_KEY_REUSED, documented). Generated keys repeat acr
 for every operation), so each valid generated key is made unique just before the call, as a
 client would. Invalid keys (empty, too long, not printable ASCII) are sent as generated: the API
 must refuse them with 400.
+
+A stateful sequence follows the description's links from what one operation made or listed to
+the operations on it, all in one team. A `teamId` drawn at random for a step (an optional
+parameter of every operation) would move that step to a team the link's id does not belong to
+(403 for a team the agency does not own, 404 in another subteam), so steps of the stateful phase
+act on the key's own team; the other phases fuzz `teamId`, and tests/api/scoping.rs tests it.
 """
 
 import uuid
@@ -20,6 +26,9 @@ def _valid(value):
 
 @schemathesis.hook
 def before_call(ctx, case, **kwargs):
+    meta = getattr(case, "meta", None)
+    if meta is not None and meta.phase.name == "stateful" and case.query:
+        case.query.pop("teamId", None)
     headers = case.headers
     if headers and HEADER in headers and _valid(headers[HEADER]):
         headers[HEADER] = f"schemathesis-{uuid.uuid4()}"

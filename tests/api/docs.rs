@@ -92,3 +92,28 @@ async fn public_resources_answer_under_v1_and_at_the_root_and_only_to_get() {
         }
     }
 }
+
+/// What a banner line says, without its value: `  identity gRPC:   http://...` is
+/// `identity gRPC`; a line without a label is its first three words.
+fn banner_label(line: &str) -> String {
+    let line = line.trim();
+    match line.split_once(": ").or_else(|| line.strip_suffix(':').map(|label| (label, ""))) {
+        Some((label, _)) if !label.contains('(') || label.ends_with(')') => label.trim().to_owned(),
+        _ => line.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
+    }
+}
+
+/// The README shows the banner a first `switchboard dev` prints: the same lines, in order.
+#[tokio::test]
+async fn the_readme_shows_every_line_of_the_dev_banner() {
+    let stack = Stack::start().await;
+    let printed: Vec<String> = stack.process.banner.iter().map(|line| banner_label(line)).collect();
+    let readme = include_str!("../../README.md");
+    let block = readme
+        .split("```text\n")
+        .find(|block| block.starts_with("Switchboard dev is running."))
+        .and_then(|block| block.split("```").next())
+        .expect("the README shows the banner in a ```text block");
+    let shown: Vec<String> = block.lines().map(banner_label).collect();
+    assert_eq!(shown, printed, "README banner vs. what `switchboard dev` printed: {:#?}", stack.process.banner);
+}

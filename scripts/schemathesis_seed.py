@@ -1,0 +1,109 @@
+"""Seeds the team schemathesis tests with resources of every kind, and writes the ids they got as
+schemathesis dictionaries bound to the path parameters that name them.
+
+Operations on an id answer 404 to the random UUIDs a fuzzer draws, so nothing past the lookup
+would be exercised: with the bindings, most of the generated ids are ids that exist (the other
+rest stay random, so unknown ids are still tried). The description's links lead the stateful
+phase from what it creates itself; this gives the other phases, and the lists the links start
+from, something to find. Calls, chats, contacts, boards and tags come from
+`switchboard admin seed-demo`, run before this; the rest is made here over the REST API.
+
+Usage: schemathesis_seed.py <base URL> <key>; prints the TOML to append to the run's config.
+"""
+
+import json
+import sys
+import urllib.request
+import uuid
+
+BASE, KEY = sys.argv[1], sys.argv[2]
+
+
+def call(method, path, body=None, content_type="application/json"):
+    data = body if isinstance(body, bytes) else (json.dumps(body).encode() if body is not None else None)
+    request = urllib.request.Request(f"{BASE}{path}", data=data, method=method)
+    request.add_header("X-API-Key", KEY)
+    if data is not None:
+        request.add_header("Content-Type", content_type)
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return json.load(answer)["data"]
+
+
+def upload(path, file_name, text):
+    boundary = uuid.uuid4().hex
+    body = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{file_name}"\r\n'
+        f"Content-Type: text/plain\r\n\r\n{text}\r\n--{boundary}--\r\n"
+    ).encode()
+    return call("POST", path, body, f"multipart/form-data; boundary={boundary}")
+
+
+def ids(items):
+    return [item["id"] for item in items]
+
+
+# One knowledge base, every agent linked to it: any agent id goes with any of its entry ids.
+kb = call("POST", "/knowledgebase", {"name": "Support", "description": "Shipping and returns"})["id"]
+references = [
+    call("POST", f"/knowledgebase/{kb}/references", {"question": q, "answer": a})["id"]
+    for q, a in [("Do you ship abroad?", "Yes, to 30 countries."), ("Can I return an order?", "Within 30 days.")]
+]
+# On loopback, its scrapes fail at once (scraping refuses private addresses): never pending for
+# long, so a refresh is accepted.
+webpages = [call("POST", f"/knowledgebase/{kb}/webpages", {"name": "FAQ", "url": "http://127.0.0.1:9/faq"})["id"]]
+documents = [
+    upload(f"/knowledgebase/{kb}/documents", f"returns-{n}.txt", "Returns\n\nReturns are free within 30 days.")["id"]
+    for n in range(2)
+]
+agents = []
+for name in [f"Agent {n}" for n in range(12)]:
+    agent = call("POST", "/agents", {"name": name, "type": "phone", "knowledgebaseId": kb})["id"]
+    for text in (f"You are {name} at Acme.", f"You are {name} at Acme; be brief.", f"You are {name}; be kind."):
+        call("PUT", f"/agents/{agent}/instructions", {"instructions": text})
+    agents.append(agent)
+
+# Contacts, and notes on the first: a note id goes with that contact id only.
+contacts = ids(call("GET", "/contacts?limit=100"))
+notes = [call("POST", f"/contacts/{contacts[0]}/notes", {"note": f"Called back ({n})."})["id"] for n in range(3)]
+fields = [
+    call("POST", "/contacts/custom-fields", {"name": name, "label": label, "type": kind})["id"]
+    for name, label, kind in [("plan", "Plan", "text"), ("seats", "Seats", "number")]
+]
+
+# One webhook (a receiver on loopback: the run allows private addresses) and a delivery of it.
+webhook = call("POST", "/webhooks", {"url": "http://127.0.0.1:9/hook", "events": ["contact.created"]})["id"]
+deliveries = [call("POST", f"/webhooks/{webhook}/test")["id"]]
+
+dictionaries = {
+    "agentId": agents,
+    "knowledgebaseId": [kb],
+    "referenceId": references,
+    "webpageId": webpages,
+    "documentId": documents,
+    "callId": ids(call("GET", "/calls?limit=100")),
+    "chatId": ids(call("GET", "/chats?limit=100")),
+    "contactId": contacts,
+    "noteId": notes,
+    "fieldId": fields,
+    "tagId": ids(call("GET", "/tags")),
+    "boardId": ids(call("GET", "/boards")),
+    "webhookId": [webhook],
+    "deliveryId": deliveries,
+}
+lines = ["", "# Written by scripts/schemathesis_seed.py for this run: ids that exist."]
+for name, values in dictionaries.items():
+    if not values:
+        raise SystemExit(f"seeding made no {name}")
+    lines.append(f"dictionaries.{name}.values = {json.dumps(values)}")
+lines.append("dictionaries.version.values = [1, 2]")
+for name in [*dictionaries, "version"]:
+    lines.append(f'parameters."path.{name}" = {{ dictionary = "{name}", probability = 0.7 }}')
+# Ids in bodies: an agent linked to the knowledge base, a contact put on the team's boards and
+# given its tags. (The demo team has no users to assign: they come with subteams.)
+for key, name in [
+    ("body.knowledgebaseId", "knowledgebaseId"),
+    ("body.boardIds[*]", "boardId"),
+    ("body.tagIds[*]", "tagId"),
+]:
+    lines.append(f'parameters."{key}" = {{ dictionary = "{name}", probability = 0.7 }}')
+print("\n".join(lines))
