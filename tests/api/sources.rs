@@ -1361,3 +1361,42 @@ async fn another_teams_webpages_and_documents_are_404() {
     assert_eq!(settle(&owner_api, &page_path).await["status"], "ready");
     assert_eq!(site.hits("/faq"), 2, "the first scrape and the owner's refresh");
 }
+
+/// A file whose name has no known extension is read as the part's Content-Type says
+/// (`curl -F "file=@notes;type=text/plain"`); the extension wins when there is one.
+#[tokio::test]
+async fn a_file_without_a_known_extension_is_read_by_its_content_type() {
+    let stack = Stack::start_with(ENV).await;
+    let team = stack.team("Acme", false, 10).await;
+    let api = stack.client(&team.key);
+    let base = format!("/knowledgebase/{}", id(&create_knowledgebase(&api, "Support").await));
+    let typed = |file_name: &str, content_type: &str, content: &str| {
+        let body = format!(
+            "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{file_name}\"\r\n\
+             Content-Type: {content_type}\r\n\r\n{content}\r\n--{BOUNDARY}--\r\n"
+        );
+        let (api, path) = (api.clone(), format!("{base}/documents"));
+        async move {
+            let multipart = format!("multipart/form-data; boundary={BOUNDARY}");
+            api.raw("POST", &path, Some(&multipart), body.into_bytes()).await
+        }
+    };
+    let notes = typed("returns", "text/plain; charset=utf-8", "Returns\n\nFree within 30 days.").await;
+    let notes = notes.expect(201)["data"].clone();
+    assert_eq!((notes["fileName"].as_str(), notes["contentType"].as_str()), (Some("returns"), Some("text/plain")));
+    let path = format!("{base}/documents/{}", id(&notes));
+    let ready = settle(&api, &path).await;
+    assert_eq!(ready["status"], "ready", "the extraction job reads it as text too: {ready}");
+    assert!(texts(ready["content"].as_array().unwrap()).contains("Free within 30 days"), "{ready}");
+
+    let markdown = typed("FAQ", "text/markdown", "# Shipping\n\nTo 30 countries.").await;
+    assert_eq!(markdown.expect(201)["data"]["contentType"], "text/markdown");
+    let by_extension = typed("faq.md", "application/octet-stream", "# Shipping\n\nTo 30 countries.").await;
+    assert_eq!(by_extension.expect(201)["data"]["contentType"], "text/markdown");
+    for (file_name, content_type) in
+        [("logo", "image/png"), ("README", "application/octet-stream"), ("a.exe", "application/x-msdownload")]
+    {
+        let refused = typed(file_name, content_type, "MZ").await;
+        assert_eq!(refused.error_code(415), "UNSUPPORTED_MEDIA_TYPE", "{file_name} as {content_type}");
+    }
+}

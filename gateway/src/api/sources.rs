@@ -326,6 +326,7 @@ async fn upload_document<B: Addressed + Params>(
         name: form.name,
         notes: form.notes,
         content: form.content.to_vec(),
+        content_type: form.content_type,
     };
     let document = call.services.knowledgebase.clone().upload_document(request).await?.into_inner();
     Ok(Created::new(Document::from(&document), "Document uploaded; its text is being extracted"))

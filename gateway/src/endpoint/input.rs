@@ -166,17 +166,27 @@ impl<T: DeserializeOwned + JsonSchema + Send + 'static> RequestBody for Json<T> 
 /// The multipart form of an upload: `file`, `name?`, `notes?`.
 pub struct Form {
     pub file_name: String,
+    /// The file part's own Content-Type, if it had one.
+    pub content_type: Option<String>,
     pub content: Bytes,
     pub name: Option<String>,
     pub notes: Option<String>,
 }
 
+/// The Content-Types the `file` part of an upload may have: those naming a format (what a file
+/// whose name has no known extension needs), and `application/octet-stream` for one whose
+/// extension says it.
+pub const UPLOAD_CONTENT_TYPES: &str = "text/plain, text/markdown, text/html, text/csv, application/pdf, \
+    application/vnd.openxmlformats-officedocument.wordprocessingml.document, application/octet-stream";
+
 /// What the form's schema describes (its text parts are checked by it).
 #[derive(JsonSchema)]
 #[allow(dead_code)]
 pub struct UploadForm {
-    /// The file, with a file name whose extension is one of .txt/.text, .md/.markdown,
-    /// .html/.htm, .pdf, .docx, .csv (a Content-Type of the part is not needed).
+    /// The file. Its format comes from the file name's extension, one of .txt/.text,
+    /// .md/.markdown, .html/.htm, .pdf, .docx, .csv; for a name without one of these, from the
+    /// part's Content-Type (text/plain, text/markdown, text/html, application/pdf, the .docx
+    /// type, text/csv).
     #[schemars(extend("contentMediaType" = "application/octet-stream"))]
     file: String,
     /// Display name; the file name when left out.
@@ -217,14 +227,15 @@ impl RequestBody for Form {
             match part.name().unwrap_or_default() {
                 "file" => {
                     let file_name = part.file_name().unwrap_or_default().to_owned();
-                    file = Some((file_name, part.bytes().await.map_err(malformed)?));
+                    let content_type = part.content_type().map(ToString::to_string);
+                    file = Some((file_name, content_type, part.bytes().await.map_err(malformed)?));
                 }
                 "name" => name = Some(part.text().await.map_err(malformed)?),
                 "notes" => notes = Some(part.text().await.map_err(malformed)?),
                 _ => {}
             }
         }
-        if let Some((_, content)) = &file
+        if let Some((_, _, content)) = &file
             && content.len() > max_upload_bytes
         {
             return Err(ServiceError::new(
@@ -233,7 +244,7 @@ impl RequestBody for Form {
             ));
         }
         let mut parts = Map::new();
-        if let Some((file_name, _)) = &file {
+        if let Some((file_name, _, _)) = &file {
             parts.insert("file".to_owned(), Value::from(file_name.as_str()));
         }
         for (key, value) in [("name", &name), ("notes", &notes)] {
@@ -246,7 +257,9 @@ impl RequestBody for Form {
             check(schema, &Value::Object(parts), "", violations);
         }
         Ok(match file {
-            Some((file_name, content)) if violations.len() == before => Some(Form { file_name, content, name, notes }),
+            Some((file_name, content_type, content)) if violations.len() == before => {
+                Some(Form { file_name, content_type, content, name, notes })
+            }
             _ => None,
         })
     }

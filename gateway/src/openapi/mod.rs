@@ -234,7 +234,11 @@ fn operation(
             BodyKind::Multipart => "multipart/form-data",
             BodyKind::Json | BodyKind::None => "application/json",
         };
-        operation["requestBody"] = json!({ "required": true, "content": { content_type: { "schema": request } } });
+        let mut media = json!({ "schema": request });
+        if endpoint.body == BodyKind::Multipart {
+            media["encoding"] = json!({ "file": { "contentType": crate::endpoint::input::UPLOAD_CONTENT_TYPES } });
+        }
+        operation["requestBody"] = json!({ "required": true, "content": { content_type: media } });
     }
     Ok(operation)
 }

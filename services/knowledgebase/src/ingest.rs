@@ -94,7 +94,10 @@ impl Ingest {
         let Some((document, _, object_key)) = store.document_by_id(document_id).await? else {
             return Ok(());
         };
-        let format = documents::Format::from_file_name(&document.file_name)
+        // The format found at upload is stored as the document's content type (the file name
+        // may have no extension the upload's Content-Type stood in for).
+        let format = documents::Format::from_content_type(&document.content_type)
+            .or_else(|| documents::Format::from_file_name(&document.file_name))
             .ok_or_else(|| Failure::Final(format!("unsupported file type; supported: {}", documents::SUPPORTED)))?;
         let bytes = self.knowledge.objects.get(&object_key).await?;
         let parsed = tokio::task::spawn_blocking(move || documents::parse(format, &bytes))

@@ -26,6 +26,18 @@ pub fn check_search(query: &str, limit: u32, threshold: f32) -> ServiceResult<()
     ])
 }
 
+/// A file as the client uploaded it.
+pub struct Upload<'a> {
+    /// As given; any directory part is dropped.
+    pub file_name: &'a str,
+    /// The part's Content-Type, read when the file name's extension names no format.
+    pub content_type: Option<&'a str>,
+    /// Display name; the file name when `None`.
+    pub name: Option<&'a str>,
+    pub notes: Option<&'a str>,
+    pub content: Vec<u8>,
+}
+
 pub struct Knowledge {
     pub store: KnowledgeStore,
     pub embedder: Arc<dyn Embedder>,
@@ -144,11 +156,9 @@ impl Knowledge {
         &self,
         team_id: &str,
         knowledgebase_id: &str,
-        file_name: &str,
-        name: Option<&str>,
-        notes: Option<&str>,
-        content: Vec<u8>,
+        upload: Upload<'_>,
     ) -> ServiceResult<Document> {
+        let Upload { file_name, content_type, name, notes, content } = upload;
         // An unknown knowledge base is a 404 whatever the file is.
         self.store.knowledgebase(team_id, knowledgebase_id).await?;
         let file_name = file_name.rsplit(['/', '\\']).next().unwrap_or_default().trim().to_owned();
@@ -166,10 +176,14 @@ impl Knowledge {
             file_name,
         };
         new.validate()?;
-        let format = Format::from_file_name(&new.file_name).ok_or_else(|| {
-            ServiceError::new(ErrorKind::UnsupportedMediaType, "Unsupported file type")
-                .with_hint(format!("Supported types: {}.", documents::SUPPORTED))
-        })?;
+        // The extension says the format; a name without a known one may have a Content-Type
+        // that does (curl -F "file=@notes;type=text/plain").
+        let format = Format::from_file_name(&new.file_name)
+            .or_else(|| content_type.and_then(Format::from_content_type))
+            .ok_or_else(|| {
+                ServiceError::new(ErrorKind::UnsupportedMediaType, "Unsupported file type")
+                    .with_hint(format!("Supported types: {}.", documents::SUPPORTED))
+            })?;
         if content.len() > self.max_upload_bytes {
             return Err(ServiceError::new(
                 ErrorKind::PayloadTooLarge,

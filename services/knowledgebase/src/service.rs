@@ -11,7 +11,7 @@ use tonic::Request;
 use tonic::service::Routes;
 
 use crate::charge::PaidSearch;
-use crate::knowledge::Knowledge;
+use crate::knowledge::{Knowledge, Upload};
 use crate::store::{EntryText, SourcePatch};
 
 pub struct KnowledgebaseApi {
@@ -160,10 +160,13 @@ impl KnowledgebaseService for KnowledgebaseApi {
                 .upload_document(
                     &r.team_id,
                     &r.knowledgebase_id,
-                    &r.file_name,
-                    r.name.as_deref(),
-                    r.notes.as_deref(),
-                    r.content,
+                    Upload {
+                        file_name: &r.file_name,
+                        content_type: r.content_type.as_deref(),
+                        name: r.name.as_deref(),
+                        notes: r.notes.as_deref(),
+                        content: r.content,
+                    },
                 )
                 .await,
         )

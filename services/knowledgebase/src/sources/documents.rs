@@ -35,6 +35,17 @@ impl Format {
         })
     }
 
+    /// The format a Content-Type names (`text/plain; charset=utf-8` is text), for a file whose
+    /// name does not say.
+    pub fn from_content_type(content_type: &str) -> Option<Format> {
+        let media = content_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+        let named = |format: Format| format.content_type() == media;
+        [Format::Text, Format::Markdown, Format::Html, Format::Pdf, Format::Docx, Format::Csv]
+            .into_iter()
+            .find(|format| named(*format))
+            .or_else(|| (media == "text/x-markdown").then_some(Format::Markdown))
+    }
+
     pub fn content_type(self) -> &'static str {
         match self {
             Format::Text => "text/plain",
@@ -91,7 +102,11 @@ pub fn parse_within(format: Format, bytes: &[u8], limits: &Limits) -> Result<Par
             Parsed { title: page.title, sections: page.sections, pairs: Vec::new() }
         }
         Format::Csv => parse_csv(bytes)?,
-        Format::Pdf => parse_pdf(bytes, limits)?,
+        // pdf-extract panics on some malformed files (its font and encoding code indexes
+        // without checking): such a file is the client's to fix, a 422, not a 500 that also
+        // aborted the extraction job.
+        Format::Pdf => std::panic::catch_unwind(|| parse_pdf(bytes, limits))
+            .map_err(|_| "the PDF cannot be read: its structure is malformed".to_owned())??,
         Format::Docx => parse_docx(bytes, limits)?,
     };
     if parsed.is_empty() {
