@@ -44,17 +44,29 @@ def ids(items):
 
 # One knowledge base, every agent linked to it: any agent id goes with any of its entry ids.
 kb = call("POST", "/knowledgebase", {"name": "Support", "description": "Shipping and returns"})["id"]
-references = [
-    call("POST", f"/knowledgebase/{kb}/references", {"question": q, "answer": a})["id"]
-    for q, a in [("Do you ship abroad?", "Yes, to 30 countries."), ("Can I return an order?", "Within 30 days.")]
-]
-# On loopback, its scrapes fail at once (scraping refuses private addresses): never pending for
-# long, so a refresh is accepted.
-webpages = [call("POST", f"/knowledgebase/{kb}/webpages", {"name": "FAQ", "url": "http://127.0.0.1:9/faq"})["id"]]
-documents = [
-    upload(f"/knowledgebase/{kb}/documents", f"returns-{n}.txt", "Returns\n\nReturns are free within 30 days.")["id"]
-    for n in range(2)
-]
+# Its entries come in two sets: one for the operations reached through an agent
+# (/agents/{agentId}/knowledgebase/...), one for those reached by the knowledge base's id, so that
+# a delete or refresh through one route leaves the other route something to act on.
+def entries(family):
+    references = [
+        call("POST", f"/knowledgebase/{kb}/references", {"question": f"{q} ({family})", "answer": a})["id"]
+        for q, a in [("Do you ship abroad?", "Yes, to 30 countries."), ("Can I return an order?", "Within 30 days.")]
+        for _ in range(2)
+    ]
+    # On loopback, its scrapes fail at once (scraping refuses private addresses): never pending
+    # for long, so a refresh is accepted.
+    webpages = [
+        call("POST", f"/knowledgebase/{kb}/webpages", {"name": f"FAQ {n}", "url": f"http://127.0.0.1:9/{family}/{n}"})["id"]
+        for n in range(4)
+    ]
+    documents = [
+        upload(f"/knowledgebase/{kb}/documents", f"{family}-{n}.txt", "Returns\n\nReturns are free within 30 days.")["id"]
+        for n in range(4)
+    ]
+    return {"referenceId": references, "webpageId": webpages, "documentId": documents}
+
+
+by_id, through_agent = entries("by-id"), entries("through-agent")
 agents = []
 for name in [f"Agent {n}" for n in range(12)]:
     agent = call("POST", "/agents", {"name": name, "type": "phone", "knowledgebaseId": kb})["id"]
@@ -77,9 +89,7 @@ deliveries = [call("POST", f"/webhooks/{webhook}/test")["id"]]
 dictionaries = {
     "agentId": agents,
     "knowledgebaseId": [kb],
-    "referenceId": references,
-    "webpageId": webpages,
-    "documentId": documents,
+    **by_id,
     "callId": ids(call("GET", "/calls?limit=100")),
     "chatId": ids(call("GET", "/chats?limit=100")),
     "contactId": contacts,
@@ -90,6 +100,10 @@ dictionaries = {
     "webhookId": [webhook],
     "deliveryId": deliveries,
 }
+# `teamId`, an optional parameter of every operation, drawn at random names a team the agency
+# does not own (403) most of the time, whatever the rest of the request: the key's own team
+# (which `teamId` may name) keeps most requests on the team the seeded ids belong to.
+dictionaries["teamId"] = [call("GET", "/me")["team"]["id"]]
 lines = ["", "# Written by scripts/schemathesis_seed.py for this run: ids that exist."]
 for name, values in dictionaries.items():
     if not values:
@@ -97,7 +111,8 @@ for name, values in dictionaries.items():
     lines.append(f"dictionaries.{name}.values = {json.dumps(values)}")
 lines.append("dictionaries.version.values = [1, 2]")
 for name in [*dictionaries, "version"]:
-    lines.append(f'parameters."path.{name}" = {{ dictionary = "{name}", probability = 0.7 }}')
+    location = "query" if name == "teamId" else "path"
+    lines.append(f'parameters."{location}.{name}" = {{ dictionary = "{name}", probability = 0.7 }}')
 # Ids in bodies: an agent linked to the knowledge base, a contact put on the team's boards and
 # given its tags. (The demo team has no users to assign: they come with subteams.)
 for key, name in [
@@ -106,4 +121,16 @@ for key, name in [
     ("body.tagIds[*]", "tagId"),
 ]:
     lines.append(f'parameters."{key}" = {{ dictionary = "{name}", probability = 0.7 }}')
+# Deleting a knowledge base is given knowledge bases of its own: the one above must outlive the
+# deletes of its webpages and documents, which run beside it, whatever their order.
+spare = [call("POST", "/knowledgebase", {"name": f"Spare {n}"})["id"] for n in range(3)]
+lines.append(f"dictionaries.spareKnowledgebaseId.values = {json.dumps(spare)}")
+for name, values in through_agent.items():
+    lines.append(f"dictionaries.agent_{name}.values = {json.dumps(values)}")
+# Tables last: every top-level key above must come before the first.
+lines += ["", "[[operations]]", 'include-operation-id = "deleteKnowledgebase"']
+lines.append('parameters."path.knowledgebaseId" = { dictionary = "spareKnowledgebaseId", probability = 0.7 }')
+lines += ["", "[[operations]]", 'include-path-regex = "^/agents/[^/]+/knowledgebase/"']
+for name in through_agent:
+    lines.append(f'parameters."path.{name}" = {{ dictionary = "agent_{name}", probability = 0.7 }}')
 print("\n".join(lines))
