@@ -121,15 +121,33 @@ for key, name in [
     ("body.tagIds[*]", "tagId"),
 ]:
     lines.append(f'parameters."{key}" = {{ dictionary = "{name}", probability = 0.7 }}')
-# Deleting a knowledge base is given knowledge bases of its own: the one above must outlive the
-# deletes of its webpages and documents, which run beside it, whatever their order.
-spare = [call("POST", "/knowledgebase", {"name": f"Spare {n}"})["id"] for n in range(3)]
-lines.append(f"dictionaries.spareKnowledgebaseId.values = {json.dumps(spare)}")
+# Deleting a parent (a knowledge base, an agent, a contact, a webhook) is given spares of its own,
+# and not the ids schemathesis collects from answers: the seeded parents must outlive the deletes
+# of what they hold (webpages, documents, notes, deliveries), which run beside them, whatever
+# their order.
+spares = {
+    ("deleteKnowledgebase", "knowledgebaseId"): [
+        call("POST", "/knowledgebase", {"name": f"Spare {n}"})["id"] for n in range(3)
+    ],
+    ("deleteAgent", "agentId"): [call("POST", "/agents", {"name": f"Spare {n}", "type": "chat"})["id"] for n in range(3)],
+    ("deleteContact", "contactId"): [
+        call("POST", "/contacts", {"number": f"+1415555{n:04d}", "firstName": "Spare"})["id"] for n in range(170, 173)
+    ],
+    ("deleteWebhook", "webhookId"): [
+        call("POST", "/webhooks", {"url": f"http://127.0.0.1:9/spare/{n}", "events": ["contact.created"]})["id"]
+        for n in range(3)
+    ],
+}
+for (operation, parameter), values in spares.items():
+    lines.append(f"dictionaries.spare_{operation}.values = {json.dumps(values)}")
 for name, values in through_agent.items():
     lines.append(f"dictionaries.agent_{name}.values = {json.dumps(values)}")
 # Tables last: every top-level key above must come before the first.
-lines += ["", "[[operations]]", 'include-operation-id = "deleteKnowledgebase"']
-lines.append('parameters."path.knowledgebaseId" = { dictionary = "spareKnowledgebaseId", probability = 0.7 }')
+for (operation, parameter), values in spares.items():
+    lines += ["", "[[operations]]", f'include-operation-id = "{operation}"']
+    lines.append(f'parameters."path.{parameter}" = {{ dictionary = "spare_{operation}", probability = 0.7 }}')
+    for phase in ("examples", "coverage", "fuzzing"):
+        lines.append(f"phases.{phase}.extra-data-sources.responses = false")
 lines += ["", "[[operations]]", 'include-path-regex = "^/agents/[^/]+/knowledgebase/"']
 for name in through_agent:
     lines.append(f'parameters."path.{name}" = {{ dictionary = "agent_{name}", probability = 0.7 }}')
