@@ -11,8 +11,15 @@ the operations on it, all in one team. A `teamId` drawn at random for a step (an
 parameter of every operation) would move that step to a team the link's id does not belong to
 (403 for a team the agency does not own, 404 in another subteam), so steps of the stateful phase
 act on the key's own team; the other phases fuzz `teamId`, and tests/api/scoping.rs tests it.
+
+The run's own key is never revoked (that would end the run with 401s): a revocation of it, which
+the stateful phase can reach by following the links from the key list, revokes a random id
+instead. tests/api/api_keys.rs tests a key revoking itself.
 """
 
+RUN_KEY_ID = os.environ.get("SCHEMATHESIS_RUN_KEY_ID", "")
+
+import os
 import uuid
 
 import schemathesis
@@ -26,6 +33,9 @@ def _valid(value):
 
 @schemathesis.hook
 def before_call(ctx, case, **kwargs):
+    if RUN_KEY_ID and case.operation.method.upper() == "DELETE" and case.path_parameters:
+        if str(case.path_parameters.get("keyId", "")).lower() == RUN_KEY_ID:
+            case.path_parameters["keyId"] = str(uuid.uuid4())
     meta = getattr(case, "meta", None)
     if meta is not None and meta.phase.name == "stateful" and case.query:
         case.query.pop("teamId", None)

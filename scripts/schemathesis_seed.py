@@ -133,6 +133,8 @@ spares = {
     ("deleteContact", "contactId"): [
         call("POST", "/contacts", {"number": f"+1415555{n:04d}", "firstName": "Spare"})["id"] for n in range(170, 173)
     ],
+    # And the run's own key must never be revoked: revoking is given keys of its own.
+    ("revokeApiKey", "keyId"): [call("POST", "/api-keys", {"name": f"spare {n}"})["id"] for n in range(3)],
     ("deleteWebhook", "webhookId"): [
         call("POST", "/webhooks", {"url": f"http://127.0.0.1:9/spare/{n}", "events": ["contact.created"]})["id"]
         for n in range(3)

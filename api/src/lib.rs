@@ -8,6 +8,7 @@
 
 pub mod agency;
 pub mod agents;
+pub mod api_keys;
 pub mod boards;
 pub mod calls;
 pub mod chats;

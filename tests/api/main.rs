@@ -7,6 +7,7 @@ mod common;
 
 mod admin;
 mod agents;
+mod api_keys;
 mod auth;
 mod backends;
 mod conversations;

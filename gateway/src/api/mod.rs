@@ -4,6 +4,7 @@
 
 pub mod agency;
 pub mod agents;
+pub mod api_keys;
 pub mod boards;
 pub mod calls;
 pub mod chats;
@@ -36,6 +37,7 @@ pub mod groups {
 pub fn endpoints() -> Vec<Endpoint> {
     [
         identity::endpoints(),
+        api_keys::endpoints(),
         agents::endpoints(),
         knowledge::endpoints(),
         sources::endpoints(),

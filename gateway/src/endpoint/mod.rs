@@ -185,7 +185,7 @@ pub struct Endpoint {
     pub summary: &'static str,
     pub description: &'static str,
     pub class: RateClass,
-    /// Writes are refused to read-only keys.
+    /// Refused to read-only keys: every write, and the reads marked `needs_full_access`.
     pub write: bool,
     pub feature: Option<Feature>,
     /// Accept `X-AGENCY-KEY` as well as `X-API-Key`.
@@ -304,6 +304,13 @@ impl Endpoint {
 
     pub fn class(mut self, class: RateClass) -> Self {
         self.class = class;
+        self
+    }
+
+    /// Refused to read-only keys even though it changes nothing: it shows what only those who
+    /// administer the team should see.
+    pub fn needs_full_access(mut self) -> Self {
+        self.write = true;
         self
     }
 

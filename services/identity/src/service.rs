@@ -152,7 +152,7 @@ impl IdentityService for IdentityApi {
     async fn create_api_key(&self, request: Request<CreateApiKeyRequest>) -> Reply<CreatedApiKey> {
         let request = request.into_inner();
         let access = request.access();
-        reply(self.store.create_key(&request.team_id, &request.name, access).await)
+        reply(self.store.create_key_by(&request.team_id, &request.name, access, request.created_by).await)
     }
 
     async fn list_api_keys(&self, request: Request<ListApiKeysRequest>) -> Reply<ListApiKeysResponse> {

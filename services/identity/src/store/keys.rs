@@ -4,14 +4,18 @@
 use sqlx::Row;
 use sqlx::any::AnyRow;
 use switchboard_kit::apikey::{display_prefix, hash_key};
+use switchboard_kit::db::Engine;
 use switchboard_kit::time::now_ms;
 use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
-use switchboard_proto::v1::{ApiKey, CreatedApiKey, KeyAccess, Team};
+use switchboard_proto::v1::{Actor, ApiKey, CreatedApiKey, KeyAccess, Team};
 
 use super::{IdentityStore, TEAM_COLUMNS, check_id, team_from_row};
 use crate::validate;
 
-const KEY_COLUMNS: &str = "k.id, k.team_id, k.name, k.prefix, k.access, k.created_at, k.last_used_at, k.revoked_at";
+const KEY_COLUMNS: &str = "k.id, k.team_id, k.name, k.prefix, k.access, k.created_at, k.last_used_at, k.revoked_at, \
+     k.created_by_type, k.created_by_id, k.created_by_name";
+/// The most keys a team has that are not revoked: a key per integration, with room to rotate.
+pub const MAX_ACTIVE_KEYS: i64 = 100;
 /// `last_used_at` is written at most this often per key, so that a busy key does not turn
 /// every authentication into a write.
 const LAST_USED_RESOLUTION_MS: i64 = 60_000;
@@ -38,7 +42,18 @@ fn key_from_row(row: &AnyRow) -> Result<ApiKey, sqlx::Error> {
         created_at_ms: row.try_get("created_at")?,
         last_used_at_ms: row.try_get("last_used_at")?,
         revoked_at_ms: row.try_get("revoked_at")?,
+        created_by: actor_from_row(row)?,
     })
+}
+
+fn actor_from_row(row: &AnyRow) -> Result<Option<Actor>, sqlx::Error> {
+    let kind: Option<String> = row.try_get("created_by_type")?;
+    let Some(kind) = kind else { return Ok(None) };
+    Ok(Some(Actor {
+        r#type: kind,
+        id: row.try_get::<Option<String>, _>("created_by_id")?.unwrap_or_default(),
+        name: row.try_get::<Option<String>, _>("created_by_name")?.unwrap_or_default(),
+    }))
 }
 
 fn unauthorized() -> ServiceError {
@@ -46,7 +61,19 @@ fn unauthorized() -> ServiceError {
 }
 
 impl IdentityStore {
+    /// A key made by an operator (`switchboard admin`, the dev banner's): no creator is recorded.
     pub async fn create_key(&self, team_id: &str, name: &str, access: KeyAccess) -> ServiceResult<CreatedApiKey> {
+        self.create_key_by(team_id, name, access, None).await
+    }
+
+    /// A key of the team, made by `created_by`; at most [`MAX_ACTIVE_KEYS`] live at once (409).
+    pub async fn create_key_by(
+        &self,
+        team_id: &str,
+        name: &str,
+        access: KeyAccess,
+        created_by: Option<Actor>,
+    ) -> ServiceResult<CreatedApiKey> {
         let name = if name.trim().is_empty() { "API key" } else { name };
         validate::all([switchboard_kit::limits::KEY_NAME.check("name", name)])?;
         self.team(team_id).await?;
@@ -60,10 +87,26 @@ impl IdentityStore {
             created_at_ms: now_ms(),
             last_used_at_ms: None,
             revoked_at_ms: None,
+            created_by,
         };
+        // The count and the insert in one write transaction, the team's row locked on
+        // PostgreSQL: two creates at once cannot both take the 100th place.
+        let mut tx = self.db.begin_write().await?;
+        if self.db.engine() == Engine::Postgres {
+            sqlx::query("SELECT id FROM teams WHERE id = $1 FOR UPDATE").bind(team_id).execute(&mut *tx).await?;
+        }
+        let active: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM api_keys WHERE team_id = $1 AND revoked_at IS NULL")
+            .bind(team_id)
+            .fetch_one(&mut *tx)
+            .await?;
+        if active >= MAX_ACTIVE_KEYS {
+            return Err(ServiceError::conflict(format!("A team has at most {MAX_ACTIVE_KEYS} active API keys"))
+                .with_hint("Revoke a key the team no longer uses, then create this one."));
+        }
+        let creator = key.created_by.as_ref();
         sqlx::query(
-            "INSERT INTO api_keys (id, team_id, name, prefix, key_hash, access, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            "INSERT INTO api_keys (id, team_id, name, prefix, key_hash, access, created_at, created_by_type, \
+             created_by_id, created_by_name) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
         )
         .bind(&key.id)
         .bind(&key.team_id)
@@ -72,8 +115,12 @@ impl IdentityStore {
         .bind(hash_key(&secret))
         .bind(access_to_str(access))
         .bind(key.created_at_ms)
-        .execute(self.db.pool())
+        .bind(creator.map(|actor| actor.r#type.clone()))
+        .bind(creator.map(|actor| actor.id.clone()))
+        .bind(creator.map(|actor| actor.name.clone()))
+        .execute(&mut *tx)
         .await?;
+        tx.commit().await?;
         Ok(CreatedApiKey { key: Some(key), secret })
     }
 
@@ -101,6 +148,7 @@ impl IdentityStore {
             created_at_ms: row.try_get("key_created_at")?,
             last_used_at_ms: row.try_get("last_used_at")?,
             revoked_at_ms: None,
+            created_by: None,
         };
         let now = now_ms();
         if key.last_used_at_ms.is_none_or(|last| now - last >= LAST_USED_RESOLUTION_MS) {
