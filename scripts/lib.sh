@@ -110,6 +110,23 @@ ensure_grpc_clients() {
   export SWITCHBOARD_TEST_GRPC_PYTHON="$HOME/.cache/switchboard/grpc-clients-venv/bin/python"
 }
 
+# The portal's browser tests: Debian's Chromium (no browser is downloaded), and playwright-core
+# with axe-core from npm, installed from the committed lock file when it changed. Exports
+# SWITCHBOARD_TEST_PORTAL (the test runner) and CHROMIUM.
+ensure_portal_tests() {
+  ensure_packages chromium fonts-dejavu-core
+  command -v npm >/dev/null || ensure_packages nodejs npm
+  local dir="$SWITCHBOARD_ROOT/tests/portal"
+  local stamp="$dir/node_modules/.switchboard-lock"
+  if ! cmp -s "$dir/package-lock.json" "$stamp" 2>/dev/null; then
+    echo "installing the portal's test tools (npm ci)" >&2
+    (cd "$dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error >&2) \
+      && cp "$dir/package-lock.json" "$stamp"
+  fi
+  export SWITCHBOARD_TEST_PORTAL="$dir/run.mjs"
+  export CHROMIUM="${CHROMIUM:-$(command -v chromium)}"
+}
+
 has_moto_server() { [ -x "$1/bin/moto_server" ]; }
 imports_standardwebhooks() { "$1/bin/python" -c 'import standardwebhooks'; }
 

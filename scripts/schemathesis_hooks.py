@@ -17,14 +17,13 @@ the stateful phase can reach by following the links from the key list, revokes a
 instead. tests/api/api_keys.rs tests a key revoking itself.
 """
 
-RUN_KEY_ID = os.environ.get("SCHEMATHESIS_RUN_KEY_ID", "")
-
 import os
 import uuid
 
 import schemathesis
 
 HEADER = "Idempotency-Key"
+RUN_KEY_ID = os.environ.get("SCHEMATHESIS_RUN_KEY_ID", "")
 
 
 def _valid(value):

@@ -82,6 +82,16 @@ fields = [
     for name, label, kind in [("plan", "Plan", "text"), ("seats", "Seats", "number")]
 ]
 
+# Members who signed in (an invitation accepted): the team's people for the member operations.
+def member(n):
+    invitation = call("POST", "/members/invitations", {"email": f"member-{n}-{uuid.uuid4().hex[:8]}@seed.example"})
+    token = invitation["url"].rsplit("/", 1)[1]
+    accept = {"token": token, "password": "correct horse battery", "firstName": "Seed", "lastName": f"Member {n}"}
+    return call("POST", "/auth/accept-invite", accept)["user"]["id"]
+
+
+members = [member(n) for n in range(3)]
+
 # One webhook (a receiver on loopback: the run allows private addresses) and a delivery of it.
 webhook = call("POST", "/webhooks", {"url": "http://127.0.0.1:9/hook", "events": ["contact.created"]})["id"]
 deliveries = [call("POST", f"/webhooks/{webhook}/test")["id"]]
@@ -99,6 +109,7 @@ dictionaries = {
     "boardId": ids(call("GET", "/boards")),
     "webhookId": [webhook],
     "deliveryId": deliveries,
+    "userId": members,
 }
 # `teamId`, an optional parameter of every operation, drawn at random names a team the agency
 # does not own (403) most of the time, whatever the rest of the request: the key's own team
@@ -135,6 +146,7 @@ spares = {
     ],
     # And the run's own key must never be revoked: revoking is given keys of its own.
     ("revokeApiKey", "keyId"): [call("POST", "/api-keys", {"name": f"spare {n}"})["id"] for n in range(3)],
+    ("removeMember", "userId"): [member(n) for n in range(3, 6)],
     ("deleteWebhook", "webhookId"): [
         call("POST", "/webhooks", {"url": f"http://127.0.0.1:9/spare/{n}", "events": ["contact.created"]})["id"]
         for n in range(3)

@@ -69,6 +69,28 @@ pub enum AdminCommand {
         #[arg(long, default_value = "member")]
         role: String,
     },
+    /// Print a single-use link (valid 7 days) that lets someone into a team's portal: the way in
+    /// for the first owner of a self-hosted install.
+    Invite {
+        #[arg(long)]
+        team: String,
+        #[arg(long)]
+        email: String,
+        /// owner, admin, member or viewer.
+        #[arg(long, default_value = "owner")]
+        role: String,
+        /// Where the portal is reached (default: SWITCHBOARD_PUBLIC_URL, else the running
+        /// `switchboard dev`'s address, else http://127.0.0.1:8080).
+        #[arg(long)]
+        base_url: Option<String>,
+    },
+    /// Print a password-reset link (valid 1 day) for the user with this e-mail.
+    ResetLink {
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        base_url: Option<String>,
+    },
     /// Rebuild the vector index from SQL. With --url, asks the running knowledgebase
     /// service; otherwise works on the data directory (the platform must be stopped).
     Reindex {
@@ -202,8 +224,9 @@ pub async fn run(
             config::database_url(file.section(identity).database_url, &config::data_dir(file, None), identity.name)?
         }
     };
+    let portal = portal_base(&command, data_dir.map_or_else(|| config::data_dir(file, None), Path::to_path_buf))?;
     let store = IdentityStore::open(&url).await?;
-    let output = execute(&store, versions.as_ref(), command).await;
+    let output = execute(&store, versions.as_ref(), command, &portal).await;
     store.db().close().await;
     println!("{}", serde_json::to_string_pretty(&output?)?);
     Ok(())
@@ -216,7 +239,9 @@ async fn execute(
     store: &IdentityStore,
     versions: Option<&TeamVersions>,
     command: AdminCommand,
+    portal: &str,
 ) -> anyhow::Result<Value> {
+    let settings = switchboard_identity::AccountSettings::from_env()?;
     Ok(match command {
         AdminCommand::CreateTeam { name, agency, parent, credits, plan } => {
             let team = store
@@ -269,10 +294,47 @@ async fn execute(
             }
             team_json(&team)
         }
+        AdminCommand::Invite { team, email, role, .. } => {
+            let invitation = store.invite(&team, &email, &role, None, settings.invite_valid_ms).await?;
+            json!({
+                "teamId": invitation.team_id,
+                "email": invitation.email,
+                "role": invitation.role,
+                "url": switchboard_api::accounts::invite_url(portal, &invitation.token),
+                "expiresAt": iso_ms(invitation.expires_at_ms),
+            })
+        }
+        AdminCommand::ResetLink { email, .. } => {
+            let link = store.reset_link(&email, settings.reset_valid_ms).await?;
+            json!({
+                "teamId": link.team_id,
+                "email": link.email,
+                "url": switchboard_api::accounts::reset_url(portal, &link.token),
+                "expiresAt": iso_ms(link.expires_at_ms),
+            })
+        }
         AdminCommand::Reindex { .. } | AdminCommand::SeedDemo { .. } => {
             anyhow::bail!("this command does not use the identity database")
         }
     })
+}
+
+/// Where links point: `--base-url`, else SWITCHBOARD_PUBLIC_URL, else the running `switchboard
+/// dev` of the data directory, else the default listen address.
+fn portal_base(command: &AdminCommand, data_dir: std::path::PathBuf) -> anyhow::Result<String> {
+    let given = match command {
+        AdminCommand::Invite { base_url, .. } | AdminCommand::ResetLink { base_url, .. } => base_url.clone(),
+        _ => return Ok(String::new()),
+    };
+    let from_env = || std::env::var("SWITCHBOARD_PUBLIC_URL").ok().filter(|url| !url.trim().is_empty());
+    let base = match given.or_else(from_env) {
+        Some(base) => base,
+        None => match crate::session::DevSession::read(&data_dir)? {
+            Some(dev) => dev.api_base_url.trim_end_matches('/').trim_end_matches("/v1").to_owned(),
+            None => "http://127.0.0.1:8080".to_owned(),
+        },
+    };
+    Ok(base.trim_end_matches('/').to_owned())
 }
 
 async fn reindex(file: &FileConfig, data_dir: Option<&Path>, url: Option<String>) -> anyhow::Result<()> {

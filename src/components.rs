@@ -130,7 +130,11 @@ async fn identity(context: Context) -> anyhow::Result<Component> {
     let store = IdentityStore::open(&context.database_url(&IDENTITY)?).await?;
     Ok(Component {
         info: &IDENTITY,
-        routes: switchboard_identity::routes(store.clone(), team_versions(&context.file)?),
+        routes: switchboard_identity::routes(
+            store.clone(),
+            team_versions(&context.file)?,
+            switchboard_identity::AccountSettings::from_env()?,
+        ),
         background: vec![context.relay(store.db())?],
         databases: vec![store.db().clone()],
     })

@@ -56,6 +56,8 @@ pub struct RateLimitsFile {
     pub write: Option<u32>,
     pub search: Option<u32>,
     pub bulk: Option<u32>,
+    /// Sign-in, sign-up, invitations accepted and passwords reset, per client address.
+    pub auth: Option<u32>,
 }
 
 /// A service's section: `[identity]`, `[agents]`.
@@ -195,6 +197,7 @@ pub fn gateway(file: &FileConfig, peers: Peers) -> anyhow::Result<GatewayConfig>
             RateClass::Write => file_limits.write,
             RateClass::Search => file_limits.search,
             RateClass::Bulk => file_limits.bulk,
+            RateClass::Auth => file_limits.auth,
         };
         let variable = format!("SWITCHBOARD_RATE_LIMIT_{}", class.name().to_ascii_uppercase());
         if let Some(per_minute) = env_parsed::<u32>(&variable)?.or(from_file) {

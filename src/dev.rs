@@ -69,6 +69,7 @@ pub async fn run(file: FileConfig, data_dir: Option<&Path>, listen: &str) -> any
     let mut out = std::io::stdout().lock();
     writeln!(out, "Switchboard dev is running.")?;
     writeln!(out, "  API base URL:        http://{}/v1", gateway.address)?;
+    writeln!(out, "  portal:              http://{}/", gateway.address)?;
     for registered in components::all() {
         let label = format!("{} gRPC:", registered.info.name);
         writeln!(out, "  {label:<21}{}", peers.url(registered.info))?;

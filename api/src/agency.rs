@@ -47,6 +47,10 @@ pub struct Subteam {
     pub access_config: AccessConfig,
     /// The subteam's users, oldest first.
     pub users: Vec<User>,
+    /// In the answer that created the subteam only: the first user's single-use invitation to
+    /// the portal (`/invite/{token}`, valid 7 days), for the agency to hand its client.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invite_url: Option<String>,
 }
 
 impl From<&proto::Subteam> for Subteam {
@@ -71,6 +75,7 @@ impl From<&proto::Subteam> for Subteam {
                 crm: access.crm,
             },
             users: subteam.users.iter().map(User::from).collect(),
+            invite_url: None,
         }
     }
 }

@@ -67,7 +67,7 @@ pub struct Credits {
 }
 
 /// Who is calling. `team`, `ownsAgency`, `credits`, `subscription` and `agencyTeam` describe the
-/// team acted on (the `teamId` subteam when given); `apiKey` is always the calling key.
+/// team acted on (the `teamId` subteam when given); `apiKey` is the calling key (or `user` the signed-in person).
 #[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(deny_unknown_fields)]
@@ -77,7 +77,12 @@ pub struct Me {
     pub owns_agency: bool,
     pub credits: Credits,
     pub subscription: Subscription,
-    pub api_key: ApiKey,
+    /// The calling key; absent when the request is signed in with a session instead (see `user`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<ApiKey>,
+    /// The signed-in person; present only when the request carries a session cookie.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<User>,
     /// The agency that owns the team; present only when the team described is a client subteam.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agency_team: Option<TeamRef>,
@@ -94,7 +99,7 @@ pub struct User {
     /// Stored lower-case.
     #[schemars(extend("pattern" = switchboard_kit::limits::EMAIL_PATTERN))]
     pub email: String,
-    #[schemars(extend("enum" = ["owner", "admin", "member"]))]
+    #[schemars(extend("enum" = ["owner", "admin", "member", "viewer"]))]
     pub role: String,
     pub created_at: Timestamp,
 }
@@ -130,7 +135,8 @@ impl From<&proto::User> for User {
 }
 
 impl Me {
-    pub fn new(identity: &proto::Identity, key: &proto::ApiKey) -> Self {
+    /// What `/me` says of `identity` to a caller with `key` or, signed in, `user`.
+    pub fn new(identity: &proto::Identity, key: Option<&proto::ApiKey>, user: Option<&proto::User>) -> Self {
         let team = identity.team.clone().unwrap_or_default();
         let subscription = identity.subscription.clone().unwrap_or_default();
         Self {
@@ -142,7 +148,8 @@ impl Me {
                 status: subscription.status,
                 current_period_end: Timestamp::option(subscription.current_period_end_ms),
             },
-            api_key: ApiKey::from(key),
+            api_key: key.map(ApiKey::from),
+            user: user.map(User::from),
             agency_team: identity
                 .agency_team
                 .as_ref()

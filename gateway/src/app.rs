@@ -16,7 +16,7 @@ use switchboard_kit::{ErrorKind, ServiceError};
 use tokio::sync::OnceCell;
 
 use crate::auth::{self, Authenticator};
-use crate::call::{Call, HandlerResult, Principal, Reply};
+use crate::call::{Call, Client, HandlerResult, Principal, Reply};
 use crate::config::GatewayConfig;
 use crate::endpoint::{BodyKind, Endpoint, Method, RawInput};
 use crate::idempotency::{self, Begin, Idempotency};
@@ -24,7 +24,9 @@ use crate::limits::{self, Decision, RateLimiter};
 use crate::router::{Match, Router};
 use crate::scope::{self, Scoper};
 use crate::services::Services;
-use crate::{mcp, openapi, playback};
+use crate::sessions::{self, SessionAuthenticator};
+use crate::throttle::SignInThrottle;
+use crate::{audit, mcp, openapi, playback, portal};
 
 /// Liveness, at the root (where probes look) and under `/v1` (where the description puts it).
 const HEALTH_PATH: &str = "/healthz";
@@ -36,6 +38,8 @@ pub struct App {
     pub(crate) config: GatewayConfig,
     router: Router,
     pub(crate) auth: Authenticator,
+    pub(crate) sessions: Arc<SessionAuthenticator>,
+    throttle: Arc<SignInThrottle>,
     pub(crate) scoper: Scoper,
     pub(crate) limiter: Arc<RateLimiter>,
     idempotency: Idempotency,
@@ -62,6 +66,8 @@ pub(crate) struct Admit<'a> {
     pub principal: Arc<Principal>,
     pub team_id: Option<String>,
     pub public_base: String,
+    pub client: Client,
+    pub session_token: Option<String>,
 }
 
 /// Per-request state.
@@ -99,6 +105,8 @@ impl App {
             tools: mcp::Tools::build(&endpoints)?,
             router: Router::new(endpoints),
             auth: Authenticator::new(config.auth_cache_ttl),
+            sessions: Arc::new(SessionAuthenticator::new(config.auth_cache_ttl)),
+            throttle: Arc::new(SignInThrottle::new(redis.clone())),
             scoper: Scoper::new(config.auth_cache_ttl),
             limiter: RateLimiter::new(&config, redis.clone()),
             idempotency: Idempotency::new(redis),
@@ -128,6 +136,9 @@ impl App {
         if mcp::PATHS.contains(&path.as_str()) {
             return self.mcp(session, ctx).await;
         }
+        if let Some(answer) = portal::serve(header.method.as_str(), header) {
+            return answer;
+        }
         if let Some(call_id) = playback::call_of(&path)
             && matches!(header.method.as_str(), "GET" | "HEAD")
         {
@@ -156,10 +167,18 @@ impl App {
         let team_id = raw.query.get("teamId").and_then(Value::as_str).map(str::to_owned);
 
         let services = self.services().await?;
-        let principal = self.auth.authenticate(&services, auth::presented_key(session.req_header(), route)?).await?;
+        let session_token = sessions::token(session.req_header());
+        let principal = self.principal(session.req_header(), route, &services, session_token.as_deref()).await?;
         tracing::Span::current().record("switchboard.team_id", principal.team.id.as_str());
-        let request =
-            Admit { route, services, principal, team_id, public_base: playback::public_base(session.req_header()) };
+        let request = Admit {
+            route,
+            services,
+            principal,
+            team_id,
+            public_base: playback::public_base(session.req_header()),
+            client: client_of(session),
+            session_token,
+        };
         let Some(key) = idempotency_key(route, session.req_header())? else {
             // Admitted before the body is read: a client over its limit is not read a large upload.
             let call = match self.admit(request, ctx).await? {
@@ -167,7 +186,7 @@ impl App {
                 Admission::Respond(reply) => return Ok(reply),
             };
             self.read_body(route, session, ctx, &mut raw).await?;
-            return route.run(*call, raw).await;
+            return self.run(route, *call, raw).await;
         };
         self.read_body(route, session, ctx, &mut raw).await?;
         let path_and_query = session.req_header().uri.path_and_query().map_or(path.as_str(), |p| p.as_str());
@@ -179,13 +198,50 @@ impl App {
             Begin::Claimed(claim) => claim,
         };
         let answered = match self.admit(request, ctx).await {
-            Ok(Admission::Continue(call)) => route.run(*call, raw).await,
+            Ok(Admission::Continue(call)) => self.run(route, *call, raw).await,
             Ok(Admission::Respond(reply)) => Ok(reply),
             Err(error) => Err(error),
         };
         let reply = reply_of(answered, &ctx.request_id);
         self.idempotency.finish(claim, idempotency::Kept::of(&reply)).await;
         Ok(reply)
+    }
+
+    /// Who a request is: a visitor on the routes that come before signing in; else the key in
+    /// `X-API-Key` (which wins when there is one), else the session cookie, whose writes must
+    /// carry the CSRF token.
+    async fn principal(
+        &self,
+        header: &pingora::http::RequestHeader,
+        route: &Endpoint,
+        services: &Services,
+        session_token: Option<&str>,
+    ) -> Result<Arc<Principal>, ServiceError> {
+        if route.visitor {
+            let visitor = Principal { team: Default::default(), credential: crate::call::Credential::Visitor };
+            return Ok(Arc::new(visitor));
+        }
+        let key = auth::presented_key(header, route)?;
+        let Some(token) = session_token.filter(|_| key.is_none()) else {
+            return self.auth.authenticate(services, key).await;
+        };
+        let principal = self.sessions.authenticate(services, token).await?;
+        if route.method != Method::Get {
+            sessions::check_csrf(header, token)?;
+        }
+        Ok(principal)
+    }
+
+    /// Runs an admitted operation, and writes it to the audit log when it is audited and
+    /// succeeds.
+    pub(crate) async fn run(&self, route: &Endpoint, call: Call, raw: RawInput) -> HandlerResult {
+        let pending = audit::pending(route, &call, &raw);
+        let services = call.services.clone();
+        let answered = route.run(call, raw).await;
+        if let (Some(pending), Ok(reply)) = (pending, &answered) {
+            audit::record(services, pending, reply);
+        }
+        answered
     }
 
     /// Reads the body the route takes into `raw`.
@@ -255,17 +311,24 @@ impl App {
     /// rate limit (a 429 answer when spent), `teamId` scoping and the access checks. The input
     /// is checked by the endpoint itself.
     pub(crate) async fn admit(&self, request: Admit<'_>, ctx: &mut RequestCtx) -> Result<Admission, ServiceError> {
-        let Admit { route, services, principal, team_id, public_base } = request;
-        let decision = self.limiter.check(&principal.team.id, route.class).await;
+        let Admit { route, services, principal, team_id, public_base, client, session_token } = request;
+        // Visitors have no team: their bucket is their address's.
+        let bucket = if route.visitor { format!("addr:{}", client.ip) } else { principal.team.id.clone() };
+        let decision = self.limiter.check(&bucket, route.class).await;
         self.metrics.rate_limit(route.class.name(), decision.allowed);
         ctx.decision = Some(decision);
         if !decision.allowed {
             let (body, retry_after) = limits::too_many_requests(&decision);
             return Ok(Admission::Respond(Reply::json(429, body).with_header(retry_after.0, retry_after.1)));
         }
-        let team = self.scoper.effective_team(&services, &principal, team_id.as_deref()).await?;
-        scope::check_access(route, &principal)?;
-        let team_version = decision.team_version.filter(|_| team.id == principal.team.id);
+        let team = if route.visitor {
+            Arc::new(principal.team.clone())
+        } else {
+            let team = self.scoper.effective_team(&services, &principal, team_id.as_deref()).await?;
+            scope::check_access(route, &principal)?;
+            team
+        };
+        let team_version = decision.team_version.filter(|_| team.id == principal.team.id && !route.visitor);
         Ok(Admission::Continue(Box::new(Call {
             team_version,
             services,
@@ -274,6 +337,9 @@ impl App {
             max_upload_bytes: self.config.max_upload_bytes,
             public_base,
             url_key: self.config.url_key.clone(),
+            client,
+            session_token,
+            gate: crate::call::Gate { sessions: self.sessions.clone(), throttle: self.throttle.clone() },
         })))
     }
 
@@ -355,10 +421,27 @@ fn body_identity(raw: &RawInput) -> Vec<u8> {
 /// The checked `Idempotency-Key` of a write, if it has one (reads need none: they are
 /// idempotent as they are).
 fn idempotency_key(route: &Endpoint, header: &pingora::http::RequestHeader) -> Result<Option<String>, ServiceError> {
-    if route.method == Method::Get {
+    // Sign-in and the other session operations answer secrets (a session token in a cookie):
+    // such answers are never kept for replay, and a visitor has no team to scope a key by.
+    if route.method == Method::Get || route.visitor || route.path.starts_with("/v1/auth/") {
         return Ok(None);
     }
     header.headers.get(idempotency::HEADER).map(|value| idempotency::parse_key(value.as_bytes())).transpose()
+}
+
+/// The client's address (the peer's: put the gateway behind a proxy that keeps one connection
+/// per client, or accept that every client of the proxy shares its limits) and user agent.
+pub(crate) fn client_of(session: &Session) -> Client {
+    let ip =
+        session.client_addr().and_then(|addr| addr.as_inet()).map(|addr| addr.ip().to_string()).unwrap_or_default();
+    let user_agent = session
+        .req_header()
+        .headers
+        .get("user-agent")
+        .and_then(|value| value.to_str().ok())
+        .map(|value| value.chars().take(512).collect())
+        .unwrap_or_default();
+    Client { ip, user_agent }
 }
 
 /// A request id from the client is kept when it is short and printable, so that callers

@@ -11,7 +11,7 @@ use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
 use switchboard_proto::v1::AuthenticateRequest;
 
 use crate::cache::TtlCache;
-use crate::call::Principal;
+use crate::call::{Credential, Principal};
 use crate::endpoint::Endpoint;
 use crate::services::Services;
 
@@ -63,28 +63,39 @@ impl Authenticator {
             return Err(invalid());
         }
         let hash = hash_key(key);
-        if let Some(cached) = self.cache.get(&hash) {
-            return cached.ok_or_else(invalid);
+        remembered(&self.cache, hash.clone(), invalid, async {
+            let response = services.identity.clone().authenticate(AuthenticateRequest { key_hash: hash }).await?;
+            let response = response.into_inner();
+            let (Some(key), Some(team)) = (response.key, response.team) else {
+                return Err(ServiceError::internal(anyhow::anyhow!("identity answered without key or team")));
+            };
+            Ok(Principal { team, credential: Credential::Key(key) })
+        })
+        .await
+    }
+}
+
+/// A credential's principal by the hash of its secret: from `cache` when looked up within its
+/// time, else from `lookup`, whose answer (a principal, or a refusal as `refused()`) is kept.
+pub(crate) async fn remembered(
+    cache: &TtlCache<String, Option<Arc<Principal>>>,
+    hash: String,
+    refused: fn() -> ServiceError,
+    lookup: impl std::future::Future<Output = ServiceResult<Principal>>,
+) -> ServiceResult<Arc<Principal>> {
+    if let Some(cached) = cache.get(&hash) {
+        return cached.ok_or_else(refused);
+    }
+    match lookup.await {
+        Ok(principal) => {
+            let principal = Arc::new(principal);
+            cache.insert(hash, Some(principal.clone()));
+            Ok(principal)
         }
-        let answer = services.identity.clone().authenticate(AuthenticateRequest { key_hash: hash.clone() }).await;
-        match answer {
-            Ok(response) => {
-                let response = response.into_inner();
-                let (Some(key), Some(team)) = (response.key, response.team) else {
-                    return Err(ServiceError::internal(anyhow::anyhow!("identity answered without key or team")));
-                };
-                let principal = Arc::new(Principal { key, team });
-                self.cache.insert(hash, Some(principal.clone()));
-                Ok(principal)
-            }
-            Err(status) => {
-                let error = ServiceError::from_status(&status);
-                if error.kind == ErrorKind::Unauthorized {
-                    self.cache.insert(hash, None);
-                    return Err(invalid());
-                }
-                Err(error)
-            }
+        Err(error) if error.kind == ErrorKind::Unauthorized => {
+            cache.insert(hash, None);
+            Err(refused())
         }
+        Err(error) => Err(error),
     }
 }

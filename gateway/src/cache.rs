@@ -39,6 +39,14 @@ impl<K: Eq + Hash, V: Clone> TtlCache<K, V> {
         }
         entries.insert(key, (Instant::now(), value));
     }
+
+    /// Forgets an entry before it expires (a session this process ended).
+    pub fn remove<Q: Eq + Hash + ?Sized>(&self, key: &Q)
+    where
+        K: std::borrow::Borrow<Q>,
+    {
+        self.entries.write().unwrap_or_else(|e| e.into_inner()).remove(key);
+    }
 }
 
 #[cfg(test)]

@@ -5,16 +5,120 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use switchboard_kit::ServiceError;
-use switchboard_proto::v1::{ApiKey, Team};
+use switchboard_proto::v1::{Actor, ApiKey, KeyAccess, Session, Team};
 
 use crate::endpoint::errors::{Code, ErrorBody, FieldError};
 use crate::services::Services;
 
-/// The key behind a request and the team that owns it.
+/// Who is behind a request, and their own team.
 #[derive(Debug)]
 pub struct Principal {
-    pub key: ApiKey,
     pub team: Team,
+    pub credential: Credential,
+}
+
+/// How a request proved who it is.
+#[derive(Debug)]
+pub enum Credential {
+    /// `X-API-Key`.
+    Key(ApiKey),
+    /// The session cookie of a signed-in person.
+    Session(Session),
+    /// Nothing: the operations that come before signing in (`/v1/auth/sign-in`, ...).
+    Visitor,
+}
+
+/// What a principal may do in its team: a role, or an API key's access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    Owner,
+    Admin,
+    Member,
+    Viewer,
+    FullKey,
+    ReadOnlyKey,
+    Visitor,
+}
+
+impl Standing {
+    /// May change data.
+    pub fn writes(self) -> bool {
+        !matches!(self, Standing::Viewer | Standing::ReadOnlyKey | Standing::Visitor)
+    }
+
+    /// May manage the team: keys, members, webhooks, the audit log.
+    pub fn administers(self) -> bool {
+        matches!(self, Standing::Owner | Standing::Admin | Standing::FullKey | Standing::ReadOnlyKey)
+    }
+
+    /// The role the identity service is told the caller has ("key" for an API key).
+    pub fn caller_role(self) -> &'static str {
+        match self {
+            Standing::Owner => "owner",
+            Standing::Admin => "admin",
+            Standing::Member => "member",
+            Standing::Viewer => "viewer",
+            Standing::FullKey | Standing::ReadOnlyKey => "key",
+            Standing::Visitor => "",
+        }
+    }
+}
+
+impl Principal {
+    /// The calling key, when the request carries one.
+    pub fn key(&self) -> Option<&ApiKey> {
+        match &self.credential {
+            Credential::Key(key) => Some(key),
+            _ => None,
+        }
+    }
+
+    pub fn session(&self) -> Option<&Session> {
+        match &self.credential {
+            Credential::Session(session) => Some(session),
+            _ => None,
+        }
+    }
+
+    pub fn standing(&self) -> Standing {
+        match &self.credential {
+            Credential::Key(key) if key.access() == KeyAccess::ReadOnly => Standing::ReadOnlyKey,
+            Credential::Key(_) => Standing::FullKey,
+            Credential::Session(session) => match session.user.as_ref().map_or("", |user| user.role.as_str()) {
+                "owner" => Standing::Owner,
+                "admin" => Standing::Admin,
+                "member" => Standing::Member,
+                _ => Standing::Viewer,
+            },
+            Credential::Visitor => Standing::Visitor,
+        }
+    }
+
+    /// Who the audit log and `createdBy` say did it.
+    pub fn actor(&self) -> Actor {
+        match &self.credential {
+            Credential::Key(key) => Actor { r#type: "key".to_owned(), id: key.id.clone(), name: key.name.clone() },
+            Credential::Session(session) => {
+                let user = session.user.clone().unwrap_or_default();
+                let name = format!("{} {}", user.first_name, user.last_name).trim().to_owned();
+                Actor { r#type: "user".to_owned(), id: user.id, name }
+            }
+            Credential::Visitor => Actor { r#type: "visitor".to_owned(), ..Actor::default() },
+        }
+    }
+}
+
+/// Where a request came from: the peer's address and its `User-Agent`.
+#[derive(Debug, Clone, Default)]
+pub struct Client {
+    pub ip: String,
+    pub user_agent: String,
+}
+
+impl From<&Client> for switchboard_proto::v1::Client {
+    fn from(client: &Client) -> Self {
+        Self { ip: client.ip.clone(), user_agent: client.user_agent.clone() }
+    }
 }
 
 pub struct Call {
@@ -31,6 +135,17 @@ pub struct Call {
     /// request's rate-limit token: only when Redis decided and the team is the key's own
     /// (whose bucket it is).
     pub team_version: Option<i64>,
+    pub client: Client,
+    /// The session cookie's token, when the request carries one (sign-out ends it).
+    pub session_token: Option<String>,
+    pub gate: Gate,
+}
+
+/// What the gateway keeps across requests that the sign-in operations need.
+#[derive(Clone)]
+pub struct Gate {
+    pub sessions: Arc<crate::sessions::SessionAuthenticator>,
+    pub throttle: Arc<crate::throttle::SignInThrottle>,
 }
 
 impl Call {

@@ -7,6 +7,7 @@
 
 mod api;
 mod app;
+mod audit;
 mod auth;
 mod body;
 mod cache;
@@ -20,10 +21,13 @@ mod mcp;
 mod metrics;
 pub mod openapi;
 pub mod playback;
+pub mod portal;
 mod router;
 mod scope;
 pub mod server;
 mod services;
+mod sessions;
+mod throttle;
 
 pub use config::GatewayConfig;
 pub use server::{RunningGateway, start};

@@ -8,7 +8,7 @@ use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::{ResolveTeamRequest, Team};
 
 use crate::cache::TtlCache;
-use crate::call::Principal;
+use crate::call::{Principal, Standing};
 use crate::endpoint::Endpoint;
 use crate::endpoint::input::canonical_uuid;
 use crate::services::Services;
@@ -71,13 +71,21 @@ impl Scoper {
     }
 }
 
-/// Read-only keys may not write; a subteam's own keys may not use what its access flags
-/// switch off.
+/// Read-only keys and viewers may not write; members and viewers may not manage the team; a
+/// subteam's own keys and people may not use what its access flags switch off.
 pub fn check_access(route: &Endpoint, principal: &Principal) -> ServiceResult<()> {
-    use switchboard_proto::v1::KeyAccess;
-    if route.write && principal.key.access() == KeyAccess::ReadOnly {
+    let standing = principal.standing();
+    if route.write && standing == Standing::ReadOnlyKey {
         return Err(ServiceError::forbidden("This API key is read-only")
             .with_hint("Use a key with full access for write operations."));
+    }
+    if route.write && !standing.writes() {
+        return Err(ServiceError::forbidden("Your role can only read (viewer)")
+            .with_hint("An owner or admin of the team can give you another role."));
+    }
+    if route.admins_only && !standing.administers() {
+        return Err(ServiceError::forbidden("Only the team's owners and admins can do this")
+            .with_hint("An owner or admin of the team can give you another role."));
     }
     if let (Some(feature), Some(_parent), Some(access)) =
         (route.feature, &principal.team.parent_team_id, &principal.team.access)

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use switchboard_kit::grpc::Channel;
 use switchboard_kit::peers::Service;
+use switchboard_proto::v1::account_service_client::AccountServiceClient;
 use switchboard_proto::v1::agents_service_client::AgentsServiceClient;
 use switchboard_proto::v1::conversations_service_client::ConversationsServiceClient;
 use switchboard_proto::v1::crm_service_client::CrmServiceClient;
@@ -28,6 +29,8 @@ const IDENTITIES_KEPT: usize = 100_000;
 
 pub struct Services {
     pub identity: IdentityServiceClient<Channel>,
+    /// People, sessions and the audit log: served by the identity service's process.
+    pub accounts: AccountServiceClient<Channel>,
     pub agents: AgentsServiceClient<Channel>,
     pub knowledgebase: KnowledgebaseServiceClient<Channel>,
     pub conversations: ConversationsServiceClient<Channel>,
@@ -44,6 +47,7 @@ pub struct Services {
 #[derive(Default)]
 struct Clients {
     identity: Option<IdentityServiceClient<Channel>>,
+    accounts: Option<AccountServiceClient<Channel>>,
     agents: Option<AgentsServiceClient<Channel>>,
     knowledgebase: Option<KnowledgebaseServiceClient<Channel>>,
     conversations: Option<ConversationsServiceClient<Channel>>,
@@ -63,7 +67,10 @@ impl Services {
         for service in Service::ALL {
             let channel = peers.channel(service.info(), timeout)?;
             match service {
-                Service::Identity => clients.identity = Some(IdentityServiceClient::new(channel)),
+                Service::Identity => {
+                    clients.accounts = Some(AccountServiceClient::new(channel.clone()));
+                    clients.identity = Some(IdentityServiceClient::new(channel));
+                }
                 Service::Agents => clients.agents = Some(AgentsServiceClient::new(channel)),
                 Service::Knowledgebase => {
                     clients.knowledgebase =
@@ -80,6 +87,7 @@ impl Services {
         let missing = |name: &str| anyhow::anyhow!("no {name} client: the service registry has no {name} service");
         Ok(Self {
             identity: clients.identity.ok_or_else(|| missing("identity"))?,
+            accounts: clients.accounts.ok_or_else(|| missing("identity"))?,
             agents: clients.agents.ok_or_else(|| missing("agents"))?,
             knowledgebase: clients.knowledgebase.ok_or_else(|| missing("knowledgebase"))?,
             conversations: clients.conversations.ok_or_else(|| missing("conversations"))?,

@@ -27,13 +27,17 @@ async fn the_openapi_description_is_public_and_lists_exactly_the_served_operatio
                 continue;
             }
             operations += 1;
+            if operation["security"] == json!([]) && path.starts_with("/auth/") {
+                // Sign-in and what comes before it: tests/api/accounts.rs.
+                continue;
+            }
             if operation["security"] == json!([]) {
                 // Public but signed (recording playback): unsigned, it is refused, not unrouted.
                 let answer = client.get(&fill_parameters(path)).await;
                 assert_eq!(answer.error_code(403), "FORBIDDEN", "{method} {path}");
                 continue;
             }
-            assert_eq!(operation["responses"]["401"]["$ref"], "#/components/responses/Unauthorized");
+            assert!(operation["responses"]["401"].is_object(), "{method} {path} documents no 401");
             // Unknown ids and empty bodies: the gateway must know the route, whatever it answers.
             let concrete = fill_parameters(path);
             let request = client.request(method.to_uppercase().parse().unwrap(), &concrete).body("{}");

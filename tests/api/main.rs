@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod accounts;
 mod admin;
 mod agents;
 mod api_keys;
@@ -24,6 +25,7 @@ mod knowledgebase;
 mod lifecycle;
 mod limits;
 mod mcp;
+mod portal;
 mod replicas;
 mod scoping;
 mod sources;

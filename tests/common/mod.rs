@@ -363,6 +363,8 @@ pub struct Api {
     pub base: String,
     key: Option<String>,
     header: &'static str,
+    /// Sent with every request, e.g. a browser's `X-CSRF-Token`.
+    extra: Vec<(&'static str, String)>,
 }
 
 pub struct Response {
@@ -406,7 +408,18 @@ impl Api {
             base: base.to_owned(),
             key: key.map(str::to_owned),
             header: "X-API-Key",
+            extra: Vec::new(),
         }
+    }
+
+    /// A client that is signed in as a browser is: the session cookie on every request, and the
+    /// CSRF token when given.
+    pub fn signed_in(base: &str, token: &str, csrf: Option<&str>) -> Api {
+        let mut api = Api::new(base, Some(&format!("switchboard_session={token}"))).with_header("Cookie");
+        if let Some(csrf) = csrf {
+            api.extra.push(("X-CSRF-Token", csrf.to_owned()));
+        }
+        api
     }
 
     pub fn with_header(mut self, header: &'static str) -> Api {
@@ -418,6 +431,9 @@ impl Api {
         let mut request = self.http.request(method, format!("{}{path}", self.base));
         if let Some(key) = &self.key {
             request = request.header(self.header, key);
+        }
+        for (name, value) in &self.extra {
+            request = request.header(*name, value);
         }
         request
     }

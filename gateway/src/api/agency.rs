@@ -2,6 +2,7 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
+use switchboard_api::accounts::invite_url;
 use switchboard_api::agency::Subteam;
 use switchboard_kit::{ServiceResult, limits};
 use switchboard_proto::v1::{AccessFlags, CreateSubteamRequest, ListSubteamsRequest, NewUser};
@@ -27,12 +28,15 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(403, NOT_AGENCY)
             .fails(404, TEAM_GONE),
         Endpoint::post("/v1/agency/subteams", create)
+            .for_admins()
+            .audited("subteam.created")
             .doc("createSubteam", AGENCY, "Create a client subteam with its first user and monthly credits")
             .about(
                 "Creates a client subteam, its first user (role `owner`) and moves `totalMonthlyCredits` (default \
                  1000) from the agency's balance to the subteam's, all in one transaction; access flags left out are \
                  on (the identity service's defaults). The key's team must own an agency. Also accepts the key in \
-                 `X-AGENCY-KEY`.",
+                 `X-AGENCY-KEY`. The answer's `inviteUrl` lets the first user into the portal: a single-use \
+                 link, valid 7 days, shown only here.",
             )
             .fails(
                 402,
@@ -154,5 +158,6 @@ async fn create(call: Call, input: Input<Nothing, Nothing, Json<CreateSubteam>>)
         access,
     };
     let subteam = call.services.identity.clone().create_subteam(request).await?.into_inner();
-    Ok(Created::new(Subteam::from(&subteam), "Subteam created successfully"))
+    let invite_url = subteam.invite_token.as_deref().map(|token| invite_url(&call.public_base, token));
+    Ok(Created::new(Subteam { invite_url, ..Subteam::from(&subteam) }, "Subteam created successfully"))
 }

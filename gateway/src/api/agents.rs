@@ -68,6 +68,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(404, AGENT_GONE)
             .tool("get_agent_instructions", "Reads an agent's current instructions (its prompt)."),
         Endpoint::put("/v1/agents/{agentId}/instructions", put_instructions)
+            .audited("instructions.replaced")
             .doc("updateAgentInstructions", AGENTS, "Replace an agent's instructions; the previous text goes to the history")
             .about(
                 "Replaces the instructions in full: the previous text (if any) is saved to the history, which keeps \
@@ -96,6 +97,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .feature(Instructions)
             .fails(404, "Agent not found, or Instructions version not found"),
         Endpoint::post("/v1/agents/{agentId}/instructions/history/{version}/restore", restore)
+            .audited("instructions.restored")
             .doc("restoreAgentInstructions", AGENTS, "Make a saved version the current instructions again")
             .about(
                 "Beyond the spec: makes a saved version current again as a new version (the text it replaces is \

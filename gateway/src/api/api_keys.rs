@@ -1,13 +1,14 @@
 //! `/api-keys`: the keys a team manages itself, made and revoked over the API (identity
-//! service). Only a full-access key may see or change them, read-only keys included for
-//! listing: a key's names and prefixes are for whoever administers the team. An agency acts on
+//! service). Only full-access keys and signed-in owners and admins may see or change them
+//! (read-only keys not even list them): a key's names and prefixes are for whoever
+//! administers the team. An agency acts on
 //! a client's keys with `teamId`, which is how it gives a new client its first key.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use switchboard_api::api_keys::{KeyAccessView, NewApiKey, TeamApiKey};
 use switchboard_kit::{ServiceResult, limits};
-use switchboard_proto::v1::{Actor, CreateApiKeyRequest, KeyAccess, ListApiKeysRequest, RevokeApiKeyRequest};
+use switchboard_proto::v1::{CreateApiKeyRequest, KeyAccess, ListApiKeysRequest, RevokeApiKeyRequest};
 
 use super::groups::IDENTITY;
 use crate::call::Call;
@@ -23,17 +24,22 @@ pub fn endpoints() -> Vec<Endpoint> {
             .lists("keyId")
             .about("Names, prefixes, access, when each was made and last used, and who made it; never a secret.")
             .needs_full_access()
+            .for_admins()
             .class(RateClass::Write),
         Endpoint::post("/v1/api-keys", create)
             .doc("createApiKey", IDENTITY, "Create an API key; the answer shows it once")
             .creates("keyId")
+            .for_admins()
+            .audited("api_key.created")
             .about(
                 "The whole key is in the answer's `key`, and nowhere else ever after (it is stored as a hash). \
-                 Its `createdBy` is the calling key.",
+                 Its `createdBy` is the calling key, or the signed-in person.",
             )
             .fails(409, "The team has 100 active API keys already: revoke one first."),
         Endpoint::delete("/v1/api-keys/{keyId}", revoke)
             .doc("revokeApiKey", IDENTITY, "Revoke an API key for good")
+            .for_admins()
+            .audited("api_key.revoked")
             .about(
                 "The key is refused from then on: at once by the identity service, and by every gateway once its \
                  cache of the key expires (`SWITCHBOARD_AUTH_CACHE_TTL_MS`, 2 s by default). A key may revoke \
@@ -68,12 +74,11 @@ async fn list(call: Call, _: Input) -> ServiceResult<List<TeamApiKey>> {
 
 async fn create(call: Call, input: Input<Nothing, Nothing, Json<CreateKey>>) -> ServiceResult<Created<NewApiKey>> {
     let Json(body) = input.body;
-    let caller = &call.principal.key;
     let request = CreateApiKeyRequest {
         team_id: call.team_id().to_owned(),
         name: body.name,
         access: KeyAccess::from(body.access.unwrap_or(KeyAccessView::Full)).into(),
-        created_by: Some(Actor { r#type: "key".to_owned(), id: caller.id.clone(), name: caller.name.clone() }),
+        created_by: Some(call.principal.actor()),
     };
     let created = call.services.identity.clone().create_api_key(request).await?.into_inner();
     let api_key = TeamApiKey::from(&created.key.unwrap_or_default());

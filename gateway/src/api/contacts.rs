@@ -420,7 +420,7 @@ async fn create(call: Call, input: Input<Nothing, Nothing, Json<CreateContact>>)
     let request = CreateContactRequest {
         team_id: call.team_id().to_owned(),
         contact: Some(ContactInput::from(input.body.0)),
-        actor: call.principal.key.name.clone(),
+        actor: call.principal.actor().name,
     };
     let contact = call.services.crm.clone().create_contact(request).await?.into_inner();
     Ok(Created::new(Contact::from(&contact), "Contact created successfully"))
@@ -450,7 +450,7 @@ async fn bulk_create(
         let request = BulkCreateContactsRequest {
             team_id: call.team_id().to_owned(),
             contacts,
-            actor: call.principal.key.name.clone(),
+            actor: call.principal.actor().name,
         };
         let answer = call.services.crm.clone().bulk_create_contacts(request).await?.into_inner();
         created = answer.created.iter().map(Contact::from).collect();
@@ -517,7 +517,7 @@ async fn add_note(call: Call, input: Input<ContactPath, Nothing, Json<AddNote>>)
         contact_id: input.path.contact_id.into_string(),
         note: body.note,
         r#type: body.kind.unwrap_or(NoteKind::General).as_str().to_owned(),
-        actor: call.principal.key.name.clone(),
+        actor: call.principal.actor().name,
     };
     let note = call.services.crm.clone().add_note(request).await?.into_inner();
     Ok(Created::new(Note::from(&note), "Note added successfully"))

@@ -35,7 +35,8 @@ pub fn endpoints() -> Vec<Endpoint> {
 
 async fn me(call: Call, _: Input) -> ServiceResult<Data<Me>> {
     let identity = call.services.identity_of(call.team_id(), call.team_version).await?;
-    Ok(Data::new(Me::new(&identity, &call.principal.key)))
+    let user = call.principal.session().and_then(|session| session.user.as_ref());
+    Ok(Data::new(Me::new(&identity, call.principal.key(), user)))
 }
 
 async fn users(call: Call, _: Input) -> ServiceResult<List<User>> {

@@ -5,6 +5,7 @@
 pub mod agency;
 pub mod agents;
 pub mod api_keys;
+pub mod auth;
 pub mod boards;
 pub mod calls;
 pub mod chats;
@@ -12,6 +13,7 @@ pub mod contacts;
 pub mod custom_fields;
 pub mod identity;
 pub mod knowledge;
+pub mod members;
 pub mod sources;
 pub mod tags;
 pub mod webhooks;
@@ -21,6 +23,8 @@ use crate::endpoint::Endpoint;
 /// OpenAPI tags, in the order the spec lists its endpoint groups.
 pub mod groups {
     pub const IDENTITY: &str = "Identity";
+    pub const AUTH: &str = "Sign-in";
+    pub const MEMBERS: &str = "Members";
     pub const AGENTS: &str = "Agents";
     pub const AGENT_KNOWLEDGEBASE: &str = "Agent knowledgebase";
     pub const KNOWLEDGEBASE: &str = "Knowledgebase";
@@ -37,6 +41,8 @@ pub mod groups {
 pub fn endpoints() -> Vec<Endpoint> {
     [
         identity::endpoints(),
+        auth::endpoints(),
+        members::endpoints(),
         api_keys::endpoints(),
         agents::endpoints(),
         knowledge::endpoints(),

@@ -23,10 +23,13 @@ const TOO_MANY: &str = "A team has at most 50 webhooks";
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
         Endpoint::get("/v1/webhooks", list)
+            .for_admins()
             .doc("listWebhooks", WEBHOOKS, "The team's webhooks, oldest first")
             .lists("webhookId")
             .about("Every webhook endpoint of the team; not paged. Secrets are never shown again."),
         Endpoint::post("/v1/webhooks", create)
+            .for_admins()
+            .audited("webhook.created")
             .doc("createWebhook", WEBHOOKS, "Create a webhook")
             .creates("webhookId")
             .about(
@@ -36,21 +39,27 @@ pub fn endpoints() -> Vec<Endpoint> {
             )
             .fails(409, TOO_MANY),
         Endpoint::get("/v1/webhooks/{webhookId}", get)
+            .for_admins()
             .doc("getWebhook", WEBHOOKS, "Get a webhook")
             .fails(404, WEBHOOK_GONE),
         Endpoint::put("/v1/webhooks/{webhookId}", update)
+            .for_admins()
             .doc("updateWebhook", WEBHOOKS, "Change a webhook's URL, events or description")
             .about("Members left out (or null) keep their value; `events` replaces the list. The secret stays.")
             .fails(404, WEBHOOK_GONE),
         Endpoint::delete("/v1/webhooks/{webhookId}", delete)
+            .for_admins()
+            .audited("webhook.deleted")
             .doc("deleteWebhook", WEBHOOKS, "Delete a webhook; its pending deliveries are dropped")
             .fails(404, WEBHOOK_GONE),
         Endpoint::post("/v1/webhooks/{webhookId}/test", test)
+            .for_admins()
             .doc("testWebhook", WEBHOOKS, "Send a webhook.test event to the webhook")
             .creates("deliveryId")
             .about("Queues the event for this endpoint alone and answers the delivery; its outcome shows in the deliveries.")
             .fails(404, WEBHOOK_GONE),
         Endpoint::get("/v1/webhooks/{webhookId}/deliveries", deliveries)
+            .for_admins()
             .doc("listWebhookDeliveries", WEBHOOKS, "The webhook's deliveries, newest first")
             .lists("deliveryId")
             .about(
@@ -69,6 +78,7 @@ pub fn endpoints() -> Vec<Endpoint> {
                  webhooks subscribed to `credits.low` get `{teamId, balance, threshold}`: once per crossing.",
             ),
         Endpoint::post("/v1/webhooks/{webhookId}/deliveries/{deliveryId}/retry", retry)
+            .for_admins()
             .doc("retryWebhookDelivery", WEBHOOKS, "Send a delivery again")
             .about("The same event (same `webhook-id` and body) is queued to be sent now.")
             .fails(404, DELIVERY_GONE),

@@ -41,3 +41,42 @@ impl<T: Serialize + JsonSchema + Send + 'static> Answer for Accepted<T> {
 impl<T: Serialize + JsonSchema + Send + 'static> Answer for Page<T> {
     const STATUS: u16 = 200;
 }
+
+/// An answer that also sets (or clears) the session cookie: the body and status are the inner
+/// answer's, with a `Set-Cookie` header.
+pub struct WithCookie<R> {
+    pub answer: R,
+    pub cookie: String,
+}
+
+impl<R: Serialize> Serialize for WithCookie<R> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.answer.serialize(serializer)
+    }
+}
+
+impl<R: JsonSchema> JsonSchema for WithCookie<R> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        R::schema_name()
+    }
+
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        R::schema_id()
+    }
+
+    fn inline_schema() -> bool {
+        R::inline_schema()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        R::json_schema(generator)
+    }
+}
+
+impl<R: Answer> Answer for WithCookie<R> {
+    const STATUS: u16 = R::STATUS;
+
+    fn into_reply(self) -> Reply {
+        self.answer.into_reply().with_header("Set-Cookie", self.cookie)
+    }
+}

@@ -19,7 +19,7 @@ use schemars::Schema;
 use switchboard_kit::ServiceResult;
 use switchboard_proto::v1::AccessConfig;
 
-pub use answer::{Accepted, Answer, Created, Data, List, Page, Updated};
+pub use answer::{Accepted, Answer, Created, Data, List, Page, Updated, WithCookie};
 pub use input::{BodyKind, Form, Id, IdList, Input, Json, NoBody, Nothing, Patch, RawInput, RequestBody};
 
 use crate::call::{Call, HandlerResult};
@@ -190,6 +190,14 @@ pub struct Endpoint {
     pub feature: Option<Feature>,
     /// Accept `X-AGENCY-KEY` as well as `X-API-Key`.
     pub agency_key_header: bool,
+    /// Served without a credential: what a visitor does before signing in. Rate-limited per
+    /// client address, never given a team.
+    pub visitor: bool,
+    /// Refused to signed-in members and viewers: it manages the team (keys, members,
+    /// webhooks, the audit log). Keys are held to `write` alone.
+    pub admins_only: bool,
+    /// Written to the team's audit log under this action when it succeeds.
+    pub audit: Option<&'static str>,
     pub body: BodyKind,
     /// The largest JSON body it takes, when it needs more than the gateway's limit.
     pub body_limit: Option<usize>,
@@ -237,6 +245,9 @@ impl Endpoint {
             write,
             feature: None,
             agency_key_header: path.starts_with("/v1/agency/"),
+            visitor: false,
+            admins_only: false,
+            audit: None,
             body: B::KIND,
             body_limit: None,
             failures: Vec::new(),
@@ -311,6 +322,25 @@ impl Endpoint {
     /// administer the team should see.
     pub fn needs_full_access(mut self) -> Self {
         self.write = true;
+        self
+    }
+
+    /// Served to visitors, with no credential (sign-in and what comes before it).
+    pub fn for_visitors(mut self) -> Self {
+        self.visitor = true;
+        self.class = RateClass::Auth;
+        self
+    }
+
+    /// Only owners and admins, when signed in (keys: see `write`).
+    pub fn for_admins(mut self) -> Self {
+        self.admins_only = true;
+        self
+    }
+
+    /// Recorded in the audit log as `action` when it succeeds.
+    pub fn audited(mut self, action: &'static str) -> Self {
+        self.audit = Some(action);
         self
     }
 

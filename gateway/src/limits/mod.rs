@@ -28,10 +28,14 @@ pub enum RateClass {
     Write,
     Search,
     Bulk,
+    /// Signing in, signing up, accepting an invitation, resetting a password: counted per
+    /// client address, as there is no team yet.
+    Auth,
 }
 
 impl RateClass {
-    pub const ALL: [RateClass; 4] = [RateClass::Standard, RateClass::Write, RateClass::Search, RateClass::Bulk];
+    pub const ALL: [RateClass; 5] =
+        [RateClass::Standard, RateClass::Write, RateClass::Search, RateClass::Bulk, RateClass::Auth];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -39,6 +43,7 @@ impl RateClass {
             RateClass::Write => "write",
             RateClass::Search => "search",
             RateClass::Bulk => "bulk",
+            RateClass::Auth => "auth",
         }
     }
 }
@@ -50,11 +55,12 @@ pub struct RateLimits {
     pub write: u32,
     pub search: u32,
     pub bulk: u32,
+    pub auth: u32,
 }
 
 impl Default for RateLimits {
     fn default() -> Self {
-        Self { standard: 100, write: 60, search: 30, bulk: 10 }
+        Self { standard: 100, write: 60, search: 30, bulk: 10, auth: 30 }
     }
 }
 
@@ -65,6 +71,7 @@ impl RateLimits {
             RateClass::Write => self.write,
             RateClass::Search => self.search,
             RateClass::Bulk => self.bulk,
+            RateClass::Auth => self.auth,
         }
     }
 
@@ -74,6 +81,7 @@ impl RateLimits {
             RateClass::Write => self.write = per_minute,
             RateClass::Search => self.search = per_minute,
             RateClass::Bulk => self.bulk = per_minute,
+            RateClass::Auth => self.auth = per_minute,
         }
     }
 }

@@ -64,7 +64,7 @@ impl App {
             Ok(principal) => principal,
             Err(error) => return Ok(unauthorized(error)),
         };
-        let base = crate::playback::public_base(session.req_header());
+        let origin = (crate::playback::public_base(session.req_header()), crate::app::client_of(session));
         let message = match crate::body::read_json(session, self.config.max_body_bytes).await {
             Ok(Some(message)) => message,
             Ok(None) => return Ok(rpc_error(400, None, ErrorData::invalid_request("Empty body", None))),
@@ -90,7 +90,7 @@ impl App {
             ClientRequest::PingRequest(_) => Ok(ServerResult::empty(())),
             ClientRequest::ListToolsRequest(_) => Ok(ListToolsResult::with_all_items(self.tools.listing()).into()),
             ClientRequest::CallToolRequest(request) => {
-                self.call_tool(principal, services, request.params, base, ctx).await
+                self.call_tool(principal, services, request.params, origin, ctx).await
             }
             ClientRequest::CustomRequest(request) if KNOWN_METHODS.contains(&request.method.as_str()) => {
                 Err(ErrorData::invalid_params(format!("Invalid params for {}", request.method), None))
@@ -116,7 +116,7 @@ impl App {
         principal: Arc<crate::call::Principal>,
         services: Arc<crate::services::Services>,
         params: CallToolRequestParams,
-        base: String,
+        origin: (String, crate::call::Client),
         ctx: &mut RequestCtx,
     ) -> Result<ServerResult, ErrorData> {
         let tool = self
@@ -126,7 +126,7 @@ impl App {
         let arguments = params.arguments.unwrap_or_default();
         let reply = match tool.pick(&arguments) {
             Ok((endpoint, raw)) => self
-                .run_tool(endpoint, raw, principal, services, base, ctx)
+                .run_tool(endpoint, raw, principal, services, origin, ctx)
                 .await
                 .unwrap_or_else(|error| Reply::error(&error)),
             Err(error) => Reply::error(&error),
@@ -140,13 +140,21 @@ impl App {
         raw: crate::endpoint::RawInput,
         principal: Arc<crate::call::Principal>,
         services: Arc<crate::services::Services>,
-        base: String,
+        (base, client): (String, crate::call::Client),
         ctx: &mut RequestCtx,
     ) -> HandlerResult {
         let team_id = raw.query.get("teamId").and_then(Value::as_str).map(str::to_owned);
-        let request = crate::app::Admit { route: endpoint, services, principal, team_id, public_base: base };
+        let request = crate::app::Admit {
+            route: endpoint,
+            services,
+            principal,
+            team_id,
+            public_base: base,
+            client,
+            session_token: None,
+        };
         match self.admit(request, ctx).await? {
-            crate::app::Admission::Continue(call) => endpoint.run(*call, raw).await,
+            crate::app::Admission::Continue(call) => self.run(endpoint, *call, raw).await,
             crate::app::Admission::Respond(reply) => Ok(reply),
         }
     }

@@ -86,7 +86,7 @@ pub fn document(endpoints: &[Endpoint]) -> anyhow::Result<Value> {
             "license": { "name": "Apache-2.0", "identifier": "Apache-2.0" },
         },
         "servers": [{ "url": "/v1", "description": "the gateway that serves this description" }],
-        "security": [{ "ApiKey": [] }],
+        "security": [{ "ApiKey": [] }, { "Session": [] }],
         "tags": tags(endpoints),
         "paths": paths,
         "components": {
@@ -95,6 +95,10 @@ pub fn document(endpoints: &[Endpoint]) -> anyhow::Result<Value> {
                 "Bearer": {
                     "type": "http", "scheme": "bearer",
                     "description": "The same API key as a bearer token; the MCP server's way in.",
+                },
+                "Session": {
+                    "type": "apiKey", "in": "cookie", "name": "switchboard_session",
+                    "description": "A signed-in person's session (`POST /auth/sign-in`); its writes also need `X-CSRF-Token`.",
                 },
                 "AgencyKey": {
                     "type": "apiKey", "in": "header", "name": "X-AGENCY-KEY",
@@ -110,7 +114,8 @@ pub fn document(endpoints: &[Endpoint]) -> anyhow::Result<Value> {
 }
 
 const INFO_DESCRIPTION: &str = "\
-Every request carries a team's API key in `X-API-Key`. Answers are JSON: `{\"data\": ...}`, \
+Every request carries a team's API key in `X-API-Key`, or the session cookie of a person signed \
+in through `/auth` (whose writes also send `X-CSRF-Token`). Answers are JSON: `{\"data\": ...}`, \
 with a human `message` on writes and `pagination` on paged lists; errors are \
 `{\"error\", \"code\", \"hint\"?, \"details\"?}`. Any operation accepts `teamId` to act on a client \
 subteam of the key's agency; rate limits always count against the key's own team. Each \
@@ -177,15 +182,17 @@ fn operation(
     for (name, schema) in properties(&inputs.path) {
         parameters.push(parameter(name, "path", schema, true));
     }
-    parameters.push(json!({
-        "name": "teamId", "in": "query", "required": false,
-        "description": "Act on this client subteam of the key's agency.",
-        "schema": { "type": "string", "format": "uuid" },
-    }));
+    if !endpoint.visitor {
+        parameters.push(json!({
+            "name": "teamId", "in": "query", "required": false,
+            "description": "Act on this client subteam of the key's agency.",
+            "schema": { "type": "string", "format": "uuid" },
+        }));
+    }
     for (name, schema) in properties(&inputs.query) {
         parameters.push(parameter(name, "query", schema, is_required(&inputs.query, name)));
     }
-    if endpoint.method != crate::endpoint::Method::Get {
+    if endpoint.method != crate::endpoint::Method::Get && !endpoint.path.starts_with("/v1/auth/") {
         parameters.push(json!({
             "name": "Idempotency-Key", "in": "header", "required": false,
             "description": "Makes a retry safe: the first answer (status and body) to a request with this key is kept for \
@@ -198,8 +205,14 @@ fn operation(
     }
 
     let mut rules = vec![format!("Rate class `{}`.", endpoint.class.name())];
+    if endpoint.visitor {
+        rules.push("Needs no credential; limited per client address.".to_owned());
+    }
     if endpoint.write {
-        rules.push("Needs a full-access key.".to_owned());
+        rules.push("Needs a full-access key, or a signed-in role that writes (not `viewer`).".to_owned());
+    }
+    if endpoint.admins_only {
+        rules.push("Signed in: owners and admins only.".to_owned());
     }
     if let Some(feature) = endpoint.feature {
         rules.push(format!("A subteam's own keys need the `{}` access feature.", feature.name()));
@@ -227,7 +240,10 @@ fn operation(
         operation["x-mcp-tool"] = json!(tool.name);
     }
     if endpoint.agency_key_header {
-        operation["security"] = json!([{ "ApiKey": [] }, { "AgencyKey": [] }]);
+        operation["security"] = json!([{ "ApiKey": [] }, { "AgencyKey": [] }, { "Session": [] }]);
+    }
+    if endpoint.visitor {
+        operation["security"] = json!([]);
     }
     if let Some(request) = described.request {
         let content_type = match endpoint.body {
@@ -299,7 +315,7 @@ fn responses(
             description: "The JSON body is larger than the gateway's limit (2 MiB by default, `SWITCHBOARD_MAX_BODY_BYTES`).",
         });
     }
-    if endpoint.method != crate::endpoint::Method::Get {
+    if endpoint.method != crate::endpoint::Method::Get && !endpoint.path.starts_with("/v1/auth/") {
         failures.push(crate::endpoint::Failure {
             status: 409,
             description: "IDEMPOTENCY_KEY_IN_USE: a request with the same `Idempotency-Key` is still being answered.",
@@ -330,6 +346,10 @@ fn responses(
     // 404 too: an operation without ids still answers it once the team (the key's, or
     // `teamId`'s) has been deleted.
     for (status, name, _) in SHARED_RESPONSES {
+        // A visitor's operation has no credential to refuse, and no team to lose.
+        if endpoint.visitor && matches!(status, 401 | 403 | 404) {
+            continue;
+        }
         if !responses.contains_key(&status.to_string()) {
             responses.insert(status.to_string(), json!({ "$ref": format!("#/components/responses/{name}") }));
         }

@@ -1,12 +1,16 @@
 //! The identity service: teams and their agency tree, users, API keys, the credits ledger
 //! and subscriptions. It owns its database and is reached over gRPC only.
 
+pub mod accounts;
 pub mod keys;
+pub mod passwords;
 pub mod service;
+pub mod settings;
 pub mod store;
 mod validate;
 
 pub use service::routes;
+pub use settings::AccountSettings;
 pub use store::IdentityStore;
 
 pub static MIGRATIONS: switchboard_kit::db::Migrations =

@@ -8,6 +8,7 @@ use switchboard_proto::v1::*;
 use tonic::service::Routes;
 use tonic::{Request, Status};
 
+use crate::settings::AccountSettings;
 use crate::store::{IdentityStore, NewSubteam, NewTeam};
 
 /// The most teams one `GetIdentities` call reads (the gateway asks for at most 256).
@@ -18,11 +19,13 @@ pub struct IdentityApi {
     /// Present when the platform has a Redis: gateways then keep identities in memory until
     /// a change here gives the team a new version.
     versions: Option<TeamVersions>,
+    settings: AccountSettings,
 }
 
 /// The identity service's routes, ready for `switchboard_kit::grpc::serve`.
-pub fn routes(store: IdentityStore, versions: Option<TeamVersions>) -> Routes {
-    Routes::new(IdentityServiceServer::new(IdentityApi { store, versions }))
+pub fn routes(store: IdentityStore, versions: Option<TeamVersions>, settings: AccountSettings) -> Routes {
+    Routes::new(IdentityServiceServer::new(IdentityApi { store: store.clone(), versions, settings }))
+        .add_service(crate::accounts::server(store, settings))
 }
 
 impl IdentityApi {
@@ -122,6 +125,7 @@ impl IdentityService for IdentityApi {
                     .total_monthly_credits
                     .unwrap_or(switchboard_kit::limits::MONTHLY_CREDITS.default),
                 access,
+                invite_valid_ms: self.settings.invite_valid_ms,
             })
             .await;
         // The subteam's credits come out of the agency's balance.

@@ -44,6 +44,7 @@ fn subteam(agency: &str, name: &str, credits: i64) -> NewSubteam {
         user: user("owner@client.example"),
         total_monthly_credits: credits,
         access: None,
+        invite_valid_ms: 7 * 24 * 3_600_000,
     }
 }
 

@@ -1,8 +1,12 @@
 //! The identity store. SQL is written once for both engines (see `switchboard_kit::db`);
 //! rows come back as the proto messages the service answers with, so there is one model.
 
+pub mod accounts;
+mod audit;
 mod credits;
 mod keys;
+pub mod links;
+pub mod members;
 mod teams;
 mod users;
 

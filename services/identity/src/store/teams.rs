@@ -5,9 +5,11 @@ use switchboard_kit::listing::{self, Total};
 use switchboard_kit::time::now_ms;
 use switchboard_kit::{ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{
-    AccessConfig, Identity, NewUser, PageInfo, PageRequest, Subscription, Subteam, Team, TeamRef, User,
+    AccessConfig, Client, Identity, NewUser, PageInfo, PageRequest, SignedIn, Subscription, Subteam, Team, TeamRef,
+    User,
 };
 
+use super::accounts::SessionTimes;
 use super::credits::{self, Kind};
 use super::{IdentityStore, TEAM_COLUMNS, check_id, team_from_row, team_not_found};
 use crate::validate;
@@ -32,6 +34,8 @@ pub struct NewSubteam {
     pub user: NewUser,
     pub total_monthly_credits: i64,
     pub access: Option<AccessConfig>,
+    /// How long the first user's invitation link lasts.
+    pub invite_valid_ms: i64,
 }
 
 pub fn full_access() -> AccessConfig {
@@ -133,6 +137,34 @@ impl IdentityStore {
         }
         tx.commit().await?;
         Ok(team)
+    }
+
+    /// Sign-up: a new team, its owner with a password, and a session for them; all or nothing.
+    pub async fn sign_up(
+        &self,
+        new: NewTeam,
+        owner: &NewUser,
+        password_hash: &str,
+        client: &Client,
+        times: SessionTimes,
+    ) -> ServiceResult<SignedIn> {
+        validate::all([
+            limits::TEAM_NAME.check("teamName", &new.name),
+            limits::PERSON_NAME.check("firstName", &owner.first_name),
+            limits::PERSON_NAME.check("lastName", &owner.last_name),
+            validate::email("email", owner.email.trim()),
+        ])?;
+        let mut tx = self.db.begin_write().await?;
+        let team = insert_team(&mut tx, &new, 0).await?;
+        if new.initial_credits > 0 {
+            credits::apply(&mut tx, &team.id, new.initial_credits, Kind::Grant, "sign-up credits", None).await?;
+        }
+        let owner = NewUser { role: "owner".to_owned(), ..owner.clone() };
+        let user = super::users::insert_user(&mut tx, &team.id, &owner).await?;
+        super::accounts::set_password_in(&mut tx, &user.id, password_hash).await?;
+        let signed_in = super::accounts::begin_session_in(&mut tx, &user, client, times).await?;
+        tx.commit().await?;
+        Ok(signed_in)
     }
 
     /// A live team. Deleted or unknown teams are NotFound.
@@ -238,13 +270,23 @@ impl IdentityStore {
             .await?
             .balance_after;
         }
-        let subteam = Subteam { team: Some(team), credit_balance: balance, users: vec![user] };
+        let link = super::links::NewLink {
+            kind: super::links::INVITE,
+            team_id: &team.id,
+            email: &user.email,
+            role: &user.role,
+            user_id: Some(&user.id),
+            created_by: None,
+            valid_ms: new.invite_valid_ms,
+        };
+        let invitation = super::links::insert_link(&mut tx, &link).await?;
+        let subteam = Subteam { team: Some(team), credit_balance: balance, users: vec![user], invite_token: None };
         // The agency's webhooks hear of it.
         let resource = switchboard_proto::v1::event::Resource::Subteam(subteam.clone());
         let subteam_id = subteam.team.as_ref().map(|team| team.id.clone()).unwrap_or_default();
         switchboard_kit::outbox::record(&mut tx, "subteam.created", (&agency.id, &subteam_id), resource).await?;
         tx.commit().await?;
-        Ok(subteam)
+        Ok(Subteam { invite_token: Some(invitation.token), ..subteam })
     }
 
     pub async fn list_subteams(
@@ -285,6 +327,7 @@ impl IdentityStore {
                 team: Some(team_from_row(row)?),
                 credit_balance: row.try_get("balance")?,
                 users: Vec::new(),
+                invite_token: None,
             });
         }
         let team_ids: Vec<String> = subteams.iter().filter_map(|s| s.team.as_ref().map(|t| t.id.clone())).collect();

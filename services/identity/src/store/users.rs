@@ -10,7 +10,7 @@ use super::{IdentityStore, check_id};
 use crate::validate;
 
 pub(super) const USER_COLUMNS: &str = "id, team_id, first_name, last_name, email, role, created_at";
-const ROLES: &[&str] = &["owner", "admin", "member"];
+pub(crate) const ROLES: &[&str] = &["owner", "admin", "member", "viewer"];
 
 pub(super) fn user_from_row(row: &AnyRow) -> Result<User, sqlx::Error> {
     Ok(User {
@@ -42,7 +42,7 @@ pub(super) async fn insert_user(conn: &mut AnyConnection, team_id: &str, new: &N
         role: role.to_owned(),
         created_at_ms: now_ms(),
     };
-    sqlx::query(&format!("INSERT INTO users ({USER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)"))
+    sqlx::query(&format!("INSERT INTO users ({USER_COLUMNS}, email_key) VALUES ($1, $2, $3, $4, $5, $6, $7, $5)"))
         .bind(&user.id)
         .bind(&user.team_id)
         .bind(&user.first_name)

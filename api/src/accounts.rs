@@ -1,0 +1,179 @@
+//! People who sign in: sessions, members, invitations and the audit log (`/auth`, `/members`,
+//! `/audit-log`).
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use switchboard_proto::v1 as proto;
+
+use crate::api_keys::ActorView;
+use crate::id::Id;
+use crate::identity::User;
+use crate::time::Timestamp;
+
+/// What a visitor may do before signing in.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct AuthOptions {
+    /// `open`: anyone may make a team with `POST /v1/auth/sign-up`; `closed`: only by invitation.
+    #[schemars(extend("enum" = ["open", "closed"]))]
+    pub sign_up: &'static str,
+}
+
+/// A team a signed-in person may act on.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct SessionTeam {
+    pub id: Id,
+    pub name: String,
+    /// An agency reaches its client subteams with `teamId`, as with keys.
+    pub owns_agency: bool,
+}
+
+impl From<&proto::Team> for SessionTeam {
+    fn from(team: &proto::Team) -> Self {
+        Self { id: Id::stored(team.id.clone()), name: team.name.clone(), owns_agency: team.owns_agency }
+    }
+}
+
+/// A signed-in session: who, in which team, with what role.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct SessionView {
+    pub user: User,
+    pub team: SessionTeam,
+    /// `owner`, `admin`, `member` or `viewer`.
+    #[schemars(extend("enum" = ["owner", "admin", "member", "viewer"]))]
+    pub role: String,
+    /// The teams the session may act on: its own (an agency's subteams are reached with `teamId`).
+    pub teams: Vec<SessionTeam>,
+    /// Send it as `X-CSRF-Token` with every POST, PUT, PATCH and DELETE made with the cookie.
+    pub csrf_token: String,
+    /// The session ends then at the latest (and after 12 hours without a request).
+    pub expires_at: Timestamp,
+}
+
+impl SessionView {
+    pub fn new(session: &proto::Session, csrf_token: String) -> Self {
+        let user = session.user.clone().unwrap_or_default();
+        let team = session.team.clone().unwrap_or_default();
+        Self {
+            role: user.role.clone(),
+            user: User::from(&user),
+            teams: vec![SessionTeam::from(&team)],
+            team: SessionTeam::from(&team),
+            csrf_token,
+            expires_at: Timestamp::from_ms(session.expires_at_ms),
+        }
+    }
+}
+
+/// The answer to signing out.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct SignedOut {
+    /// False when there was no live session to end (signing out twice is harmless).
+    pub signed_out: bool,
+}
+
+/// A member of the team: a user with their role and sign-in state.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct MemberView {
+    pub id: Id,
+    pub first_name: String,
+    pub last_name: String,
+    pub email: String,
+    #[schemars(extend("enum" = ["owner", "admin", "member", "viewer"]))]
+    pub role: String,
+    pub created_at: Timestamp,
+    /// Has set a password: can sign in to the portal.
+    pub can_sign_in: bool,
+    pub last_sign_in_at: Option<Timestamp>,
+}
+
+impl From<&proto::Member> for MemberView {
+    fn from(member: &proto::Member) -> Self {
+        let user = member.user.clone().unwrap_or_default();
+        Self {
+            id: Id::stored(user.id),
+            first_name: user.first_name,
+            last_name: user.last_name,
+            email: user.email,
+            role: user.role,
+            created_at: Timestamp::from_ms(user.created_at_ms),
+            can_sign_in: member.can_sign_in,
+            last_sign_in_at: Timestamp::option(member.last_sign_in_at_ms),
+        }
+    }
+}
+
+/// A single-use invitation link, shown once to whoever made it.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct InvitationView {
+    pub id: Id,
+    pub email: String,
+    #[schemars(extend("enum" = ["owner", "admin", "member", "viewer"]))]
+    pub role: String,
+    /// The portal page that accepts it (`/invite/{token}`); valid once, for 7 days.
+    pub url: String,
+    pub expires_at: Timestamp,
+}
+
+impl InvitationView {
+    pub fn new(invitation: &proto::Invitation, public_base: &str) -> Self {
+        Self {
+            id: Id::stored(invitation.id.clone()),
+            email: invitation.email.clone(),
+            role: invitation.role.clone(),
+            url: invite_url(public_base, &invitation.token),
+            expires_at: Timestamp::from_ms(invitation.expires_at_ms),
+        }
+    }
+}
+
+/// The portal page that accepts an invitation with this token.
+pub fn invite_url(public_base: &str, token: &str) -> String {
+    format!("{}/invite/{token}", public_base.trim_end_matches('/'))
+}
+
+/// The portal page that sets a new password with this reset token.
+pub fn reset_url(public_base: &str, token: &str) -> String {
+    format!("{}/reset/{token}", public_base.trim_end_matches('/'))
+}
+
+/// Something done to the team, by whom, when and from where.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct AuditEntryView {
+    pub id: Id,
+    /// E.g. `auth.signed_in`, `auth.sign_in_failed`, `api_key.created`, `member.invited`.
+    pub action: String,
+    pub actor: ActorView,
+    /// What it was done to: an id, or an e-mail address.
+    pub target: String,
+    pub ip: String,
+    pub user_agent: String,
+    pub created_at: Timestamp,
+}
+
+impl From<&proto::AuditEntry> for AuditEntryView {
+    fn from(entry: &proto::AuditEntry) -> Self {
+        Self {
+            id: Id::stored(entry.id.clone()),
+            action: entry.action.clone(),
+            actor: ActorView::from(&entry.actor.clone().unwrap_or_default()),
+            target: entry.target.clone(),
+            ip: entry.ip.clone(),
+            user_agent: entry.user_agent.clone(),
+            created_at: Timestamp::from_ms(entry.created_at_ms),
+        }
+    }
+}

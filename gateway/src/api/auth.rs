@@ -1,0 +1,269 @@
+//! `/auth`: signing in and out, sign-up, invitations accepted and passwords reset (identity
+//! service, `AccountService`). The visitor operations need no credential and are limited per
+//! client address (rate class `auth`); failed sign-ins are throttled per e-mail address and per
+//! client address ([`crate::throttle`]). A session is an `HttpOnly` cookie; its writes carry
+//! `X-CSRF-Token` ([`crate::sessions`]). None of these is an MCP tool.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use switchboard_api::accounts::{AuthOptions, SessionView, SignedOut};
+use switchboard_kit::apikey::hash_key;
+use switchboard_kit::time::now_ms;
+use switchboard_kit::{ErrorKind, ServiceError, ServiceResult, limits};
+use switchboard_proto::v1::{
+    AcceptInvitationRequest, ChangePasswordRequest, EndSessionRequest, GetAccountOptionsRequest, ResetPasswordRequest,
+    SignInRequest, SignUpRequest, SignedIn,
+};
+
+use super::groups::AUTH;
+use crate::call::Call;
+use crate::endpoint::{Created, Data, Endpoint, Input, Json, Nothing, WithCookie};
+use crate::limits::RateClass;
+use crate::sessions;
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::get("/v1/auth/options", options)
+            .doc("getAuthOptions", AUTH, "What a visitor may do: whether sign-up is open")
+            .for_visitors()
+            .class(RateClass::Standard),
+        Endpoint::post("/v1/auth/sign-in", sign_in)
+            .doc("signIn", AUTH, "Sign in with e-mail and password; begins a session (cookie)")
+            .about(
+                "Answers the session and sets the `switchboard_session` cookie (HttpOnly, SameSite=Lax, Secure over \
+                 https). A wrong e-mail and a wrong password get the same 401. After 10 failures for one e-mail \
+                 address (or 50 from one client address) in 15 minutes, sign-in answers 429 with Retry-After.",
+            )
+            .for_visitors()
+            .fails(401, "Invalid email or password.")
+            .fails(429, "Too many sign-ins, or too many failed ones, from this client or for this e-mail."),
+        Endpoint::post("/v1/auth/sign-up", sign_up)
+            .doc("signUp", AUTH, "Create a team and its owner, and sign in (when sign-up is open)")
+            .about(
+                "Only when the platform runs with SWITCHBOARD_SIGNUP=open (see GET /v1/auth/options). The team starts \
+                 with SWITCHBOARD_SIGNUP_CREDITS credits (0 by default).",
+            )
+            .for_visitors()
+            .fails(403, "Sign-up is closed on this platform.")
+            .fails(409, "An account with this e-mail address exists already."),
+        Endpoint::post("/v1/auth/accept-invite", accept_invite)
+            .doc("acceptInvitation", AUTH, "Accept an invitation: set a name and password, and sign in")
+            .for_visitors()
+            .fails(404, "Invitation not found: unknown, used already, or expired.")
+            .fails(409, "An account with this e-mail address exists already."),
+        Endpoint::post("/v1/auth/reset", reset)
+            .doc("resetPassword", AUTH, "Set a new password with a reset link's token, and sign in")
+            .about("Every other session of the user ends.")
+            .for_visitors()
+            .fails(404, "Password reset link not found: unknown, used already, or expired."),
+        Endpoint::get("/v1/auth/session", session)
+            .doc("getSession", AUTH, "The signed-in session: user, team, role and the CSRF token")
+            .about(
+                "Needs the session cookie. `csrfToken` must be sent as `X-CSRF-Token` with every POST, PUT, PATCH \
+                 and DELETE authenticated by the cookie (403 without it).",
+            )
+            .fails(401, "Not signed in, or the session has ended."),
+        Endpoint::post("/v1/auth/sign-out", sign_out)
+            .doc("signOut", AUTH, "End the session and clear its cookie")
+            .about("The session is refused from then on, by every gateway once its cache of it expires (2 s)."),
+        Endpoint::post("/v1/auth/password", change_password)
+            .doc("changePassword", AUTH, "Change the signed-in user's password")
+            .about("Every session of the user ends, and a new one begins for this browser (a new cookie).")
+            .fails(400, "currentPassword is wrong, or newPassword breaks the rules."),
+    ]
+}
+
+/// Other members are ignored.
+#[derive(Deserialize, JsonSchema)]
+pub struct SignIn {
+    #[schemars(length(min = 1, max = limits::EMAIL.max))]
+    pub email: String,
+    #[schemars(length(min = 1, max = 256))]
+    pub password: String,
+}
+
+/// Other members are ignored.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SignUp {
+    /// Signs in to this team only: one account per address on the platform.
+    #[schemars(length(min = limits::EMAIL.min, max = limits::EMAIL.max), extend("pattern" = limits::EMAIL_PATTERN))]
+    pub email: String,
+    /// 10 to 256 characters, not one of the most common passwords.
+    #[schemars(length(min = 10, max = 256))]
+    pub password: String,
+    #[schemars(length(min = limits::PERSON_NAME.min, max = limits::PERSON_NAME.max))]
+    pub first_name: String,
+    #[schemars(length(min = limits::PERSON_NAME.min, max = limits::PERSON_NAME.max))]
+    pub last_name: String,
+    #[schemars(length(min = limits::TEAM_NAME.min, max = limits::TEAM_NAME.max))]
+    pub team_name: String,
+}
+
+/// Other members are ignored.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AcceptInvite {
+    /// The last segment of the invitation's URL.
+    #[schemars(length(min = 1, max = 128))]
+    pub token: String,
+    /// 10 to 256 characters, not one of the most common passwords.
+    #[schemars(length(min = 10, max = 256))]
+    pub password: String,
+    #[schemars(length(min = limits::PERSON_NAME.min, max = limits::PERSON_NAME.max))]
+    pub first_name: String,
+    #[schemars(length(min = limits::PERSON_NAME.min, max = limits::PERSON_NAME.max))]
+    pub last_name: String,
+}
+
+/// Other members are ignored.
+#[derive(Deserialize, JsonSchema)]
+pub struct Reset {
+    /// The last segment of the reset link.
+    #[schemars(length(min = 1, max = 128))]
+    pub token: String,
+    /// 10 to 256 characters, not one of the most common passwords.
+    #[schemars(length(min = 10, max = 256))]
+    pub password: String,
+}
+
+/// Other members are ignored.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChangePassword {
+    #[schemars(length(min = 1, max = 256))]
+    pub current_password: String,
+    /// 10 to 256 characters, not one of the most common passwords.
+    #[schemars(length(min = 10, max = 256))]
+    pub new_password: String,
+}
+
+/// The session view of a session just begun, with the cookie that carries it.
+fn begun(call: &Call, signed_in: SignedIn) -> WithCookie<SessionView> {
+    let session = signed_in.session.unwrap_or_default();
+    let max_age = ((session.expires_at_ms - now_ms()) / 1000).max(0);
+    let cookie = sessions::set_cookie(&signed_in.token, max_age, secure(call));
+    WithCookie { answer: SessionView::new(&session, sessions::csrf_token(&signed_in.token)), cookie }
+}
+
+fn data<T>(begun: WithCookie<T>) -> WithCookie<Data<T>> {
+    WithCookie { answer: Data::new(begun.answer), cookie: begun.cookie }
+}
+
+fn created<T>(begun: WithCookie<T>, message: &'static str) -> WithCookie<Created<T>> {
+    WithCookie { answer: Created::new(begun.answer, message), cookie: begun.cookie }
+}
+
+/// Cookies are `Secure` whenever the platform is reached over https.
+fn secure(call: &Call) -> bool {
+    call.public_base.starts_with("https://")
+}
+
+async fn options(call: Call, _: Input) -> ServiceResult<Data<AuthOptions>> {
+    let options = call.services.accounts.clone().get_account_options(GetAccountOptionsRequest {}).await?.into_inner();
+    Ok(Data::new(AuthOptions { sign_up: if options.signup_open { "open" } else { "closed" } }))
+}
+
+async fn sign_in(
+    call: Call,
+    input: Input<Nothing, Nothing, Json<SignIn>>,
+) -> ServiceResult<WithCookie<Data<SessionView>>> {
+    let Json(body) = input.body;
+    let throttle = call.gate.throttle.clone();
+    throttle.check(&body.email, &call.client.ip).await?;
+    let request =
+        SignInRequest { email: body.email.clone(), password: body.password, client: Some((&call.client).into()) };
+    match call.services.accounts.clone().sign_in(request).await {
+        Ok(signed_in) => Ok(data(begun(&call, signed_in.into_inner()))),
+        Err(status) => {
+            let error = ServiceError::from_status(&status);
+            if error.kind == ErrorKind::Unauthorized {
+                throttle.failed(&body.email, &call.client.ip).await;
+            }
+            Err(error)
+        }
+    }
+}
+
+async fn sign_up(
+    call: Call,
+    input: Input<Nothing, Nothing, Json<SignUp>>,
+) -> ServiceResult<WithCookie<Created<SessionView>>> {
+    let Json(body) = input.body;
+    let request = SignUpRequest {
+        email: body.email,
+        password: body.password,
+        first_name: body.first_name,
+        last_name: body.last_name,
+        team_name: body.team_name,
+        initial_credits: 0,
+        client: Some((&call.client).into()),
+    };
+    let signed_in = call.services.accounts.clone().sign_up(request).await?.into_inner();
+    Ok(created(begun(&call, signed_in), "Team created; signed in"))
+}
+
+async fn accept_invite(
+    call: Call,
+    input: Input<Nothing, Nothing, Json<AcceptInvite>>,
+) -> ServiceResult<WithCookie<Created<SessionView>>> {
+    let Json(body) = input.body;
+    let request = AcceptInvitationRequest {
+        token: body.token,
+        password: body.password,
+        first_name: body.first_name,
+        last_name: body.last_name,
+        client: Some((&call.client).into()),
+    };
+    let signed_in = call.services.accounts.clone().accept_invitation(request).await?.into_inner();
+    Ok(created(begun(&call, signed_in), "Invitation accepted; signed in"))
+}
+
+async fn reset(
+    call: Call,
+    input: Input<Nothing, Nothing, Json<Reset>>,
+) -> ServiceResult<WithCookie<Data<SessionView>>> {
+    let Json(body) = input.body;
+    let request =
+        ResetPasswordRequest { token: body.token, password: body.password, client: Some((&call.client).into()) };
+    let signed_in = call.services.accounts.clone().reset_password(request).await?.into_inner();
+    Ok(data(begun(&call, signed_in)))
+}
+
+fn session_token(call: &Call) -> ServiceResult<&str> {
+    call.principal.session().and(call.session_token.as_deref()).ok_or_else(|| {
+        ServiceError::new(ErrorKind::Unauthorized, "Not signed in")
+            .with_hint("This operation needs the session cookie of POST /v1/auth/sign-in, not an API key.")
+    })
+}
+
+async fn session(call: Call, _: Input) -> ServiceResult<Data<SessionView>> {
+    let token = session_token(&call)?;
+    let session = call.principal.session().cloned().unwrap_or_default();
+    Ok(Data::new(SessionView::new(&session, sessions::csrf_token(token))))
+}
+
+async fn sign_out(call: Call, _: Input) -> ServiceResult<WithCookie<Data<SignedOut>>> {
+    let token = session_token(&call)?.to_owned();
+    let request = EndSessionRequest { token_hash: hash_key(&token), client: Some((&call.client).into()) };
+    let ended = call.services.accounts.clone().end_session(request).await?.into_inner().ended;
+    call.gate.sessions.forget(&token);
+    Ok(WithCookie { answer: Data::new(SignedOut { signed_out: ended }), cookie: sessions::clear_cookie(secure(&call)) })
+}
+
+async fn change_password(
+    call: Call,
+    input: Input<Nothing, Nothing, Json<ChangePassword>>,
+) -> ServiceResult<WithCookie<Data<SessionView>>> {
+    let Json(body) = input.body;
+    let token = session_token(&call)?.to_owned();
+    let request = ChangePasswordRequest {
+        token_hash: hash_key(&token),
+        current_password: body.current_password,
+        new_password: body.new_password,
+        client: Some((&call.client).into()),
+    };
+    let signed_in = call.services.accounts.clone().change_password(request).await?.into_inner();
+    call.gate.sessions.forget(&token);
+    Ok(data(begun(&call, signed_in)))
+}

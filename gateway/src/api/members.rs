@@ -1,0 +1,193 @@
+//! `/members` and `/audit-log`: the people of a team, their roles and invitations, and what
+//! was done to the team (identity service, `AccountService`). Owners and admins (and full-access
+//! keys) manage them; members and viewers do not see them. `GET /v1/users` still lists the
+//! same people in the hosted shape.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use switchboard_api::accounts::{AuditEntryView, InvitationView, MemberView};
+use switchboard_api::paging::{default_limit, first_page};
+use switchboard_kit::{ServiceResult, limits};
+use switchboard_proto::v1::{
+    CreateInvitationRequest, ListAuditLogRequest, ListMembersRequest, PageRequest, RemoveMemberRequest,
+    UpdateMemberRequest,
+};
+
+use super::groups::MEMBERS;
+use crate::call::Call;
+use crate::endpoint::{Created, Endpoint, Id, Input, Json, List, Nothing, Page, Updated};
+use crate::limits::RateClass;
+
+const MEMBER_GONE: &str = "Member not found (not a user of this team).";
+const OWNERS: &str = "Only an owner can make, change or remove an owner; members and viewers manage no one.";
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::get("/v1/members", list)
+            .doc("listMembers", MEMBERS, "The team's members with their roles and sign-in state")
+            .about("Oldest first (not paged). Roles: owner, admin, member, viewer.")
+            .lists("userId")
+            .for_admins()
+            .class(RateClass::Write),
+        Endpoint::put("/v1/members/{userId}", update)
+            .doc("updateMember", MEMBERS, "Give a member another role")
+            .about("The member's sessions see the new role within the gateway's cache time (2 s).")
+            .for_admins()
+            .audited("member.role_changed")
+            .fails(403, OWNERS)
+            .fails(404, MEMBER_GONE)
+            .fails(409, "The team would have no owner left."),
+        Endpoint::delete("/v1/members/{userId}", remove)
+            .doc("removeMember", MEMBERS, "Remove a member from the team")
+            .about("Their sessions end and their pending links with them.")
+            .for_admins()
+            .audited("member.removed")
+            .fails(403, OWNERS)
+            .fails(404, MEMBER_GONE)
+            .fails(409, "The team would have no owner left."),
+        Endpoint::post("/v1/members/invitations", invite)
+            .doc("inviteMember", MEMBERS, "Invite someone into the team: a single-use link, valid 7 days")
+            .about(
+                "The answer's `url` (the portal's `/invite/{token}`) is shown here once; whoever opens it sets a \
+                 name and password (POST /v1/auth/accept-invite) and joins with the role given.",
+            )
+            .for_admins()
+            .audited("member.invited")
+            .fails(403, "Only an owner can invite an owner.")
+            .fails(409, "This person is a member already, or their address signs in to another team."),
+        Endpoint::get("/v1/audit-log", audit_log)
+            .doc("listAuditLog", MEMBERS, "What was done to the team, by whom, when and from where; newest first")
+            .about(
+                "Kept 90 days. Actions: auth.signed_in, auth.sign_in_failed, auth.signed_out, auth.signed_up, \
+                 auth.password_changed, auth.password_reset, api_key.created, api_key.revoked, member.invited, \
+                 member.joined, member.role_changed, member.removed, subteam.created, webhook.created, \
+                 webhook.deleted, instructions.replaced, instructions.restored.",
+            )
+            .needs_full_access()
+            .for_admins()
+            .class(RateClass::Write),
+    ]
+}
+
+/// A member's id in the path.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberPath {
+    pub user_id: Id,
+}
+
+/// What a member may do: `owner` everything, `admin` everything but owners, `member` the data
+/// but not keys, members or webhooks, `viewer` read only.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[schemars(rename = "MemberRole")]
+pub enum Role {
+    Owner,
+    Admin,
+    Member,
+    Viewer,
+}
+
+impl Role {
+    fn as_str(&self) -> &'static str {
+        match self {
+            Role::Owner => "owner",
+            Role::Admin => "admin",
+            Role::Member => "member",
+            Role::Viewer => "viewer",
+        }
+    }
+}
+
+/// Other members are ignored.
+#[derive(Deserialize, JsonSchema)]
+pub struct UpdateMember {
+    pub role: Role,
+}
+
+/// Other members are ignored.
+#[derive(Deserialize, JsonSchema)]
+pub struct Invite {
+    #[schemars(length(min = limits::EMAIL.min, max = limits::EMAIL.max), extend("pattern" = limits::EMAIL_PATTERN))]
+    pub email: String,
+    /// `member` when not given.
+    pub role: Option<Role>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct AuditQuery {
+    /// The page, from 1.
+    #[serde(default = "first_page")]
+    #[schemars(range(min = limits::PAGE.min, max = limits::PAGE.max))]
+    pub page: u32,
+    /// Entries per page.
+    #[serde(default = "default_limit")]
+    #[schemars(range(min = limits::PAGE_LIMIT.min, max = limits::PAGE_LIMIT.max))]
+    pub limit: u32,
+    /// Only entries of this action, e.g. `auth.sign_in_failed`.
+    #[schemars(length(min = 1, max = 64))]
+    pub action: Option<String>,
+}
+
+async fn list(call: Call, _: Input) -> ServiceResult<List<MemberView>> {
+    let request = ListMembersRequest { team_id: call.team_id().to_owned() };
+    let members = call.services.accounts.clone().list_members(request).await?.into_inner().members;
+    Ok(List::new(members.iter().map(MemberView::from).collect()))
+}
+
+async fn update(
+    call: Call,
+    input: Input<MemberPath, Nothing, Json<UpdateMember>>,
+) -> ServiceResult<Updated<MemberView>> {
+    let Json(body) = input.body;
+    let request = UpdateMemberRequest {
+        team_id: call.team_id().to_owned(),
+        user_id: input.path.user_id.into_string(),
+        role: body.role.as_str().to_owned(),
+        caller_role: call.principal.standing().caller_role().to_owned(),
+        actor: Some(call.principal.actor()),
+        client: Some((&call.client).into()),
+    };
+    let member = call.services.accounts.clone().update_member(request).await?.into_inner();
+    Ok(Updated::new(MemberView::from(&member), "Member updated"))
+}
+
+async fn remove(call: Call, input: Input<MemberPath>) -> ServiceResult<Updated<MemberView>> {
+    let request = RemoveMemberRequest {
+        team_id: call.team_id().to_owned(),
+        user_id: input.path.user_id.into_string(),
+        caller_role: call.principal.standing().caller_role().to_owned(),
+        actor: Some(call.principal.actor()),
+        client: Some((&call.client).into()),
+    };
+    let member = call.services.accounts.clone().remove_member(request).await?.into_inner();
+    Ok(Updated::new(MemberView::from(&member), "Member removed"))
+}
+
+async fn invite(call: Call, input: Input<Nothing, Nothing, Json<Invite>>) -> ServiceResult<Created<InvitationView>> {
+    let Json(body) = input.body;
+    let request = CreateInvitationRequest {
+        team_id: call.team_id().to_owned(),
+        email: body.email,
+        role: body.role.map_or("member", |role| role.as_str()).to_owned(),
+        created_by: Some(call.principal.actor()),
+        caller_role: call.principal.standing().caller_role().to_owned(),
+        client: Some((&call.client).into()),
+    };
+    let invitation = call.services.accounts.clone().create_invitation(request).await?.into_inner();
+    Ok(Created::new(InvitationView::new(&invitation, &call.public_base), "Invitation created; share its url"))
+}
+
+async fn audit_log(call: Call, input: Input<Nothing, AuditQuery>) -> ServiceResult<Page<AuditEntryView>> {
+    let query = input.query;
+    let request = ListAuditLogRequest {
+        team_id: call.team_id().to_owned(),
+        page: Some(PageRequest { page: query.page, limit: query.limit, ..PageRequest::default() }),
+        action: query.action.unwrap_or_default(),
+    };
+    let answer = call.services.accounts.clone().list_audit_log(request).await?.into_inner();
+    Ok(Page {
+        data: answer.entries.iter().map(AuditEntryView::from).collect(),
+        pagination: answer.page.unwrap_or_default().into(),
+    })
+}

@@ -1,0 +1,140 @@
+//! Session cookies: reading the token a browser sends, the CSRF token that goes with it, the
+//! `Set-Cookie` values, and authentication through the identity service with a cache like the
+//! keys' (so a request with a session costs what one with a key costs).
+//!
+//! CSRF: the cookie is `SameSite=Lax`, and every state-changing request authenticated by it
+//! must also carry `X-CSRF-Token`, a value derived from the session token that only a page of
+//! this origin can learn (from `GET /v1/auth/session`). Requests with `X-API-Key` carry no
+//! cookie a browser adds by itself, so they need none.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pingora::http::RequestHeader;
+use sha2::{Digest, Sha256};
+use switchboard_kit::apikey::hash_key;
+use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
+use switchboard_proto::v1::AuthenticateSessionRequest;
+
+use crate::cache::TtlCache;
+use crate::call::{Credential, Principal};
+use crate::services::Services;
+
+pub const COOKIE: &str = "switchboard_session";
+pub const CSRF_HEADER: &str = "x-csrf-token";
+/// Tokens are 43 characters; anything much longer is not one.
+const MAX_TOKEN_LEN: usize = 128;
+
+/// The session token in the request's `Cookie` headers, if any.
+pub fn token(header: &RequestHeader) -> Option<String> {
+    header
+        .headers
+        .get_all("cookie")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE)
+        .map(|(_, value)| value.trim().to_owned())
+        .filter(|value| {
+            !value.is_empty() && value.len() <= MAX_TOKEN_LEN && value.chars().all(|c| c.is_ascii_alphanumeric())
+        })
+}
+
+/// The CSRF token of a session: a hash of its token under a label of its own, so that knowing
+/// it reveals nothing of the cookie.
+pub fn csrf_token(session_token: &str) -> String {
+    let digest = Sha256::digest(format!("switchboard csrf\n{session_token}").as_bytes());
+    hex::encode(&digest[..16])
+}
+
+/// Refuses a state-changing request authenticated by a cookie without the right CSRF header.
+pub fn check_csrf(header: &RequestHeader, session_token: &str) -> ServiceResult<()> {
+    let sent = header.headers.get(CSRF_HEADER).and_then(|value| value.to_str().ok()).unwrap_or("");
+    let expected = csrf_token(session_token);
+    // Both are fixed-length hex strings of the same derivation: comparing them byte by byte
+    // reveals no secret (the cookie is not derivable from the CSRF token).
+    if sent.trim() == expected {
+        return Ok(());
+    }
+    Err(ServiceError::forbidden("Missing or wrong X-CSRF-Token header")
+        .with_hint("A request signed in by the session cookie must send the csrfToken of GET /v1/auth/session."))
+}
+
+/// The `Set-Cookie` value that begins a session in the browser.
+pub fn set_cookie(token: &str, max_age_seconds: i64, secure: bool) -> String {
+    let secure = if secure { "; Secure" } else { "" };
+    format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age_seconds}{secure}")
+}
+
+/// The `Set-Cookie` value that removes it.
+pub fn clear_cookie(secure: bool) -> String {
+    set_cookie("", 0, secure)
+}
+
+fn not_signed_in() -> ServiceError {
+    ServiceError::new(ErrorKind::Unauthorized, "Not signed in, or the session has ended")
+        .with_hint("Sign in (POST /v1/auth/sign-in), or send an API key in X-API-Key.")
+}
+
+pub struct SessionAuthenticator {
+    /// By token hash: the principal, or `None` for a token the identity service refused.
+    cache: TtlCache<String, Option<Arc<Principal>>>,
+}
+
+impl SessionAuthenticator {
+    pub fn new(ttl: Duration) -> Self {
+        Self { cache: TtlCache::new(ttl, 100_000) }
+    }
+
+    pub async fn authenticate(&self, services: &Services, token: &str) -> ServiceResult<Arc<Principal>> {
+        let hash = hash_key(token);
+        let request = AuthenticateSessionRequest { token_hash: hash.clone() };
+        crate::auth::remembered(&self.cache, hash, not_signed_in, async {
+            let session = services.accounts.clone().authenticate_session(request).await?.into_inner();
+            let team = session.team.clone().unwrap_or_default();
+            Ok(Principal { team, credential: Credential::Session(session) })
+        })
+        .await
+    }
+
+    /// Forgets a session this gateway ended, so that it is refused here at once.
+    pub fn forget(&self, token: &str) {
+        self.cache.remove(&hash_key(token));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(cookie: &str) -> RequestHeader {
+        let mut header = RequestHeader::build("GET", b"/v1/me", None).expect("a request");
+        header.insert_header("Cookie", cookie).expect("a header");
+        header
+    }
+
+    #[test]
+    fn the_token_is_read_from_among_other_cookies() {
+        assert_eq!(token(&request("a=1; switchboard_session=abc123; b=2")).as_deref(), Some("abc123"));
+        assert_eq!(token(&request("switchboard_sessionx=abc")), None);
+        assert_eq!(token(&request("switchboard_session=<script>")), None, "not a token's characters");
+        assert_eq!(token(&request("switchboard_session=")), None);
+    }
+
+    #[test]
+    fn the_csrf_token_is_stable_and_does_not_reveal_the_session_token() {
+        assert_eq!(csrf_token("abc"), csrf_token("abc"));
+        assert_ne!(csrf_token("abc"), csrf_token("abd"));
+        assert!(!csrf_token("abc").contains("abc"));
+        assert_eq!(csrf_token("abc").len(), 32);
+    }
+
+    #[test]
+    fn cookies_are_http_only_lax_and_secure_over_https() {
+        let cookie = set_cookie("tok", 60, true);
+        assert_eq!(cookie, "switchboard_session=tok; Path=/; HttpOnly; SameSite=Lax; Max-Age=60; Secure");
+        assert!(!set_cookie("tok", 60, false).contains("Secure"));
+        assert!(clear_cookie(false).contains("Max-Age=0"));
+    }
+}

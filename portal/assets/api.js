@@ -1,0 +1,152 @@
+// The API client and the portal's state: the session (its cookie is HttpOnly; we keep the
+// answer of /v1/auth/session, with its CSRF token) and the team the portal acts on.
+import { navigate } from './dom.js';
+
+export class ApiError extends Error {
+  constructor(status, body, retryAfter) {
+    super(body?.error || (status ? `The server answered ${status}.` : 'Request failed.'));
+    this.status = status;
+    this.code = body?.code || (status ? `HTTP_${status}` : 'NETWORK');
+    this.hint = body?.hint;
+    this.details = Array.isArray(body?.details) ? body.details : [];
+    this.retryAfter = retryAfter;
+  }
+}
+
+export const state = {
+  session: null,      // Session of the contract, or null when signed out
+  subteams: null,     // the agency's subteams for the team switcher ([{id, name}]), loaded on demand
+  notice: null,       // a message for the next page (e.g. "Your session has ended")
+};
+
+// ---- the team the portal acts on (agency → one of its subteams) ----
+
+const SCOPE_KEY = 'switchboard.scope';
+
+/** {id, name} of the chosen subteam, or null for the session's own team. */
+export function scope() {
+  const s = state.session;
+  if (!s || !s.team?.ownsAgency) return null;
+  try {
+    const v = JSON.parse(sessionStorage.getItem(SCOPE_KEY) || 'null');
+    if (v && v.userId === s.user.id && v.agencyId === s.team.id && v.id && v.id !== s.team.id) return { id: v.id, name: v.name };
+  } catch { /* ignore a damaged entry */ }
+  return null;
+}
+
+export function setScope(team) {
+  const s = state.session;
+  if (!team || !s || team.id === s.team.id) sessionStorage.removeItem(SCOPE_KEY);
+  else sessionStorage.setItem(SCOPE_KEY, JSON.stringify({ id: team.id, name: team.name, userId: s.user.id, agencyId: s.team.id }));
+}
+
+/** The team the pages act on: {id, name, isSubteam}. */
+export function actingTeam() {
+  const sc = scope();
+  return sc ? { ...sc, isSubteam: true } : { id: state.session?.team.id, name: state.session?.team.name, isSubteam: false };
+}
+
+// ---- roles: what each role is offered ----
+
+const ADMIN = new Set(['owner', 'admin']);
+export function can(what) {
+  const role = state.session?.role;
+  switch (what) {
+    case 'keys': case 'members': case 'audit': case 'createSubteam': return ADMIN.has(role);
+    case 'subteams': return Boolean(state.session?.team?.ownsAgency);
+    default: return false;
+  }
+}
+
+// ---- requests ----
+
+function withTeam(path) {
+  const sc = scope();
+  if (!sc || path.startsWith('/v1/auth/')) return path;
+  return `${path}${path.includes('?') ? '&' : '?'}teamId=${encodeURIComponent(sc.id)}`;
+}
+
+/**
+ * api('GET', '/v1/me') → the answer's `data` (or the whole body with {full: true}).
+ * Throws ApiError; a network failure is status 0. A 401 on a signed-in page ends the session.
+ */
+export async function api(method, path, body, { scoped = true, full = false } = {}) {
+  const headers = { Accept: 'application/json' };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (method !== 'GET' && state.session?.csrfToken) headers['X-CSRF-Token'] = state.session.csrfToken;
+  let res;
+  try {
+    res = await fetch(scoped ? withTeam(path) : path, {
+      method,
+      headers,
+      credentials: 'same-origin',
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch {
+    throw new ApiError(0, { error: 'Could not reach the Switchboard server. Check your connection and try again.', code: 'NETWORK' });
+  }
+  let json = null;
+  if ((res.headers.get('Content-Type') || '').includes('json')) {
+    try { json = await res.json(); } catch { json = null; }
+  }
+  if (!res.ok) {
+    const retry = Number(res.headers.get('Retry-After')) || undefined;
+    const err = new ApiError(res.status, json, retry);
+    if (res.status === 401 && state.session && !path.startsWith('/v1/auth/')) sessionEnded();
+    if (res.status === 429 && !json?.error) err.message = 'Too many requests.';
+    if (res.status === 429 && retry) err.message = `${err.message.replace(/\.$/, '')}. Try again in ${retry} seconds.`;
+    if (res.status >= 500 && !json?.error) err.message = 'The server had a problem. Try again in a moment.';
+    throw err;
+  }
+  return full ? json : json?.data;
+}
+
+function sessionEnded() {
+  state.session = null;
+  state.subteams = null;
+  state.notice = 'Your session has ended. Sign in again to continue.';
+  const here = location.pathname + location.search;
+  navigate(`/sign-in?next=${encodeURIComponent(here)}`, { replace: true });
+}
+
+/** Loads the session: the Session, or null when signed out. Throws on a network failure. */
+export async function loadSession() {
+  try {
+    state.session = await api('GET', '/v1/auth/session');
+  } catch (err) {
+    if (err.status === 401) state.session = null;
+    else throw err;
+  }
+  return state.session;
+}
+
+export function startSession(session) {
+  const before = state.session?.user?.id;
+  state.session = session;
+  state.subteams = null;
+  if (before !== session?.user?.id) sessionStorage.removeItem(SCOPE_KEY);
+}
+
+export async function signOut() {
+  await api('POST', '/v1/auth/sign-out');
+  state.session = null;
+  state.subteams = null;
+  sessionStorage.removeItem(SCOPE_KEY);
+}
+
+/** The agency's subteams for the switcher (first 100; the Subteams page lists every one). */
+export async function loadSubteams(force = false) {
+  if (!can('subteams')) return [];
+  if (!state.subteams || force) {
+    const data = await api('GET', '/v1/agency/subteams?page=1&limit=100', undefined, { scoped: false });
+    state.subteams = (data || []).map((t) => ({ id: t.id, name: t.name }));
+  }
+  return state.subteams;
+}
+
+/** `next` of /sign-in?next=..., only when it is a path of this site. */
+export function safeNext(next) {
+  if (!next || !next.startsWith('/') || next.startsWith('//') || next.startsWith('/\\')) return '/';
+  if (/^\/(sign-in|sign-up|invite\/|reset\/)/.test(next)) return '/';
+  return next;
+}

@@ -1,0 +1,178 @@
+// The Switchboard portal: a small client-side router over the pages of pages-*.js.
+// The gateway answers index.html for every page path, so location.pathname picks the page.
+import { h, replace, navigate, onNavigate, alertBox, badge, fullName, toast, cap } from './dom.js';
+import { state, loadSession, signOut, scope, can, loadSubteams, safeNext } from './api.js';
+import * as auth from './pages-auth.js';
+import * as team from './pages-team.js';
+
+// allow: the permission (api.js `can`) a page needs; nav: shown in the side navigation.
+const ROUTES = [
+  { path: '/sign-in', title: 'Sign in', public: true, guestOnly: true, page: auth.signIn },
+  { path: '/sign-up', title: 'Create a team', public: true, guestOnly: true, page: auth.signUp },
+  { path: /^\/invite\/([^/]+)$/, title: 'Accept your invitation', public: true, page: auth.invite },
+  { path: /^\/reset\/([^/]+)$/, title: 'Choose a new password', public: true, page: auth.reset },
+  { path: '/', title: 'Overview', nav: 'Overview', page: team.overview },
+  { path: '/keys', title: 'API keys', nav: 'API keys', allow: 'keys', page: team.keys },
+  { path: '/members', title: 'Members', nav: 'Members', allow: 'members', page: team.members },
+  { path: '/subteams', title: 'Subteams', nav: 'Subteams', allow: 'subteams', page: team.subteams, showDenied: true },
+  { path: '/audit-log', title: 'Audit log', nav: 'Audit log', allow: 'audit', page: team.auditLog },
+];
+const NOT_FOUND = { title: 'Page not found', page: notFound };
+
+function match(path) {
+  for (const route of ROUTES) {
+    if (typeof route.path === 'string' ? route.path === path : route.path.test(path)) {
+      const m = typeof route.path === 'string' ? [] : route.path.exec(path).slice(1).map(decodeURIComponent);
+      return { route, params: m };
+    }
+  }
+  return { route: null, params: [] };
+}
+
+const brand = () => h('a', { class: 'brand', href: '/' },
+  h('img', { src: '/assets/logo.svg', alt: '', width: 28, height: 28 }), h('span', null, 'Switchboard'));
+
+function render({ focus = false } = {}) {
+  const path = location.pathname.replace(/\/+$/, '') || '/';
+  const query = new URLSearchParams(location.search);
+  const { route, params } = match(path);
+  const s = state.session;
+  document.querySelectorAll('dialog').forEach((d) => d.remove());
+
+  if (route?.public || (!route && !s)) {
+    if (route?.guestOnly && s) return navigate(safeNext(query.get('next')), { replace: true });
+    return publicShell(route || NOT_FOUND, { params, query }, focus);
+  }
+  if (!s) {
+    const here = path + location.search;
+    return navigate(here === '/' ? '/sign-in' : `/sign-in?next=${encodeURIComponent(here)}`, { replace: true });
+  }
+  return appShell(route || NOT_FOUND, { params, query }, focus);
+}
+
+function publicShell(route, ctx, focus) {
+  const view = h('div', { class: 'view' });
+  const title = h('h1', { tabindex: '-1' }, route.title);
+  replace(document.getElementById('app'),
+    h('header', { class: 'public-top' }, brand()),
+    h('main', { id: 'main', class: 'public-main', tabindex: '-1' }, h('div', { class: 'auth-card' }, title, view)));
+  document.title = `${route.title} · Switchboard`;
+  route.page(view, ctx);
+  if (focus) title.focus();
+}
+
+function appShell(route, ctx, focus) {
+  const s = state.session;
+  const view = h('div', { class: 'view' });
+  const title = h('h1', { tabindex: '-1' }, route.title);
+  const sc = scope();
+  replace(document.getElementById('app'),
+    h('a', { class: 'skip', href: '#main' }, 'Skip to content'),
+    h('header', { class: 'topbar' },
+      brand(),
+      teamSwitcher(),
+      h('div', { class: 'user' },
+        h('span', { class: 'user-name' }, fullName(s.user)),
+        badge(cap(s.role)),
+        h('button', { type: 'button', class: 'btn secondary small', onclick: doSignOut }, 'Sign out'))),
+    h('div', { class: 'layout' },
+      h('nav', { class: 'sidebar', 'aria-label': 'Main' },
+        h('ul', null, ROUTES.filter((r) => r.nav && (!r.allow || can(r.allow))).map((r) => h('li', null,
+          h('a', { href: r.path, 'aria-current': r === route ? 'page' : null }, r.nav))))),
+      h('main', { id: 'main', tabindex: '-1' },
+        sc && h('div', { class: 'scope-banner' },
+          h('p', null, 'You are acting on the subteam ', h('strong', null, sc.name), ` of ${s.team.name}: this page shows and changes it.`),
+          h('button', { type: 'button', class: 'btn secondary small', onclick: () => team.switchTeam(s.team) },
+            `Back to ${s.team.name}`)),
+        title,
+        view)));
+  document.title = `${route.title} · Switchboard`;
+  if (route.allow && !can(route.allow) && !route.showDenied) team.noAccess(view);
+  else route.page(view, ctx);
+  if (focus) title.focus();
+}
+
+let fillSwitcher = null; // the switcher on the page, refilled when a subteam is created
+document.addEventListener('subteams-changed', () => fillSwitcher?.(state.subteams || []));
+
+function teamSwitcher() {
+  const s = state.session;
+  fillSwitcher = null;
+  if (!s.team.ownsAgency) {
+    return h('p', { class: 'team-chip' }, h('span', { class: 'muted' }, 'Team '), h('strong', null, s.team.name));
+  }
+  const sc = scope();
+  const select = h('select', { id: 'team-switch', class: ['compact', sc && 'on-subteam'] });
+  const fill = (list) => {
+    const teams = [...list];
+    if (sc && !teams.some((t) => t.id === sc.id)) teams.unshift(sc);
+    replace(select,
+      h('option', { value: s.team.id }, `${s.team.name} (agency)`),
+      teams.length > 0 && h('optgroup', { label: 'Subteams' }, teams.map((t) => h('option', { value: t.id }, t.name))));
+    select.value = sc ? sc.id : s.team.id;
+  };
+  fill(state.subteams || []);
+  const refresh = () => loadSubteams().then(fill).catch(() => { /* keep what we have */ });
+  refresh();
+  fillSwitcher = fill;
+  select.addEventListener('change', () => {
+    const id = select.value;
+    const picked = id === s.team.id ? s.team : (state.subteams || []).find((t) => t.id === id) || sc;
+    team.switchTeam(picked);
+  });
+  return h('div', { class: 'team-switch' }, h('label', { for: 'team-switch' }, 'Acting on'), select);
+}
+
+async function doSignOut(ev) {
+  const btn = ev.currentTarget;
+  btn.disabled = true;
+  try {
+    await signOut();
+  } catch (err) {
+    if (err.status !== 401) {
+      toast(`Could not sign out: ${err.message}`);
+      btn.disabled = false;
+      return;
+    }
+    state.session = null;
+  }
+  navigate('/sign-in');
+}
+
+function notFound(view) {
+  view.append(h('p', null, 'There is no page at this address. '),
+    h('p', null, h('a', { href: state.session ? '/' : '/sign-in' }, state.session ? 'Go to the overview' : 'Sign in')));
+}
+
+// Links inside the app change the page without reloading it.
+function onClick(ev) {
+  if (ev.defaultPrevented || ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) return;
+  const a = ev.target.closest && ev.target.closest('a[href]');
+  if (!a || a.target || a.hasAttribute('download')) return;
+  const url = new URL(a.href, location.href);
+  if (url.origin !== location.origin || /^\/(v1|mcp|assets|healthz)(\/|$)/.test(url.pathname)) return;
+  if (url.hash && url.pathname === location.pathname && url.search === location.search) return;
+  ev.preventDefault();
+  if (url.pathname + url.search !== location.pathname + location.search) navigate(url.pathname + url.search);
+}
+
+async function boot() {
+  try {
+    await loadSession();
+  } catch (err) {
+    const retry = h('button', { type: 'button', class: 'btn primary', onclick: boot }, 'Try again');
+    replace(document.getElementById('app'),
+      h('header', { class: 'public-top' }, brand()),
+      h('main', { id: 'main', class: 'public-main' }, h('div', { class: 'auth-card' },
+        h('h1', null, 'Switchboard is not reachable'),
+        alertBox(err.message, { action: retry }))));
+    document.title = 'Not reachable · Switchboard';
+    return;
+  }
+  render();
+}
+
+onNavigate(render);
+window.addEventListener('popstate', () => render({ focus: true }));
+document.addEventListener('click', onClick);
+boot();

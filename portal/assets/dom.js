@@ -1,0 +1,288 @@
+// DOM helpers. Every value from the API reaches the page through h() (createElement,
+// text nodes, setAttribute): never through innerHTML, so a name such as
+// `<img src=x onerror=...>` is shown as text.
+
+const UNSAFE = new Set(['innerHTML', 'outerHTML', 'style', 'srcdoc']);
+
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  let value;
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v == null || v === false) continue;
+    if (UNSAFE.has(k)) throw new Error(`h(): "${k}" is not allowed`);
+    if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2).toLowerCase(), v);
+    else if (k === 'class') el.className = Array.isArray(v) ? v.filter(Boolean).join(' ') : v;
+    else if (k === 'value') value = v; // after the children, so that a <select> has its options
+    else if (k === 'checked' || k === 'selected') el[k] = Boolean(v);
+    else if ((k === 'href' || k === 'src' || k === 'action') && /^\s*(javascript|data|vbscript):/i.test(String(v)))
+      throw new Error(`h(): refused URL in "${k}"`);
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  append(el, children);
+  if (value !== undefined) { // as the default too, so that form.reset() comes back to it
+    if (tag === 'select') for (const o of el.options) o.defaultSelected = o.value === String(value);
+    else if ('defaultValue' in el) el.defaultValue = String(value);
+    el.value = String(value);
+  }
+  return el;
+}
+
+export function append(el, children) {
+  for (const c of children) {
+    if (c == null || c === false) continue;
+    if (Array.isArray(c)) append(el, c);
+    else el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+export function replace(el, ...children) {
+  el.replaceChildren();
+  return append(el, children);
+}
+
+// ---- navigation (the router in app.js registers itself) ----
+
+let renderer = () => {};
+export function onNavigate(fn) { renderer = fn; }
+export function navigate(url, { replace: r = false } = {}) {
+  history[r ? 'replaceState' : 'pushState'](null, '', url);
+  renderer({ focus: true });
+}
+
+// ---- formatting ----
+
+const dateFmt = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+const dayFmt = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium' });
+const numFmt = new Intl.NumberFormat();
+
+export function time(iso, { day = false, empty = '—' } = {}) {
+  if (!iso) return h('span', { class: 'muted' }, empty);
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return String(iso);
+  return h('time', { datetime: d.toISOString(), title: d.toISOString() }, (day ? dayFmt : dateFmt).format(d));
+}
+
+export const num = (n) => (typeof n === 'number' ? numFmt.format(n) : '—');
+export const fullName = (u) => [u?.firstName, u?.lastName].filter(Boolean).join(' ') || u?.email || '—';
+export const cap = (s) => (s ? String(s)[0].toUpperCase() + String(s).slice(1) : '');
+
+let ids = 0;
+export const uid = (p = 'f') => `${p}-${++ids}`;
+
+// ---- small components ----
+
+export function alertBox(message, { kind = 'error', action } = {}) {
+  return h('div', { class: ['alert', kind], role: kind === 'error' ? 'alert' : 'status' },
+    h('p', null, message), action);
+}
+
+export function errorText(err) {
+  if (!err) return '';
+  const base = err.message || 'Something went wrong.';
+  return err.hint ? `${base} ${err.hint}` : base;
+}
+
+/** A section that shows "Loading…", then what load() built, or the error with a retry. */
+export function loader(load, label = 'Loading…') {
+  const box = h('div', { class: 'loader', 'aria-busy': 'true' }, h('p', { class: 'muted' }, label));
+  const run = async () => {
+    box.setAttribute('aria-busy', 'true');
+    try {
+      replace(box, await load(run));
+    } catch (err) {
+      replace(box, alertBox(errorText(err), {
+        action: h('button', { type: 'button', class: 'btn secondary small', onclick: run }, 'Try again'),
+      }));
+    } finally {
+      box.removeAttribute('aria-busy');
+    }
+  };
+  run();
+  return box;
+}
+
+export function table(headers, rows, { caption, dense, empty = 'Nothing here yet.' } = {}) {
+  if (!rows.length) return h('p', { class: 'empty' }, empty);
+  // Focusable, so that a table wider than the screen scrolls by keyboard too.
+  return h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': caption },
+    h('table', { class: dense && 'dense' },
+      caption && h('caption', { class: 'sr-only' }, caption),
+      h('thead', null, h('tr', null, headers.map((t) => h('th', { scope: 'col' }, t ?? h('span', { class: 'sr-only' }, 'Actions'))))),
+      h('tbody', null, rows)));
+}
+
+export function badge(text, kind = '') {
+  return h('span', { class: ['badge', kind] }, text);
+}
+
+/** A read-only text box holding a secret or link, with a Copy button. */
+export function copyField(label, value, note) {
+  const id = uid('copy');
+  const status = h('span', { class: 'copy-status', role: 'status' });
+  const input = h('input', { id, type: 'text', readonly: true, class: 'mono', value, spellcheck: 'false' });
+  input.addEventListener('focus', () => input.select());
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(value);
+      status.textContent = 'Copied';
+    } catch {
+      input.focus();
+      input.select();
+      status.textContent = 'Press Ctrl+C (⌘C) to copy';
+    }
+    setTimeout(() => { status.textContent = ''; }, 4000);
+  };
+  return h('div', { class: 'field copy-field' },
+    h('label', { for: id }, label),
+    h('div', { class: 'copy-row' }, input,
+      h('button', { type: 'button', class: 'btn secondary', onclick: copy }, 'Copy'), status),
+    note && h('p', { class: 'hint' }, note));
+}
+
+// ---- forms ----
+
+/**
+ * A form field. spec: {name, label, type, options: [[value, text]], hint, ...attributes}.
+ * Its error message sits below it (filled from the API's details[].field).
+ */
+export function field({ name, label, type = 'text', options, hint, value, ...attrs }) {
+  const id = uid(name);
+  const hintId = hint ? `${id}-hint` : null;
+  const errId = `${id}-error`;
+  const describedby = [hintId, errId].filter(Boolean).join(' ');
+  const control = type === 'select'
+    ? h('select', { id, name, 'aria-describedby': describedby, value, ...attrs },
+      options.map(([v, t]) => h('option', { value: v }, t)))
+    : h('input', { id, name, type, 'aria-describedby': describedby, value, ...attrs });
+  return h('div', { class: 'field' },
+    h('label', { for: id }, label),
+    control,
+    hint && h('p', { class: 'hint', id: hintId }, hint),
+    h('p', { class: 'field-error', id: errId, hidden: true }));
+}
+
+function setFieldError(control, message) {
+  const err = document.getElementById(control.getAttribute('aria-describedby').split(' ').pop());
+  if (message) {
+    control.setAttribute('aria-invalid', 'true');
+    err.textContent = message;
+    err.hidden = false;
+  } else {
+    control.removeAttribute('aria-invalid');
+    err.textContent = '';
+    err.hidden = true;
+  }
+}
+
+/** Shows an ApiError on a form: beside each field named by details[].field, the rest above the button. */
+export function showFormError(formEl, err) {
+  const alertSlot = formEl.querySelector('.form-alert');
+  const rest = [];
+  let first = null;
+  for (const d of err.details || []) {
+    const name = String(d.field || '');
+    const control = formEl.elements.namedItem(name) || formEl.elements.namedItem(name.split(/[./]/).pop());
+    if (control && control.getAttribute && control.getAttribute('aria-describedby')) {
+      const label = formEl.querySelector(`label[for="${control.id}"]`)?.textContent;
+      setFieldError(control, label && /^[a-z]/.test(d.message) ? `${label} ${d.message}` : d.message);
+      first ||= control;
+    } else rest.push(d.field ? `${d.field}: ${d.message}` : d.message);
+  }
+  const text = rest.length || !first ? [errorText(err), ...rest].join(' ') : 'Please correct the marked fields.';
+  replace(alertSlot, alertBox(text));
+  if (first) first.focus();
+}
+
+/**
+ * A form whose submit runs onSubmit(values, formEl) with the button disabled; an ApiError
+ * it throws is shown next to its fields. The browser's own checks (required, type=email,
+ * minlength) are shown the same way, beside the field.
+ */
+export function form({ fields, submit, onSubmit, className = 'stack', secondary }) {
+  const button = h('button', { type: 'submit', class: 'btn primary' }, submit);
+  const formEl = h('form', { class: ['form', className], novalidate: true },
+    fields,
+    h('div', { class: 'form-alert' }),
+    h('div', { class: 'form-actions' }, button, secondary));
+  formEl.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    replace(formEl.querySelector('.form-alert'));
+    let invalid = null;
+    for (const c of formEl.elements) {
+      if (!c.name || !c.getAttribute('aria-describedby')) continue;
+      if (typeof c.value === 'string' && c.type !== 'password' && c.value !== c.value.trim()) c.value = c.value.trim();
+      setFieldError(c, c.validity.valid ? '' : c.validationMessage);
+      if (!c.validity.valid) invalid ||= c;
+    }
+    if (invalid) { invalid.focus(); return; }
+    const values = Object.fromEntries(new FormData(formEl));
+    button.disabled = true;
+    formEl.setAttribute('aria-busy', 'true');
+    try {
+      await onSubmit(values, formEl);
+    } catch (err) {
+      if (!err || !('status' in err)) console.error(err);
+      showFormError(formEl, err);
+    } finally {
+      button.disabled = false;
+      formEl.removeAttribute('aria-busy');
+    }
+  });
+  return formEl;
+}
+
+// ---- confirmation dialog ----
+
+/**
+ * A modal <dialog>: confirm runs action(); an error it throws stays in the dialog.
+ * Resolves true when the action succeeded, false when cancelled.
+ */
+export function confirmDialog({ title, body, confirm, danger = true, action }) {
+  return new Promise((resolve) => {
+    const titleId = uid('dlg');
+    const errSlot = h('div');
+    const ok = h('button', { type: 'button', class: ['btn', danger ? 'danger' : 'primary'] }, confirm);
+    const cancel = h('button', { type: 'button', class: 'btn secondary' }, 'Cancel');
+    const dlg = h('dialog', { class: 'dialog', 'aria-labelledby': titleId },
+      h('h2', { id: titleId }, title),
+      h('p', null, body),
+      errSlot,
+      h('div', { class: 'form-actions end' }, cancel, ok));
+    let done = false;
+    const close = (result) => {
+      if (done) return;
+      done = true;
+      dlg.close();
+      dlg.remove();
+      resolve(result);
+    };
+    cancel.addEventListener('click', () => close(false));
+    dlg.addEventListener('cancel', (ev) => { ev.preventDefault(); close(false); });
+    ok.addEventListener('click', async () => {
+      ok.disabled = true;
+      replace(errSlot);
+      try {
+        await action();
+        close(true);
+      } catch (err) {
+        replace(errSlot, alertBox(errorText(err)));
+        ok.disabled = false;
+      }
+    });
+    document.body.append(dlg);
+    dlg.showModal();
+    cancel.focus();
+  });
+}
+
+// ---- a polite status message (e.g. "Role updated") ----
+
+export function toast(message) {
+  const el = document.getElementById('toast');
+  if (!el) return;
+  el.textContent = message;
+  el.classList.add('show');
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => { el.classList.remove('show'); el.textContent = ''; }, 4000);
+}

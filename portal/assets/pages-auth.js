@@ -1,0 +1,119 @@
+// Pages that need no session: sign in, sign up, accept an invitation, reset a password.
+import { h, field, form, alertBox, navigate, replace } from './dom.js';
+import { api, state, startSession, safeNext } from './api.js';
+
+const PASSWORD_HINT = '10 to 256 characters. Very common passwords are refused.';
+
+const newPassword = (label = 'Password') => field({
+  name: 'password', label, type: 'password', autocomplete: 'new-password',
+  required: true, minlength: 10, maxlength: 256, hint: PASSWORD_HINT,
+});
+
+const names = () => [
+  field({ name: 'firstName', label: 'First name', autocomplete: 'given-name', required: true, maxlength: 50 }),
+  field({ name: 'lastName', label: 'Last name', autocomplete: 'family-name', required: true, maxlength: 50 }),
+];
+
+function notice(view) {
+  if (state.notice) {
+    view.append(alertBox(state.notice, { kind: 'info' }));
+    state.notice = null;
+  }
+}
+
+export function signIn(view, { query }) {
+  notice(view);
+  const next = safeNext(query.get('next'));
+  const links = h('p', { class: 'auth-links' });
+  view.append(
+    form({
+      fields: [
+        field({ name: 'email', label: 'Email', type: 'email', autocomplete: 'username', required: true }),
+        field({ name: 'password', label: 'Password', type: 'password', autocomplete: 'current-password', required: true }),
+      ],
+      submit: 'Sign in',
+      onSubmit: async ({ email, password }) => {
+        try {
+          startSession(await api('POST', '/v1/auth/sign-in', { email, password }));
+        } catch (err) {
+          if (err.status === 429 && !err.retryAfter) err.message = 'Too many sign-in attempts. Wait a minute and try again.';
+          throw err;
+        }
+        navigate(next, { replace: true });
+      },
+    }),
+    links,
+  );
+  api('GET', '/v1/auth/options').then((o) => {
+    if (o?.signUp === 'open') replace(links, 'New to Switchboard? ', h('a', { href: '/sign-up' }, 'Create a team'));
+  }).catch(() => { /* no link then */ });
+}
+
+export function signUp(view) {
+  const body = h('div', null, h('p', { class: 'muted' }, 'Loading…'));
+  view.append(body);
+  api('GET', '/v1/auth/options').then((o) => {
+    if (o?.signUp !== 'open') {
+      replace(body,
+        alertBox('Sign-up is closed on this server. Ask an owner of your team for an invitation.', { kind: 'info' }),
+        h('p', { class: 'auth-links' }, h('a', { href: '/sign-in' }, 'Sign in')));
+      return;
+    }
+    replace(body,
+      h('p', { class: 'lead' }, 'Create a team and its first account. You will be its owner.'),
+      form({
+        fields: [
+          ...names(),
+          field({ name: 'teamName', label: 'Team name', autocomplete: 'organization', required: true, maxlength: 50 }),
+          field({ name: 'email', label: 'Email', type: 'email', autocomplete: 'email', required: true }),
+          newPassword(),
+        ],
+        submit: 'Create team',
+        onSubmit: async (v) => {
+          startSession(await api('POST', '/v1/auth/sign-up', v));
+          navigate('/', { replace: true });
+        },
+      }),
+      h('p', { class: 'auth-links' }, 'Already have an account? ', h('a', { href: '/sign-in' }, 'Sign in')));
+  }).catch((err) => replace(body, alertBox(err.message)));
+}
+
+export function invite(view, { params }) {
+  if (state.session) {
+    view.append(alertBox(`You are signed in as ${state.session.user.email}. Accepting this invitation signs you in as the invited person instead.`, { kind: 'info' }));
+  }
+  view.append(
+    h('p', { class: 'lead' }, 'You have been invited to a Switchboard team. Tell us your name and choose a password.'),
+    form({
+      fields: [...names(), newPassword()],
+      submit: 'Accept invitation',
+      onSubmit: async ({ firstName, lastName, password }) => {
+        try {
+          startSession(await api('POST', '/v1/auth/accept-invite', { token: params[0], password, firstName, lastName }));
+        } catch (err) {
+          if (err.status === 404) err.message = 'This invitation link is not valid: it may have been used already or have expired. Ask whoever invited you for a new one.';
+          throw err;
+        }
+        navigate('/', { replace: true });
+      },
+    }));
+}
+
+export function reset(view, { params }) {
+  view.append(
+    h('p', { class: 'lead' }, 'Choose a new password for your account.'),
+    form({
+      fields: [newPassword('New password')],
+      submit: 'Set password',
+      onSubmit: async ({ password }) => {
+        try {
+          startSession(await api('POST', '/v1/auth/reset', { token: params[0], password }));
+        } catch (err) {
+          if (err.status === 404) err.message = 'This reset link is not valid: it may have been used already or have expired. Ask an owner of your team for a new one.';
+          throw err;
+        }
+        navigate('/', { replace: true });
+      },
+    }),
+    h('p', { class: 'auth-links' }, h('a', { href: '/sign-in' }, 'Back to sign in')));
+}

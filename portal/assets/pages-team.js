@@ -1,0 +1,377 @@
+// Pages of a signed-in team: overview, API keys, members, subteams, audit log.
+import {
+  h, replace, field, form, loader, table, badge, time, num, fullName, cap, alertBox,
+  copyField, confirmDialog, toast, navigate,
+} from './dom.js';
+import { api, state, actingTeam, can, setScope, loadSubteams } from './api.js';
+
+const section = (title, ...content) => h('section', { class: 'section' }, h('h2', null, title), content);
+
+/** Shows a result (the new key, an invitation link) in `slot`, focused, with a Done button. */
+function result(slot, title, content, ...actions) {
+  const heading = h('h2', { tabindex: '-1' }, title);
+  replace(slot, h('div', { class: 'card success' }, heading, content, h('div', { class: 'form-actions' }, actions,
+    h('button', { type: 'button', class: 'btn secondary small', onclick: () => replace(slot) }, 'Done'))));
+  heading.focus();
+}
+
+const focusTitle = () => document.querySelector('main h1')?.focus();
+const absUrl = (u) => { try { return new URL(u, location.origin).href; } catch { return String(u); } };
+
+export function switchTeam(team, to) {
+  setScope(team);
+  toast(`Now acting on ${team.name}`);
+  navigate(to || location.pathname + location.search, { replace: !to });
+}
+
+export function noAccess(view) {
+  view.append(
+    alertBox("You don't have access to this page.", { kind: 'info' }),
+    h('p', null, `Ask an owner or an admin of ${actingTeam().name} if you need it. `, h('a', { href: '/' }, 'Go to the overview')));
+}
+
+function pager(p, hrefFor) {
+  if (!p || !p.totalPages || p.totalPages <= 1) {
+    return p ? h('p', { class: 'pager muted' }, `${num(p.totalCount)} ${p.totalCount === 1 ? 'entry' : 'entries'}`) : null;
+  }
+  const link = (page, text, rel) => (page >= 1 && page <= p.totalPages
+    ? h('a', { class: 'btn secondary small', href: hrefFor(page), rel }, text)
+    : h('span', { class: 'btn secondary small disabled', 'aria-disabled': 'true' }, text));
+  return h('nav', { class: 'pager', 'aria-label': 'Pages' },
+    link(p.page - 1, 'Previous', 'prev'),
+    h('span', { class: 'muted' }, `Page ${num(p.page)} of ${num(p.totalPages)} · ${num(p.totalCount)} entries`),
+    link(p.page + 1, 'Next', 'next'));
+}
+
+const ACTIONS = null; // a column without a visible title (table() names it for screen readers)
+const pageOf = (query) => Math.max(1, Number.parseInt(query.get('page') || '1', 10) || 1);
+
+// ---------------------------------------------------------------- overview
+
+function tile(label, value, note, kind) {
+  return h('div', { class: ['tile', kind] },
+    h('p', { class: 'tile-label' }, label),
+    h('p', { class: 'tile-value' }, value),
+    note && h('p', { class: 'tile-note' }, note));
+}
+
+export function overview(view) {
+  const team = actingTeam();
+  view.append(loader(async () => {
+    const [me, alert] = await Promise.all([
+      api('GET', '/v1/me'),
+      api('GET', '/v1/credits/alert').catch((err) => ({ err })),
+    ]);
+    const balance = me.credits?.balance;
+    const threshold = alert?.threshold;
+    const low = typeof threshold === 'number' && typeof balance === 'number' && balance < threshold;
+    const sub = me.subscription || {};
+    const parts = [
+      h('div', { class: 'tiles' },
+        tile('Team', me.team?.name,
+          me.agencyTeam ? `Client subteam of ${me.agencyTeam.name}` : me.ownsAgency ? 'Agency' : 'Team'),
+        tile('Plan', cap(sub.plan) || '—',
+          [cap(sub.status), sub.currentPeriodEnd && `period ends ${new Date(sub.currentPeriodEnd).toLocaleDateString()}`].filter(Boolean).join(' · ')),
+        tile('Credit balance', num(balance), low ? 'Under the low-credit threshold' : 'Credits available', low ? 'warn' : ''),
+        alert?.err ? tile('Low-credit threshold', 'Unavailable', alert.err.message)
+          : threshold == null ? tile('Low-credit threshold', 'Not set', 'No credits.low alert')
+            : tile('Low-credit threshold', num(threshold), 'Webhooks hear credits.low when the balance falls under it')),
+    ];
+    if (me.ownsAgency && !team.isSubteam) parts.push(subteamSummary());
+    return parts;
+  }));
+}
+
+function subteamRow(t, withOwner) {
+  const owner = (t.users || [])[0];
+  return h('tr', null,
+    h('th', { scope: 'row' }, t.name),
+    h('td', { class: 'num' }, num(t.credits?.balance)),
+    h('td', { class: 'num' }, num(t.totalMonthlyCredits)),
+    withOwner && h('td', null, owner ? [fullName(owner), h('br'), h('span', { class: 'muted small' }, owner.email)] : '—'),
+    h('td', null, time(t.createdAt, { day: true })),
+    h('td', { class: 'actions' }, h('button', {
+      type: 'button', class: 'btn secondary small', 'aria-label': `Switch to ${t.name}`,
+      onclick: () => switchTeam({ id: t.id, name: t.name }, '/'),
+    }, 'Switch to')));
+}
+
+function subteamSummary() {
+  return section('Subteams',
+    loader(async () => {
+      const data = await api('GET', '/v1/agency/subteams?page=1&limit=50', undefined, { full: true });
+      return [
+        table(['Subteam', 'Credit balance', 'Monthly credits', 'Created', ACTIONS], (data.data || []).map((t) => subteamRow(t)),
+          { caption: 'Subteams and their balances', empty: 'This agency has no subteams yet.' }),
+        h('p', null, h('a', { href: '/subteams' }, 'Go to the Subteams page')),
+      ];
+    }));
+}
+
+// ---------------------------------------------------------------- API keys
+
+export function keys(view) {
+  if (!can('keys')) return noAccess(view);
+  const team = actingTeam();
+  const fresh = h('div', { class: 'fresh' });
+  let reload;
+  const list = loader(async (again) => {
+    reload = again;
+    const items = await api('GET', '/v1/api-keys');
+    return table(['Name', 'Prefix', 'Access', 'Created', 'Last used', 'Created by', ACTIONS],
+      items.map((k) => keyRow(k, () => reload())),
+      { caption: 'API keys', empty: 'No API keys yet. Create one above.' });
+  });
+  const create = form({
+    className: 'inline',
+    fields: [
+      field({ name: 'name', label: 'Name', required: true, maxlength: 255, placeholder: 'e.g. CRM sync', autocomplete: 'off' }),
+      field({ name: 'access', label: 'Access', type: 'select', value: 'full', options: [['full', 'Full access'], ['read-only', 'Read-only']] }),
+    ],
+    submit: 'Create key',
+    onSubmit: async (v, f) => {
+      const k = await api('POST', '/v1/api-keys', { name: v.name, access: v.access });
+      f.reset();
+      result(fresh, `Key “${k.name}” created`,
+        copyField('New API key', k.key, 'Copy it now and keep it somewhere safe: it will not be shown again.'));
+      reload?.();
+    },
+  });
+  view.append(
+    h('p', { class: 'lead' }, 'Keys let programs call the Switchboard API as ', h('strong', null, team.name),
+      '. Send a key in the ', h('code', null, 'X-API-Key'), ' header.'),
+    section('Create a key', create),
+    fresh,
+    section('Keys', list));
+}
+
+function keyRow(k, reload) {
+  const by = k.createdBy
+    ? [k.createdBy.name || k.createdBy.id, h('span', { class: 'muted' }, k.createdBy.type === 'key' ? ' (key)' : ' (user)')]
+    : h('span', { class: 'muted' }, 'Operator');
+  return h('tr', null,
+    h('th', { scope: 'row' }, k.name),
+    h('td', null, h('code', null, `${k.prefix}…`)),
+    h('td', null, k.access === 'read-only' ? badge('Read-only') : badge('Full access', 'accent')),
+    h('td', null, time(k.createdAt)),
+    h('td', null, time(k.lastUsedAt, { empty: 'Never' })),
+    h('td', null, by),
+    h('td', { class: 'actions' }, h('button', {
+      type: 'button', class: 'btn danger-quiet small', 'aria-label': `Revoke key ${k.name}`,
+      onclick: async () => {
+        const done = await confirmDialog({
+          title: `Revoke the key “${k.name}”?`,
+          body: 'Programs that use it will be refused within a few seconds. This cannot be undone.',
+          confirm: 'Revoke',
+          action: () => api('DELETE', `/v1/api-keys/${encodeURIComponent(k.id)}`),
+        });
+        if (done) { toast(`Key “${k.name}” revoked`); reload(); focusTitle(); }
+      },
+    }, 'Revoke')));
+}
+
+// ---------------------------------------------------------------- members
+
+const ROLES = [['owner', 'Owner'], ['admin', 'Admin'], ['member', 'Member'], ['viewer', 'Viewer']];
+const rolesFor = () => ROLES.filter(([r]) => r !== 'owner' || state.session?.role === 'owner');
+
+export function members(view) {
+  if (!can('members')) return noAccess(view);
+  const team = actingTeam();
+  const fresh = h('div', { class: 'fresh' });
+  let reload;
+  const list = loader(async (again) => {
+    reload = again;
+    const items = await api('GET', '/v1/members');
+    return table(['Name', 'Email', 'Role', 'Last sign-in', 'Joined', ACTIONS],
+      items.map((m) => memberRow(m, team, () => reload())),
+      { caption: 'Members', empty: 'No members yet.' });
+  });
+  const invite = form({
+    className: 'inline',
+    fields: [
+      field({ name: 'email', label: 'Email', type: 'email', required: true, autocomplete: 'off' }),
+      field({ name: 'role', label: 'Role', type: 'select', value: 'member', options: rolesFor() }),
+    ],
+    submit: 'Create invitation',
+    onSubmit: async (v, f) => {
+      const inv = await api('POST', '/v1/members/invitations', { email: v.email, role: v.role });
+      f.reset();
+      result(fresh, `Invitation for ${inv.email} (${inv.role})`,
+        copyField('Invitation link', absUrl(inv.url),
+          ['Send this link to ', inv.email, '. It works once', inv.expiresAt ? [' and expires ', time(inv.expiresAt)] : '', '.']));
+    },
+  });
+  view.append(
+    h('p', { class: 'lead' }, 'People who can sign in to this portal for ', h('strong', null, team.name), '.'),
+    section('Invite a member', invite),
+    fresh,
+    section('Members', list));
+}
+
+function memberRow(m, team, reload) {
+  const me = state.session?.user?.id === m.id;
+  const locked = me || (m.role === 'owner' && state.session?.role !== 'owner');
+  const rowError = h('div', { class: 'row-error', role: 'alert' });
+  let roleCell = badge(cap(m.role), m.role === 'owner' ? 'accent' : '');
+  if (!locked) {
+    const select = h('select', { 'aria-label': `Role of ${fullName(m)}`, class: 'compact', value: m.role },
+      rolesFor().map(([v, t]) => h('option', { value: v }, t)));
+    select.addEventListener('change', async () => {
+      const role = select.value;
+      replace(rowError);
+      select.disabled = true;
+      try {
+        await api('PUT', `/v1/members/${encodeURIComponent(m.id)}`, { role });
+        m.role = role;
+        toast(`${fullName(m)} is now ${role === 'admin' ? 'an' : 'a'} ${role}`);
+      } catch (err) {
+        select.value = m.role;
+        replace(rowError, err.message);
+      } finally {
+        select.disabled = false;
+      }
+    });
+    roleCell = [select, rowError];
+  }
+  let signIn = time(m.lastSignInAt, { empty: 'Never' });
+  if (!m.canSignIn) signIn = badge('Cannot sign in yet', 'warn');
+  return h('tr', null,
+    h('th', { scope: 'row' }, fullName(m), me && [' ', badge('You', 'accent')]),
+    h('td', null, m.email),
+    h('td', null, roleCell),
+    h('td', null, signIn),
+    h('td', null, time(m.createdAt, { day: true })),
+    h('td', { class: 'actions' }, !locked && h('button', {
+      type: 'button', class: 'btn danger-quiet small', 'aria-label': `Remove ${fullName(m)}`,
+      onclick: async () => {
+        const done = await confirmDialog({
+          title: `Remove ${fullName(m)}?`,
+          body: `${m.email} will no longer be able to sign in to ${team.name}.`,
+          confirm: 'Remove',
+          action: () => api('DELETE', `/v1/members/${encodeURIComponent(m.id)}`),
+        });
+        if (done) { toast(`${fullName(m)} removed`); reload(); focusTitle(); }
+      },
+    }, 'Remove')));
+}
+
+// ---------------------------------------------------------------- subteams
+
+export function subteams(view, { query }) {
+  const s = state.session;
+  if (!can('subteams')) {
+    view.append(alertBox(`Subteams belong to agency teams, and ${s.team.name} is not one.`, { kind: 'info' }));
+    return;
+  }
+  const team = actingTeam();
+  if (team.isSubteam) {
+    view.append(
+      alertBox(`You are acting on ${team.name}. Subteams belong to your agency, ${s.team.name}.`, { kind: 'info' }),
+      h('button', { type: 'button', class: 'btn primary', onclick: () => switchTeam(s.team) }, `Switch back to ${s.team.name}`));
+    return;
+  }
+  const page = pageOf(query);
+  const fresh = h('div', { class: 'fresh' });
+  let reload;
+  const list = loader(async (again) => {
+    reload = again;
+    const res = await api('GET', `/v1/agency/subteams?page=${page}&limit=50`, undefined, { full: true });
+    return [
+      table(['Subteam', 'Credit balance', 'Monthly credits', 'First owner', 'Created', ACTIONS], (res.data || []).map((t) => subteamRow(t, true)),
+        { caption: 'Subteams', empty: page > 1 ? 'No subteams on this page.' : 'No subteams yet.' }),
+      pager(res.pagination, (p) => `/subteams?page=${p}`),
+    ];
+  });
+  const parts = [h('p', { class: 'lead' }, 'Client teams of ', h('strong', null, s.team.name),
+    '. Each has its own keys, members and credits; switch to one to act on it.')];
+  if (can('createSubteam')) {
+    parts.push(section('Create a subteam', form({
+      className: 'grid',
+      fields: [
+        field({ name: 'teamName', label: 'Team name', required: true, maxlength: 50, autocomplete: 'off' }),
+        field({ name: 'totalMonthlyCredits', label: 'Monthly credits', type: 'number', required: true, min: 0, max: 1000000000, step: 1, value: '1000', hint: "Moved from the agency's balance." }),
+        h('fieldset', null, h('legend', null, 'Its first owner, who gets an invitation link'),
+          field({ name: 'firstName', label: 'First name', required: true, maxlength: 50, autocomplete: 'off' }),
+          field({ name: 'lastName', label: 'Last name', required: true, maxlength: 50, autocomplete: 'off' }),
+          field({ name: 'email', label: 'Email', type: 'email', required: true, autocomplete: 'off' })),
+      ],
+      submit: 'Create subteam',
+      onSubmit: async (v, f) => {
+        const t = await api('POST', '/v1/agency/subteams', { ...v, totalMonthlyCredits: Number(v.totalMonthlyCredits) }, { scoped: false });
+        f.reset();
+        result(fresh, `Subteam “${t.name}” created`,
+          t.inviteUrl && copyField('Invitation link', absUrl(t.inviteUrl), `Send this link to ${v.firstName} ${v.lastName} (${v.email}): it lets them choose a password and sign in as the subteam’s owner.`),
+          h('button', { type: 'button', class: 'btn primary small', onclick: () => switchTeam(t, '/') }, `Switch to ${t.name}`));
+        loadSubteams(true).catch(() => {}).then(() => document.dispatchEvent(new Event('subteams-changed')));
+        reload?.();
+      },
+    })), fresh);
+  }
+  parts.push(section('Subteams', list));
+  view.append(...parts);
+}
+
+// ---------------------------------------------------------------- audit log
+
+// The actions the API records (GET /v1/audit-log's description); others seen are added.
+const AUDIT_ACTIONS = ['auth.signed_in', 'auth.sign_in_failed', 'auth.signed_out', 'auth.signed_up',
+  'auth.password_changed', 'auth.password_reset', 'api_key.created', 'api_key.revoked', 'member.invited',
+  'member.joined', 'member.role_changed', 'member.removed', 'subteam.created', 'webhook.created',
+  'webhook.deleted', 'instructions.replaced', 'instructions.restored'];
+
+export function auditLog(view, { query }) {
+  if (!can('audit')) return noAccess(view);
+  const page = pageOf(query);
+  const action = (query.get('action') || '').trim();
+  const href = (p, a = action) => {
+    const q = new URLSearchParams();
+    if (a) q.set('action', a);
+    if (p > 1) q.set('page', String(p));
+    const s = q.toString();
+    return `/audit-log${s ? `?${s}` : ''}`;
+  };
+  const known = new Set(AUDIT_ACTIONS);
+  if (action) known.add(action);
+  const filter = form({
+    className: 'inline',
+    fields: [field({ name: 'action', label: 'Action', type: 'select', value: action,
+      options: [['', 'All actions'], ...[...known].map((a) => [a, a])] })],
+    submit: 'Filter',
+    secondary: action && h('a', { class: 'btn secondary', href: '/audit-log' }, 'Clear filter'),
+    onSubmit: async (v) => navigate(href(1, v.action || '')),
+  });
+  const select = filter.elements.namedItem('action');
+  const list = loader(async () => {
+    const q = new URLSearchParams({ page: String(page), limit: '50' });
+    if (action) q.set('action', action);
+    const res = await api('GET', `/v1/audit-log?${q}`, undefined, { full: true });
+    const items = res.data || [];
+    for (const a of new Set(items.map((e) => e.action))) {
+      if (!known.has(a)) { known.add(a); select.append(h('option', { value: a }, a)); }
+    }
+    const rows = items.map((e) => h('tr', null,
+      h('td', null, time(e.createdAt)),
+      h('td', null, h('code', null, e.action)),
+      h('td', null, e.actor ? [e.actor.name || e.actor.id || '—', h('br'), h('span', { class: 'muted small' }, e.actor.type)] : '—'),
+      h('td', null, targetText(e.target)),
+      h('td', { class: 'nowrap' }, e.ip || '—'),
+      h('td', null, h('span', { class: 'truncate', title: e.userAgent || '' }, e.userAgent || '—'))));
+    return [
+      table(['Time', 'Action', 'Actor', 'Target', 'IP address', 'User agent'], rows,
+        { caption: 'Audit log', dense: true, empty: action ? `No entries with the action “${action}”.` : 'No entries yet.' }),
+      pager(res.pagination, (p) => href(p)),
+    ];
+  });
+  view.append(
+    h('p', { class: 'lead' }, 'Who did what in ', h('strong', null, actingTeam().name), ', newest first.'),
+    filter,
+    section(action ? `Entries: ${action}` : 'Entries', list));
+}
+
+/** An audit entry's target: an id (shown in full, small) or an e-mail address. */
+function targetText(t) {
+  const text = t && typeof t === 'object' ? t.name || t.id : t;
+  if (!text) return '—';
+  return /^[0-9a-f]{8}-[0-9a-f-]{27}$/i.test(text) ? h('code', { class: 'id truncate', title: text }, text) : String(text);
+}

@@ -1,0 +1,221 @@
+//! The gRPC face of accounts (`AccountService`): passwords are checked and hashed here, so that
+//! no other component ever holds one longer than a request. The events of signing in and out
+//! are written to the audit log here, where the team is known even when the sign-in fails;
+//! what authenticated callers do is written by the gateway, which knows who they are.
+
+use switchboard_kit::grpc::{Reply, reply};
+use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
+use switchboard_proto::v1::account_service_server::{AccountService, AccountServiceServer};
+use switchboard_proto::v1::*;
+use tonic::Request;
+
+use crate::passwords;
+use crate::settings::AccountSettings;
+use crate::store::IdentityStore;
+use crate::store::links::Names;
+use crate::store::members::OWNER;
+
+pub struct AccountsApi {
+    store: IdentityStore,
+    settings: AccountSettings,
+}
+
+pub fn server(store: IdentityStore, settings: AccountSettings) -> AccountServiceServer<AccountsApi> {
+    AccountServiceServer::new(AccountsApi { store, settings })
+}
+
+fn wrong_credentials() -> ServiceError {
+    ServiceError::new(ErrorKind::Unauthorized, "Invalid email or password")
+}
+
+fn user_actor(user: &User) -> Actor {
+    let name = format!("{} {}", user.first_name, user.last_name).trim().to_owned();
+    Actor { r#type: "user".to_owned(), id: user.id.clone(), name }
+}
+
+fn check_password(field: &str, password: &str) -> ServiceResult<()> {
+    switchboard_kit::validate([passwords::check_new(field, password)])
+}
+
+impl AccountsApi {
+    /// Writes an entry; a failure to write is logged, never the caller's failure.
+    async fn audit(&self, team_id: &str, action: &str, actor: Actor, target: &str, client: Option<&Client>) {
+        let client = client.cloned().unwrap_or_default();
+        let entry = AuditEntry {
+            team_id: team_id.to_owned(),
+            action: action.to_owned(),
+            actor: Some(actor),
+            target: target.to_owned(),
+            ip: client.ip,
+            user_agent: client.user_agent,
+            ..AuditEntry::default()
+        };
+        if let Err(error) = self.store.record_audit(entry).await {
+            tracing::warn!(%error, action, "an audit entry was not written");
+        }
+    }
+
+    async fn audit_signed_in(&self, action: &str, signed_in: &SignedIn, client: Option<&Client>) {
+        if let Some(user) = signed_in.session.as_ref().and_then(|s| s.user.as_ref()) {
+            self.audit(&user.team_id, action, user_actor(user), &user.email, client).await;
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl AccountService for AccountsApi {
+    async fn get_account_options(&self, _: Request<GetAccountOptionsRequest>) -> Reply<AccountOptions> {
+        reply(Ok(AccountOptions { signup_open: self.settings.signup_open }))
+    }
+
+    async fn sign_in(&self, request: Request<SignInRequest>) -> Reply<SignedIn> {
+        let request = request.into_inner();
+        let account = self.store.account(&request.email).await?;
+        let (user, hash) = match account {
+            Some(account) => (Some(account.user), Some(account.password_hash)),
+            None => (None, None),
+        };
+        let valid = passwords::verify(hash, &request.password).await?;
+        let user = match user {
+            Some(user) if valid => user,
+            Some(user) => {
+                let client = request.client.as_ref();
+                self.audit(&user.team_id, "auth.sign_in_failed", user_actor(&user), &user.email, client).await;
+                return Err(wrong_credentials().into());
+            }
+            None => return Err(wrong_credentials().into()),
+        };
+        let client = request.client.unwrap_or_default();
+        let signed_in = self.store.begin_session(&user, &client, self.settings.sessions).await?;
+        self.audit_signed_in("auth.signed_in", &signed_in, Some(&client)).await;
+        reply(Ok(signed_in))
+    }
+
+    async fn sign_up(&self, request: Request<SignUpRequest>) -> Reply<SignedIn> {
+        let request = request.into_inner();
+        if !self.settings.signup_open {
+            return Err(ServiceError::forbidden("Sign-up is closed on this platform")
+                .with_hint("Ask its operator or a team owner for an invitation.")
+                .into());
+        }
+        check_password("password", &request.password)?;
+        let password_hash = passwords::hash(&request.password).await?;
+        let team = crate::store::NewTeam {
+            name: request.team_name,
+            initial_credits: self.settings.signup_credits,
+            ..Default::default()
+        };
+        let owner = NewUser {
+            first_name: request.first_name,
+            last_name: request.last_name,
+            email: request.email,
+            role: OWNER.to_owned(),
+        };
+        let client = request.client.unwrap_or_default();
+        let signed_in = self.store.sign_up(team, &owner, &password_hash, &client, self.settings.sessions).await?;
+        self.audit_signed_in("auth.signed_up", &signed_in, Some(&client)).await;
+        reply(Ok(signed_in))
+    }
+
+    async fn authenticate_session(&self, request: Request<AuthenticateSessionRequest>) -> Reply<Session> {
+        reply(self.store.session(&request.into_inner().token_hash, self.settings.sessions).await)
+    }
+
+    async fn end_session(&self, request: Request<EndSessionRequest>) -> Reply<EndSessionResponse> {
+        let request = request.into_inner();
+        let session = self.store.session(&request.token_hash, self.settings.sessions).await.ok();
+        let ended = self.store.end_session(&request.token_hash).await?.is_some();
+        if let Some(user) = session.as_ref().and_then(|s| s.user.as_ref()).filter(|_| ended) {
+            self.audit(&user.team_id, "auth.signed_out", user_actor(user), &user.email, request.client.as_ref()).await;
+        }
+        reply(Ok(EndSessionResponse { ended }))
+    }
+
+    async fn change_password(&self, request: Request<ChangePasswordRequest>) -> Reply<SignedIn> {
+        let request = request.into_inner();
+        let session = self.store.session(&request.token_hash, self.settings.sessions).await?;
+        let user = session.user.unwrap_or_default();
+        let current = self.store.password_hash(&user.id).await?;
+        if !passwords::verify(current, &request.current_password).await? {
+            return Err(ServiceError::invalid_field("currentPassword", "is not the current password").into());
+        }
+        check_password("newPassword", &request.new_password)?;
+        let hash = passwords::hash(&request.new_password).await?;
+        let client = request.client.unwrap_or_default();
+        let signed_in = self.store.set_password(&user.id, &hash, &client, self.settings.sessions).await?;
+        self.audit_signed_in("auth.password_changed", &signed_in, Some(&client)).await;
+        reply(Ok(signed_in))
+    }
+
+    async fn create_invitation(&self, request: Request<CreateInvitationRequest>) -> Reply<Invitation> {
+        let request = request.into_inner();
+        let role = if request.role.is_empty() { "member" } else { request.role.as_str() };
+        if role == OWNER && request.caller_role != OWNER {
+            return Err(ServiceError::forbidden("Only an owner can invite an owner").into());
+        }
+        let created_by = request.created_by.as_ref();
+        reply(
+            self.store.invite(&request.team_id, &request.email, role, created_by, self.settings.invite_valid_ms).await,
+        )
+    }
+
+    async fn accept_invitation(&self, request: Request<AcceptInvitationRequest>) -> Reply<SignedIn> {
+        let request = request.into_inner();
+        check_password("password", &request.password)?;
+        let hash = passwords::hash(&request.password).await?;
+        let client = request.client.unwrap_or_default();
+        let names = Names { first_name: &request.first_name, last_name: &request.last_name };
+        let signed_in =
+            self.store.accept_invitation(&request.token, names, &hash, &client, self.settings.sessions).await?;
+        self.audit_signed_in("member.joined", &signed_in, Some(&client)).await;
+        reply(Ok(signed_in))
+    }
+
+    async fn create_reset_link(&self, request: Request<CreateResetLinkRequest>) -> Reply<Invitation> {
+        reply(self.store.reset_link(&request.into_inner().email, self.settings.reset_valid_ms).await)
+    }
+
+    async fn reset_password(&self, request: Request<ResetPasswordRequest>) -> Reply<SignedIn> {
+        let request = request.into_inner();
+        check_password("password", &request.password)?;
+        let hash = passwords::hash(&request.password).await?;
+        let client = request.client.unwrap_or_default();
+        let signed_in = self.store.reset_password(&request.token, &hash, &client, self.settings.sessions).await?;
+        self.audit_signed_in("auth.password_reset", &signed_in, Some(&client)).await;
+        reply(Ok(signed_in))
+    }
+
+    async fn list_members(&self, request: Request<ListMembersRequest>) -> Reply<ListMembersResponse> {
+        let team_id = request.into_inner().team_id;
+        reply(self.store.members(&team_id).await.map(|members| ListMembersResponse { members }))
+    }
+
+    async fn update_member(&self, request: Request<UpdateMemberRequest>) -> Reply<Member> {
+        let request = request.into_inner();
+        reply(self.store.set_role(&request.team_id, &request.user_id, &request.role, &request.caller_role).await)
+    }
+
+    async fn remove_member(&self, request: Request<RemoveMemberRequest>) -> Reply<Member> {
+        let request = request.into_inner();
+        reply(self.store.remove_member(&request.team_id, &request.user_id, &request.caller_role).await)
+    }
+
+    async fn record_audit(&self, request: Request<AuditEntry>) -> Reply<AuditEntry> {
+        let entry = request.into_inner();
+        if entry.action.is_empty() {
+            return Err(ServiceError::invalid_field("action", "is required").into());
+        }
+        reply(self.store.record_audit(entry).await)
+    }
+
+    async fn list_audit_log(&self, request: Request<ListAuditLogRequest>) -> Reply<ListAuditLogResponse> {
+        let request = request.into_inner();
+        let page = request.page.unwrap_or_default();
+        reply(
+            self.store
+                .audit_log(&request.team_id, &request.action, &page)
+                .await
+                .map(|(entries, page)| ListAuditLogResponse { entries, page: Some(page) }),
+        )
+    }
+}

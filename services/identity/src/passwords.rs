@@ -1,0 +1,196 @@
+//! Passwords: the rules a new one must meet, and Argon2id hashing.
+//!
+//! Parameters (RFC 9106 Argon2id, version 0x13): 64 MiB of memory, 2 passes, 1 lane. One hash
+//! costs about 130 ms of one core on the AMD EPYC these tests run on (BENCHMARKS.md, "Sign-in"),
+//! inside the 50-250 ms the platform aims for: slow enough that a stolen database is expensive
+//! to guess through, fast enough that a sign-in feels instant. Hashes run on the blocking pool,
+//! at most [`MOST_AT_ONCE`] at a time, so that a burst of sign-ins holds at most 256 MiB and
+//! never stalls the service's other requests. The parameters travel inside each PHC string, so
+//! raising them later still verifies the hashes made before.
+
+use std::sync::{Arc, LazyLock};
+
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::{Algorithm, Argon2, Params, Version};
+use rand::RngCore;
+use switchboard_kit::{FieldViolation, ServiceError, ServiceResult};
+use tokio::sync::Semaphore;
+
+pub const MIN_LEN: usize = 10;
+pub const MAX_LEN: usize = 256;
+const MEMORY_KIB: u32 = 64 * 1024;
+const PASSES: u32 = 2;
+const MOST_AT_ONCE: usize = 4;
+
+static HASHING: LazyLock<Arc<Semaphore>> = LazyLock::new(|| Arc::new(Semaphore::new(MOST_AT_ONCE)));
+
+/// Verified against when the e-mail matches no account, so that an unknown address costs what
+/// a wrong password costs and the answer's time tells nothing.
+static DECOY: LazyLock<Option<String>> = LazyLock::new(|| hash_now("decoy password, never anyone's").ok());
+
+/// Among the most used passwords of at least [`MIN_LEN`] characters in public breach corpora
+/// (compared ignoring case): the ones a guesser tries first.
+const COMMON: &[&str] = &[
+    "1234567890",
+    "12345678910",
+    "123456789a",
+    "1234567890a",
+    "0123456789",
+    "0987654321",
+    "1111111111",
+    "0000000000",
+    "1122334455",
+    "1234512345",
+    "1q2w3e4r5t",
+    "1q2w3e4r5t6y",
+    "q1w2e3r4t5",
+    "qwertyuiop",
+    "qwerty1234",
+    "qwerty12345",
+    "qwerty123456",
+    "asdfghjkl1",
+    "zxcvbnm123",
+    "password12",
+    "password123",
+    "password1234",
+    "password1!",
+    "password!1",
+    "passw0rd123",
+    "p@ssw0rd123",
+    "p@ssword123",
+    "iloveyou12",
+    "iloveyou123",
+    "princess123",
+    "sunshine123",
+    "football123",
+    "baseball123",
+    "basketball",
+    "superman123",
+    "welcome123",
+    "welcome1234",
+    "letmein123",
+    "trustno1234",
+    "changeme123",
+    "administrator",
+    "admin12345",
+    "admin123456",
+    "monkey12345",
+    "dragon12345",
+    "starwars123",
+    "whatever123",
+    "computer123",
+    "michael123",
+    "charlie123",
+    "christopher",
+    "jennifer123",
+    "1qaz2wsx3edc",
+    "zaq12wsxcde3",
+    "qazwsxedcrfv",
+    "abcdefghij",
+    "abc1234567",
+    "abcd123456",
+    "aa12345678",
+    "a123456789",
+    "123qweasdzxc",
+    "123123123123",
+    "1231231234",
+    "9876543210",
+    "5555555555",
+    "7777777777",
+    "8888888888",
+    "9999999999",
+    "123456789012",
+    "switchboard",
+    "switchboard1",
+    "switchboard123",
+];
+
+/// What is wrong with a new password, if anything.
+pub fn check_new(field: &str, password: &str) -> Option<FieldViolation> {
+    let length = password.chars().count();
+    if length < MIN_LEN {
+        return Some(FieldViolation::new(field, format!("must be at least {MIN_LEN} characters")));
+    }
+    if length > MAX_LEN {
+        return Some(FieldViolation::new(field, format!("must be at most {MAX_LEN} characters")));
+    }
+    let lower = password.to_lowercase();
+    if COMMON.contains(&lower.as_str()) {
+        return Some(FieldViolation::new(field, "is one of the most common passwords: choose another"));
+    }
+    None
+}
+
+fn argon2() -> Argon2<'static> {
+    // The parameters are constants within Argon2's bounds.
+    let params = Params::new(MEMORY_KIB, PASSES, 1, None).unwrap_or_default();
+    Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
+}
+
+fn hash_now(password: &str) -> anyhow::Result<String> {
+    let mut salt = [0u8; 16];
+    rand::rng().fill_bytes(&mut salt);
+    let salt = SaltString::encode_b64(&salt).map_err(|e| anyhow::anyhow!("encoding a salt: {e}"))?;
+    let hash = argon2().hash_password(password.as_bytes(), &salt).map_err(|e| anyhow::anyhow!("hashing: {e}"))?;
+    Ok(hash.to_string())
+}
+
+fn verify_now(hash: &str, password: &str) -> bool {
+    PasswordHash::new(hash).is_ok_and(|parsed| argon2().verify_password(password.as_bytes(), &parsed).is_ok())
+}
+
+/// Runs `work` on the blocking pool, at most [`MOST_AT_ONCE`] at a time.
+async fn bounded<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> ServiceResult<T> {
+    let permit = HASHING.clone().acquire_owned().await.map_err(ServiceError::internal)?;
+    let outcome = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        work()
+    })
+    .await;
+    outcome.map_err(ServiceError::internal)
+}
+
+/// The PHC string of a new password.
+pub async fn hash(password: &str) -> ServiceResult<String> {
+    let password = password.to_owned();
+    bounded(move || hash_now(&password)).await?.map_err(ServiceError::internal)
+}
+
+/// Whether `password` is the one `hash` was made of; with no hash (no such account) the decoy
+/// is verified instead, and the answer is false.
+pub async fn verify(hash: Option<String>, password: &str) -> ServiceResult<bool> {
+    let password = password.to_owned();
+    bounded(move || match hash {
+        Some(hash) => verify_now(&hash, &password),
+        None => {
+            if let Some(decoy) = DECOY.as_deref() {
+                verify_now(decoy, &password);
+            }
+            false
+        }
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_passwords_are_long_enough_and_not_common() {
+        assert!(check_new("password", "short").is_some());
+        assert!(check_new("password", &"x".repeat(MAX_LEN + 1)).is_some());
+        assert!(check_new("password", "Password123").is_some(), "compared ignoring case");
+        assert!(check_new("password", "correct horse battery").is_none());
+        assert!(COMMON.iter().all(|common| common.chars().count() >= MIN_LEN), "shorter ones are refused anyway");
+    }
+
+    #[test]
+    fn a_hash_verifies_its_password_only() {
+        let hash = hash_now("correct horse battery").expect("hashed");
+        assert!(hash.starts_with("$argon2id$v=19$m=65536,t=2,p=1$"), "{hash}");
+        assert!(verify_now(&hash, "correct horse battery"));
+        assert!(!verify_now(&hash, "correct horse battery!"));
+        assert!(!verify_now("not a hash", "anything"));
+    }
+}

@@ -1,0 +1,102 @@
+//! How accounts behave, from the environment (see docs/deploy.md, "People and sessions").
+
+use crate::store::accounts::SessionTimes;
+
+const SECOND_MS: i64 = 1_000;
+const HOUR_MS: i64 = 3_600 * SECOND_MS;
+const DAY_MS: i64 = 24 * HOUR_MS;
+
+#[derive(Debug, Clone, Copy)]
+pub struct AccountSettings {
+    /// `SWITCHBOARD_SESSION_IDLE` (12h) and `SWITCHBOARD_SESSION_MAX` (30d).
+    pub sessions: SessionTimes,
+    /// `SWITCHBOARD_SIGNUP=open` lets anyone make a team; `closed` (the default) leaves it to
+    /// operators and invitations.
+    pub signup_open: bool,
+    /// Credits a signed-up team starts with (`SWITCHBOARD_SIGNUP_CREDITS`, 0).
+    pub signup_credits: i64,
+    /// Invitations last 7 days, password-reset links 1 day.
+    pub invite_valid_ms: i64,
+    pub reset_valid_ms: i64,
+}
+
+impl Default for AccountSettings {
+    fn default() -> Self {
+        Self {
+            sessions: SessionTimes { idle_ms: 12 * HOUR_MS, max_ms: 30 * DAY_MS },
+            signup_open: false,
+            signup_credits: 0,
+            invite_valid_ms: 7 * DAY_MS,
+            reset_valid_ms: DAY_MS,
+        }
+    }
+}
+
+/// `90`, `90s`, `15m`, `12h` or `30d`, in milliseconds.
+pub fn parse_duration_ms(value: &str) -> Option<i64> {
+    let value = value.trim();
+    let (number, unit) = match value.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => value.split_at(at),
+        None => (value, "s"),
+    };
+    let number: i64 = number.parse().ok()?;
+    let unit = match unit {
+        "ms" => 1,
+        "s" => SECOND_MS,
+        "m" => 60 * SECOND_MS,
+        "h" => HOUR_MS,
+        "d" => DAY_MS,
+        _ => return None,
+    };
+    number.checked_mul(unit).filter(|ms| *ms > 0)
+}
+
+impl AccountSettings {
+    pub fn from_env() -> anyhow::Result<Self> {
+        let mut settings = Self::default();
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let duration = |name: &str| -> anyhow::Result<Option<i64>> {
+            var(name)
+                .map(|v| {
+                    parse_duration_ms(&v).ok_or_else(|| anyhow::anyhow!("{name}={v}: expected e.g. 90s, 15m, 12h, 30d"))
+                })
+                .transpose()
+        };
+        if let Some(idle) = duration("SWITCHBOARD_SESSION_IDLE")? {
+            settings.sessions.idle_ms = idle;
+        }
+        if let Some(max) = duration("SWITCHBOARD_SESSION_MAX")? {
+            settings.sessions.max_ms = max;
+        }
+        match var("SWITCHBOARD_SIGNUP").as_deref().map(str::trim) {
+            None | Some("closed") => {}
+            Some("open") => settings.signup_open = true,
+            Some(other) => anyhow::bail!("SWITCHBOARD_SIGNUP={other}: expected open or closed"),
+        }
+        if let Some(credits) = var("SWITCHBOARD_SIGNUP_CREDITS") {
+            settings.signup_credits =
+                credits.trim().parse::<i64>().ok().filter(|c| *c >= 0).ok_or_else(|| {
+                    anyhow::anyhow!("SWITCHBOARD_SIGNUP_CREDITS={credits}: expected a whole number >= 0")
+                })?;
+        }
+        Ok(settings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration_ms("90"), Some(90_000));
+        assert_eq!(parse_duration_ms("2s"), Some(2_000));
+        assert_eq!(parse_duration_ms("15m"), Some(900_000));
+        assert_eq!(parse_duration_ms("12h"), Some(12 * HOUR_MS));
+        assert_eq!(parse_duration_ms("30d"), Some(30 * DAY_MS));
+        assert_eq!(parse_duration_ms("500ms"), Some(500));
+        for bad in ["", "h", "12x", "-5s", "0s"] {
+            assert_eq!(parse_duration_ms(bad), None, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,256 @@
+//! Accounts that sign in: the password on a user, and sessions.
+//!
+//! A session is an opaque token of 256 random bits, stored as its SHA-256 hash. It ends at its
+//! absolute expiry, after its idle time without a request, at sign-out, and when its user's
+//! password changes or the user is removed. Every replica reads the same rows, so an ended
+//! session is refused by every identity replica at once (gateways cache an answer for their
+//! auth cache time, as for keys).
+
+use sqlx::any::AnyRow;
+use sqlx::{AnyConnection, Row};
+use switchboard_kit::apikey::hash_key;
+use switchboard_kit::time::now_ms;
+use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
+use switchboard_proto::v1::{Client, Session, SignedIn, Team, User};
+
+use super::users::{USER_COLUMNS, user_from_row};
+use super::{IdentityStore, TEAM_COLUMNS, team_from_row};
+
+/// `last_seen_at` is written at most this often per session: a busy portal does not turn every
+/// request into a write, and the idle expiry is exact to within this.
+const LAST_SEEN_RESOLUTION_MS: i64 = 60_000;
+
+/// How long sessions last.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionTimes {
+    /// Ended after this long without a request.
+    pub idle_ms: i64,
+    /// Ended this long after sign-in, whatever happens.
+    pub max_ms: i64,
+}
+
+/// A user who can sign in, with the hash to check a password against.
+pub struct Account {
+    pub user: User,
+    pub password_hash: String,
+}
+
+fn unauthenticated() -> ServiceError {
+    ServiceError::new(ErrorKind::Unauthorized, "Not signed in, or the session has ended")
+        .with_hint("Sign in again: POST /v1/auth/sign-in.")
+}
+
+/// An opaque secret of 43 letters and digits (256 bits), for sessions and links.
+pub fn new_token() -> String {
+    use rand::Rng;
+    rand::rng().sample_iter(&rand::distr::Alphanumeric).take(43).map(char::from).collect()
+}
+
+fn prefixed_user_columns() -> String {
+    USER_COLUMNS.split(", ").map(|column| format!("u.{column}")).collect::<Vec<_>>().join(", ")
+}
+
+fn session_from_row(row: &AnyRow) -> Result<Session, sqlx::Error> {
+    let user = User {
+        id: row.try_get("user_id")?,
+        team_id: row.try_get("user_team_id")?,
+        first_name: row.try_get("first_name")?,
+        last_name: row.try_get("last_name")?,
+        email: row.try_get("email")?,
+        role: row.try_get("role")?,
+        created_at_ms: row.try_get("user_created_at")?,
+    };
+    Ok(Session {
+        id: row.try_get("session_id")?,
+        user: Some(user),
+        team: Some(team_from_row(row)?),
+        expires_at_ms: row.try_get("expires_at")?,
+        created_at_ms: row.try_get("session_created_at")?,
+    })
+}
+
+impl IdentityStore {
+    /// The account that signs in with `email` (compared ignoring case), if there is one.
+    pub async fn account(&self, email: &str) -> ServiceResult<Option<Account>> {
+        let row = sqlx::query(&format!(
+            "SELECT {USER_COLUMNS}, password_hash FROM users WHERE email_key = $1 AND password_hash IS NOT NULL"
+        ))
+        .bind(email.trim().to_lowercase())
+        .fetch_optional(self.db.pool())
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        Ok(Some(Account { user: user_from_row(&row)?, password_hash: row.try_get("password_hash")? }))
+    }
+
+    /// The hash of the password of a user, when they have one.
+    pub async fn password_hash(&self, user_id: &str) -> ServiceResult<Option<String>> {
+        let row = sqlx::query("SELECT password_hash FROM users WHERE id = $1")
+            .bind(user_id)
+            .fetch_optional(self.db.pool())
+            .await?;
+        Ok(row.map(|row| row.try_get("password_hash")).transpose()?.flatten())
+    }
+
+    /// Begins a session for `user`, whose team must be live.
+    pub async fn begin_session(&self, user: &User, client: &Client, times: SessionTimes) -> ServiceResult<SignedIn> {
+        let mut tx = self.db.begin_write().await?;
+        let signed_in = begin_session_in(&mut tx, user, client, times).await?;
+        tx.commit().await?;
+        Ok(signed_in)
+    }
+
+    /// The live session with this token hash; refreshes its idle time.
+    pub async fn session(&self, token_hash: &str, times: SessionTimes) -> ServiceResult<Session> {
+        let now = now_ms();
+        let row = sqlx::query(&format!(
+            "SELECT s.id AS session_id, s.created_at AS session_created_at, s.expires_at, s.last_seen_at, \
+             u.id AS user_id, u.team_id AS user_team_id, u.first_name, u.last_name, u.email, u.role, \
+             u.created_at AS user_created_at, {TEAM_COLUMNS} \
+             FROM sessions s JOIN users u ON u.id = s.user_id JOIN teams t ON t.id = u.team_id \
+             WHERE s.token_hash = $1 AND s.ended_at IS NULL AND s.expires_at > $2 AND s.last_seen_at > $3 \
+             AND u.password_hash IS NOT NULL AND t.deleted_at IS NULL"
+        ))
+        .bind(token_hash)
+        .bind(now)
+        .bind(now - times.idle_ms)
+        .fetch_optional(self.db.pool())
+        .await?
+        .ok_or_else(unauthenticated)?;
+        let session = session_from_row(&row)?;
+        let last_seen: i64 = row.try_get("last_seen_at")?;
+        // A short idle time (tests use seconds) is refreshed often enough not to end a busy session.
+        if now - last_seen >= LAST_SEEN_RESOLUTION_MS.min(times.idle_ms / 4) {
+            sqlx::query("UPDATE sessions SET last_seen_at = $1 WHERE id = $2")
+                .bind(now)
+                .bind(&session.id)
+                .execute(self.db.pool())
+                .await?;
+        }
+        Ok(session)
+    }
+
+    /// Ends the session with this token hash; false when it had ended already (or never was).
+    /// Answers the session's user and team for the audit log.
+    pub async fn end_session(&self, token_hash: &str) -> ServiceResult<Option<(String, String)>> {
+        let row = sqlx::query("SELECT id, user_id, team_id FROM sessions WHERE token_hash = $1 AND ended_at IS NULL")
+            .bind(token_hash)
+            .fetch_optional(self.db.pool())
+            .await?;
+        let Some(row) = row else { return Ok(None) };
+        let id: String = row.try_get("id")?;
+        sqlx::query("UPDATE sessions SET ended_at = $1 WHERE id = $2 AND ended_at IS NULL")
+            .bind(now_ms())
+            .bind(&id)
+            .execute(self.db.pool())
+            .await?;
+        Ok(Some((row.try_get("user_id")?, row.try_get("team_id")?)))
+    }
+
+    /// Sets a user's password and ends all their sessions, then begins one: a changed or reset
+    /// password leaves exactly the session of whoever changed it.
+    pub async fn set_password(
+        &self,
+        user_id: &str,
+        password_hash: &str,
+        client: &Client,
+        times: SessionTimes,
+    ) -> ServiceResult<SignedIn> {
+        let mut tx = self.db.begin_write().await?;
+        let user = set_password_in(&mut tx, user_id, password_hash).await?;
+        let signed_in = begin_session_in(&mut tx, &user, client, times).await?;
+        tx.commit().await?;
+        Ok(signed_in)
+    }
+}
+
+/// Within `conn`'s transaction: the password set, every session of the user ended.
+pub(super) async fn set_password_in(
+    conn: &mut AnyConnection,
+    user_id: &str,
+    password_hash: &str,
+) -> ServiceResult<User> {
+    let updated = sqlx::query("UPDATE users SET password_hash = $1 WHERE id = $2")
+        .bind(password_hash)
+        .bind(user_id)
+        .execute(&mut *conn)
+        .await
+        .map_err(|error| {
+            if switchboard_kit::db::is_unique_violation(&error) {
+                ServiceError::conflict("An account with this e-mail address exists already")
+                    .with_hint("Sign in with it, or ask for a password reset.")
+            } else {
+                error.into()
+            }
+        })?;
+    if updated.rows_affected() == 0 {
+        return Err(ServiceError::not_found("User not found"));
+    }
+    end_sessions_of(conn, user_id).await?;
+    let row = sqlx::query(&format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1"))
+        .bind(user_id)
+        .fetch_one(&mut *conn)
+        .await?;
+    Ok(user_from_row(&row)?)
+}
+
+pub(super) async fn end_sessions_of(conn: &mut AnyConnection, user_id: &str) -> ServiceResult<()> {
+    sqlx::query("UPDATE sessions SET ended_at = $1 WHERE user_id = $2 AND ended_at IS NULL")
+        .bind(now_ms())
+        .bind(user_id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+pub(super) async fn begin_session_in(
+    conn: &mut AnyConnection,
+    user: &User,
+    client: &Client,
+    times: SessionTimes,
+) -> ServiceResult<SignedIn> {
+    let row = sqlx::query(&format!("SELECT {TEAM_COLUMNS} FROM teams t WHERE t.id = $1 AND t.deleted_at IS NULL"))
+        .bind(&user.team_id)
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or_else(|| ServiceError::new(ErrorKind::Unauthorized, "Invalid email or password"))?;
+    let team: Team = team_from_row(&row)?;
+    let token = new_token();
+    let now = now_ms();
+    let session = Session {
+        id: uuid::Uuid::new_v4().to_string(),
+        user: Some(user.clone()),
+        team: Some(team),
+        expires_at_ms: now + times.max_ms,
+        created_at_ms: now,
+    };
+    sqlx::query(
+        "INSERT INTO sessions (id, token_hash, user_id, team_id, created_at, last_seen_at, expires_at, ip, user_agent) \
+         VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $8)",
+    )
+    .bind(&session.id)
+    .bind(hash_key(&token))
+    .bind(&user.id)
+    .bind(&user.team_id)
+    .bind(now)
+    .bind(session.expires_at_ms)
+    .bind(&client.ip)
+    .bind(&client.user_agent)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query("UPDATE users SET last_sign_in_at = $1 WHERE id = $2")
+        .bind(now)
+        .bind(&user.id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(SignedIn { token, session: Some(session) })
+}
+
+/// The user with this id in `conn`'s view.
+pub(super) async fn user_in(conn: &mut AnyConnection, user_id: &str) -> ServiceResult<Option<User>> {
+    let columns = prefixed_user_columns();
+    let row = sqlx::query(&format!("SELECT {columns} FROM users u WHERE u.id = $1"))
+        .bind(user_id)
+        .fetch_optional(conn)
+        .await?;
+    Ok(row.as_ref().map(user_from_row).transpose()?)
+}

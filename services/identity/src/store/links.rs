@@ -1,0 +1,251 @@
+//! Single-use links: invitations into a team and password resets. The token is in the answer
+//! that made the link and nowhere else (it is stored as its SHA-256); using a link, or its
+//! expiry, ends it.
+
+use sqlx::any::AnyRow;
+use sqlx::{AnyConnection, Row};
+use switchboard_kit::apikey::hash_key;
+use switchboard_kit::time::now_ms;
+use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, limits};
+use switchboard_proto::v1::{Actor, Client, Invitation, NewUser, SignedIn};
+
+use super::accounts::{SessionTimes, begin_session_in, new_token, set_password_in, user_in};
+use super::users::{ROLES, insert_user};
+use super::{IdentityStore, check_id};
+use crate::validate;
+
+pub const INVITE: &str = "invite";
+pub const RESET: &str = "reset";
+
+/// What a new link is for.
+pub struct NewLink<'a> {
+    pub kind: &'static str,
+    pub team_id: &'a str,
+    pub email: &'a str,
+    pub role: &'a str,
+    /// The existing user it lets in (a subteam's first user, a reset); none for a new member.
+    pub user_id: Option<&'a str>,
+    pub created_by: Option<&'a Actor>,
+    pub valid_ms: i64,
+}
+
+/// The names an accepted invitation gives its user.
+pub struct Names<'a> {
+    pub first_name: &'a str,
+    pub last_name: &'a str,
+}
+
+fn link_gone(kind: &str) -> ServiceError {
+    let what = if kind == RESET { "Password reset link" } else { "Invitation" };
+    ServiceError::not_found(format!("{what} not found: unknown, used already, or expired"))
+        .with_hint("Ask for a new link.")
+}
+
+fn account_exists() -> ServiceError {
+    ServiceError::conflict("An account with this e-mail address exists already")
+        .with_hint("Each e-mail address signs in to one team; use another address.")
+}
+
+/// Inserts a link within `conn`'s transaction; answers it with its token.
+pub(super) async fn insert_link(conn: &mut AnyConnection, new: &NewLink<'_>) -> ServiceResult<Invitation> {
+    let token = new_token();
+    let now = now_ms();
+    let invitation = Invitation {
+        id: uuid::Uuid::new_v4().to_string(),
+        team_id: new.team_id.to_owned(),
+        email: new.email.trim().to_lowercase(),
+        role: new.role.to_owned(),
+        token,
+        expires_at_ms: now + new.valid_ms,
+        kind: new.kind.to_owned(),
+        created_at_ms: now,
+        created_by: new.created_by.cloned(),
+    };
+    sqlx::query(
+        "INSERT INTO link_tokens (id, token_hash, kind, team_id, email, role, user_id, created_by_type, \
+         created_by_id, created_by_name, created_at, expires_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+    )
+    .bind(&invitation.id)
+    .bind(hash_key(&invitation.token))
+    .bind(new.kind)
+    .bind(new.team_id)
+    .bind(&invitation.email)
+    .bind(new.role)
+    .bind(new.user_id)
+    .bind(new.created_by.map(|actor| actor.r#type.clone()))
+    .bind(new.created_by.map(|actor| actor.id.clone()))
+    .bind(new.created_by.map(|actor| actor.name.clone()))
+    .bind(now)
+    .bind(invitation.expires_at_ms)
+    .execute(conn)
+    .await?;
+    Ok(invitation)
+}
+
+/// A live link of `kind` with this token, locked for this transaction's use.
+async fn live_link(conn: &mut AnyConnection, kind: &str, token: &str) -> ServiceResult<AnyRow> {
+    sqlx::query(
+        "SELECT id, team_id, email, role, user_id FROM link_tokens \
+         WHERE token_hash = $1 AND kind = $2 AND used_at IS NULL AND expires_at > $3",
+    )
+    .bind(hash_key(token))
+    .bind(kind)
+    .bind(now_ms())
+    .fetch_optional(&mut *conn)
+    .await?
+    .ok_or_else(|| link_gone(kind))
+}
+
+async fn mark_used(conn: &mut AnyConnection, link_id: &str) -> ServiceResult<()> {
+    let used = sqlx::query("UPDATE link_tokens SET used_at = $1 WHERE id = $2 AND used_at IS NULL")
+        .bind(now_ms())
+        .bind(link_id)
+        .execute(conn)
+        .await?;
+    // Another request used it between our read and this write (PostgreSQL, read committed).
+    if used.rows_affected() == 0 {
+        return Err(link_gone(INVITE));
+    }
+    Ok(())
+}
+
+impl IdentityStore {
+    /// An invitation of `email` into the team with `role`. Someone who is a member already, or
+    /// whose address signs in elsewhere, cannot be invited (409).
+    pub async fn invite(
+        &self,
+        team_id: &str,
+        email: &str,
+        role: &str,
+        created_by: Option<&Actor>,
+        valid_ms: i64,
+    ) -> ServiceResult<Invitation> {
+        validate::all([
+            validate::email("email", email.trim()),
+            (!ROLES.contains(&role))
+                .then(|| FieldViolation::new("role", format!("must be one of {}", ROLES.join(", ")))),
+        ])?;
+        self.team(team_id).await?;
+        let email_key = email.trim().to_lowercase();
+        let mut tx = self.db.begin_write().await?;
+        let taken = sqlx::query(
+            "SELECT team_id, password_hash FROM users WHERE email_key = $1 AND (team_id = $2 OR password_hash IS NOT NULL)",
+        )
+        .bind(&email_key)
+        .bind(team_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some(row) = taken {
+            let same_team = row.try_get::<String, _>("team_id")? == team_id;
+            return Err(if same_team {
+                ServiceError::conflict("This person is a member of the team already")
+            } else {
+                account_exists()
+            });
+        }
+        let link = NewLink { kind: INVITE, team_id, email: &email_key, role, user_id: None, created_by, valid_ms };
+        let invitation = insert_link(&mut tx, &link).await?;
+        tx.commit().await?;
+        Ok(invitation)
+    }
+
+    /// Accepts an invitation: its user gets the password and names and is signed in.
+    pub async fn accept_invitation(
+        &self,
+        token: &str,
+        names: Names<'_>,
+        password_hash: &str,
+        client: &Client,
+        times: SessionTimes,
+    ) -> ServiceResult<SignedIn> {
+        validate::all([
+            limits::PERSON_NAME.check("firstName", names.first_name),
+            limits::PERSON_NAME.check("lastName", names.last_name),
+        ])?;
+        let mut tx = self.db.begin_write().await?;
+        let link = live_link(&mut tx, INVITE, token).await?;
+        let (link_id, team_id): (String, String) = (link.try_get("id")?, link.try_get("team_id")?);
+        let live_team = sqlx::query("SELECT id FROM teams WHERE id = $1 AND deleted_at IS NULL")
+            .bind(&team_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if live_team.is_none() {
+            return Err(link_gone(INVITE));
+        }
+        let user_id = match link.try_get::<Option<String>, _>("user_id")? {
+            Some(user_id) => {
+                sqlx::query("UPDATE users SET first_name = $1, last_name = $2 WHERE id = $3")
+                    .bind(names.first_name.trim())
+                    .bind(names.last_name.trim())
+                    .bind(&user_id)
+                    .execute(&mut *tx)
+                    .await?;
+                user_id
+            }
+            None => {
+                let new = NewUser {
+                    first_name: names.first_name.to_owned(),
+                    last_name: names.last_name.to_owned(),
+                    email: link.try_get("email")?,
+                    role: link.try_get("role")?,
+                };
+                insert_user(&mut tx, &team_id, &new).await?.id
+            }
+        };
+        set_password_in(&mut tx, &user_id, password_hash).await?;
+        mark_used(&mut tx, &link_id).await?;
+        let user = user_in(&mut tx, &user_id).await?.ok_or_else(|| link_gone(INVITE))?;
+        let signed_in = begin_session_in(&mut tx, &user, client, times).await?;
+        tx.commit().await?;
+        Ok(signed_in)
+    }
+
+    /// A password-reset link for the user with this e-mail (the one who signs in with it, or
+    /// else the newest user with it, who then sets a first password).
+    pub async fn reset_link(&self, email: &str, valid_ms: i64) -> ServiceResult<Invitation> {
+        let row = sqlx::query(
+            "SELECT id, team_id, email, role FROM users WHERE email_key = $1 \
+             ORDER BY CASE WHEN password_hash IS NULL THEN 1 ELSE 0 END, created_at DESC LIMIT 1",
+        )
+        .bind(email.trim().to_lowercase())
+        .fetch_optional(self.db.pool())
+        .await?
+        .ok_or_else(|| ServiceError::not_found("No user has this e-mail address"))?;
+        let (user_id, team_id, email, role): (String, String, String, String) =
+            (row.try_get("id")?, row.try_get("team_id")?, row.try_get("email")?, row.try_get("role")?);
+        let mut tx = self.db.begin_write().await?;
+        let link = NewLink {
+            kind: RESET,
+            team_id: &team_id,
+            email: &email,
+            role: &role,
+            user_id: Some(&user_id),
+            created_by: None,
+            valid_ms,
+        };
+        let invitation = insert_link(&mut tx, &link).await?;
+        tx.commit().await?;
+        Ok(invitation)
+    }
+
+    /// Uses a reset link: the new password, every other session ended, a new one begun.
+    pub async fn reset_password(
+        &self,
+        token: &str,
+        password_hash: &str,
+        client: &Client,
+        times: SessionTimes,
+    ) -> ServiceResult<SignedIn> {
+        let mut tx = self.db.begin_write().await?;
+        let link = live_link(&mut tx, RESET, token).await?;
+        let (link_id, user_id): (String, Option<String>) = (link.try_get("id")?, link.try_get("user_id")?);
+        let user_id = user_id.ok_or_else(|| link_gone(RESET))?;
+        check_id("userId", &user_id)?;
+        let user = set_password_in(&mut tx, &user_id, password_hash).await?;
+        mark_used(&mut tx, &link_id).await?;
+        let signed_in = begin_session_in(&mut tx, &user, client, times).await?;
+        tx.commit().await?;
+        Ok(signed_in)
+    }
+}

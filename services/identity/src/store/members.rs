@@ -1,0 +1,115 @@
+//! Members: a team's users with their role and sign-in state. Owners may do everything; only
+//! an owner makes, changes or removes an owner; a team always keeps one owner.
+
+use sqlx::any::AnyRow;
+use sqlx::{AnyConnection, Row};
+use switchboard_kit::{FieldViolation, ServiceError, ServiceResult};
+use switchboard_proto::v1::Member;
+
+use super::accounts::end_sessions_of;
+use super::users::{ROLES, USER_COLUMNS, user_from_row};
+use super::{IdentityStore, check_id};
+use crate::validate;
+
+pub const OWNER: &str = "owner";
+
+fn member_from_row(row: &AnyRow) -> Result<Member, sqlx::Error> {
+    Ok(Member {
+        user: Some(user_from_row(row)?),
+        can_sign_in: row.try_get::<Option<String>, _>("password_hash")?.is_some(),
+        last_sign_in_at_ms: row.try_get("last_sign_in_at")?,
+    })
+}
+
+fn member_not_found() -> ServiceError {
+    ServiceError::not_found("Member not found (not a user of this team)")
+}
+
+fn owners_only() -> ServiceError {
+    ServiceError::forbidden("Only an owner can make, change or remove an owner")
+}
+
+fn last_owner() -> ServiceError {
+    ServiceError::conflict("A team keeps at least one owner").with_hint("Make another member an owner first.")
+}
+
+async fn member_in(conn: &mut AnyConnection, team_id: &str, user_id: &str) -> ServiceResult<Member> {
+    let row = sqlx::query(&format!(
+        "SELECT {USER_COLUMNS}, password_hash, last_sign_in_at FROM users WHERE id = $1 AND team_id = $2"
+    ))
+    .bind(user_id)
+    .bind(team_id)
+    .fetch_optional(conn)
+    .await?
+    .ok_or_else(member_not_found)?;
+    Ok(member_from_row(&row)?)
+}
+
+async fn owner_count(conn: &mut AnyConnection, team_id: &str) -> ServiceResult<i64> {
+    Ok(sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE team_id = $1 AND role = 'owner'")
+        .bind(team_id)
+        .fetch_one(conn)
+        .await?)
+}
+
+fn role_of(member: &Member) -> &str {
+    member.user.as_ref().map_or("", |user| user.role.as_str())
+}
+
+impl IdentityStore {
+    pub async fn members(&self, team_id: &str) -> ServiceResult<Vec<Member>> {
+        check_id("teamId", team_id)?;
+        let rows = sqlx::query(&format!(
+            "SELECT {USER_COLUMNS}, password_hash, last_sign_in_at FROM users WHERE team_id = $1 ORDER BY created_at, id"
+        ))
+        .bind(team_id)
+        .fetch_all(self.db.pool())
+        .await?;
+        Ok(rows.iter().map(member_from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Gives a member another role; `caller_role` is the role of whoever asks ("key" for an
+    /// API key, which may do what an admin may).
+    pub async fn set_role(&self, team_id: &str, user_id: &str, role: &str, caller_role: &str) -> ServiceResult<Member> {
+        validate::all([
+            validate::uuid("userId", user_id),
+            (!ROLES.contains(&role))
+                .then(|| FieldViolation::new("role", format!("must be one of {}", ROLES.join(", ")))),
+        ])?;
+        let mut tx = self.db.begin_write().await?;
+        self.db.lock_scope(&mut tx, &format!("members:{team_id}")).await?;
+        let member = member_in(&mut tx, team_id, user_id).await?;
+        if caller_role != OWNER && (role_of(&member) == OWNER || role == OWNER) {
+            return Err(owners_only());
+        }
+        if role_of(&member) == OWNER && role != OWNER && owner_count(&mut tx, team_id).await? <= 1 {
+            return Err(last_owner());
+        }
+        sqlx::query("UPDATE users SET role = $1 WHERE id = $2").bind(role).bind(user_id).execute(&mut *tx).await?;
+        let member = member_in(&mut tx, team_id, user_id).await?;
+        tx.commit().await?;
+        Ok(member)
+    }
+
+    /// Removes a member: their sessions end and their pending links with them.
+    pub async fn remove_member(&self, team_id: &str, user_id: &str, caller_role: &str) -> ServiceResult<Member> {
+        check_id("userId", user_id)?;
+        let mut tx = self.db.begin_write().await?;
+        self.db.lock_scope(&mut tx, &format!("members:{team_id}")).await?;
+        let member = member_in(&mut tx, team_id, user_id).await?;
+        if role_of(&member) == OWNER {
+            if caller_role != OWNER {
+                return Err(owners_only());
+            }
+            if owner_count(&mut tx, team_id).await? <= 1 {
+                return Err(last_owner());
+            }
+        }
+        end_sessions_of(&mut tx, user_id).await?;
+        sqlx::query("DELETE FROM sessions WHERE user_id = $1").bind(user_id).execute(&mut *tx).await?;
+        sqlx::query("DELETE FROM link_tokens WHERE user_id = $1").bind(user_id).execute(&mut *tx).await?;
+        sqlx::query("DELETE FROM users WHERE id = $1").bind(user_id).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(member)
+    }
+}

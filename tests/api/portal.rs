@@ -1,0 +1,45 @@
+//! The portal in a real browser: tests/portal/run.mjs (Playwright driving Debian's Chromium,
+//! axe-core in each page) against this stack, from an owner's invitation to keys, members,
+//! subteams and the audit log. Screenshots of every page are kept in
+//! `$CARGO_TARGET_DIR/portal-screenshots` (or `target/portal-screenshots`).
+
+use std::time::Duration;
+
+use crate::common::Stack;
+
+/// Every step of the run waits at most 10 s; the whole run at most this.
+const RUN_LIMIT: Duration = Duration::from_secs(600);
+
+#[tokio::test]
+async fn the_portal_works_in_a_real_browser() {
+    let runner = std::env::var("SWITCHBOARD_TEST_PORTAL")
+        .expect("SWITCHBOARD_TEST_PORTAL names tests/portal/run.mjs (scripts/test installs it: ensure_portal_tests)");
+    let stack = Stack::start().await;
+    let agency = stack.team("Browser Agency", true, 500).await;
+    let invitation = stack.admin(&["invite", "--team", &agency.id, "--email", "owner@browser-agency.example"]).await;
+    let url = invitation["url"].as_str().expect("an invitation link");
+    let portal = stack.base.trim_end_matches("/v1").to_owned();
+    let target = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".to_owned());
+    let shots = std::path::Path::new(&target).join("portal-screenshots");
+
+    let mut command = tokio::process::Command::new("node");
+    command
+        .arg(&runner)
+        .env("PORTAL_URL", &portal)
+        .env("OWNER_INVITE_URL", url)
+        .env("SCREENSHOT_DIR", &shots)
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(RUN_LIMIT, command.output())
+        .await
+        .unwrap_or_else(|_| panic!("the browser run did not finish in {RUN_LIMIT:?}"))
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the browser run failed ({}); screenshots in {}\n{stdout}\n{stderr}",
+        output.status,
+        shots.display()
+    );
+    println!("{stdout}");
+}
