@@ -127,6 +127,15 @@ ensure_portal_tests() {
   export CHROMIUM="${CHROMIUM:-$(command -v chromium)}"
 }
 
+imports_aiosmtpd() { "$1/bin/python" -c 'import aiosmtpd'; }
+
+# A local SMTP sink (aiosmtpd), to which the tests send invitation mail. Exports
+# SWITCHBOARD_TEST_SMTP_PYTHON.
+ensure_smtp_sink() {
+  python_venv smtp-sink-venv imports_aiosmtpd 'aiosmtpd==1.*' "the SMTP sink the mail tests use"
+  export SWITCHBOARD_TEST_SMTP_PYTHON="$HOME/.cache/switchboard/smtp-sink-venv/bin/python"
+}
+
 has_moto_server() { [ -x "$1/bin/moto_server" ]; }
 imports_standardwebhooks() { "$1/bin/python" -c 'import standardwebhooks'; }
 

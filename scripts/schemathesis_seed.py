@@ -8,7 +8,8 @@ phase from what it creates itself; this gives the other phases, and the lists th
 from, something to find. Calls, chats, contacts, boards and tags come from
 `switchboard admin seed-demo`, run before this; the rest is made here over the REST API.
 
-Usage: schemathesis_seed.py <base URL> <key>; prints the TOML to append to the run's config.
+Usage: schemathesis_seed.py <base URL> <key> <owner invitation URL>; prints the TOML to append to
+the run's config.
 """
 
 import json
@@ -16,7 +17,7 @@ import sys
 import urllib.request
 import uuid
 
-BASE, KEY = sys.argv[1], sys.argv[2]
+BASE, KEY, OWNER_INVITE = sys.argv[1], sys.argv[2], sys.argv[3]
 
 
 def call(method, path, body=None, content_type="application/json"):
@@ -83,6 +84,11 @@ fields = [
 ]
 
 # Members who signed in (an invitation accepted): the team's people for the member operations.
+# The owner first: the oldest member (see scripts/schemathesis).
+owner = {"token": OWNER_INVITE.rsplit("/", 1)[1], "password": "correct horse battery", "firstName": "Seed", "lastName": "Owner"}
+call("POST", "/auth/accept-invite", owner)
+
+
 def member(n):
     invitation = call("POST", "/members/invitations", {"email": f"member-{n}-{uuid.uuid4().hex[:8]}@seed.example"})
     token = invitation["url"].rsplit("/", 1)[1]
@@ -91,6 +97,15 @@ def member(n):
 
 
 members = [member(n) for n in range(3)]
+
+
+# Client subteams of the demo agency, without an allowance (the agency's credits stay for searches).
+def subteam(n):
+    body = {"firstName": "Seed", "lastName": "Client", "teamName": f"Client {n}", "email": f"client-{n}@seed.example"}
+    return call("POST", "/agency/subteams", {**body, "totalMonthlyCredits": 0})["id"]
+
+
+subteams = [subteam(n) for n in range(2)]
 
 # One webhook (a receiver on loopback: the run allows private addresses) and a delivery of it.
 webhook = call("POST", "/webhooks", {"url": "http://127.0.0.1:9/hook", "events": ["contact.created"]})["id"]
@@ -110,6 +125,7 @@ dictionaries = {
     "webhookId": [webhook],
     "deliveryId": deliveries,
     "userId": members,
+    "subteamId": subteams,
 }
 # `teamId`, an optional parameter of every operation, drawn at random names a team the agency
 # does not own (403) most of the time, whatever the rest of the request: the key's own team
@@ -147,6 +163,7 @@ spares = {
     # And the run's own key must never be revoked: revoking is given keys of its own.
     ("revokeApiKey", "keyId"): [call("POST", "/api-keys", {"name": f"spare {n}"})["id"] for n in range(3)],
     ("removeMember", "userId"): [member(n) for n in range(3, 6)],
+    ("deleteSubteam", "subteamId"): [subteam(n) for n in range(2, 5)],
     ("deleteWebhook", "webhookId"): [
         call("POST", "/webhooks", {"url": f"http://127.0.0.1:9/spare/{n}", "events": ["contact.created"]})["id"]
         for n in range(3)
@@ -162,7 +179,9 @@ for (operation, parameter), values in spares.items():
     lines.append(f'parameters."path.{parameter}" = {{ dictionary = "spare_{operation}", probability = 0.7 }}')
     for phase in ("examples", "coverage", "fuzzing"):
         lines.append(f"phases.{phase}.extra-data-sources.responses = false")
-lines += ["", "[[operations]]", 'include-path-regex = "^/agents/[^/]+/knowledgebase/"']
+# Only the paths of one entry: the first block that matches an operation is the one that counts,
+# and the collections (the agent upload among them) have blocks of their own in schemathesis.toml.
+lines += ["", "[[operations]]", 'include-path-regex = "^/agents/[^/]+/knowledgebase/[^/]+/"']
 for name in through_agent:
     lines.append(f'parameters."path.{name}" = {{ dictionary = "agent_{name}", probability = 0.7 }}')
 print("\n".join(lines))

@@ -225,7 +225,8 @@ pub async fn run(
         }
     };
     let portal = portal_base(&command, data_dir.map_or_else(|| config::data_dir(file, None), Path::to_path_buf))?;
-    let store = IdentityStore::open(&url).await?;
+    let period = switchboard_identity::AccountSettings::from_env()?.billing_period_ms;
+    let store = IdentityStore::open(&url).await?.with_billing_period(period);
     let output = execute(&store, versions.as_ref(), command, &portal).await;
     store.db().close().await;
     println!("{}", serde_json::to_string_pretty(&output?)?);
@@ -296,20 +297,29 @@ async fn execute(
         }
         AdminCommand::Invite { team, email, role, .. } => {
             let invitation = store.invite(&team, &email, &role, None, settings.invite_valid_ms).await?;
+            let url = switchboard_api::accounts::invite_url(portal, &invitation.token);
+            if let Some(mailer) = switchboard_identity::mail::Mailer::from_env()? {
+                let team = store.team(&team).await?;
+                mailer.send(switchboard_identity::mail::invitation(&invitation.email, &team.name, &url)).await?;
+            }
             json!({
                 "teamId": invitation.team_id,
                 "email": invitation.email,
                 "role": invitation.role,
-                "url": switchboard_api::accounts::invite_url(portal, &invitation.token),
+                "url": url,
                 "expiresAt": iso_ms(invitation.expires_at_ms),
             })
         }
         AdminCommand::ResetLink { email, .. } => {
             let link = store.reset_link(&email, settings.reset_valid_ms).await?;
+            let url = switchboard_api::accounts::reset_url(portal, &link.token);
+            if let Some(mailer) = switchboard_identity::mail::Mailer::from_env()? {
+                mailer.send(switchboard_identity::mail::reset(&link.email, &url)).await?;
+            }
             json!({
                 "teamId": link.team_id,
                 "email": link.email,
-                "url": switchboard_api::accounts::reset_url(portal, &link.token),
+                "url": url,
                 "expiresAt": iso_ms(link.expires_at_ms),
             })
         }

@@ -127,15 +127,23 @@ pub fn team_versions_at(url: &str, timeout: std::time::Duration) -> anyhow::Resu
 }
 
 async fn identity(context: Context) -> anyhow::Result<Component> {
-    let store = IdentityStore::open(&context.database_url(&IDENTITY)?).await?;
+    let settings = switchboard_identity::AccountSettings::from_env()?;
+    let store =
+        IdentityStore::open(&context.database_url(&IDENTITY)?).await?.with_billing_period(settings.billing_period_ms);
+    let allowances = store.clone();
+    let every = switchboard_identity::allowances::interval(settings.billing_period_ms);
     Ok(Component {
         info: &IDENTITY,
         routes: switchboard_identity::routes(
             store.clone(),
             team_versions(&context.file)?,
-            switchboard_identity::AccountSettings::from_env()?,
+            settings,
+            switchboard_identity::mail::Mailer::from_env()?,
         ),
-        background: vec![context.relay(store.db())?],
+        background: vec![
+            context.relay(store.db())?,
+            Box::new(move |stop| Box::pin(switchboard_identity::allowances::run(allowances, every, stop))),
+        ],
         databases: vec![store.db().clone()],
     })
 }

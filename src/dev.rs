@@ -101,7 +101,8 @@ pub async fn run(file: FileConfig, data_dir: Option<&Path>, listen: &str) -> any
 
 /// On the first start (no team yet): a demo agency team and its key.
 async fn create_demo_team_once(identity_url: &str) -> anyhow::Result<Option<(String, String)>> {
-    let identity = IdentityStore::open(identity_url).await?;
+    let period = switchboard_identity::AccountSettings::from_env()?.billing_period_ms;
+    let identity = IdentityStore::open(identity_url).await?.with_billing_period(period);
     let created = if identity.count_teams().await? == 0 { Some(create_demo_team(&identity).await?) } else { None };
     identity.db().close().await;
     Ok(created)

@@ -138,15 +138,7 @@ impl InvitationView {
     }
 }
 
-/// The portal page that accepts an invitation with this token.
-pub fn invite_url(public_base: &str, token: &str) -> String {
-    format!("{}/invite/{token}", public_base.trim_end_matches('/'))
-}
-
-/// The portal page that sets a new password with this reset token.
-pub fn reset_url(public_base: &str, token: &str) -> String {
-    format!("{}/reset/{token}", public_base.trim_end_matches('/'))
-}
+pub use switchboard_kit::links::{invite_url, reset_url};
 
 /// Something done to the team, by whom, when and from where.
 #[derive(Serialize, JsonSchema)]

@@ -218,7 +218,7 @@ impl App {
         session_token: Option<&str>,
     ) -> Result<Arc<Principal>, ServiceError> {
         if route.visitor {
-            let visitor = Principal { team: Default::default(), credential: crate::call::Credential::Visitor };
+            let visitor = Principal::new(Default::default(), crate::call::Credential::Visitor);
             return Ok(Arc::new(visitor));
         }
         let key = auth::presented_key(header, route)?;
@@ -321,6 +321,12 @@ impl App {
             let (body, retry_after) = limits::too_many_requests(&decision);
             return Ok(Admission::Respond(Reply::json(429, body).with_header(retry_after.0, retry_after.1)));
         }
+        let principal = match &session_token {
+            Some(token) if principal.session().is_some() && !route.visitor => {
+                self.sessions.current(&services, principal, token, decision.team_version).await?
+            }
+            _ => principal,
+        };
         let team = if route.visitor {
             Arc::new(principal.team.clone())
         } else {

@@ -69,7 +69,7 @@ impl Authenticator {
             let (Some(key), Some(team)) = (response.key, response.team) else {
                 return Err(ServiceError::internal(anyhow::anyhow!("identity answered without key or team")));
             };
-            Ok(Principal { team, credential: Credential::Key(key) })
+            Ok(Principal::new(team, Credential::Key(key)))
         })
         .await
     }

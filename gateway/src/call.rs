@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
+use std::sync::atomic::AtomicI64;
 
 use serde_json::Value;
 use switchboard_kit::ServiceError;
@@ -15,6 +16,19 @@ use crate::services::Services;
 pub struct Principal {
     pub team: Team,
     pub credential: Credential,
+    /// For a session: the version of its team (`switchboard_kit::team_versions`) under which it
+    /// was last found live, [`UNSEEN`] before a request read one. The identity service gives
+    /// the team a new version when a session of it ends or changes, so that every gateway
+    /// looks the session up again on its next request.
+    pub seen_version: AtomicI64,
+}
+
+pub const UNSEEN: i64 = i64::MIN;
+
+impl Principal {
+    pub fn new(team: Team, credential: Credential) -> Self {
+        Self { team, credential, seen_version: AtomicI64::new(UNSEEN) }
+    }
 }
 
 /// How a request proved who it is.

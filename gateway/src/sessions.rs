@@ -17,8 +17,9 @@ use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
 use switchboard_proto::v1::AuthenticateSessionRequest;
 
 use crate::cache::TtlCache;
-use crate::call::{Credential, Principal};
+use crate::call::{Credential, Principal, UNSEEN};
 use crate::services::Services;
+use std::sync::atomic::Ordering;
 
 pub const COOKIE: &str = "switchboard_session";
 pub const CSRF_HEADER: &str = "x-csrf-token";
@@ -93,7 +94,7 @@ impl SessionAuthenticator {
         crate::auth::remembered(&self.cache, hash, not_signed_in, async {
             let session = services.accounts.clone().authenticate_session(request).await?.into_inner();
             let team = session.team.clone().unwrap_or_default();
-            Ok(Principal { team, credential: Credential::Session(session) })
+            Ok(Principal::new(team, Credential::Session(session)))
         })
         .await
     }
@@ -101,6 +102,36 @@ impl SessionAuthenticator {
     /// Forgets a session this gateway ended, so that it is refused here at once.
     pub fn forget(&self, token: &str) {
         self.cache.remove(&hash_key(token));
+    }
+
+    /// The session `principal` again if its team's version (read with this request's rate-limit
+    /// token, when Redis decided) is the one it was last found live under; else looked up anew.
+    /// A session ended or changed on any replica is so refused by every gateway at its next
+    /// request, without a round trip of its own.
+    pub async fn current(
+        &self,
+        services: &Services,
+        principal: Arc<Principal>,
+        token: &str,
+        version: Option<i64>,
+    ) -> ServiceResult<Arc<Principal>> {
+        let Some(version) = version.filter(|_| principal.session().is_some()) else {
+            return Ok(principal);
+        };
+        let seen = principal.seen_version.load(Ordering::Acquire);
+        if seen == version {
+            return Ok(principal);
+        }
+        // Just looked up (this request or a concurrent one): found live before this version was read.
+        if seen == UNSEEN
+            && principal.seen_version.compare_exchange(UNSEEN, version, Ordering::AcqRel, Ordering::Acquire).is_ok()
+        {
+            return Ok(principal);
+        }
+        self.forget(token);
+        let fresh = self.authenticate(services, token).await?;
+        fresh.seen_version.store(version, Ordering::Release);
+        Ok(fresh)
     }
 }
 

@@ -346,3 +346,37 @@ async fn an_agency_hands_a_new_client_the_portal_and_its_first_key() {
         "{audit}"
     );
 }
+
+/// Two gateways on one Redis: a session signed out (or a member removed) through one is
+/// refused by the other at its very next request, although that one had it cached.
+#[tokio::test]
+async fn an_ended_session_is_refused_at_once_by_every_gateway() {
+    let redis = crate::common::Redis::start().await;
+    let url = redis.url();
+    let stack = Stack::start_with(&[("REDIS_URL", &url)]).await;
+    let team = stack.team("Replicas", false, 10).await;
+    let first = owner(&stack, &team.id, "owner@replicas.example").await;
+    let gateway = crate::common::Process::start(
+        &["serve", "gateway"],
+        &[
+            ("SWITCHBOARD_LISTEN", "127.0.0.1:0"),
+            ("SWITCHBOARD_IDENTITY_URL", &stack.identity_url),
+            ("SWITCHBOARD_SERVICE_TOKEN", &stack.service_token),
+            ("REDIS_URL", &url),
+        ],
+        "gateway listening on",
+    )
+    .await;
+    let other_base = gateway.line_after("gateway listening on").expect("the second gateway's address");
+
+    let signed_in = sign_in(&stack, "owner@replicas.example", PASSWORD).await;
+    let token = cookie_token(&signed_in);
+    let csrf = signed_in.body["data"]["csrfToken"].as_str().unwrap().to_owned();
+    let here = Api::signed_in(&stack.base, &token, Some(&csrf));
+    let there = Api::signed_in(&other_base, &token, Some(&csrf));
+    there.get("/me").await.expect(200);
+    there.get("/me").await.expect(200);
+    here.post("/auth/sign-out", json!({})).await.expect(200);
+    assert_eq!(there.get("/me").await.status, 401, "the other gateway refused it at once");
+    first.get("/me").await.expect(200);
+}

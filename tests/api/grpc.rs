@@ -208,6 +208,7 @@ async fn internal_callers_meet_the_same_rules_as_rest_clients() {
             role: String::new(),
         }),
         total_monthly_credits: None,
+        link_base: String::new(),
         access: Some(AccessFlags { users: Some(false), ..Default::default() }),
     };
     let created = identity.create_subteam(with_token(subteam, &token)).await.unwrap().into_inner();

@@ -7,6 +7,7 @@ mod common;
 
 mod accounts;
 mod admin;
+mod agency_lifecycle;
 mod agents;
 mod api_keys;
 mod auth;
@@ -24,6 +25,7 @@ mod knowledge_sources;
 mod knowledgebase;
 mod lifecycle;
 mod limits;
+mod mail;
 mod mcp;
 mod portal;
 mod replicas;

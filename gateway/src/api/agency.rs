@@ -5,11 +5,14 @@ use serde::Deserialize;
 use switchboard_api::accounts::invite_url;
 use switchboard_api::agency::Subteam;
 use switchboard_kit::{ServiceResult, limits};
-use switchboard_proto::v1::{AccessFlags, CreateSubteamRequest, ListSubteamsRequest, NewUser};
+use switchboard_proto::v1::{
+    AccessFlags, CreateSubteamRequest, ListSubteamsRequest, NewUser, SubteamRequest, TransferCreditsRequest,
+    UpdateSubteamRequest,
+};
 
 use super::groups::AGENCY;
 use crate::call::Call;
-use crate::endpoint::{Created, Endpoint, Input, Json, Nothing, Page};
+use crate::endpoint::{Created, Data, Endpoint, Id, Input, Json, Nothing, Page, Updated};
 use switchboard_api::paging::{SortOrder, default_limit, descending, first_page, page_request};
 
 const NOT_AGENCY: &str = "This API key's team does not own an agency (also with `teamId` naming a subteam, which owns \
@@ -20,6 +23,7 @@ pub fn endpoints() -> Vec<Endpoint> {
     vec![
         Endpoint::get("/v1/agency/subteams", list)
             .doc("listSubteams", AGENCY, "List the agency's client subteams")
+            .lists("subteamId")
             .about(
                 "The agency's client subteams with their credit balance, access configuration and users, one page at \
                  a time. The key's team (or the `teamId` team) must own an agency. Also accepts the key in \
@@ -30,6 +34,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         Endpoint::post("/v1/agency/subteams", create)
             .for_admins()
             .audited("subteam.created")
+            .creates("subteamId")
             .doc("createSubteam", AGENCY, "Create a client subteam with its first user and monthly credits")
             .about(
                 "Creates a client subteam, its first user (role `owner`) and moves `totalMonthlyCredits` (default \
@@ -44,7 +49,62 @@ pub fn endpoints() -> Vec<Endpoint> {
             )
             .fails(403, NOT_AGENCY)
             .fails(404, TEAM_GONE),
+        Endpoint::get("/v1/agency/subteams/{subteamId}", get)
+            .doc("getSubteam", AGENCY, "One client subteam: balance, allowance, access configuration and users")
+            .fails(404, SUBTEAM_GONE),
+        Endpoint::put("/v1/agency/subteams/{subteamId}", update)
+            .doc("updateSubteam", AGENCY, "Rename a subteam, change its monthly allowance or its access configuration")
+            .about(
+                "Members left out keep their value; in `accessConfig`, only the flags given change. A new \
+                 `totalMonthlyCredits` applies from the subteam's next billing period, when it is topped up to it; \
+                 use POST .../credits to move credits now.",
+            )
+            .for_admins()
+            .audited("subteam.updated")
+            .fails(404, SUBTEAM_GONE),
+        Endpoint::delete("/v1/agency/subteams/{subteamId}", delete)
+            .doc("deleteSubteam", AGENCY, "Delete a client subteam (soft: its keys then meet 404 Team not found)")
+            .about("Its ledger and balance stay for the record; it is no longer topped up or listed.")
+            .for_admins()
+            .audited("subteam.deleted")
+            .fails(404, SUBTEAM_GONE),
+        Endpoint::post("/v1/agency/subteams/{subteamId}/credits", add_credits)
+            .doc("addSubteamCredits", AGENCY, "Move credits from the agency's balance to a subteam's, now")
+            .about("A one-off transfer, on top of the monthly top-ups; all of it or nothing.")
+            .for_admins()
+            .audited("subteam.credits_added")
+            .fails(402, "Insufficient credits: the agency's balance is smaller than `amount`; nothing moved.")
+            .fails(404, SUBTEAM_GONE),
     ]
+}
+
+const SUBTEAM_GONE: &str = "Subteam not found: not a live client subteam of this agency.";
+
+/// A subteam's id in the path.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubteamPath {
+    pub subteam_id: Id,
+}
+
+/// Members left out keep their value. Other members are ignored.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateSubteam {
+    #[schemars(length(min = limits::SUBTEAM_NAME.min, max = limits::SUBTEAM_NAME.max))]
+    pub name: Option<String>,
+    /// The monthly allowance the subteam is topped up to at the start of each period.
+    #[schemars(range(min = limits::MONTHLY_CREDITS.min, max = limits::MONTHLY_CREDITS.max))]
+    pub total_monthly_credits: Option<i64>,
+    pub access_config: Option<AccessFlagsInput>,
+}
+
+/// Other members are ignored.
+#[derive(Deserialize, JsonSchema)]
+pub struct AddCredits {
+    /// Credits to move from the agency's balance.
+    #[schemars(range(min = 1, max = limits::MONTHLY_CREDITS.max))]
+    pub amount: i64,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -94,6 +154,22 @@ pub struct AccessFlagsInput {
     pub crm: Option<bool>,
 }
 
+impl From<AccessFlagsInput> for AccessFlags {
+    fn from(flags: AccessFlagsInput) -> Self {
+        Self {
+            users: flags.users,
+            instructions: flags.instructions,
+            instructions_write: flags.instructions_write,
+            testing: flags.testing,
+            knowledge_base: flags.knowledge_base,
+            agent_configuration: flags.agent_configuration,
+            agent_creation: flags.agent_creation,
+            conversations: flags.conversations,
+            crm: flags.crm,
+        }
+    }
+}
+
 /// The hosted body of `POST /agency/subteams`. Other members are ignored.
 #[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -132,19 +208,61 @@ async fn list(call: Call, input: Input<Nothing, SubteamQuery>) -> ServiceResult<
     })
 }
 
+fn subteam_request(call: &Call, path: SubteamPath) -> SubteamRequest {
+    SubteamRequest { agency_team_id: call.team_id().to_owned(), team_id: path.subteam_id.into_string() }
+}
+
+async fn get(call: Call, input: Input<SubteamPath>) -> ServiceResult<Data<Subteam>> {
+    let request = subteam_request(&call, input.path);
+    let subteam = call.services.identity.clone().get_subteam(request).await?.into_inner();
+    Ok(Data::new(Subteam::from(&subteam)))
+}
+
+async fn update(
+    call: Call,
+    input: Input<SubteamPath, Nothing, Json<UpdateSubteam>>,
+) -> ServiceResult<Updated<Subteam>> {
+    let Json(body) = input.body;
+    let target = subteam_request(&call, input.path);
+    let request = UpdateSubteamRequest {
+        agency_team_id: target.agency_team_id,
+        team_id: target.team_id,
+        name: body.name,
+        total_monthly_credits: body.total_monthly_credits,
+        access: body.access_config.map(AccessFlags::from),
+    };
+    let subteam = call.services.identity.clone().update_subteam(request).await?.into_inner();
+    Ok(Updated::new(Subteam::from(&subteam), "Subteam updated successfully"))
+}
+
+async fn delete(call: Call, input: Input<SubteamPath>) -> ServiceResult<Updated<Subteam>> {
+    let request = subteam_request(&call, input.path);
+    let subteam = call.services.identity.clone().delete_subteam(request).await?.into_inner();
+    Ok(Updated::new(Subteam::from(&subteam), "Subteam deleted successfully"))
+}
+
+async fn add_credits(
+    call: Call,
+    input: Input<SubteamPath, Nothing, Json<AddCredits>>,
+) -> ServiceResult<Updated<Subteam>> {
+    let Json(body) = input.body;
+    let target = subteam_request(&call, input.path);
+    // Not found before anything moves: another agency's subteam is 404, not 403.
+    call.services.identity.clone().get_subteam(target.clone()).await?;
+    let transfer = TransferCreditsRequest {
+        from_team_id: target.agency_team_id.clone(),
+        to_team_id: target.team_id.clone(),
+        amount: body.amount,
+        reason: "credits added by the agency".to_owned(),
+    };
+    call.services.identity.clone().transfer_credits(transfer).await?;
+    let subteam = call.services.identity.clone().get_subteam(target).await?.into_inner();
+    Ok(Updated::new(Subteam::from(&subteam), "Credits moved to the subteam"))
+}
+
 async fn create(call: Call, input: Input<Nothing, Nothing, Json<CreateSubteam>>) -> ServiceResult<Created<Subteam>> {
     let Json(body) = input.body;
-    let access = body.access_config.map(|flags| AccessFlags {
-        users: flags.users,
-        instructions: flags.instructions,
-        instructions_write: flags.instructions_write,
-        testing: flags.testing,
-        knowledge_base: flags.knowledge_base,
-        agent_configuration: flags.agent_configuration,
-        agent_creation: flags.agent_creation,
-        conversations: flags.conversations,
-        crm: flags.crm,
-    });
+    let access = body.access_config.map(AccessFlags::from);
     let request = CreateSubteamRequest {
         agency_team_id: call.team_id().to_owned(),
         team_name: body.team_name,
@@ -156,6 +274,7 @@ async fn create(call: Call, input: Input<Nothing, Nothing, Json<CreateSubteam>>)
         }),
         total_monthly_credits: body.total_monthly_credits,
         access,
+        link_base: call.public_base.clone(),
     };
     let subteam = call.services.identity.clone().create_subteam(request).await?.into_inner();
     let invite_url = subteam.invite_token.as_deref().map(|token| invite_url(&call.public_base, token));

@@ -173,6 +173,7 @@ async fn invite(call: Call, input: Input<Nothing, Nothing, Json<Invite>>) -> Ser
         created_by: Some(call.principal.actor()),
         caller_role: call.principal.standing().caller_role().to_owned(),
         client: Some((&call.client).into()),
+        link_base: call.public_base.clone(),
     };
     let invitation = call.services.accounts.clone().create_invitation(request).await?.into_inner();
     Ok(Created::new(InvitationView::new(&invitation, &call.public_base), "Invitation created; share its url"))

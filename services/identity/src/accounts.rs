@@ -4,11 +4,13 @@
 //! what authenticated callers do is written by the gateway, which knows who they are.
 
 use switchboard_kit::grpc::{Reply, reply};
+use switchboard_kit::team_versions::TeamVersions;
 use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
 use switchboard_proto::v1::account_service_server::{AccountService, AccountServiceServer};
 use switchboard_proto::v1::*;
 use tonic::Request;
 
+use crate::mail::{self, Mailer};
 use crate::passwords;
 use crate::settings::AccountSettings;
 use crate::store::IdentityStore;
@@ -18,10 +20,19 @@ use crate::store::members::OWNER;
 pub struct AccountsApi {
     store: IdentityStore,
     settings: AccountSettings,
+    mailer: Option<Mailer>,
+    /// A session that ends or changes gives its team a new version: every gateway then looks
+    /// its sessions up again at their next request.
+    versions: Option<TeamVersions>,
 }
 
-pub fn server(store: IdentityStore, settings: AccountSettings) -> AccountServiceServer<AccountsApi> {
-    AccountServiceServer::new(AccountsApi { store, settings })
+pub fn server(
+    store: IdentityStore,
+    settings: AccountSettings,
+    mailer: Option<Mailer>,
+    versions: Option<TeamVersions>,
+) -> AccountServiceServer<AccountsApi> {
+    AccountServiceServer::new(AccountsApi { store, settings, mailer, versions })
 }
 
 fn wrong_credentials() -> ServiceError {
@@ -38,6 +49,19 @@ fn check_password(field: &str, password: &str) -> ServiceResult<()> {
 }
 
 impl AccountsApi {
+    /// After sessions of `team_id` ended or changed: a new team version, before the answer.
+    async fn sessions_changed(&self, team_id: &str) {
+        if let Some(versions) = &self.versions {
+            versions.changed(&[team_id]).await;
+        }
+    }
+
+    async fn signed_in_changed(&self, signed_in: &SignedIn) {
+        if let Some(team) = signed_in.session.as_ref().and_then(|s| s.team.as_ref()) {
+            self.sessions_changed(&team.id).await;
+        }
+    }
+
     /// Writes an entry; a failure to write is logged, never the caller's failure.
     async fn audit(&self, team_id: &str, action: &str, actor: Actor, target: &str, client: Option<&Client>) {
         let client = client.cloned().unwrap_or_default();
@@ -124,7 +148,11 @@ impl AccountService for AccountsApi {
     async fn end_session(&self, request: Request<EndSessionRequest>) -> Reply<EndSessionResponse> {
         let request = request.into_inner();
         let session = self.store.session(&request.token_hash, self.settings.sessions).await.ok();
-        let ended = self.store.end_session(&request.token_hash).await?.is_some();
+        let ended = self.store.end_session(&request.token_hash).await?;
+        if let Some((_, team_id)) = &ended {
+            self.sessions_changed(team_id).await;
+        }
+        let ended = ended.is_some();
         if let Some(user) = session.as_ref().and_then(|s| s.user.as_ref()).filter(|_| ended) {
             self.audit(&user.team_id, "auth.signed_out", user_actor(user), &user.email, request.client.as_ref()).await;
         }
@@ -143,6 +171,7 @@ impl AccountService for AccountsApi {
         let hash = passwords::hash(&request.new_password).await?;
         let client = request.client.unwrap_or_default();
         let signed_in = self.store.set_password(&user.id, &hash, &client, self.settings.sessions).await?;
+        self.signed_in_changed(&signed_in).await;
         self.audit_signed_in("auth.password_changed", &signed_in, Some(&client)).await;
         reply(Ok(signed_in))
     }
@@ -154,9 +183,16 @@ impl AccountService for AccountsApi {
             return Err(ServiceError::forbidden("Only an owner can invite an owner").into());
         }
         let created_by = request.created_by.as_ref();
-        reply(
-            self.store.invite(&request.team_id, &request.email, role, created_by, self.settings.invite_valid_ms).await,
-        )
+        let invitation = self
+            .store
+            .invite(&request.team_id, &request.email, role, created_by, self.settings.invite_valid_ms)
+            .await?;
+        if let Some(mailer) = self.mailer.as_ref().filter(|_| !request.link_base.is_empty()) {
+            let team = self.store.team(&request.team_id).await?;
+            let url = switchboard_kit::links::invite_url(&request.link_base, &invitation.token);
+            mailer.send_later(mail::invitation(&invitation.email, &team.name, &url));
+        }
+        reply(Ok(invitation))
     }
 
     async fn accept_invitation(&self, request: Request<AcceptInvitationRequest>) -> Reply<SignedIn> {
@@ -181,6 +217,7 @@ impl AccountService for AccountsApi {
         let hash = passwords::hash(&request.password).await?;
         let client = request.client.unwrap_or_default();
         let signed_in = self.store.reset_password(&request.token, &hash, &client, self.settings.sessions).await?;
+        self.signed_in_changed(&signed_in).await;
         self.audit_signed_in("auth.password_reset", &signed_in, Some(&client)).await;
         reply(Ok(signed_in))
     }
@@ -192,12 +229,17 @@ impl AccountService for AccountsApi {
 
     async fn update_member(&self, request: Request<UpdateMemberRequest>) -> Reply<Member> {
         let request = request.into_inner();
-        reply(self.store.set_role(&request.team_id, &request.user_id, &request.role, &request.caller_role).await)
+        let member =
+            self.store.set_role(&request.team_id, &request.user_id, &request.role, &request.caller_role).await?;
+        self.sessions_changed(&request.team_id).await;
+        reply(Ok(member))
     }
 
     async fn remove_member(&self, request: Request<RemoveMemberRequest>) -> Reply<Member> {
         let request = request.into_inner();
-        reply(self.store.remove_member(&request.team_id, &request.user_id, &request.caller_role).await)
+        let member = self.store.remove_member(&request.team_id, &request.user_id, &request.caller_role).await?;
+        self.sessions_changed(&request.team_id).await;
+        reply(Ok(member))
     }
 
     async fn record_audit(&self, request: Request<AuditEntry>) -> Reply<AuditEntry> {

@@ -2,7 +2,9 @@
 //! and subscriptions. It owns its database and is reached over gRPC only.
 
 pub mod accounts;
+pub mod allowances;
 pub mod keys;
+pub mod mail;
 pub mod passwords;
 pub mod service;
 pub mod settings;

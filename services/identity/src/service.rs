@@ -8,8 +8,9 @@ use switchboard_proto::v1::*;
 use tonic::service::Routes;
 use tonic::{Request, Status};
 
+use crate::mail::{self, Mailer};
 use crate::settings::AccountSettings;
-use crate::store::{IdentityStore, NewSubteam, NewTeam};
+use crate::store::{IdentityStore, NewSubteam, NewTeam, SubteamChange};
 
 /// The most teams one `GetIdentities` call reads (the gateway asks for at most 256).
 const MOST_IDENTITIES: usize = 1_000;
@@ -20,12 +21,19 @@ pub struct IdentityApi {
     /// a change here gives the team a new version.
     versions: Option<TeamVersions>,
     settings: AccountSettings,
+    mailer: Option<Mailer>,
 }
 
 /// The identity service's routes, ready for `switchboard_kit::grpc::serve`.
-pub fn routes(store: IdentityStore, versions: Option<TeamVersions>, settings: AccountSettings) -> Routes {
-    Routes::new(IdentityServiceServer::new(IdentityApi { store: store.clone(), versions, settings }))
-        .add_service(crate::accounts::server(store, settings))
+pub fn routes(
+    store: IdentityStore,
+    versions: Option<TeamVersions>,
+    settings: AccountSettings,
+    mailer: Option<Mailer>,
+) -> Routes {
+    let identity = IdentityApi { store: store.clone(), versions: versions.clone(), settings, mailer: mailer.clone() };
+    Routes::new(IdentityServiceServer::new(identity))
+        .add_service(crate::accounts::server(store, settings, mailer, versions))
 }
 
 impl IdentityApi {
@@ -115,6 +123,7 @@ impl IdentityService for IdentityApi {
             crm: flags.crm.unwrap_or(true),
         });
         let agency_team_id = request.agency_team_id.clone();
+        let link_base = request.link_base.clone();
         let created = self
             .store
             .create_subteam(NewSubteam {
@@ -128,6 +137,17 @@ impl IdentityService for IdentityApi {
                 invite_valid_ms: self.settings.invite_valid_ms,
             })
             .await;
+        if let (Ok(subteam), Some(mailer)) = (&created, self.mailer.as_ref().filter(|_| !link_base.is_empty())) {
+            let first = subteam.users.first().map(|user| user.email.as_str()).unwrap_or_default();
+            let team = subteam.team.as_ref().map(|team| team.name.as_str()).unwrap_or_default();
+            if let Some(token) = &subteam.invite_token {
+                mailer.send_later(mail::invitation(
+                    first,
+                    team,
+                    &switchboard_kit::links::invite_url(&link_base, token),
+                ));
+            }
+        }
         // The subteam's credits come out of the agency's balance.
         reply(self.changed(created, &[&agency_team_id]).await)
     }
@@ -141,6 +161,28 @@ impl IdentityService for IdentityApi {
                 .await
                 .map(|(subteams, page)| ListSubteamsResponse { subteams, page: Some(page) }),
         )
+    }
+
+    async fn get_subteam(&self, request: Request<SubteamRequest>) -> Reply<Subteam> {
+        let request = request.into_inner();
+        reply(self.store.subteam(&request.agency_team_id, &request.team_id).await)
+    }
+
+    async fn update_subteam(&self, request: Request<UpdateSubteamRequest>) -> Reply<Subteam> {
+        let request = request.into_inner();
+        let change = SubteamChange {
+            name: request.name,
+            total_monthly_credits: request.total_monthly_credits,
+            access: request.access,
+        };
+        let updated = self.store.update_subteam(&request.agency_team_id, &request.team_id, change).await;
+        reply(self.changed(updated, &[&request.team_id]).await)
+    }
+
+    async fn delete_subteam(&self, request: Request<SubteamRequest>) -> Reply<Subteam> {
+        let request = request.into_inner();
+        let deleted = self.store.delete_subteam(&request.agency_team_id, &request.team_id).await;
+        reply(self.changed(deleted, &[&request.team_id]).await)
     }
 
     async fn create_user(&self, request: Request<CreateUserRequest>) -> Reply<User> {

@@ -18,6 +18,9 @@ pub struct AccountSettings {
     /// Invitations last 7 days, password-reset links 1 day.
     pub invite_valid_ms: i64,
     pub reset_valid_ms: i64,
+    /// A billing period (`SWITCHBOARD_BILLING_PERIOD`, 30d): subscriptions roll over and
+    /// subteams are topped up to their allowance once per period.
+    pub billing_period_ms: i64,
 }
 
 impl Default for AccountSettings {
@@ -28,6 +31,7 @@ impl Default for AccountSettings {
             signup_credits: 0,
             invite_valid_ms: 7 * DAY_MS,
             reset_valid_ms: DAY_MS,
+            billing_period_ms: 30 * DAY_MS,
         }
     }
 }
@@ -67,6 +71,9 @@ impl AccountSettings {
         }
         if let Some(max) = duration("SWITCHBOARD_SESSION_MAX")? {
             settings.sessions.max_ms = max;
+        }
+        if let Some(period) = duration("SWITCHBOARD_BILLING_PERIOD")? {
+            settings.billing_period_ms = period;
         }
         match var("SWITCHBOARD_SIGNUP").as_deref().map(str::trim) {
             None | Some("closed") => {}

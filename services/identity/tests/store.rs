@@ -338,3 +338,46 @@ fn full() -> AccessConfig {
         crm: true,
     }
 }
+
+/// Two replicas polling at once: each due period is topped up by exactly one of them, to the
+/// allowance, and an agency short of credits gives what it has.
+#[tokio::test]
+async fn a_due_period_is_topped_up_once_to_the_allowance() {
+    on_every_engine(|store| async move {
+        let store = store.with_billing_period(1_000);
+        let agency = team(&store, "Agency", true, 100).await;
+        let client = store.create_subteam(subteam(&agency, "Client", 10)).await.unwrap();
+        let client = client.team.unwrap().id;
+        let change =
+            switchboard_identity::store::SubteamChange { total_monthly_credits: Some(40), ..Default::default() };
+        store.update_subteam(&agency, &client, change).await.unwrap();
+        assert_eq!(store.balance(&client).await.unwrap(), 10, "a new allowance waits for the next period");
+
+        tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+        let (one, two) = tokio::join!(store.top_up_due(), store.top_up_due());
+        let done: Vec<_> = one.unwrap().into_iter().chain(two.unwrap()).collect();
+        assert_eq!(done.len(), 1, "{done:?}");
+        assert_eq!((done[0].moved, done[0].short), (30, 0));
+        assert_eq!(store.balance(&client).await.unwrap(), 40);
+        assert_eq!(store.balance(&agency).await.unwrap(), 60);
+        assert!(store.top_up_due().await.unwrap().is_empty(), "nothing due until the next period ends");
+
+        // Short: the agency gives what it has.
+        let change =
+            switchboard_identity::store::SubteamChange { total_monthly_credits: Some(500), ..Default::default() };
+        store.update_subteam(&agency, &client, change).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+        let done = store.top_up_due().await.unwrap();
+        assert_eq!((done[0].moved, done[0].short), (60, 400), "{done:?}");
+        assert_eq!((store.balance(&agency).await.unwrap(), store.balance(&client).await.unwrap()), (0, 100));
+
+        // Deleted subteams are not topped up; other agencies' subteams are not found.
+        let other = team(&store, "Other", true, 10).await;
+        assert_eq!(store.subteam(&other, &client).await.unwrap_err().kind, ErrorKind::NotFound);
+        store.delete_subteam(&agency, &client).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+        assert!(store.top_up_due().await.unwrap().is_empty());
+        assert_eq!(store.subteam(&agency, &client).await.unwrap_err().kind, ErrorKind::NotFound);
+    })
+    .await;
+}

@@ -10,6 +10,7 @@ pub mod error;
 pub mod grpc;
 pub mod jobs;
 pub mod limits;
+pub mod links;
 pub mod listing;
 pub mod metrics;
 pub mod objects;

@@ -7,6 +7,7 @@ mod credits;
 mod keys;
 pub mod links;
 pub mod members;
+mod subteams;
 mod teams;
 mod users;
 
@@ -16,11 +17,15 @@ use switchboard_kit::db::Db;
 use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::{AccessConfig, Team};
 
+pub use subteams::{SubteamChange, TopUp};
 pub use teams::{NewSubteam, NewTeam};
 
 #[derive(Clone, Debug)]
 pub struct IdentityStore {
     db: Db,
+    /// The length of a billing period (`SWITCHBOARD_BILLING_PERIOD`, 30 days): subscriptions
+    /// roll over, and subteams are topped up to their allowance, once per period.
+    period_ms: i64,
 }
 
 /// The columns that make a [`Team`], in the order [`team_from_row`] reads them.
@@ -31,11 +36,16 @@ const TEAM_COLUMNS: &str = "t.id, t.name, t.parent_team_id, t.owns_agency, t.mon
 
 impl IdentityStore {
     pub async fn open(url: &str) -> anyhow::Result<Self> {
-        Ok(Self { db: Db::connect(url, &crate::MIGRATIONS).await? })
+        Ok(Self::from_db(Db::connect(url, &crate::MIGRATIONS).await?))
     }
 
     pub fn from_db(db: Db) -> Self {
-        Self { db }
+        Self { db, period_ms: teams::DEFAULT_PERIOD_MS }
+    }
+
+    /// The same store with billing periods of `period_ms`.
+    pub fn with_billing_period(self, period_ms: i64) -> Self {
+        Self { period_ms: period_ms.max(1), ..self }
     }
 
     pub fn db(&self) -> &Db {

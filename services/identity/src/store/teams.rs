@@ -15,7 +15,7 @@ use super::{IdentityStore, TEAM_COLUMNS, check_id, team_from_row, team_not_found
 use crate::validate;
 
 pub const DEFAULT_PLAN: &str = "self-hosted";
-const BILLING_PERIOD_MS: i64 = 30 * 24 * 60 * 60 * 1000;
+pub(super) const DEFAULT_PERIOD_MS: i64 = 30 * 24 * 60 * 60 * 1000;
 
 #[derive(Debug, Clone, Default)]
 pub struct NewTeam {
@@ -52,7 +52,12 @@ pub fn full_access() -> AccessConfig {
     }
 }
 
-async fn insert_team(conn: &mut AnyConnection, new: &NewTeam, monthly_credits: i64) -> ServiceResult<Team> {
+async fn insert_team(
+    conn: &mut AnyConnection,
+    new: &NewTeam,
+    monthly_credits: i64,
+    period_ms: i64,
+) -> ServiceResult<Team> {
     let access = new.access.unwrap_or_else(full_access);
     let team = Team {
         id: uuid::Uuid::new_v4().to_string(),
@@ -92,13 +97,13 @@ async fn insert_team(conn: &mut AnyConnection, new: &NewTeam, monthly_credits: i
     sqlx::query("INSERT INTO subscriptions (team_id, plan, status, current_period_end) VALUES ($1, $2, 'active', $3)")
         .bind(&team.id)
         .bind(new.plan.as_deref().unwrap_or(DEFAULT_PLAN))
-        .bind(team.created_at_ms + BILLING_PERIOD_MS)
+        .bind(team.created_at_ms + period_ms)
         .execute(&mut *conn)
         .await?;
     Ok(team)
 }
 
-async fn team_in(conn: &mut AnyConnection, team_id: &str) -> ServiceResult<Option<Team>> {
+pub(super) async fn team_in(conn: &mut AnyConnection, team_id: &str) -> ServiceResult<Option<Team>> {
     let row = sqlx::query(&format!("SELECT {TEAM_COLUMNS} FROM teams t WHERE t.id = $1"))
         .bind(team_id)
         .fetch_optional(conn)
@@ -106,14 +111,14 @@ async fn team_in(conn: &mut AnyConnection, team_id: &str) -> ServiceResult<Optio
     Ok(row.as_ref().map(team_from_row).transpose()?)
 }
 
-/// The end of the billing period that contains `now`: periods follow each other every 30
-/// days from the stored end, so the value never goes stale without a writer.
-fn current_period_end(stored_end: i64, now: i64) -> i64 {
+/// The end of the billing period that contains `now`: periods follow each other every
+/// `period_ms` from the stored end, so the value never goes stale without a writer.
+pub(super) fn current_period_end(stored_end: i64, now: i64, period_ms: i64) -> i64 {
     if stored_end > now {
         return stored_end;
     }
-    let elapsed_periods = (now - stored_end) / BILLING_PERIOD_MS + 1;
-    stored_end + elapsed_periods * BILLING_PERIOD_MS
+    let elapsed_periods = (now - stored_end) / period_ms + 1;
+    stored_end + elapsed_periods * period_ms
 }
 
 impl IdentityStore {
@@ -131,7 +136,7 @@ impl IdentityStore {
                 return Err(ServiceError::forbidden("The parent team does not own an agency"));
             }
         }
-        let team = insert_team(&mut tx, &new, new.initial_credits).await?;
+        let team = insert_team(&mut tx, &new, new.initial_credits, self.period_ms).await?;
         if new.initial_credits > 0 {
             credits::apply(&mut tx, &team.id, new.initial_credits, Kind::Grant, "initial credits", None).await?;
         }
@@ -155,7 +160,7 @@ impl IdentityStore {
             validate::email("email", owner.email.trim()),
         ])?;
         let mut tx = self.db.begin_write().await?;
-        let team = insert_team(&mut tx, &new, 0).await?;
+        let team = insert_team(&mut tx, &new, 0, self.period_ms).await?;
         if new.initial_credits > 0 {
             credits::apply(&mut tx, &team.id, new.initial_credits, Kind::Grant, "sign-up credits", None).await?;
         }
@@ -243,6 +248,7 @@ impl IdentityStore {
                 ..NewTeam::default()
             },
             new.total_monthly_credits,
+            self.period_ms,
         )
         .await?;
         let user =
@@ -366,7 +372,7 @@ impl IdentityStore {
             query = query.bind(id.as_str());
         }
         let now = now_ms();
-        query.fetch_all(self.db.pool()).await?.iter().map(|row| identity_from_row(row, now)).collect()
+        query.fetch_all(self.db.pool()).await?.iter().map(|row| identity_from_row(row, now, self.period_ms)).collect()
     }
 
     pub(super) async fn users_of(
@@ -395,7 +401,7 @@ impl IdentityStore {
     }
 }
 
-fn identity_from_row(row: &sqlx::any::AnyRow, now: i64) -> ServiceResult<Identity> {
+fn identity_from_row(row: &sqlx::any::AnyRow, now: i64, period_ms: i64) -> ServiceResult<Identity> {
     let team = team_from_row(row)?;
     let stored_end: Option<i64> = row.try_get("current_period_end")?;
     let agency_name: Option<String> = row.try_get("agency_name")?;
@@ -408,7 +414,7 @@ fn identity_from_row(row: &sqlx::any::AnyRow, now: i64) -> ServiceResult<Identit
         subscription: Some(Subscription {
             plan: row.try_get("plan")?,
             status: row.try_get("status")?,
-            current_period_end_ms: stored_end.map(|end| current_period_end(end, now)),
+            current_period_end_ms: stored_end.map(|end| current_period_end(end, now, period_ms)),
         }),
         agency_team,
         team: Some(team),
@@ -422,8 +428,9 @@ mod tests {
     #[test]
     fn billing_periods_roll_forward() {
         let end = 1_000;
-        assert_eq!(current_period_end(end, 500), end);
-        assert_eq!(current_period_end(end, end), end + BILLING_PERIOD_MS);
-        assert_eq!(current_period_end(end, end + BILLING_PERIOD_MS + 1), end + 2 * BILLING_PERIOD_MS);
+        let period = DEFAULT_PERIOD_MS;
+        assert_eq!(current_period_end(end, 500, period), end);
+        assert_eq!(current_period_end(end, end, period), end + period);
+        assert_eq!(current_period_end(end, end + period + 1, period), end + 2 * period);
     }
 }
