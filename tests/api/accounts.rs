@@ -82,6 +82,7 @@ async fn people_and_sessions_on_postgres() {
     };
     invited_owner(&stack).await;
     roles(&stack).await;
+    other_teams(&stack).await;
 }
 
 async fn invited_owner(stack: &Stack) {
@@ -210,10 +211,13 @@ async fn roles(stack: &Stack) {
 
 #[tokio::test]
 async fn another_teams_people_and_keys_are_not_found() {
-    let stack = Stack::start().await;
+    other_teams(&Stack::start().await).await;
+}
+
+async fn other_teams(stack: &Stack) {
     let (one, two) = (stack.team("One", false, 10).await, stack.team("Two", false, 10).await);
-    let one_owner = owner(&stack, &one.id, "owner@one.example").await;
-    let two_owner = owner(&stack, &two.id, "owner@two.example").await;
+    let one_owner = owner(stack, &one.id, "owner@one.example").await;
+    let two_owner = owner(stack, &two.id, "owner@two.example").await;
     let two_members = two_owner.get("/members").await.expect(200)["data"].clone();
     let two_user = two_members[0]["id"].as_str().unwrap().to_owned();
     let two_key =
@@ -263,10 +267,23 @@ async fn failed_sign_ins_are_throttled_per_email() {
 
 #[tokio::test]
 async fn sessions_end_when_idle_and_when_the_password_changes() {
-    let stack = Stack::start_with(&[("SWITCHBOARD_SESSION_IDLE", "3s")]).await;
+    sessions_end(&Stack::start_with(&[("SWITCHBOARD_SESSION_IDLE", "3s")]).await).await;
+}
+
+#[tokio::test]
+async fn sessions_end_on_postgres() {
+    let env = [("SWITCHBOARD_SESSION_IDLE", "3s")];
+    let Some(stack) = Stack::serve_on_postgres(&["identity", "agents"], &env).await else {
+        eprintln!("NOTE: sessions_end_on_postgres skipped: no TEST_DATABASE_URL");
+        return;
+    };
+    sessions_end(&stack).await;
+}
+
+async fn sessions_end(stack: &Stack) {
     let team = stack.team("Idle", false, 10).await;
-    let first = owner(&stack, &team.id, "idle@idle.example").await;
-    let second = browser(&stack, &sign_in(&stack, "idle@idle.example", PASSWORD).await);
+    let first = owner(stack, &team.id, "idle@idle.example").await;
+    let second = browser(stack, &sign_in(stack, "idle@idle.example", PASSWORD).await);
 
     // A password change ends every session and begins one for the browser that changed it.
     let wrong =
@@ -276,11 +293,11 @@ async fn sessions_end_when_idle_and_when_the_password_changes() {
         .post("/auth/password", json!({ "currentPassword": PASSWORD, "newPassword": "another fine phrase" }))
         .await;
     changed.expect(200);
-    let renewed = browser(&stack, &changed);
+    let renewed = browser(stack, &changed);
     answers_within(401, "a session of the old password", || first.get("/me")).await;
     assert_eq!(second.get("/me").await.status, 401, "this gateway forgot the changing session at once");
     renewed.get("/me").await.expect(200);
-    assert_eq!(sign_in(&stack, "idle@idle.example", PASSWORD).await.status, 401);
+    assert_eq!(sign_in(stack, "idle@idle.example", PASSWORD).await.status, 401);
 
     // Idle for longer than 3 s (the gateway's cache is 2 s): ended.
     tokio::time::sleep(Duration::from_secs(4)).await;
@@ -290,7 +307,7 @@ async fn sessions_end_when_idle_and_when_the_password_changes() {
     let link = stack.admin(&["reset-link", "--email", "idle@idle.example"]).await;
     let reset =
         stack.anonymous().post("/auth/reset", json!({ "token": token_of(&link["url"]), "password": PASSWORD })).await;
-    browser(&stack, &reset).get("/me").await.expect(200);
+    browser(stack, &reset).get("/me").await.expect(200);
 }
 
 #[tokio::test]
