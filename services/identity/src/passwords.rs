@@ -1,9 +1,10 @@
 //! Passwords: the rules a new one must meet, and Argon2id hashing.
 //!
-//! Parameters (RFC 9106 Argon2id, version 0x13): 64 MiB of memory, 2 passes, 1 lane. A sign-in
-//! costs 86 ms (Intel Xeon, the whole sign-in over HTTP) to 130 ms (AMD EPYC, the hash alone) of
-//! one core here (BENCHMARKS.md, "People and the portal"), inside the 50-250 ms aimed for: slow enough that a stolen database is expensive
-//! to guess through, fast enough that a sign-in feels instant. Hashes run on the blocking pool,
+//! Parameters (RFC 9106 Argon2id, version 0x13): 64 MiB of memory, 2 passes, 1 lane. A whole
+//! sign-in over HTTP costs 86 ms of one core in the release build here (BENCHMARKS.md, "People
+//! and the portal"; the hash is nearly all of it), inside the 50-250 ms aimed for: slow enough
+//! that a stolen database is expensive to guess through, fast enough that a sign-in feels
+//! instant. Hashes run on the blocking pool,
 //! at most [`MOST_AT_ONCE`] at a time, so that a burst of sign-ins holds at most 256 MiB and
 //! never stalls the service's other requests. The parameters travel inside each PHC string, so
 //! raising them later still verifies the hashes made before.
