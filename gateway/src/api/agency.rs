@@ -248,15 +248,16 @@ async fn add_credits(
     let Json(body) = input.body;
     let target = subteam_request(&call, input.path);
     // Not found before anything moves: another agency's subteam is 404, not 403.
-    call.services.identity.clone().get_subteam(target.clone()).await?;
+    let mut subteam = call.services.identity.clone().get_subteam(target.clone()).await?.into_inner();
     let transfer = TransferCreditsRequest {
         from_team_id: target.agency_team_id.clone(),
         to_team_id: target.team_id.clone(),
         amount: body.amount,
         reason: "credits added by the agency".to_owned(),
     };
-    call.services.identity.clone().transfer_credits(transfer).await?;
-    let subteam = call.services.identity.clone().get_subteam(target).await?.into_inner();
+    let moved = call.services.identity.clone().transfer_credits(transfer).await?.into_inner();
+    // The transfer answers the subteam's balance after it; the rest was read just before.
+    subteam.credit_balance = moved.credit.map_or(subteam.credit_balance, |credit| credit.balance_after);
     Ok(Updated::new(Subteam::from(&subteam), "Credits moved to the subteam"))
 }
 

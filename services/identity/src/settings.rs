@@ -31,7 +31,7 @@ impl Default for AccountSettings {
             signup_credits: 0,
             invite_valid_ms: 7 * DAY_MS,
             reset_valid_ms: DAY_MS,
-            billing_period_ms: 30 * DAY_MS,
+            billing_period_ms: crate::store::DEFAULT_PERIOD_MS,
         }
     }
 }

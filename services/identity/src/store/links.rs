@@ -6,11 +6,11 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 use switchboard_kit::apikey::hash_key;
 use switchboard_kit::time::now_ms;
-use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, limits};
+use switchboard_kit::{ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{Actor, Client, Invitation, NewUser, SignedIn};
 
 use super::accounts::{SessionTimes, begin_session_in, new_token, set_password_in, user_in};
-use super::users::{ROLES, insert_user};
+use super::users::{insert_user, role_violation};
 use super::{IdentityStore, check_id};
 use crate::validate;
 
@@ -97,7 +97,7 @@ async fn live_link(conn: &mut AnyConnection, kind: &str, token: &str) -> Service
     .ok_or_else(|| link_gone(kind))
 }
 
-async fn mark_used(conn: &mut AnyConnection, link_id: &str) -> ServiceResult<()> {
+async fn mark_used(conn: &mut AnyConnection, kind: &str, link_id: &str) -> ServiceResult<()> {
     let used = sqlx::query("UPDATE link_tokens SET used_at = $1 WHERE id = $2 AND used_at IS NULL")
         .bind(now_ms())
         .bind(link_id)
@@ -105,7 +105,7 @@ async fn mark_used(conn: &mut AnyConnection, link_id: &str) -> ServiceResult<()>
         .await?;
     // Another request used it between our read and this write (PostgreSQL, read committed).
     if used.rows_affected() == 0 {
-        return Err(link_gone(INVITE));
+        return Err(link_gone(kind));
     }
     Ok(())
 }
@@ -121,11 +121,7 @@ impl IdentityStore {
         created_by: Option<&Actor>,
         valid_ms: i64,
     ) -> ServiceResult<Invitation> {
-        validate::all([
-            validate::email("email", email.trim()),
-            (!ROLES.contains(&role))
-                .then(|| FieldViolation::new("role", format!("must be one of {}", ROLES.join(", ")))),
-        ])?;
+        validate::all([validate::email("email", email.trim()), role_violation(role)])?;
         self.team(team_id).await?;
         let email_key = email.trim().to_lowercase();
         let mut tx = self.db.begin_write().await?;
@@ -194,7 +190,7 @@ impl IdentityStore {
             }
         };
         set_password_in(&mut tx, &user_id, password_hash).await?;
-        mark_used(&mut tx, &link_id).await?;
+        mark_used(&mut tx, INVITE, &link_id).await?;
         let user = user_in(&mut tx, &user_id).await?.ok_or_else(|| link_gone(INVITE))?;
         let signed_in = begin_session_in(&mut tx, &user, client, times).await?;
         tx.commit().await?;
@@ -243,7 +239,7 @@ impl IdentityStore {
         let user_id = user_id.ok_or_else(|| link_gone(RESET))?;
         check_id("userId", &user_id)?;
         let user = set_password_in(&mut tx, &user_id, password_hash).await?;
-        mark_used(&mut tx, &link_id).await?;
+        mark_used(&mut tx, RESET, &link_id).await?;
         let signed_in = begin_session_in(&mut tx, &user, client, times).await?;
         tx.commit().await?;
         Ok(signed_in)

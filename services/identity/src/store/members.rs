@@ -3,11 +3,11 @@
 
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
-use switchboard_kit::{FieldViolation, ServiceError, ServiceResult};
+use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::Member;
 
 use super::accounts::end_sessions_of;
-use super::users::{ROLES, USER_COLUMNS, user_from_row};
+use super::users::{USER_COLUMNS, role_violation, user_from_row};
 use super::{IdentityStore, check_id};
 use crate::validate;
 
@@ -71,11 +71,7 @@ impl IdentityStore {
     /// Gives a member another role; `caller_role` is the role of whoever asks ("key" for an
     /// API key, which may do what an admin may).
     pub async fn set_role(&self, team_id: &str, user_id: &str, role: &str, caller_role: &str) -> ServiceResult<Member> {
-        validate::all([
-            validate::uuid("userId", user_id),
-            (!ROLES.contains(&role))
-                .then(|| FieldViolation::new("role", format!("must be one of {}", ROLES.join(", ")))),
-        ])?;
+        validate::all([validate::uuid("userId", user_id), role_violation(role)])?;
         let mut tx = self.db.begin_write().await?;
         self.db.lock_scope(&mut tx, &format!("members:{team_id}")).await?;
         let member = member_in(&mut tx, team_id, user_id).await?;

@@ -18,7 +18,7 @@ use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::{AccessConfig, Team};
 
 pub use subteams::{SubteamChange, TopUp};
-pub use teams::{NewSubteam, NewTeam};
+pub use teams::{DEFAULT_PERIOD_MS, NewSubteam, NewTeam};
 
 #[derive(Clone, Debug)]
 pub struct IdentityStore {

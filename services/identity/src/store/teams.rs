@@ -15,7 +15,7 @@ use super::{IdentityStore, TEAM_COLUMNS, check_id, team_from_row, team_not_found
 use crate::validate;
 
 pub const DEFAULT_PLAN: &str = "self-hosted";
-pub(super) const DEFAULT_PERIOD_MS: i64 = 30 * 24 * 60 * 60 * 1000;
+pub const DEFAULT_PERIOD_MS: i64 = 30 * 24 * 60 * 60 * 1000;
 
 #[derive(Debug, Clone, Default)]
 pub struct NewTeam {

@@ -10,7 +10,13 @@ use super::{IdentityStore, check_id};
 use crate::validate;
 
 pub(super) const USER_COLUMNS: &str = "id, team_id, first_name, last_name, email, role, created_at";
-pub(crate) const ROLES: &[&str] = &["owner", "admin", "member", "viewer"];
+const ROLES: &[&str] = &["owner", "admin", "member", "viewer"];
+
+/// What is wrong with `role`, if it is not one of the [`ROLES`].
+pub(super) fn role_violation(role: &str) -> Option<switchboard_kit::FieldViolation> {
+    (!ROLES.contains(&role))
+        .then(|| switchboard_kit::FieldViolation::new("role", format!("must be one of {}", ROLES.join(", "))))
+}
 
 pub(super) fn user_from_row(row: &AnyRow) -> Result<User, sqlx::Error> {
     Ok(User {
@@ -30,8 +36,7 @@ pub(super) async fn insert_user(conn: &mut AnyConnection, team_id: &str, new: &N
         switchboard_kit::limits::PERSON_NAME.check("firstName", &new.first_name),
         switchboard_kit::limits::PERSON_NAME.check("lastName", &new.last_name),
         validate::email("email", &new.email),
-        (!ROLES.contains(&role))
-            .then(|| switchboard_kit::FieldViolation::new("role", format!("must be one of {}", ROLES.join(", ")))),
+        role_violation(role),
     ])?;
     let user = User {
         id: uuid::Uuid::new_v4().to_string(),
