@@ -141,6 +141,10 @@ pub enum AdminCommand {
         /// `switchboard dev` of the data directory).
         #[arg(long)]
         crm_url: Option<String>,
+        /// Also one call and one long chat whose every text holds HTML and script
+        /// (`<img src=x onerror=...>`, `<script>`): what the portal must show as text.
+        #[arg(long)]
+        hostile: bool,
     },
 }
 
@@ -189,6 +193,7 @@ pub async fn run(
         url,
         contacts,
         crm_url,
+        hostile,
     } = command
     {
         let plan = crate::seed::Plan {
@@ -201,6 +206,7 @@ pub async fn run(
             recording_kb,
             concurrency: concurrency as usize,
             append_batch: append_batch as usize,
+            hostile,
         };
         let crm = (contacts > 0).then_some((crm_url, contacts));
         return seed_demo(file, data_dir, url, &plan, crm).await;
@@ -412,7 +418,7 @@ async fn seed_demo(
         (None, None) => ServiceAccess::Trusted,
     };
     let mut written = json!({ "teamId": plan.team });
-    if plan.calls > 0 || plan.chats > 0 {
+    if plan.calls > 0 || plan.chats > 0 || plan.hostile {
         let url = service_url(&switchboard_kit::peers::CONVERSATIONS, url, session.as_ref(), &data_dir)?;
         written = crate::seed::run(&url, &access, plan).await?;
     }

@@ -25,6 +25,7 @@ pub mod paging;
 pub mod sources;
 pub mod tags;
 pub mod time;
+pub mod usage;
 pub mod webhooks;
 
 pub use envelope::{Accepted, Created, Data, List, Page, Pagination, Updated};

@@ -19,14 +19,20 @@ pub struct Pending {
     team_id: String,
     actor: Actor,
     client: crate::call::Client,
-    /// The last path parameter, e.g. the `keyId` of `DELETE /v1/api-keys/{keyId}`.
+    /// The last id in the path, e.g. the `keyId` of `DELETE /v1/api-keys/{keyId}`, the `agentId`
+    /// of `.../{agentId}/instructions/history/{version}/restore` (a version names no resource).
     path_target: Option<String>,
 }
 
 pub fn pending(route: &Endpoint, call: &Call, raw: &RawInput) -> Option<Pending> {
     let action = route.audit?;
-    let path_target =
-        route.path_parameters().last().and_then(|name| raw.path.get(name)).and_then(Value::as_str).map(str::to_owned);
+    let path_target = route
+        .path_parameters()
+        .filter(|name| name.ends_with("Id"))
+        .last()
+        .and_then(|name| raw.path.get(name))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     Some(Pending {
         action,
         team_id: call.team_id().to_owned(),

@@ -26,6 +26,19 @@ const FILES: &[(&str, &str, &[u8])] = &[
     ("dom.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/dom.js")),
     ("pages-auth.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/pages-auth.js")),
     ("pages-team.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/pages-team.js")),
+    ("pages-agents.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/pages-agents.js")),
+    ("pages-agents.css", "text/css; charset=utf-8", include_bytes!("../../portal/assets/pages-agents.css")),
+    ("pages-knowledge.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/pages-knowledge.js")),
+    ("pages-knowledge.css", "text/css; charset=utf-8", include_bytes!("../../portal/assets/pages-knowledge.css")),
+    ("pages-calls.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/pages-calls.js")),
+    ("pages-calls.css", "text/css; charset=utf-8", include_bytes!("../../portal/assets/pages-calls.css")),
+    ("pages-contacts.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/pages-contacts.js")),
+    ("pages-contacts.css", "text/css; charset=utf-8", include_bytes!("../../portal/assets/pages-contacts.css")),
+    ("pages-boards.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/pages-boards.js")),
+    ("pages-boards.css", "text/css; charset=utf-8", include_bytes!("../../portal/assets/pages-boards.css")),
+    ("pages-webhooks.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/pages-webhooks.js")),
+    ("pages-webhooks.css", "text/css; charset=utf-8", include_bytes!("../../portal/assets/pages-webhooks.css")),
+    ("charts.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/charts.js")),
     ("logo.svg", "image/svg+xml", include_bytes!("../../portal/assets/logo.svg")),
 ];
 
@@ -55,6 +68,31 @@ static ASSETS: LazyLock<Vec<(&'static str, Asset)>> = LazyLock::new(|| {
         .collect()
 });
 
+/// `SWITCHBOARD_PORTAL_DIR`: a development aid. The files are read from this folder at every
+/// request instead of from the binary, so that a change to the portal shows on reload without a
+/// rebuild. Never set in production: nothing is compressed or checked.
+static DEV_DIR: LazyLock<Option<std::path::PathBuf>> =
+    LazyLock::new(|| std::env::var_os("SWITCHBOARD_PORTAL_DIR").filter(|dir| !dir.is_empty()).map(Into::into));
+
+fn from_disk(dir: &std::path::Path, name: &str) -> Result<Asset, ServiceError> {
+    let missing = || ServiceError::not_found("No such portal file");
+    let content_type = match name.rsplit_once('.').map(|(_, extension)| extension) {
+        Some("html") => "text/html; charset=utf-8",
+        Some("css") => "text/css; charset=utf-8",
+        Some("js") => "text/javascript; charset=utf-8",
+        Some("svg") => "image/svg+xml",
+        _ => return Err(missing()),
+    };
+    // A flat folder: no way out of it.
+    if name.contains(['/', '\\']) || name.starts_with('.') {
+        return Err(missing());
+    }
+    let bytes = std::fs::read(dir.join(name)).map_err(|_| missing())?;
+    let digest = <sha2::Sha256 as sha2::Digest>::digest(&bytes);
+    let plain = Bytes::from(bytes);
+    Ok(Asset { content_type, gzip: plain.clone(), plain, etag: format!("\"{}\"", hex::encode(&digest[..12])) })
+}
+
 fn gzip(bytes: &[u8]) -> Vec<u8> {
     use std::io::Write;
     let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
@@ -75,6 +113,9 @@ pub fn serve(method: &str, header: &RequestHeader) -> Option<Result<Reply, Servi
         return None;
     }
     let name = path.strip_prefix("/assets/").unwrap_or("index.html");
+    if let Some(dir) = DEV_DIR.as_deref() {
+        return Some(from_disk(dir, name).map(|asset| reply(&asset, header)));
+    }
     let Some((_, asset)) = ASSETS.iter().find(|(known, _)| *known == name) else {
         return Some(Err(ServiceError::not_found("No such portal file")));
     };
@@ -97,7 +138,8 @@ fn reply(asset: &Asset, header: &RequestHeader) -> Reply {
     if value("if-none-match").split(',').any(|tag| tag.trim() == asset.etag) {
         return secured(Reply::raw(304, asset.content_type, Bytes::new()));
     }
-    let accepts_gzip = value("accept-encoding").split(',').any(|coding| coding.trim().starts_with("gzip"));
+    let accepts_gzip = asset.gzip != asset.plain
+        && value("accept-encoding").split(',').any(|coding| coding.trim().starts_with("gzip"));
     if accepts_gzip {
         return secured(Reply::raw(200, asset.content_type, asset.gzip.clone()))
             .with_header("Content-Encoding", "gzip".to_owned());

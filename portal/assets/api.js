@@ -10,6 +10,7 @@ export class ApiError extends Error {
     this.hint = body?.hint;
     this.details = Array.isArray(body?.details) ? body.details : [];
     this.retryAfter = retryAfter;
+    this.body = body; // the whole answer, for fields a page reads itself (e.g. nextAvailableAt)
   }
 }
 
@@ -52,7 +53,9 @@ const ADMIN = new Set(['owner', 'admin']);
 export function can(what) {
   const role = state.session?.role;
   switch (what) {
-    case 'keys': case 'members': case 'audit': case 'createSubteam': return ADMIN.has(role);
+    case 'keys': case 'members': case 'audit': case 'createSubteam': case 'webhooks': return ADMIN.has(role);
+    // Creating, changing and deleting agents, knowledge, calls, chats and CRM data; a viewer reads.
+    case 'write': return ADMIN.has(role) || role === 'member';
     case 'subteams': return Boolean(state.session?.team?.ownsAgency);
     default: return false;
   }

@@ -4,6 +4,12 @@ import { h, replace, navigate, onNavigate, alertBox, badge, fullName, toast, cap
 import { state, loadSession, signOut, scope, can, loadSubteams, safeNext } from './api.js';
 import * as auth from './pages-auth.js';
 import * as team from './pages-team.js';
+import * as agents from './pages-agents.js';
+import * as knowledge from './pages-knowledge.js';
+import * as calls from './pages-calls.js';
+import * as contacts from './pages-contacts.js';
+import * as boards from './pages-boards.js';
+import * as webhooks from './pages-webhooks.js';
 
 // allow: the permission (api.js `can`) a page needs; nav: shown in the side navigation.
 const ROUTES = [
@@ -12,6 +18,23 @@ const ROUTES = [
   { path: /^\/invite\/([^/]+)$/, title: 'Accept your invitation', public: true, page: auth.invite },
   { path: /^\/reset\/([^/]+)$/, title: 'Choose a new password', public: true, page: auth.reset },
   { path: '/', title: 'Overview', nav: 'Overview', page: team.overview },
+  { path: '/agents', title: 'Agents', nav: 'Agents', page: agents.list },
+  { path: /^\/agents\/([^/]+)$/, title: 'Agent', page: agents.detail },
+  { path: '/knowledge', title: 'Knowledge', nav: 'Knowledge', page: knowledge.list },
+  { path: /^\/knowledge\/([^/]+)$/, title: 'Knowledge base', page: knowledge.detail },
+  { path: '/calls', title: 'Calls', nav: 'Calls', page: calls.callList },
+  { path: /^\/calls\/([^/]+)$/, title: 'Call', page: calls.callDetail },
+  { path: '/chats', title: 'Chats', nav: 'Chats', page: calls.chatList },
+  { path: /^\/chats\/([^/]+)$/, title: 'Chat', page: calls.chatDetail },
+  { path: '/contacts', title: 'Contacts', nav: 'Contacts', page: contacts.list },
+  { path: '/contacts/import', title: 'Import contacts', allow: 'write', page: contacts.importPage },
+  { path: /^\/contacts\/([^/]+)$/, title: 'Contact', page: contacts.detail },
+  { path: '/boards', title: 'Boards', nav: 'Boards', page: boards.list },
+  { path: /^\/boards\/([^/]+)$/, title: 'Board', page: boards.detail },
+  { path: '/settings/tags', title: 'Tags', nav: 'Tags', page: contacts.tags },
+  { path: '/settings/custom-fields', title: 'Custom fields', nav: 'Custom fields', page: contacts.customFields },
+  { path: '/webhooks', title: 'Webhooks', nav: 'Webhooks', allow: 'webhooks', page: webhooks.list },
+  { path: /^\/webhooks\/([^/]+)$/, title: 'Webhook', allow: 'webhooks', page: webhooks.detail },
   { path: '/keys', title: 'API keys', nav: 'API keys', allow: 'keys', page: team.keys },
   { path: '/members', title: 'Members', nav: 'Members', allow: 'members', page: team.members },
   { path: '/subteams', title: 'Subteams', nav: 'Subteams', allow: 'subteams', page: team.subteams, showDenied: true },
@@ -32,7 +55,13 @@ function match(path) {
 const brand = () => h('a', { class: 'brand', href: '/' },
   h('img', { src: '/assets/logo.svg', alt: '', width: 28, height: 28 }), h('span', null, 'Switchboard'));
 
+// Aborted when another page is shown: pages stop their polling and late answers with it.
+let leaving = new AbortController();
+
 function render({ focus = false } = {}) {
+  leaving.abort();
+  leaving = new AbortController();
+  const signal = leaving.signal;
   const path = location.pathname.replace(/\/+$/, '') || '/';
   const query = new URLSearchParams(location.search);
   const { route, params } = match(path);
@@ -41,13 +70,13 @@ function render({ focus = false } = {}) {
 
   if (route?.public || (!route && !s)) {
     if (route?.guestOnly && s) return navigate(safeNext(query.get('next')), { replace: true });
-    return publicShell(route || NOT_FOUND, { params, query }, focus);
+    return publicShell(route || NOT_FOUND, { params, query, signal }, focus);
   }
   if (!s) {
     const here = path + location.search;
     return navigate(here === '/' ? '/sign-in' : `/sign-in?next=${encodeURIComponent(here)}`, { replace: true });
   }
-  return appShell(route || NOT_FOUND, { params, query }, focus);
+  return appShell(route || NOT_FOUND, { params, query, signal }, focus);
 }
 
 function publicShell(route, ctx, focus) {
@@ -78,7 +107,7 @@ function appShell(route, ctx, focus) {
     h('div', { class: 'layout' },
       h('nav', { class: 'sidebar', 'aria-label': 'Main' },
         h('ul', null, ROUTES.filter((r) => r.nav && (!r.allow || can(r.allow))).map((r) => h('li', null,
-          h('a', { href: r.path, 'aria-current': r === route ? 'page' : null }, r.nav))))),
+          h('a', { href: r.path, 'aria-current': navCurrent(r, route) }, r.nav))))),
       h('main', { id: 'main', tabindex: '-1' },
         sc && h('div', { class: 'scope-banner' },
           h('p', null, 'You are acting on the subteam ', h('strong', null, sc.name), ` of ${s.team.name}: this page shows and changes it.`),
@@ -90,6 +119,13 @@ function appShell(route, ctx, focus) {
   if (route.allow && !can(route.allow) && !route.showDenied) team.noAccess(view);
   else route.page(view, ctx);
   if (focus) title.focus();
+}
+
+// The section a page belongs to is marked too: /calls/{id} under Calls.
+function navCurrent(r, route) {
+  if (r === route) return 'page';
+  const here = location.pathname;
+  return r.path !== '/' && here.startsWith(`${r.path}/`) ? 'location' : null;
 }
 
 let fillSwitcher = null; // the switcher on the page, refilled when a subteam is created

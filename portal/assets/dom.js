@@ -238,18 +238,14 @@ export function form({ fields, submit, onSubmit, className = 'stack', secondary 
  * A modal <dialog>: confirm runs action(); an error it throws stays in the dialog.
  * Resolves true when the action succeeded, false when cancelled.
  */
-export function confirmDialog({ title, body, confirm, danger = true, action }) {
+/**
+ * Shows the <dialog> that build(close) makes as a modal; close(result) removes it (once) and
+ * resolves the promise with result. Escape is close(false).
+ */
+function modal(build) {
   return new Promise((resolve) => {
-    const titleId = uid('dlg');
-    const errSlot = h('div');
-    const ok = h('button', { type: 'button', class: ['btn', danger ? 'danger' : 'primary'] }, confirm);
-    const cancel = h('button', { type: 'button', class: 'btn secondary' }, 'Cancel');
-    const dlg = h('dialog', { class: 'dialog', 'aria-labelledby': titleId },
-      h('h2', { id: titleId }, title),
-      h('p', null, body),
-      errSlot,
-      h('div', { class: 'form-actions end' }, cancel, ok));
     let done = false;
+    let dlg = null;
     const close = (result) => {
       if (done) return;
       done = true;
@@ -257,8 +253,20 @@ export function confirmDialog({ title, body, confirm, danger = true, action }) {
       dlg.remove();
       resolve(result);
     };
-    cancel.addEventListener('click', () => close(false));
+    dlg = build(close);
     dlg.addEventListener('cancel', (ev) => { ev.preventDefault(); close(false); });
+    document.body.append(dlg);
+    dlg.showModal();
+    dlg.querySelector('[data-autofocus]')?.focus();
+  });
+}
+
+export function confirmDialog({ title, body, confirm, danger = true, action }) {
+  return modal((close) => {
+    const titleId = uid('dlg');
+    const errSlot = h('div');
+    const ok = h('button', { type: 'button', class: ['btn', danger ? 'danger' : 'primary'] }, confirm);
+    const cancel = h('button', { type: 'button', class: 'btn secondary', 'data-autofocus': true, onclick: () => close(false) }, 'Cancel');
     ok.addEventListener('click', async () => {
       ok.disabled = true;
       replace(errSlot);
@@ -270,9 +278,26 @@ export function confirmDialog({ title, body, confirm, danger = true, action }) {
         ok.disabled = false;
       }
     });
-    document.body.append(dlg);
-    dlg.showModal();
-    cancel.focus();
+    return h('dialog', { class: 'dialog', 'aria-labelledby': titleId },
+      h('h2', { id: titleId }, title),
+      h('p', null, body),
+      errSlot,
+      h('div', { class: 'form-actions end' }, cancel, ok));
+  });
+}
+
+/** A modal <dialog> holding a form; resolves true once onSubmit succeeded, false when cancelled. */
+export function formDialog({ title, fields, submit, onSubmit, className }) {
+  return modal((close) => {
+    const titleId = uid('dlg');
+    const f = form({
+      fields,
+      submit,
+      onSubmit: async (v, el) => { await onSubmit(v, el); close(true); },
+      secondary: h('button', { type: 'button', class: 'btn secondary', onclick: () => close(false) }, 'Cancel'),
+    });
+    f.querySelector('input, textarea, select')?.setAttribute('data-autofocus', '');
+    return h('dialog', { class: ['dialog', className], 'aria-labelledby': titleId }, h('h2', { id: titleId }, title), f);
   });
 }
 
@@ -285,4 +310,72 @@ export function toast(message) {
   el.classList.add('show');
   clearTimeout(toast.timer);
   toast.timer = setTimeout(() => { el.classList.remove('show'); el.textContent = ''; }, 4000);
+}
+
+// ---- shared page parts ----
+
+export const section = (title, ...content) => h('section', { class: 'section' }, h('h2', null, title), content);
+
+/** Paging links for a hosted `pagination` object; hrefFor(page) is the address of a page. */
+export function pager(p, hrefFor) {
+  if (!p || !p.totalPages || p.totalPages <= 1) {
+    return p ? h('p', { class: 'pager muted' }, `${num(p.totalCount)} ${p.totalCount === 1 ? 'entry' : 'entries'}`) : null;
+  }
+  const link = (page, text, rel) => (page >= 1 && page <= p.totalPages
+    ? h('a', { class: 'btn secondary small', href: hrefFor(page), rel }, text)
+    : h('span', { class: 'btn secondary small disabled', 'aria-disabled': 'true' }, text));
+  return h('nav', { class: 'pager', 'aria-label': 'Pages' },
+    link(p.page - 1, 'Previous', 'prev'),
+    h('span', { class: 'muted' }, `Page ${num(p.page)} of ${num(p.totalPages)} · ${num(p.totalCount)} entries`),
+    link(p.page + 1, 'Next', 'next'));
+}
+
+export const ACTIONS = null; // a column without a visible title (table() names it for screen readers)
+export const pageOf = (query) => Math.max(1, Number.parseInt(query.get('page') || '1', 10) || 1);
+
+/**
+ * The address of this page with some query parameters changed (null or '' removes one), so that
+ * filters live in the address and a filtered view can be shared: hrefWith({ page: 2 }).
+ */
+export function hrefWith(changes, base = location.pathname + location.search) {
+  const url = new URL(base, location.origin);
+  for (const [k, v] of Object.entries(changes)) {
+    if (v == null || v === '') url.searchParams.delete(k);
+    else url.searchParams.set(k, String(v));
+  }
+  return url.pathname + url.search;
+}
+
+/**
+ * Runs fn every `ms` while the page that asked is shown: the router aborts `signal` when the
+ * page changes. fn's errors are left to fn; a failing run does not stop the next one.
+ */
+export function every(ms, signal, fn) {
+  let timer = null;
+  const tick = async () => {
+    if (signal.aborted) return;
+    try { await fn(); } catch { /* the next run tries again */ }
+    if (!signal.aborted) timer = setTimeout(tick, ms);
+  };
+  timer = setTimeout(tick, ms);
+  signal.addEventListener('abort', () => clearTimeout(timer), { once: true });
+}
+
+// ---- SVG (sizes and colours as attributes: the CSP refuses inline styles) ----
+
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+/** An SVG element: svg('rect', {x: 1, class: 'bar'}, ...children). Values are attributes. */
+export function svg(tag, attrs, ...children) {
+  const el = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) if (v != null) el.setAttribute(k, String(v));
+  for (const c of children.flat()) if (c != null) el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return el;
+}
+
+/** A small dot in a colour (a tag's, a stage's), grey when the colour is not #rrggbb. */
+export function colorDot(color, className) {
+  const fill = /^#[0-9a-f]{6}$/i.test(String(color || '')) ? color : '#858d9b';
+  return svg('svg', { class: className, width: 10, height: 10, viewBox: '0 0 10 10', 'aria-hidden': 'true' },
+    svg('circle', { cx: 5, cy: 5, r: 5, fill }));
 }

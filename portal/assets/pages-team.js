@@ -1,11 +1,11 @@
 // Pages of a signed-in team: overview, API keys, members, subteams, audit log.
 import {
   h, replace, field, form, loader, table, badge, time, num, fullName, cap, alertBox,
-  copyField, confirmDialog, toast, navigate,
+  copyField, confirmDialog, toast, navigate, section, pager, pageOf, ACTIONS,
 } from './dom.js';
 import { api, state, actingTeam, can, setScope, loadSubteams } from './api.js';
+import { barChart, usageTable, totals } from './charts.js';
 
-const section = (title, ...content) => h('section', { class: 'section' }, h('h2', null, title), content);
 
 /** Shows a result (the new key, an invitation link) in `slot`, focused, with a Done button. */
 function result(slot, title, content, ...actions) {
@@ -30,21 +30,6 @@ export function noAccess(view) {
     h('p', null, `Ask an owner or an admin of ${actingTeam().name} if you need it. `, h('a', { href: '/' }, 'Go to the overview')));
 }
 
-function pager(p, hrefFor) {
-  if (!p || !p.totalPages || p.totalPages <= 1) {
-    return p ? h('p', { class: 'pager muted' }, `${num(p.totalCount)} ${p.totalCount === 1 ? 'entry' : 'entries'}`) : null;
-  }
-  const link = (page, text, rel) => (page >= 1 && page <= p.totalPages
-    ? h('a', { class: 'btn secondary small', href: hrefFor(page), rel }, text)
-    : h('span', { class: 'btn secondary small disabled', 'aria-disabled': 'true' }, text));
-  return h('nav', { class: 'pager', 'aria-label': 'Pages' },
-    link(p.page - 1, 'Previous', 'prev'),
-    h('span', { class: 'muted' }, `Page ${num(p.page)} of ${num(p.totalPages)} · ${num(p.totalCount)} entries`),
-    link(p.page + 1, 'Next', 'next'));
-}
-
-const ACTIONS = null; // a column without a visible title (table() names it for screen readers)
-const pageOf = (query) => Math.max(1, Number.parseInt(query.get('page') || '1', 10) || 1);
 
 // ---------------------------------------------------------------- overview
 
@@ -77,9 +62,43 @@ export function overview(view) {
           : threshold == null ? tile('Low-credit threshold', 'Not set', 'No credits.low alert')
             : tile('Low-credit threshold', num(threshold), 'Webhooks hear credits.low when the balance falls under it')),
     ];
-    if (me.ownsAgency && !team.isSubteam) parts.push(subteamSummary());
+    parts.push(usageSection());
+    if (me.ownsAgency && !team.isSubteam) parts.push(subteamSummary(), subteamUsage());
     return parts;
   }));
+}
+
+// ---------------------------------------------------------------- usage (GET /v1/usage)
+
+function usageSection() {
+  return section('Usage, last 30 days', loader(async () => {
+    const days = await api('GET', '/v1/usage?interval=day');
+    return [
+      h('div', { class: 'charts' },
+        barChart({ title: 'Credits used', field: 'creditsUsed', unit: 'credits', days }),
+        barChart({ title: 'Calls', field: 'calls', unit: 'calls', days }),
+        barChart({ title: 'Call minutes', field: 'callMinutes', unit: 'min', days })),
+      usageTable(days),
+    ];
+  }, 'Loading usage…'));
+}
+
+/** An agency's subteams side by side: each one's last 30 days (the first 20 subteams). */
+function subteamUsage() {
+  return section('Usage per subteam, last 30 days', loader(async () => {
+    const subteams = (await api('GET', '/v1/agency/subteams?page=1&limit=20', undefined, { scoped: false })) || [];
+    const rows = await Promise.all(subteams.map(async (t) => {
+      const days = await api('GET', `/v1/usage?interval=day&teamId=${encodeURIComponent(t.id)}`, undefined, { scoped: false })
+        .catch(() => null);
+      const sum = days && totals(days);
+      const cell = (v) => h('td', { class: 'num' }, sum ? num(v) : '—');
+      return h('tr', null,
+        h('th', { scope: 'row' }, t.name),
+        cell(sum?.creditsUsed), cell(sum?.searches), cell(sum?.calls), cell(sum?.callMinutes), cell(sum?.chats));
+    }));
+    return table(['Subteam', 'Credits used', 'Searches', 'Calls', 'Call minutes', 'Chats'], rows,
+      { caption: 'Usage per subteam, last 30 days', empty: 'This agency has no subteams yet.' });
+  }, 'Loading usage per subteam…'));
 }
 
 function subteamRow(t, withOwner) {

@@ -8,6 +8,7 @@
 //! same seed on the same day rewrites the same conversations instead of adding more.
 
 pub mod crm;
+mod hostile;
 mod script;
 
 use std::time::{Duration, Instant};
@@ -43,9 +44,11 @@ pub struct Plan {
     pub concurrency: usize,
     /// Transcript segments sent per append.
     pub append_batch: usize,
+    /// Also a call and a chat made of HTML and script ([`hostile`]).
+    pub hostile: bool,
 }
 
-const DAY_MS: i64 = 24 * 60 * 60 * 1000;
+pub(crate) const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 /// A recording stream's pieces.
 const CHUNK: usize = 64 * 1024;
 
@@ -72,7 +75,7 @@ impl std::ops::AddAssign for Written {
     }
 }
 
-type Client = ConversationIngestClient<Channel>;
+pub(crate) type Client = ConversationIngestClient<Channel>;
 
 pub async fn run(url: &str, access: &ServiceAccess, plan: &Plan) -> anyhow::Result<Value> {
     let channel = switchboard_kit::grpc::channel(url, access, Duration::from_secs(600))?;
@@ -101,6 +104,7 @@ pub async fn run(url: &str, access: &ServiceAccess, plan: &Plan) -> anyhow::Resu
             Ok(sum)
         })
         .await?;
+    let hostile = if plan.hostile { Some(hostile::seed(client.clone(), plan, today).await?) } else { None };
     let seconds = started.elapsed().as_secs_f64();
     let per_second = |count: u64, seconds: f64| if seconds > 0.0 { (count as f64 / seconds).round() } else { 0.0 };
     Ok(json!({
@@ -115,6 +119,7 @@ pub async fn run(url: &str, access: &ServiceAccess, plan: &Plan) -> anyhow::Resu
         "seconds": (seconds * 1000.0).round() / 1000.0,
         "callSeconds": (call_seconds * 1000.0).round() / 1000.0,
         "segmentsPerSecond": per_second(written.segments, call_seconds),
+        "hostile": hostile,
     }))
 }
 
@@ -123,7 +128,7 @@ fn rng_for(plan: &Plan, kind: u64, n: u32) -> StdRng {
     StdRng::seed_from_u64(plan.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (kind << 32) ^ u64::from(n))
 }
 
-fn grpc_error(what: &str) -> impl Fn(tonic::Status) -> anyhow::Error + '_ {
+pub(crate) fn grpc_error(what: &str) -> impl Fn(tonic::Status) -> anyhow::Error + '_ {
     move |status| anyhow::anyhow!("{what}: {} ({:?})", status.message(), status.code())
 }
 
@@ -230,7 +235,12 @@ async fn seed_call(mut client: Client, plan: &Plan, today: i64, n: u32) -> anyho
 
 /// A WAV file of `bytes` bytes (a 440 Hz tone, 8 kHz 16-bit mono), streamed in pieces as it is
 /// made: the service must never need the whole of it at once, and neither does this.
-async fn put_recording(client: &mut Client, team: &str, external_id: &str, bytes: u64) -> anyhow::Result<()> {
+pub(crate) async fn put_recording(
+    client: &mut Client,
+    team: &str,
+    external_id: &str,
+    bytes: u64,
+) -> anyhow::Result<()> {
     let data_bytes = u32::try_from(bytes.saturating_sub(44)).context("a recording over 4 GB")?;
     let mut header = Vec::with_capacity(44);
     header.extend_from_slice(b"RIFF");

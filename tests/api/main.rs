@@ -33,4 +33,5 @@ mod scoping;
 mod sources;
 mod telemetry;
 mod upload_limits;
+mod usage;
 mod webhooks;

@@ -16,6 +16,7 @@ pub mod knowledge;
 pub mod members;
 pub mod sources;
 pub mod tags;
+pub mod usage;
 pub mod webhooks;
 
 use crate::endpoint::Endpoint;
@@ -54,6 +55,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         tags::endpoints(),
         agency::endpoints(),
         webhooks::endpoints(),
+        usage::endpoints(),
     ]
     .into_iter()
     .flatten()

@@ -525,4 +525,10 @@ impl ConversationsService for ConversationsApi {
         let request = request.into_inner();
         reply(self.store.delete_chat(&request.team_id, &request.chat_id).await)
     }
+
+    async fn get_usage(&self, request: Request<UsageRequest>) -> Reply<UsageResponse> {
+        let request = request.into_inner();
+        let days = self.store.usage(&request.team_id, request.from_ms, request.to_ms).await?;
+        reply(Ok(UsageResponse { days }))
+    }
 }

@@ -1370,3 +1370,24 @@ async fn measure(store: &ConversationStore, team: &str, agents: &[String], dice:
     let rate = f64::from(appended) / started.elapsed().as_secs_f64();
     eprintln!("append: {rate:.0} segments/s");
 }
+
+#[tokio::test]
+async fn usage_counts_calls_minutes_and_chats_per_day() {
+    on_every_engine(|store| async move {
+        let team = team();
+        const DAY: i64 = 86_400_000;
+        let day = 20_000 * DAY;
+        store.upsert_call(&team, new_call("u1", day + 1_000)).await.unwrap();
+        store.end_call(&team, "u1", end(day + 126_000, None)).await.unwrap();
+        store.upsert_call(&team, new_call("u2", day + DAY - 1)).await.unwrap();
+        store.upsert_call(&team, new_call("u3", day + DAY)).await.unwrap();
+        store.upsert_chat(&team, new_chat("u4", day + DAY + 5)).await.unwrap();
+        store.upsert_call(&self::team(), new_call("theirs", day + 1_000)).await.unwrap();
+
+        let days = store.usage(&team, day, day + 2 * DAY).await.unwrap();
+        let seen: Vec<_> = days.iter().map(|d| (d.day_ms, d.calls, d.call_seconds, d.chats)).collect();
+        assert_eq!(seen, [(day, 2, 125, 0), (day + DAY, 1, 0, 1)]);
+        assert!(store.usage(&team, day + 2 * DAY, day + 3 * DAY).await.unwrap().is_empty());
+    })
+    .await;
+}

@@ -251,6 +251,12 @@ impl IdentityService for IdentityApi {
             self.store.transfer(&request.from_team_id, &request.to_team_id, request.amount, &request.reason).await;
         reply(self.changed(moved, &[&request.from_team_id, &request.to_team_id]).await)
     }
+
+    async fn get_usage(&self, request: Request<UsageRequest>) -> Reply<UsageResponse> {
+        let request = request.into_inner();
+        let days = self.store.usage(&request.team_id, request.from_ms, request.to_ms).await?;
+        reply(Ok(UsageResponse { days }))
+    }
 }
 
 /// `switchboard.credits.debited`: credits taken from teams (searches), all teams together.

@@ -381,3 +381,24 @@ async fn a_due_period_is_topped_up_once_to_the_allowance() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn usage_counts_searches_and_credits_per_day_less_refunds() {
+    on_every_engine(|store| async move {
+        let id = team(&store, "Usage", false, 10).await;
+        store.debit(&id, 1, "search").await.unwrap();
+        let failed = store.debit(&id, 2, "search").await.unwrap();
+        store.refund(&failed.id, &id, "search failed").await.unwrap();
+        store.debit(&id, 3, "search").await.unwrap();
+        let other = team(&store, "Other", false, 10).await;
+        store.debit(&other, 1, "search").await.unwrap();
+
+        let now = switchboard_kit::time::now_ms();
+        let today = now - now.rem_euclid(86_400_000);
+        let days = store.usage(&id, today, today + 86_400_000).await.unwrap();
+        assert_eq!(days.len(), 1, "{days:?}");
+        assert_eq!((days[0].day_ms, days[0].searches, days[0].credits_used), (today, 2, 4));
+        assert!(store.usage(&id, today - 86_400_000, today).await.unwrap().is_empty());
+    })
+    .await;
+}

@@ -9,6 +9,7 @@
 mod calls;
 mod chats;
 mod search;
+mod usage;
 
 use switchboard_kit::db::Db;
 use switchboard_kit::{ServiceError, ServiceResult};

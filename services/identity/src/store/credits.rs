@@ -7,7 +7,7 @@ use sqlx::{AnyConnection, Row};
 use switchboard_kit::limits;
 use switchboard_kit::time::now_ms;
 use switchboard_kit::{ServiceError, ServiceResult};
-use switchboard_proto::v1::{CreditEntry, CreditsAlert, TransferCreditsResponse};
+use switchboard_proto::v1::{CreditEntry, CreditsAlert, TransferCreditsResponse, UsageDay};
 
 use super::{IdentityStore, check_id, team_not_found};
 use crate::validate;
@@ -243,5 +243,42 @@ impl IdentityStore {
         .fetch_all(self.db.pool())
         .await?;
         Ok(rows.iter().map(entry_from_row).collect::<Result<_, _>>()?)
+    }
+}
+
+/// A day in milliseconds: usage is counted per UTC day.
+const DAY_MS: i64 = 86_400_000;
+
+impl IdentityStore {
+    /// Searches and credits used per UTC day in `[from_ms, to_ms)`, days without either left
+    /// out. Searches are the only debits (each one credit or more); a refunded search (one that
+    /// failed) is not counted, and its refund is taken off the credits used.
+    pub async fn usage(&self, team_id: &str, from_ms: i64, to_ms: i64) -> ServiceResult<Vec<UsageDay>> {
+        check_id("teamId", team_id)?;
+        // Integer division by the day length gives the UTC day on both engines; the casts keep
+        // PostgreSQL's SUM from answering NUMERIC.
+        let rows = sqlx::query(
+            "SELECT created_at / 86400000 AS day, \
+                CAST(SUM(CASE kind WHEN 'debit' THEN 1 WHEN 'refund' THEN -1 ELSE 0 END) AS BIGINT) AS searches, \
+                CAST(SUM(CASE WHEN kind IN ('debit', 'refund') THEN -delta ELSE 0 END) AS BIGINT) AS used \
+             FROM credit_ledger \
+             WHERE team_id = $1 AND created_at >= $2 AND created_at < $3 AND kind IN ('debit', 'refund') \
+             GROUP BY created_at / 86400000 ORDER BY day",
+        )
+        .bind(team_id)
+        .bind(from_ms)
+        .bind(to_ms)
+        .fetch_all(self.db.pool())
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(UsageDay {
+                    day_ms: row.try_get::<i64, _>("day")? * DAY_MS,
+                    searches: row.try_get("searches")?,
+                    credits_used: row.try_get("used")?,
+                    ..UsageDay::default()
+                })
+            })
+            .collect()
     }
 }

@@ -1,0 +1,60 @@
+// Usage charts: a bar per day as SVG (elements made with createElementNS; sizes are attributes,
+// colours classes, so the CSP needs no inline style), each with a table of the same numbers for
+// screen readers and for whoever wants the figures.
+import { h, num, uid, svg } from './dom.js';
+
+const shortDay = new Intl.DateTimeFormat(undefined, { day: 'numeric', month: 'short', timeZone: 'UTC' });
+const dayLabel = (date) => shortDay.format(new Date(`${date}T00:00:00Z`));
+
+/**
+ * A bar chart of days[i][field]: {title, field, unit, days: [{date, ...}]}. The total is in the
+ * heading; each bar has a <title> (its tooltip).
+ */
+export function barChart({ title, field, unit, days, format = num }) {
+  const W = 300; const H = 120; const PAD = 16;
+  const values = days.map((d) => Number(d[field]) || 0);
+  const max = Math.max(1, ...values);
+  const step = W / Math.max(1, days.length);
+  const barW = Math.max(1, step - 2);
+  const id = uid('chart');
+  const bars = days.map((d, i) => {
+    const v = values[i];
+    const bh = v ? Math.max(2, (v / max) * (H - PAD * 2)) : 0; // a day with anything shows
+    return svg('rect', { x: (i * step + 1).toFixed(1), y: (H - PAD - bh).toFixed(1), width: barW.toFixed(1), height: bh.toFixed(1), class: 'bar' },
+      svg('title', null, `${dayLabel(d.date)}: ${format(v)} ${unit}`));
+  });
+  const total = values.reduce((a, b) => a + b, 0);
+  const first = days[0]?.date; const last = days[days.length - 1]?.date;
+  return h('figure', { class: 'chart', 'aria-labelledby': id },
+    h('figcaption', { id }, h('span', { class: 'chart-title' }, title), ' ', h('span', { class: 'chart-total' }, `${format(total)} ${unit}`)),
+    svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart-svg', role: 'img', 'aria-label': `${title} per day, at most ${format(max)} ${unit}` },
+      svg('line', { x1: 0, x2: W, y1: H - PAD, y2: H - PAD, class: 'axis' }),
+      svg('text', { x: 0, y: H - 3, class: 'tick' }, first ? dayLabel(first) : ''),
+      svg('text', { x: W, y: H - 3, class: 'tick end' }, last ? dayLabel(last) : ''),
+      svg('text', { x: 0, y: 11, class: 'tick' }, `${format(max)} ${unit}`),
+      bars));
+}
+
+/** The same days as a table (in a <details>, closed by default). */
+export function usageTable(days) {
+  return h('details', { class: 'chart-table' },
+    h('summary', null, 'Show the figures as a table'),
+    h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Usage per day' },
+      h('table', { class: 'dense' },
+        h('thead', null, h('tr', null, ['Day', 'Searches', 'Credits used', 'Calls', 'Call minutes', 'Chats'].map((t) => h('th', { scope: 'col' }, t)))),
+        h('tbody', null, days.map((d) => h('tr', null,
+          h('th', { scope: 'row' }, d.date),
+          h('td', { class: 'num' }, num(d.searches)),
+          h('td', { class: 'num' }, num(d.creditsUsed)),
+          h('td', { class: 'num' }, num(d.calls)),
+          h('td', { class: 'num' }, num(d.callMinutes)),
+          h('td', { class: 'num' }, num(d.chats))))))));
+}
+
+/** Totals of a list of days. */
+export function totals(days) {
+  const t = { searches: 0, creditsUsed: 0, calls: 0, callMinutes: 0, chats: 0 };
+  for (const d of days) for (const k of Object.keys(t)) t[k] += Number(d[k]) || 0;
+  t.callMinutes = Math.round(t.callMinutes * 10) / 10;
+  return t;
+}

@@ -1,0 +1,556 @@
+// Calls and chats: /calls, /calls/{callId}, /chats, /chats/{chatId}.
+// Lists keep their filters, sort and page in the address (the filter form is filled from it and
+// its submit navigates); a detail page keeps the list's query, so "Back" returns to that page.
+import {
+  h, replace, field, form, loader, table, badge, time, num, alertBox, errorText, showFormError,
+  confirmDialog, toast, navigate, section, pager, pageOf, hrefWith, every,
+} from './dom.js';
+import { api, can } from './api.js';
+
+const enc = encodeURIComponent;
+
+// ---------------------------------------------------------------- shared parts
+
+/** 75 → "1:15", 3725 → "1:02:05". */
+function clock(sec) {
+  if (typeof sec !== 'number' || !Number.isFinite(sec)) return '—';
+  const s = Math.max(0, Math.floor(sec));
+  const hh = Math.floor(s / 3600);
+  const mm = Math.floor((s % 3600) / 60);
+  const ss = String(s % 60).padStart(2, '0');
+  return hh ? `${hh}:${String(mm).padStart(2, '0')}:${ss}` : `${mm}:${ss}`;
+}
+
+/** A duration for people: "1 min 15 s" (and the clock as its title). */
+function duration(sec) {
+  if (typeof sec !== 'number') return null;
+  const m = Math.floor(sec / 60);
+  const text = m ? `${m} min ${sec % 60} s` : `${sec} s`;
+  return h('span', { class: 'nowrap', title: clock(sec) }, text);
+}
+
+function score(v) {
+  if (typeof v !== 'number') return h('span', { class: 'muted' }, '—');
+  return v >= 0 && v <= 1 ? `${Math.round(v * 100)}%` : num(v);
+}
+
+const STATUS_KIND = { completed: 'cc-ok', 'in-progress': 'accent', active: 'accent', ended: '', 'no-answer': 'warn', failed: 'warn', busy: 'warn' };
+const statusBadge = (s) => badge(String(s || '—').replace(/[-_]/g, ' '), STATUS_KIND[s] ?? '');
+
+const agentLink = (a) => (a ? h('a', { href: `/agents/${enc(a.id)}` }, a.name || a.id) : h('span', { class: 'muted' }, 'None'));
+
+/** The query of a list page (filters, sort, page) that its detail links carry. */
+function keep(query, keys) {
+  const q = new URLSearchParams();
+  for (const k of [...keys, 'page']) if (query.get(k)) q.set(k, query.get(k));
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}
+
+/** The API's query string for a list: the known keys of the address, then page (and limit). */
+function apiQuery(query, keys, page) {
+  const q = new URLSearchParams();
+  for (const k of keys) {
+    const v = (query.get(k) || '').trim();
+    if (v) q.set(k, v);
+  }
+  q.set('page', String(page));
+  if (!q.has('limit')) q.set('limit', '20');
+  return q;
+}
+
+/** A filter form filled from the address; its submit navigates to base?<non-default values>. */
+function filterForm(base, query, fields, defaults) {
+  const keys = fields.map((f) => f.name);
+  const active = keys.some((k) => query.get(k) && query.get(k) !== defaults[k]);
+  const f = form({
+    className: 'grid cc-filters',
+    fields: fields.map((spec) => field({ ...spec, value: query.get(spec.name) ?? defaults[spec.name] ?? '' })),
+    submit: 'Apply filters',
+    secondary: active && h('a', { class: 'btn secondary', href: base }, 'Clear filters'),
+    onSubmit: async (v) => {
+      const q = new URLSearchParams();
+      for (const k of keys) {
+        const val = String(v[k] ?? '').trim();
+        if (val && val !== defaults[k]) q.set(k, val);
+      }
+      const s = q.toString();
+      navigate(`${base}${s ? `?${s}` : ''}`);
+    },
+  });
+  f.setAttribute('aria-label', 'Filters');
+  f.setAttribute('role', 'search');
+  return f;
+}
+
+/** The agents for a filter's select: filled when they arrive; the chosen id stays listed. */
+function fillAgents(formEl, chosen) {
+  const select = formEl.elements.namedItem('agentId');
+  if (!select) return;
+  if (chosen) select.append(h('option', { value: chosen }, `Agent ${chosen}`));
+  select.value = chosen || '';
+  api('GET', '/v1/agents').then((agents) => {
+    const list = (agents || []).slice().sort((a, b) => String(a.name).localeCompare(String(b.name)));
+    replace(select, h('option', { value: '' }, 'All agents'), list.map((a) => h('option', { value: a.id }, a.name || a.id)),
+      chosen && !list.some((a) => a.id === chosen) && h('option', { value: chosen }, `Agent ${chosen}`));
+    select.value = chosen || '';
+    for (const o of select.options) o.defaultSelected = o.value === (chosen || '');
+  }).catch(() => { /* the select keeps "All agents" and the chosen id */ });
+}
+
+/**
+ * A list's 400 (filters the API refuses) is shown beside the fields it names, with a way out;
+ * other failures go to the loader (with its "Try again").
+ */
+async function listOrBadFilters(path, formEl, base) {
+  try {
+    return await api('GET', path, undefined, { full: true });
+  } catch (err) {
+    if (err?.status !== 400) throw err;
+    if (err.details?.length) showFormError(formEl, err);
+    return { bad: alertBox(`These filters are not valid${err.details?.length ? ': correct the marked fields' : ` (${errorText(err)})`}.`, {
+      action: h('a', { class: 'btn secondary small', href: base }, 'Clear filters'),
+    }) };
+  }
+}
+
+/** Reorders tbody to `rows`, moving only the rows that changed place, and keeps the focus. */
+function syncRows(tbody, rows) {
+  const active = document.activeElement;
+  const activeRow = active && tbody.contains(active) ? active.closest('tr')?.dataset.id : null;
+  const activeIsLink = active?.tagName === 'A';
+  rows.forEach((tr, i) => { if (tbody.children[i] !== tr) tbody.insertBefore(tr, tbody.children[i] || null); });
+  while (tbody.children.length > rows.length) tbody.lastElementChild.remove();
+  if (activeRow && !tbody.contains(document.activeElement)) {
+    const row = [...tbody.children].find((tr) => tr.dataset.id === activeRow);
+    const target = row && (activeIsLink ? row.querySelector('a') : row.querySelector('a, button'));
+    target?.focus({ preventScroll: true });
+  }
+}
+
+/** Clicking anywhere on a row follows its first link (the link itself is the keyboard way). */
+function rowClick(ev) {
+  if (ev.target.closest('a, button, input, select, label') || window.getSelection()?.toString()) return;
+  const a = ev.currentTarget.querySelector('a[href]');
+  if (a) navigate(a.getAttribute('href'));
+}
+
+function facts(pairs) {
+  return h('dl', { class: 'cc-facts' }, pairs.filter(Boolean).map(([k, v]) => h('div', null, h('dt', null, k), h('dd', null, v ?? '—'))));
+}
+
+// ---------------------------------------------------------------- /calls
+
+const CALL_KEYS = ['search', 'number', 'callType', 'agentId', 'minDuration', 'maxDuration', 'dateFrom', 'dateTo', 'sortBy', 'sortOrder', 'limit'];
+const CALL_DEFAULTS = { callType: 'all', sortBy: 'createdAt', sortOrder: 'desc', limit: '20' };
+
+function callFields() {
+  return [
+    { name: 'search', label: 'Search', type: 'search', maxlength: 200, hint: 'Numbers, transcript or summary', autocomplete: 'off' },
+    { name: 'number', label: 'Phone number', type: 'tel', maxlength: 64, hint: 'Either side, any spelling', autocomplete: 'off' },
+    { name: 'callType', label: 'Direction', type: 'select', options: [['all', 'Both directions'], ['incoming', 'Incoming'], ['outgoing', 'Outgoing']] },
+    { name: 'agentId', label: 'Agent', type: 'select', options: [['', 'All agents']] },
+    { name: 'minDuration', label: 'Shortest (seconds)', type: 'number', min: 0, max: 31536000, step: 1, inputmode: 'numeric' },
+    { name: 'maxDuration', label: 'Longest (seconds)', type: 'number', min: 0, max: 31536000, step: 1, inputmode: 'numeric' },
+    { name: 'dateFrom', label: 'Started on or after', type: 'date' },
+    { name: 'dateTo', label: 'Started on or before', type: 'date' },
+    { name: 'sortBy', label: 'Sort by', type: 'select', options: [['createdAt', 'Start time'], ['duration', 'Duration'], ['endedAt', 'End time']] },
+    { name: 'sortOrder', label: 'Order', type: 'select', options: [['desc', 'Newest / longest first'], ['asc', 'Oldest / shortest first']] },
+    { name: 'limit', label: 'Per page', type: 'select', options: [['20', '20'], ['50', '50'], ['100', '100']] },
+  ];
+}
+
+const callKey = (c) => JSON.stringify([c.createdAt, c.type, c.from, c.to, c.agent, c.duration, c.status, c.score, c.flagged, c.favorite, c.spam]);
+
+function callRow(c, back) {
+  const incoming = c.type === 'INCOMING';
+  const marks = [c.favorite && badge('Favorite', 'accent'), c.flagged && badge('Flagged', 'warn'), c.spam && badge('Spam', 'warn')].filter(Boolean);
+  return h('tr', { 'data-id': c.id, class: 'cc-row', onclick: rowClick },
+    h('th', { scope: 'row' }, h('a', { href: `/calls/${enc(c.id)}${back}` }, time(c.createdAt))),
+    h('td', null, badge(incoming ? 'Incoming' : 'Outgoing', incoming ? 'cc-in' : 'cc-out')),
+    h('td', { class: 'cc-parties' }, h('span', { class: 'mono' }, c.from), h('span', { class: 'muted', 'aria-hidden': 'true' }, ' → '), h('span', { class: 'sr-only' }, ' to '), h('span', { class: 'mono' }, c.to)),
+    h('td', null, c.agent ? c.agent.name : h('span', { class: 'muted' }, '—')),
+    h('td', { class: 'num' }, c.duration == null ? h('span', { class: 'muted' }, 'ongoing') : clock(c.duration)),
+    h('td', null, statusBadge(c.status), marks.length ? [' ', marks] : null),
+    h('td', { class: 'num' }, score(c.score)));
+}
+
+export function callList(view, { query, signal }) {
+  const page = pageOf(query);
+  const q = apiQuery(query, CALL_KEYS, page);
+  const back = keep(query, CALL_KEYS);
+  const filters = filterForm('/calls', query, callFields(), CALL_DEFAULTS);
+  fillAgents(filters, query.get('agentId'));
+  const seen = new Map(); // id → {key, tr}: unchanged rows are kept as they are on a refresh
+  const results = h('div', { class: 'cc-results' });
+  const pagerSlot = h('div');
+  const note = h('p', { class: 'muted small cc-live' });
+  let last = '';
+
+  const rowsOf = (items) => items.map((c) => {
+    const key = callKey(c);
+    const had = seen.get(c.id);
+    if (had && had.key === key) return had.tr;
+    const tr = callRow(c, back);
+    seen.set(c.id, { key, tr });
+    return tr;
+  });
+  const draw = (res) => {
+    const items = res.data || [];
+    const tbody = results.querySelector('tbody');
+    if (tbody && items.length) syncRows(tbody, rowsOf(items));
+    else {
+      replace(results, table(['Time', 'Direction', 'From → To', 'Agent', 'Duration', 'Status', 'Score'], rowsOf(items), {
+        caption: 'Calls', dense: true,
+        empty: q.toString().replace(/(^|&)(page|limit)=\d+/g, '') ? 'No call matches these filters.' : 'No calls yet. Calls appear here as your agents take and make them.',
+      }));
+    }
+    const p = JSON.stringify(res.pagination);
+    if (p !== last) { last = p; replace(pagerSlot, pager(res.pagination, (n) => hrefWith({ page: n > 1 ? n : null }))); }
+  };
+  const list = loader(async () => {
+    const res = await listOrBadFilters(`/v1/calls?${q}`, filters, '/calls');
+    if (res.bad) return res.bad;
+    draw(res);
+    if (page === 1) note.textContent = 'This page refreshes itself every 5 seconds.';
+    return [results, pagerSlot, note];
+  });
+  if (page === 1) {
+    every(5000, signal, async () => {
+      if (list.getAttribute('aria-busy') === 'true' || !results.isConnected) return;
+      const res = await api('GET', `/v1/calls?${q}`, undefined, { full: true });
+      if (!signal.aborted) draw(res);
+    });
+  }
+  view.append(
+    h('p', { class: 'lead' }, 'Phone calls of your agents, newest first. Open one for its transcript, recording and timeline.'),
+    filters,
+    section('Calls', list));
+}
+
+// ---------------------------------------------------------------- /calls/{id}
+
+export function callDetail(view, { params, query }) {
+  const id = params[0];
+  const back = `/calls${keep(query, CALL_KEYS)}`;
+  view.append(
+    h('p', { class: 'cc-back' }, h('a', { href: back }, '← Back to calls')),
+    loader(async (again) => callView(await api('GET', `/v1/calls/${enc(id)}`), back, again)));
+}
+
+function callView(c, back, again) {
+  const incoming = c.type === 'INCOMING';
+  const start = Date.parse(c.createdAt);
+  const rowError = h('div', { class: 'cc-row-error' });
+  const actions = can('write')
+    ? h('div', { class: 'cc-actions', role: 'group', 'aria-label': 'Mark this call' },
+      toggle(c, 'favorite', 'Favorite', rowError), toggle(c, 'flagged', 'Flagged', rowError), toggle(c, 'spam', 'Spam', rowError),
+      h('button', {
+        type: 'button', class: 'btn danger-quiet small cc-delete',
+        onclick: async () => {
+          const done = await confirmDialog({
+            title: 'Delete this call?',
+            body: `The call from ${c.from} to ${c.to}, with its transcript, timeline and recording, is deleted. This cannot be undone.`,
+            confirm: 'Delete call',
+            action: () => api('DELETE', `/v1/calls/${enc(c.id)}`),
+          });
+          if (done) { toast('Call deleted'); navigate(back); }
+        },
+      }, 'Delete call'))
+    : h('p', { class: 'cc-marks' }, [c.favorite && badge('Favorite', 'accent'), c.flagged && badge('Flagged', 'warn'), c.spam && badge('Spam', 'warn')].filter(Boolean));
+
+  const player = conversation(c, start);
+  return [
+    c.duration == null && alertBox('This call is in progress: its transcript grows as it goes on.', {
+      kind: 'info', action: h('button', { type: 'button', class: 'btn secondary small', onclick: () => again() }, 'Refresh'),
+    }),
+    h('div', { class: 'card cc-head' },
+      facts([
+        ['Direction', badge(incoming ? 'Incoming' : 'Outgoing', incoming ? 'cc-in' : 'cc-out')],
+        ['From', h('span', { class: 'mono' }, c.from)],
+        ['To', h('span', { class: 'mono' }, c.to)],
+        ['Agent', agentLink(c.agent)],
+        ['Status', statusBadge(c.status)],
+        ['Started', time(c.createdAt)],
+        ['Ended', time(c.endedAt, { empty: 'In progress' })],
+        ['Duration', c.duration == null ? h('span', { class: 'muted' }, 'In progress') : duration(c.duration)],
+        ['Score', score(c.score)],
+      ]),
+      actions, rowError),
+    section('Summary', c.summary ? h('p', { class: 'cc-summary' }, c.summary) : h('p', { class: 'muted' }, 'No summary.')),
+    section('Contact', contactBox(c)),
+    player,
+    section('Timeline', timeline(c.timeline || [], start)),
+  ];
+}
+
+function toggle(c, key, label, errSlot) {
+  const btn = h('button', { type: 'button', class: 'btn secondary small cc-toggle', 'aria-pressed': String(Boolean(c[key])), 'data-flag': key }, label);
+  let busy = false;
+  btn.addEventListener('click', async () => {
+    if (busy) return;
+    busy = true;
+    btn.setAttribute('aria-busy', 'true');
+    replace(errSlot);
+    const want = btn.getAttribute('aria-pressed') !== 'true';
+    try {
+      const r = await api('PATCH', `/v1/calls/${enc(c.id)}`, { [key]: want });
+      c[key] = Boolean(r?.[key]);
+      btn.setAttribute('aria-pressed', String(c[key]));
+      toast(`${label}: ${c[key] ? 'on' : 'off'}`);
+    } catch (err) {
+      replace(errSlot, alertBox(`Could not change “${label}”: ${errorText(err)}`));
+    } finally {
+      busy = false;
+      btn.removeAttribute('aria-busy');
+    }
+  });
+  return btn;
+}
+
+/** The contacts with either number of the call (GET /v1/contacts?search=, then an exact match). */
+function contactBox(c) {
+  const digits = (s) => String(s || '').replace(/\D/g, '');
+  const numbers = [...new Set([c.type === 'INCOMING' ? c.from : c.to, c.type === 'INCOMING' ? c.to : c.from].filter(Boolean))];
+  return loader(async () => {
+    const found = [];
+    await Promise.all(numbers.map(async (n) => {
+      const list = await api('GET', `/v1/contacts?search=${enc(n)}&limit=5`);
+      for (const x of list || []) if (digits(x.number) === digits(n) && !found.some((f) => f.id === x.id)) found.push(x);
+    }));
+    if (!found.length) return h('p', { class: 'muted' }, `No contact has the number ${numbers.join(' or ')}.`);
+    return h('ul', { class: 'cc-contacts' }, found.map((x) => h('li', null,
+      h('a', { href: `/contacts/${enc(x.id)}` }, [x.firstName, x.lastName].filter(Boolean).join(' ') || x.email || x.number),
+      ' ', h('span', { class: 'mono muted' }, x.number),
+      x.email ? [' · ', h('span', { class: 'muted' }, x.email)] : null)));
+  }, 'Looking for a contact…');
+}
+
+/** The recording and the transcript: a line is a button that seeks the audio; the spoken line is marked. */
+function conversation(c, start) {
+  const segs = (c.transcript || []).map((s) => ({ ...s, at: Math.max(0, (Date.parse(s.timestamp) - start) / 1000 || 0) }));
+  const url = c.recordingUrl;
+  const audioNote = h('div', { class: 'cc-audio-note' });
+  const audio = url ? h('audio', { controls: true, preload: 'metadata', src: url, class: 'cc-audio', 'aria-label': 'Recording of the call' }) : null;
+  const box = h('ol', { class: 'cc-transcript' });
+  const frag = document.createDocumentFragment();
+  const lines = segs.map((s, i) => {
+    const inner = [
+      h('span', { class: 'cc-who' }, s.speaker === 'agent' ? 'Agent' : 'Caller'),
+      ' ',
+      h('span', { class: 'cc-at', title: new Date(s.timestamp).toISOString() }, clock(s.at)),
+      h('span', { class: 'cc-text' }, s.text),
+    ];
+    const el = audio
+      ? h('button', { type: 'button', class: 'cc-bubble', 'data-i': i }, inner)
+      : h('div', { class: 'cc-bubble' }, inner);
+    frag.append(h('li', { class: ['cc-line', s.speaker === 'agent' ? 'cc-agent' : 'cc-caller'] }, el));
+    return el;
+  });
+  box.append(frag);
+  const scroller = h('div', { class: 'cc-scroll', tabindex: '0', role: 'region', 'aria-label': 'Transcript' }, box);
+
+  if (audio) {
+    let current = -1;
+    const mark = (i) => {
+      if (i === current) return;
+      if (current >= 0) { lines[current].removeAttribute('aria-current'); lines[current].classList.remove('cc-now'); }
+      current = i;
+      if (i < 0) return;
+      const el = lines[i];
+      el.setAttribute('aria-current', 'true');
+      el.classList.add('cc-now');
+      if (!audio.paused) { // keep the spoken line in view inside the transcript box (not the page)
+        const top = el.offsetTop;
+        if (top < scroller.scrollTop || top + el.offsetHeight > scroller.scrollTop + scroller.clientHeight) scroller.scrollTop = Math.max(0, top - scroller.clientHeight / 3);
+      }
+    };
+    const at = (t) => { // the last line that started at or before t
+      let lo = 0; let hi = segs.length - 1; let ans = -1;
+      while (lo <= hi) { const mid = (lo + hi) >> 1; if (segs[mid].at <= t + 0.05) { ans = mid; lo = mid + 1; } else hi = mid - 1; }
+      return ans;
+    };
+    audio.addEventListener('timeupdate', () => mark(at(audio.currentTime)));
+    audio.addEventListener('seeked', () => mark(at(audio.currentTime)));
+    box.addEventListener('click', (ev) => {
+      const b = ev.target.closest('button[data-i]');
+      if (!b) return;
+      const s = segs[Number(b.dataset.i)];
+      audio.currentTime = s.at;
+      mark(Number(b.dataset.i));
+      audio.play().catch(() => { /* the user can press play */ });
+    });
+    audio.addEventListener('loadedmetadata', () => {
+      if (Number.isFinite(audio.duration) && typeof c.duration === 'number' && audio.duration + 2 < c.duration) {
+        replace(audioNote, h('p', { class: 'muted small' }, `The recording (${clock(audio.duration)}) is shorter than the call (${clock(c.duration)}): later lines play its end.`));
+      }
+    });
+    audio.addEventListener('error', () => {
+      const again = h('button', {
+        type: 'button', class: 'btn secondary small',
+        onclick: async () => {
+          try {
+            const fresh = await api('GET', `/v1/calls/${enc(c.id)}`);
+            replace(audioNote);
+            if (fresh.recordingUrl) { audio.src = fresh.recordingUrl; audio.load(); }
+          } catch (err) { replace(audioNote, alertBox(errorText(err))); }
+        },
+      }, 'Load the recording again');
+      replace(audioNote, alertBox('The recording could not be played (its link lasts 15 minutes).', { action: again }));
+    });
+  }
+  return section('Conversation',
+    audio ? h('div', { class: 'cc-player' }, audio, audioNote) : h('p', { class: 'muted' }, 'This call has no recording.'),
+    segs.length
+      ? [audio && h('p', { class: 'muted small' }, 'Choose a line to play the recording from there.'), scroller]
+      : h('p', { class: 'muted' }, 'No transcript.'));
+}
+
+function timeline(events, start) {
+  if (!events.length) return h('p', { class: 'muted' }, 'No events.');
+  const value = (v) => (v !== null && typeof v === 'object' ? JSON.stringify(v) : String(v));
+  return h('ol', { class: 'cc-timeline' }, events.map((e) => h('li', null,
+    h('span', { class: 'cc-at', title: e.at }, `+${clock((Date.parse(e.at) - start) / 1000)}`),
+    ' ', h('code', null, e.type), ' ',
+    Object.entries(e.data || {}).map(([k, v]) => h('span', { class: 'cc-kv' }, h('span', { class: 'muted' }, `${k}: `), value(v))))));
+}
+
+// ---------------------------------------------------------------- /chats
+
+const CHAT_KEYS = ['search', 'channel', 'status', 'agentId', 'dateFrom', 'dateTo', 'sortBy', 'sortOrder', 'limit'];
+const CHAT_DEFAULTS = { sortBy: 'createdAt', sortOrder: 'desc', limit: '20' };
+const CHANNELS = { web: 'Web', 'web-agent': 'Web agent', 'voice-widget': 'Voice widget', whatsapp: 'WhatsApp' };
+
+function chatFields() {
+  return [
+    { name: 'search', label: 'Search', type: 'search', maxlength: 200, hint: 'Messages, contact number or e-mail', autocomplete: 'off' },
+    { name: 'channel', label: 'Channel', type: 'select', options: [['', 'All channels'], ...Object.entries(CHANNELS)] },
+    { name: 'status', label: 'Status', type: 'select', options: [['', 'Any status'], ['active', 'Active'], ['ended', 'Ended']] },
+    { name: 'agentId', label: 'Agent', type: 'select', options: [['', 'All agents']] },
+    { name: 'dateFrom', label: 'Started on or after', type: 'date' },
+    { name: 'dateTo', label: 'Started on or before', type: 'date' },
+    { name: 'sortBy', label: 'Sort by', type: 'select', options: [['createdAt', 'Start time'], ['lastMessageAt', 'Last message']] },
+    { name: 'sortOrder', label: 'Order', type: 'select', options: [['desc', 'Newest first'], ['asc', 'Oldest first']] },
+    { name: 'limit', label: 'Per page', type: 'select', options: [['20', '20'], ['50', '50'], ['100', '100']] },
+  ];
+}
+
+const contactText = (ct) => ct?.number || ct?.email || 'Unknown contact';
+
+export function chatList(view, { query }) {
+  const page = pageOf(query);
+  const q = apiQuery(query, CHAT_KEYS, page);
+  const back = keep(query, CHAT_KEYS);
+  const filters = filterForm('/chats', query, chatFields(), CHAT_DEFAULTS);
+  fillAgents(filters, query.get('agentId'));
+  const filtered = CHAT_KEYS.some((k) => query.get(k) && query.get(k) !== CHAT_DEFAULTS[k]);
+  const list = loader(async () => {
+    const res = await listOrBadFilters(`/v1/chats?${q}`, filters, '/chats');
+    if (res.bad) return res.bad;
+    const rows = (res.data || []).map((c) => h('tr', { 'data-id': c.id, class: 'cc-row', onclick: rowClick },
+      h('th', { scope: 'row' }, h('a', { href: `/chats/${enc(c.id)}${back}` }, time(c.createdAt))),
+      h('td', { class: 'nowrap' }, CHANNELS[c.channel] || c.channel),
+      h('td', null, h('span', { class: c.contact?.number ? 'mono' : '' }, contactText(c.contact)),
+        c.summary && h('span', { class: 'cc-sum muted small', title: c.summary }, c.summary)),
+      h('td', null, c.agent ? c.agent.name : h('span', { class: 'muted' }, '—')),
+      h('td', null, statusBadge(c.status)),
+      h('td', { class: 'num' }, num(c.messageCount)),
+      h('td', null, time(c.lastMessageAt))));
+    return [
+      table(['Started', 'Channel', 'Contact and summary', 'Agent', 'Status', 'Messages', 'Last message'], rows, {
+        caption: 'Chats', dense: true, empty: filtered ? 'No chat matches these filters.' : 'No chats yet.',
+      }),
+      pager(res.pagination, (n) => hrefWith({ page: n > 1 ? n : null })),
+    ];
+  });
+  view.append(
+    h('p', { class: 'lead' }, 'Conversations of your chat agents on the web, in widgets and on WhatsApp.'),
+    filters,
+    section('Chats', list));
+}
+
+// ---------------------------------------------------------------- /chats/{id}
+
+const ROLE_TEXT = { user: 'Contact', agent: 'Agent', system: 'System' };
+
+export function chatDetail(view, { params, query }) {
+  const id = params[0];
+  const back = `/chats${keep(query, CHAT_KEYS)}`;
+  const size = Math.min(500, Math.max(1, Number.parseInt(query.get('messagesLimit') || '50', 10) || 50));
+  view.append(
+    h('p', { class: 'cc-back' }, h('a', { href: back }, '← Back to chats')),
+    loader(async () => chatView(await api('GET', `/v1/chats/${enc(id)}?messagesLimit=${size}`), back, size)));
+}
+
+function chatView(c, back, size) {
+  const messages = [...(c.messages || [])];
+  const thread = h('ol', { class: 'cc-thread', 'aria-label': 'Messages, oldest first' });
+  const scroller = h('div', { class: 'cc-scroll cc-chat', tabindex: '0', role: 'region', 'aria-label': 'Messages' }, thread);
+  const status = h('p', { class: 'sr-only', role: 'status' });
+  const olderSlot = h('div', { class: 'cc-older' });
+  const msg = (m) => h('li', { class: ['cc-line', m.role === 'user' ? 'cc-caller' : m.role === 'agent' ? 'cc-agent' : 'cc-system'], 'data-id': m.id },
+    h('div', { class: 'cc-bubble' },
+      h('span', { class: 'cc-who' }, ROLE_TEXT[m.role] || m.role), ' ', h('span', { class: 'cc-at' }, time(m.createdAt)),
+      h('span', { class: 'cc-text' }, m.text)));
+  thread.append(...messages.map(msg));
+  let more = messages.length < (c.messageCount || 0) && messages.length >= size;
+  const older = h('button', { type: 'button', class: 'btn secondary small' }, 'Load older messages');
+  const olderError = h('div');
+  let busy = false;
+  older.addEventListener('click', async () => {
+    if (busy || !messages.length) return;
+    busy = true;
+    older.setAttribute('aria-busy', 'true');
+    replace(olderError);
+    try {
+      const res = await api('GET', `/v1/chats/${enc(c.id)}?messagesLimit=${size}&messagesBefore=${enc(messages[0].id)}`);
+      const got = (res.messages || []).filter((m) => !messages.some((x) => x.id === m.id));
+      const before = scroller.scrollHeight;
+      const top = scroller.scrollTop;
+      messages.unshift(...got);
+      more = got.length >= size && messages.length < (res.messageCount || c.messageCount || 0);
+      // The button gives way to the start-of-chat note before measuring: both are above the reader.
+      if (!more) replace(olderSlot, h('p', { class: 'muted small' }, 'This is the start of the chat.'));
+      thread.prepend(...got.map(msg));
+      scroller.scrollTop = top + (scroller.scrollHeight - before); // the reader stays where they were
+      status.textContent = got.length ? `${got.length} older ${got.length === 1 ? 'message' : 'messages'} loaded.` : 'No older messages.';
+      if (!more) scroller.focus({ preventScroll: true });
+    } catch (err) {
+      replace(olderError, alertBox(`Could not load older messages: ${errorText(err)}`));
+    } finally {
+      busy = false;
+      older.removeAttribute('aria-busy');
+    }
+  });
+  replace(olderSlot, more ? [older, olderError] : h('p', { class: 'muted small' }, messages.length ? 'This is the start of the chat.' : 'No messages.'));
+  requestAnimationFrame(() => { scroller.scrollTop = scroller.scrollHeight; }); // the newest at the bottom, in view
+
+  const del = can('write') && h('button', {
+    type: 'button', class: 'btn danger-quiet small',
+    onclick: async () => {
+      const done = await confirmDialog({
+        title: 'Delete this chat?',
+        body: `The chat with ${contactText(c.contact)} and its ${num(c.messageCount)} messages are deleted. This cannot be undone.`,
+        confirm: 'Delete chat',
+        action: () => api('DELETE', `/v1/chats/${enc(c.id)}`),
+      });
+      if (done) { toast('Chat deleted'); navigate(back); }
+    },
+  }, 'Delete chat');
+  return [
+    h('div', { class: 'card cc-head' },
+      facts([
+        ['Contact', contactText(c.contact)],
+        c.contact?.number && c.contact?.email ? ['E-mail', c.contact.email] : null,
+        ['Channel', CHANNELS[c.channel] || c.channel],
+        ['Agent', agentLink(c.agent)],
+        ['Status', statusBadge(c.status)],
+        ['Started', time(c.createdAt)],
+        ['Ended', time(c.endedAt, { empty: c.status === 'active' ? 'Active' : '—' })],
+        ['Messages', num(c.messageCount)],
+      ]),
+      del && h('div', { class: 'cc-actions' }, del)),
+    section('Summary', c.summary ? h('p', { class: 'cc-summary' }, c.summary) : h('p', { class: 'muted' }, 'No summary.')),
+    section('Messages', olderSlot, scroller, status),
+  ];
+}

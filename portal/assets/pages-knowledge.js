@@ -1,0 +1,697 @@
+// Knowledge: /knowledge (the team's knowledge bases) and /knowledge/{knowledgebaseId} (its Q&A
+// references, webpages, documents and a search box). Every request goes through api.js `api()`,
+// except the document upload: fetch has no upload progress, so that one is an XMLHttpRequest
+// built the way api.js builds its requests (X-CSRF-Token, ?teamId= when a subteam is chosen).
+import {
+  h, replace, field, form, loader, table, badge, time, num, alertBox, errorText, confirmDialog, toast,
+  navigate, section, pager, pageOf, hrefWith, every, uid, ACTIONS, formDialog as domFormDialog, cap,
+} from './dom.js';
+import { api, ApiError, state, scope, can, actingTeam } from './api.js';
+
+const enc = encodeURIComponent;
+const kbPath = (id, rest = '') => `/v1/knowledgebase/${enc(id)}${rest}`;
+const focusTitle = () => document.querySelector('main h1')?.focus();
+const kbName = (kb) => kb?.name || 'Untitled knowledge base';
+const plural = (n, one, many = `${one}s`) => `${num(n)} ${n === 1 ? one : many}`;
+const REF_PAGE = 20;
+const POLL_MS = 2000;
+
+/** A <textarea> field laid out as dom.js field() (its error, last in aria-describedby, is filled by showFormError). */
+function area({ name, label, hint, value, rows = 3, ...attrs }) {
+  const id = uid(name);
+  const hintId = hint ? `${id}-hint` : null;
+  const errId = `${id}-error`;
+  return h('div', { class: 'field' },
+    h('label', { for: id }, label),
+    h('textarea', { id, name, rows, class: 'kb-ta', 'aria-describedby': [hintId, errId].filter(Boolean).join(' '), value, ...attrs }),
+    hint && h('p', { class: 'hint', id: hintId }, hint),
+    h('p', { class: 'field-error', id: errId, hidden: true }));
+}
+
+const formDialog = (spec) => domFormDialog({ ...spec, className: 'kb-dialog' });
+
+/** The Delete button of a webpage or document: confirmed, then the list is read again. */
+function deleteSource({ kind, name, path, body, refresh }) {
+  return h('button', {
+    type: 'button', class: 'btn danger-quiet small', 'data-key': 'delete', 'aria-label': `Delete ${kind} ${name}`,
+    onclick: async () => {
+      const done = await confirmDialog({
+        title: `Delete the ${kind} “${name}”?`, body, confirm: 'Delete', action: () => api('DELETE', path),
+      });
+      if (done) { toast(`${cap(kind)} “${name}” deleted`); focusTitle(); await refresh().catch((err) => toast(errorText(err))); }
+    },
+  }, 'Delete');
+}
+
+/** A modal <dialog> that shows what load() builds (with a loader), and a Close button. */
+function viewDialog(title, load) {
+  const titleId = uid('dlg');
+  const closeBtn = h('button', { type: 'button', class: 'btn secondary' }, 'Close');
+  const dlg = h('dialog', { class: 'dialog kb-dialog wide', 'aria-labelledby': titleId },
+    h('h2', { id: titleId }, title), loader(load), h('div', { class: 'form-actions end' }, closeBtn));
+  const opener = document.activeElement;
+  const close = () => { dlg.close(); dlg.remove(); if (opener?.isConnected) opener.focus(); };
+  closeBtn.addEventListener('click', close);
+  dlg.addEventListener('cancel', (ev) => { ev.preventDefault(); close(); });
+  document.body.append(dlg);
+  dlg.showModal();
+  closeBtn.focus();
+}
+
+/** Q&A entries (manual or extracted) as a list of question and answer. */
+function entries(items, empty = 'Nothing was extracted.') {
+  if (!items?.length) return h('p', { class: 'empty' }, empty);
+  return h('ol', { class: 'kb-entries' }, items.map((e) => h('li', null,
+    h('p', { class: 'kb-q' }, e.question), h('p', { class: 'kb-a' }, e.answer))));
+}
+
+// ---- statuses of webpages and documents ----
+
+const STATUS = {
+  pending: ['Pending', 'warn'], refreshing: ['Refreshing', 'warn'], ready: ['Ready', 'kb-ok'], failed: ['Failed', 'kb-failed'],
+};
+const busy = (x) => x.status === 'pending' || x.status === 'refreshing' || x.isUpdating === true;
+function statusCell(x) {
+  const [text, kind] = STATUS[x.status] || [x.status || 'Unknown', ''];
+  return h('td', null, badge(busy(x) ? `${text}…` : text, kind),
+    x.failureReason && h('p', { class: 'kb-reason' }, x.failureReason));
+}
+
+// "in 23 hours (at 17:05 on 27 Nov)"
+const clockFmt = new Intl.DateTimeFormat('en-GB', { hour: '2-digit', minute: '2-digit' });
+const dayMonthFmt = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'short' });
+function inWords(when, now = Date.now()) {
+  const sec = Math.max(1, Math.round((when.getTime() - now) / 1000));
+  let span;
+  if (sec < 60) span = plural(sec, 'second');
+  else if (sec < 3600) span = plural(Math.round(sec / 60), 'minute');
+  else if (sec < 10 * 3600) {
+    const hrs = Math.floor(sec / 3600);
+    const min = Math.round((sec % 3600) / 60);
+    span = min ? `${plural(hrs, 'hour')} ${plural(min, 'minute')}` : plural(hrs, 'hour');
+  } else if (sec < 72 * 3600) span = plural(Math.round(sec / 3600), 'hour');
+  else span = plural(Math.round(sec / 86400), 'day');
+  return `in ${span} (at ${clockFmt.format(when)} on ${dayMonthFmt.format(when)})`;
+}
+
+// ---------------------------------------------------------------- /knowledge
+
+export function list(view) {
+  const writer = can('write');
+  let reload;
+  const box = loader(async (again) => {
+    reload = again;
+    const [kbs, agents] = await Promise.all([
+      api('GET', '/v1/knowledgebase'),
+      api('GET', '/v1/agents').catch(() => null), // only to name the agents linked to each one
+    ]);
+    const byKb = new Map();
+    for (const a of agents || []) {
+      const k = a.knowledgebase?.id;
+      if (k) byKb.set(k, [...(byKb.get(k) || []), a]);
+    }
+    return table(['Name', 'Agent', 'Webpages', 'Documents', 'Q&A', 'Updated', ACTIONS],
+      (kbs || []).map((kb) => kbRow(kb, agents ? byKb.get(kb.id) || [] : null, writer, () => reload())),
+      { caption: 'Knowledge bases', empty: writer ? 'No knowledge bases yet. Create one above.' : 'No knowledge bases yet.' });
+  });
+  const create = writer && form({
+    className: 'inline',
+    fields: [
+      field({ name: 'name', label: 'Name', required: true, maxlength: 255, autocomplete: 'off', placeholder: 'e.g. Support FAQ' }),
+      field({ name: 'description', label: 'Description (optional)', maxlength: 5000, autocomplete: 'off' }),
+    ],
+    submit: 'Create knowledge base',
+    onSubmit: async (v) => {
+      const kb = await api('POST', '/v1/knowledgebase', { name: v.name, description: v.description || null });
+      toast(`Knowledge base “${kbName(kb)}” created`);
+      navigate(`/knowledge/${enc(kb.id)}`);
+    },
+  });
+  view.append(
+    h('p', { class: 'lead' }, 'Knowledge bases hold what the agents of ', h('strong', null, actingTeam().name),
+      ' know: Q&A references, webpages and documents. Agents search them while they talk.'),
+    create && section('Create a knowledge base', create),
+    section('Knowledge bases', box));
+}
+
+function kbRow(kb, agents, writer, reload) {
+  const c = kb.counts || {};
+  let agentCell = h('span', { class: 'muted' }, '—');
+  if (agents?.length) {
+    agentCell = agents.map((a, i) => [i ? ', ' : '', h('a', { href: `/agents/${enc(a.id)}` }, a.name || 'Untitled agent')]);
+  } else if (agents) agentCell = h('span', { class: 'muted' }, 'Not linked');
+  return h('tr', null,
+    h('th', { scope: 'row' }, h('a', { href: `/knowledge/${enc(kb.id)}` }, kbName(kb)),
+      kb.description && h('p', { class: 'kb-sub' }, kb.description)),
+    h('td', null, agentCell),
+    h('td', { class: 'num' }, num(c.webpages)),
+    h('td', { class: 'num' }, num(c.documents)),
+    h('td', { class: 'num' }, num(c.references)),
+    h('td', null, time(kb.updatedAt)),
+    h('td', { class: 'actions' }, writer && h('button', {
+      type: 'button', class: 'btn danger-quiet small', 'aria-label': `Delete knowledge base ${kbName(kb)}`,
+      onclick: async () => {
+        const done = await confirmDialog({
+          title: `Delete “${kbName(kb)}”?`,
+          body: 'Its references, webpages and documents are deleted with it, and agents linked to it lose it. This cannot be undone.',
+          confirm: 'Delete',
+          action: () => api('DELETE', kbPath(kb.id)),
+        });
+        if (done) { toast(`Knowledge base “${kbName(kb)}” deleted`); reload(); focusTitle(); }
+      },
+    }, 'Delete')));
+}
+
+// ---------------------------------------------------------------- /knowledge/{id}
+
+export function detail(view, ctx) {
+  const id = ctx.params[0];
+  view.append(
+    h('p', { class: 'kb-back' }, h('a', { href: '/knowledge' }, '← All knowledge bases')),
+    loader(async () => {
+      const kb = await api('GET', kbPath(id));
+      return knowledgebase(kb, ctx);
+    }));
+}
+
+function knowledgebase(kb, ctx) {
+  const id = kb.id;
+  const writer = can('write');
+  const announcer = h('p', { class: 'sr-only', role: 'status' });
+  const h1 = document.querySelector('main h1');
+  if (h1) h1.textContent = kbName(kb);
+  document.title = `${kbName(kb)} · Switchboard`;
+
+  // Everything shown comes from one GET of the knowledge base; refresh() fetches it again and
+  // updates the three lists; polling runs it every 2 s while a webpage or document is in progress.
+  const parts = {};
+  let polling = null;
+  const refresh = async () => {
+    const fresh = await api('GET', kbPath(id));
+    if (ctx.signal.aborted) return;
+    parts.refs.update(fresh.references || []);
+    parts.pages.update(fresh.webpages || []);
+    parts.docs.update(fresh.documents || []);
+    poll();
+  };
+  const poll = () => {
+    const active = [...parts.pages.items(), ...parts.docs.items()].some(busy) || parts.docs.waiting();
+    if (active && !polling && !ctx.signal.aborted) {
+      polling = new AbortController();
+      ctx.signal.addEventListener('abort', () => polling?.abort(), { once: true });
+      every(POLL_MS, polling.signal, refresh);
+    } else if (!active && polling) {
+      polling.abort();
+      polling = null;
+    }
+  };
+  const say = (text) => { announcer.textContent = text; };
+  parts.refs = references(kb, ctx, writer, refresh);
+  parts.pages = webpages(kb, writer, refresh, say);
+  parts.docs = documents(kb, ctx, writer, refresh, say);
+  parts.refs.update(kb.references || []);
+  parts.pages.update(kb.webpages || []);
+  parts.docs.update(kb.documents || []);
+  poll();
+
+  return [
+    header(kb, writer),
+    announcer,
+    section('Q&A references', parts.refs.el),
+    section('Webpages', parts.pages.el),
+    section('Documents', parts.docs.el),
+    section('Search', search(kb)),
+  ];
+}
+
+function header(kb, writer) {
+  const desc = h('p', { class: 'lead' }, kb.description || 'No description.');
+  const actions = writer && h('div', { class: 'form-actions' },
+    h('button', {
+      type: 'button', class: 'btn secondary small',
+      onclick: async () => {
+        const done = await formDialog({
+          title: 'Edit the knowledge base',
+          fields: [
+            field({ name: 'name', label: 'Name', required: true, maxlength: 255, value: kb.name || '', autocomplete: 'off' }),
+            area({ name: 'description', label: 'Description', maxlength: 5000, value: kb.description || '' }),
+          ],
+          submit: 'Save',
+          onSubmit: async (v) => {
+            const saved = await api('PUT', kbPath(kb.id), { name: v.name, description: v.description || null });
+            Object.assign(kb, { name: saved.name, description: saved.description });
+          },
+        });
+        if (done) {
+          const h1 = document.querySelector('main h1');
+          if (h1) h1.textContent = kbName(kb);
+          desc.textContent = kb.description || 'No description.';
+          toast('Knowledge base saved');
+        }
+      },
+    }, 'Edit name and description'),
+    h('button', {
+      type: 'button', class: 'btn danger-quiet small',
+      onclick: async () => {
+        const done = await confirmDialog({
+          title: `Delete “${kbName(kb)}”?`,
+          body: 'Its references, webpages and documents are deleted with it, and agents linked to it lose it. This cannot be undone.',
+          confirm: 'Delete',
+          action: () => api('DELETE', kbPath(kb.id)),
+        });
+        if (done) { toast(`Knowledge base “${kbName(kb)}” deleted`); navigate('/knowledge'); }
+      },
+    }, 'Delete knowledge base'));
+  return h('div', { class: 'kb-head' }, desc, actions);
+}
+
+// ---- Q&A references: filter (?q=), page (?page=), add, edit, delete ----
+
+function references(kb, ctx, writer, refresh) {
+  const q = (ctx.query.get('q') || '').trim();
+  const page = pageOf(ctx.query);
+  const listBox = h('div');
+  const filterId = uid('q');
+  const input = h('input', { id: filterId, name: 'q', type: 'search', value: q, autocomplete: 'off' });
+  const filter = h('form', { class: 'kb-filter', role: 'search', 'aria-label': 'Reference filter' },
+    h('div', { class: 'field' }, h('label', { for: filterId }, 'Filter references'), input),
+    h('div', { class: 'form-actions' },
+      h('button', { type: 'submit', class: 'btn secondary' }, 'Filter'),
+      q && h('a', { class: 'btn secondary', href: hrefWith({ q: null, page: null }) }, 'Clear filter')));
+  filter.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    navigate(hrefWith({ q: input.value.trim(), page: null }));
+  });
+  const add = writer && form({
+    className: 'grid',
+    fields: [
+      area({ name: 'question', label: 'Question', required: true, maxlength: 5000 }),
+      area({ name: 'answer', label: 'Answer', required: true, maxlength: 50000 }),
+    ],
+    submit: 'Add reference',
+    onSubmit: async (v, f) => {
+      await api('POST', kbPath(kb.id, '/references'), { question: v.question, answer: v.answer });
+      f.reset();
+      toast('Reference added');
+      await refresh();
+    },
+  });
+  let items = [];
+  const update = (refs) => {
+    items = refs;
+    const needle = q.toLowerCase();
+    const shown = needle ? refs.filter((r) => `${r.question}\n${r.answer}`.toLowerCase().includes(needle)) : refs;
+    const totalPages = Math.max(1, Math.ceil(shown.length / REF_PAGE));
+    const p = Math.min(page, totalPages);
+    const rows = shown.slice((p - 1) * REF_PAGE, p * REF_PAGE).map((r) => refRow(kb, r, writer, refresh));
+    replace(listBox,
+      table(['Question', 'Answer', 'Updated', ACTIONS], rows, {
+        caption: 'Q&A references',
+        empty: needle ? `No reference matches “${q}”.` : 'No Q&A references yet.',
+      }),
+      pager({ page: p, totalPages, totalCount: shown.length }, (n) => hrefWith({ page: n })));
+  };
+  const el = [
+    h('p', { class: 'muted' }, 'Questions and answers written by hand; they are searchable as soon as they are saved.'),
+    add && h('details', { class: 'kb-add', open: !(kb.references || []).length },
+      h('summary', null, 'Add a reference'), add),
+    filter,
+    listBox,
+  ];
+  return { el, update, items: () => items };
+}
+
+function refRow(kb, r, writer, refresh) {
+  const path = kbPath(kb.id, `/references/${enc(r.id)}`);
+  return h('tr', null,
+    h('th', { scope: 'row', class: 'kb-cell' }, h('span', { class: 'kb-clamp' }, r.question)),
+    h('td', { class: 'kb-cell' }, h('span', { class: 'kb-clamp' }, r.answer)),
+    h('td', null, time(r.updatedAt)),
+    h('td', { class: 'actions' }, writer && [
+      h('button', {
+        type: 'button', class: 'btn secondary small', 'aria-label': `Edit reference: ${r.question.slice(0, 80)}`,
+        onclick: async () => {
+          const done = await formDialog({
+            title: 'Edit the reference',
+            fields: [
+              area({ name: 'question', label: 'Question', required: true, maxlength: 5000, value: r.question }),
+              area({ name: 'answer', label: 'Answer', required: true, maxlength: 50000, value: r.answer, rows: 6 }),
+            ],
+            submit: 'Save',
+            onSubmit: (v) => api('PUT', path, { question: v.question, answer: v.answer }),
+          });
+          if (done) { toast('Reference saved'); await refresh().catch((err) => toast(errorText(err))); }
+        },
+      }, 'Edit'),
+      ' ',
+      h('button', {
+        type: 'button', class: 'btn danger-quiet small', 'aria-label': `Delete reference: ${r.question.slice(0, 80)}`,
+        onclick: async () => {
+          const done = await confirmDialog({
+            title: 'Delete this reference?',
+            body: r.question,
+            confirm: 'Delete',
+            action: () => api('DELETE', path),
+          });
+          if (done) { toast('Reference deleted'); focusTitle(); await refresh().catch((err) => toast(errorText(err))); }
+        },
+      }, 'Delete'),
+    ]));
+}
+
+// ---- a table whose rows are replaced one by one when their item changes (polling) ----
+
+function liveTable({ headers, caption, empty, rowFor, onChange }) {
+  const box = h('div');
+  let rows = new Map(); // id → {sig, tr, item}
+  let built = false;
+  const update = (items) => {
+    const same = built && items.length === rows.size && items.every((x) => rows.has(x.id));
+    if (!same) {
+      const old = rows;
+      rows = new Map(items.map((x) => [x.id, { sig: JSON.stringify(x), tr: rowFor(x), item: x }]));
+      for (const x of items) if (old.has(x.id) && old.get(x.id).sig !== rows.get(x.id).sig) onChange?.(old.get(x.id).item, x);
+      replace(box, table(headers, [...rows.values()].map((r) => r.tr), { caption, empty }));
+      built = true;
+      return;
+    }
+    for (const x of items) {
+      const r = rows.get(x.id);
+      const sig = JSON.stringify(x);
+      if (r.sig === sig) continue;
+      const focused = r.tr.contains(document.activeElement) ? document.activeElement.dataset.key : null;
+      const tr = rowFor(x);
+      r.tr.replaceWith(tr);
+      onChange?.(r.item, x);
+      Object.assign(r, { sig, tr, item: x });
+      if (focused) tr.querySelector(`[data-key="${focused}"]`)?.focus();
+    }
+  };
+  return { el: box, update, items: () => [...rows.values()].map((r) => r.item) };
+}
+
+/** A message slot per row that survives the row being rebuilt. */
+function slots() {
+  const map = new Map();
+  return (id) => {
+    if (!map.has(id)) map.set(id, h('div', { class: 'row-error', role: 'alert' }));
+    return map.get(id);
+  };
+}
+
+const announceChange = (say) => (before, after) => {
+  if (before.status !== after.status) say(`${after.name}: ${(STATUS[after.status] || [after.status])[0]}`);
+};
+
+// ---- webpages: add, status (polled), refresh (409 / 429 in words), content, delete ----
+
+function webpages(kb, writer, refresh, say) {
+  const msg = slots();
+  const view = (w) => viewDialog(`Content of ${w.name}`, async () => {
+    const d = await api('GET', kbPath(kb.id, `/webpages/${enc(w.id)}`));
+    return [h('p', { class: 'muted kb-url' }, d.url), entries(d.content)];
+  });
+  const doRefresh = async (w, btn) => {
+    const slot = msg(w.id);
+    replace(slot);
+    btn.disabled = true;
+    try {
+      await api('POST', kbPath(kb.id, `/webpages/${enc(w.id)}/refresh`));
+      toast(`Refreshing ${w.name}`);
+      await refresh();
+    } catch (err) {
+      btn.disabled = false;
+      replace(slot, refreshError(err));
+    }
+  };
+  const rowFor = (w) => h('tr', null,
+    h('th', { scope: 'row', class: 'kb-cell' }, w.name, h('p', { class: 'kb-sub kb-url' }, w.url),
+      w.notes && h('p', { class: 'kb-sub' }, w.notes)),
+    statusCell(w),
+    h('td', { class: 'num' }, num(w.entryCount)),
+    h('td', null, time(w.lastScrapedAt, { empty: 'Never' })),
+    h('td', { class: 'actions' },
+      h('button', {
+        type: 'button', class: 'btn secondary small', 'data-key': 'view', 'aria-label': `Content of ${w.name}`, onclick: () => view(w),
+      }, 'Content'),
+      writer && [' ', h('button', {
+        type: 'button', class: 'btn secondary small', 'data-key': 'refresh', 'aria-label': `Refresh ${w.name}`,
+        onclick: (ev) => doRefresh(w, ev.currentTarget),
+      }, 'Refresh'), ' ', deleteSource({ kind: 'webpage', name: w.name, path: kbPath(kb.id, `/webpages/${enc(w.id)}`),
+        body: 'What was extracted from it is deleted too.', refresh })],
+      msg(w.id)));
+  const t = liveTable({
+    headers: ['Webpage', 'Status', 'Entries', 'Last scraped', ACTIONS],
+    caption: 'Webpages',
+    empty: 'No webpages yet.',
+    rowFor,
+    onChange: announceChange(say),
+  });
+  const add = writer && form({
+    className: 'inline',
+    fields: [
+      field({ name: 'url', label: 'Address (URL)', type: 'url', required: true, maxlength: 2048, autocomplete: 'off' }),
+      field({ name: 'name', label: 'Name (optional)', maxlength: 255, autocomplete: 'off', hint: 'The address when left empty.' }),
+    ],
+    submit: 'Add webpage',
+    onSubmit: async (v, f) => {
+      const w = await api('POST', kbPath(kb.id, '/webpages'), { url: v.url, name: v.name || v.url });
+      f.reset();
+      toast(`Webpage “${w.name}” added; it is being read`);
+      await refresh();
+    },
+  });
+  return {
+    el: [h('p', { class: 'muted' }, 'Pages are read in the background; their questions and answers become searchable. A page can be refreshed once a day.'),
+      add, h('div', { class: 'kb-gap' }), t.el],
+    update: t.update,
+    items: t.items,
+  };
+}
+
+/** The words for a refused refresh: 409 already running, 429 with when it can run again. */
+function refreshError(err) {
+  if (err.status === 409) return 'This page is already being refreshed. Wait until its status is Ready or Failed.';
+  if (err.status === 429) {
+    // api.js keeps Retry-After (seconds) but not the body's nextAvailableAt: both name the same moment.
+    const when = err.retryAfter ? new Date(Date.now() + err.retryAfter * 1000) : null;
+    const daily = /24 hours|nextAvailableAt/i.test(`${err.message} ${err.hint || ''}`);
+    if (daily) return `This page was refreshed in the last 24 hours. ${when ? `You can refresh this page again ${inWords(when)}.` : 'Try again tomorrow.'}`;
+    return `Too many requests for now. ${when ? `You can try again ${inWords(when)}.` : 'Try again in a minute.'}`;
+  }
+  return errorText(err);
+}
+
+// ---- documents: upload (file input or drop, with progress), status (polled), content, delete ----
+
+const ACCEPT = '.txt,.text,.md,.markdown,.html,.htm,.pdf,.docx,.csv';
+
+/** POST the file as multipart/form-data with XMLHttpRequest, for its upload progress. */
+function uploadFile(kbId, file, onProgress, signal) {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    const sc = scope();
+    xhr.open('POST', `${kbPath(kbId, '/documents')}${sc ? `?teamId=${enc(sc.id)}` : ''}`);
+    xhr.withCredentials = true;
+    xhr.setRequestHeader('Accept', 'application/json');
+    if (state.session?.csrfToken) xhr.setRequestHeader('X-CSRF-Token', state.session.csrfToken);
+    xhr.upload.addEventListener('progress', (e) => onProgress(e.lengthComputable ? e.loaded / e.total : null));
+    xhr.addEventListener('load', () => {
+      let body = null;
+      try { body = JSON.parse(xhr.responseText); } catch { body = null; }
+      if (xhr.status >= 200 && xhr.status < 300) resolve(body?.data);
+      else {
+        const err = new ApiError(xhr.status, body, Number(xhr.getResponseHeader('Retry-After')) || undefined);
+        if (xhr.status === 413 && !body?.error) err.message = 'The file is too large.';
+        reject(err);
+      }
+    });
+    xhr.addEventListener('error', () => reject(new ApiError(0, { error: 'Could not reach the Switchboard server. Check your connection and try again.' })));
+    xhr.addEventListener('abort', () => reject(new ApiError(0, { error: 'The upload was cancelled.' })));
+    signal.addEventListener('abort', () => xhr.abort(), { once: true });
+    const fd = new FormData();
+    fd.append('file', file, file.name);
+    xhr.send(fd);
+  });
+}
+
+const size = (b) => (typeof b !== 'number' ? '' : b < 1024 ? `${b} B` : b < 1048576 ? `${(b / 1024).toFixed(1)} KB` : `${(b / 1048576).toFixed(1)} MB`);
+
+function documents(kb, ctx, writer, refresh, say) {
+  const view = (d) => viewDialog(`Content of ${d.name}`, async () => {
+    const full = await api('GET', kbPath(kb.id, `/documents/${enc(d.id)}`));
+    return entries(full.content, full.status === 'pending' ? 'The text is still being extracted.' : 'Nothing was extracted.');
+  });
+  // The document just uploaded: its status as it changes, then what was extracted from it.
+  const recent = h('div', { class: 'kb-recent', 'aria-live': 'polite' });
+  let watching = null; // id of the uploaded document until it is ready or failed
+  const showRecent = async (d) => {
+    const [text, kind] = STATUS[d.status] || [d.status, ''];
+    const head = h('p', null, h('strong', null, d.name), ' ', badge(busy(d) ? `${text}…` : text, kind),
+      ' ', h('span', { class: 'muted' }, busy(d) ? 'Extracting its text…' : `${plural(d.entryCount || 0, 'entry', 'entries')} extracted`));
+    if (busy(d)) { replace(recent, h('div', { class: 'card' }, head)); return; }
+    watching = null;
+    let body;
+    try {
+      const full = await api('GET', kbPath(kb.id, `/documents/${enc(d.id)}`));
+      body = full.failureReason ? alertBox(full.failureReason) : entries(full.content);
+    } catch (err) {
+      body = alertBox(errorText(err));
+    }
+    replace(recent, h('div', { class: 'card' }, head, body,
+      h('button', { type: 'button', class: 'btn secondary small', onclick: () => replace(recent) }, 'Done')));
+  };
+  const rowFor = (d) => h('tr', null,
+    h('th', { scope: 'row', class: 'kb-cell' }, d.name,
+      d.fileName && d.fileName !== d.name && h('p', { class: 'kb-sub' }, d.fileName)),
+    h('td', { class: 'nowrap' }, size(d.size)),
+    statusCell(d),
+    h('td', { class: 'num' }, num(d.entryCount)),
+    h('td', null, time(d.createdAt)),
+    h('td', { class: 'actions' },
+      h('button', {
+        type: 'button', class: 'btn secondary small', 'data-key': 'view', 'aria-label': `Content of ${d.name}`, onclick: () => view(d),
+      }, 'Content'),
+      writer && [' ', deleteSource({ kind: 'document', name: d.name, path: kbPath(kb.id, `/documents/${enc(d.id)}`),
+        body: 'The file and what was extracted from it are deleted.', refresh })]));
+  const t = liveTable({
+    headers: ['Document', 'Size', 'Status', 'Entries', 'Uploaded', ACTIONS], caption: 'Documents', empty: 'No documents yet.', rowFor, onChange: announceChange(say),
+  });
+
+  let zone = null;
+  let dropZone = null;
+  if (writer) {
+    const id = uid('file');
+    const hintId = `${id}-hint`;
+    const input = h('input', { id, type: 'file', class: 'kb-file', accept: ACCEPT, 'aria-describedby': hintId });
+    const progress = h('progress', { max: 100, value: 0, 'aria-label': 'Upload progress', hidden: true });
+    const note = h('p', { class: 'kb-progress-note', role: 'status' });
+    const error = h('div', { class: 'kb-upload-error' });
+    let uploading = false;
+    const start = async (file) => {
+      if (!file || uploading) return;
+      uploading = true;
+      replace(error);
+      input.disabled = true;
+      dropZone.setAttribute('aria-busy', 'true');
+      progress.hidden = false;
+      progress.value = 0;
+      note.textContent = `Uploading ${file.name}…`;
+      try {
+        const doc = await uploadFile(kb.id, file, (part) => {
+          if (part == null) progress.removeAttribute('value');
+          else progress.value = Math.round(part * 100);
+        }, ctx.signal);
+        progress.value = 100;
+        note.textContent = `${file.name} uploaded.`;
+        watching = doc.id;
+        showRecent(doc);
+        await refresh();
+      } catch (err) {
+        note.textContent = '';
+        replace(error, alertBox(errorText(err)));
+      } finally {
+        uploading = false;
+        input.disabled = false;
+        input.value = '';
+        progress.hidden = true;
+        dropZone.removeAttribute('aria-busy');
+      }
+    };
+    input.addEventListener('change', () => start(input.files[0]));
+    dropZone = h('div', { class: 'kb-drop' },
+      h('label', { for: id }, h('span', { class: 'kb-drop-title' }, 'Choose a file to upload'), ' or drop it here'),
+      input,
+      h('p', { class: 'hint', id: hintId }, 'Text, Markdown, HTML, PDF, Word (.docx) or CSV. Its text is extracted in the background.'),
+      progress, note);
+    dropZone.addEventListener('dragover', (ev) => { ev.preventDefault(); dropZone.classList.add('over'); });
+    dropZone.addEventListener('dragleave', () => dropZone.classList.remove('over'));
+    dropZone.addEventListener('drop', (ev) => {
+      ev.preventDefault();
+      dropZone.classList.remove('over');
+      start(ev.dataTransfer?.files?.[0]);
+    });
+    zone = [dropZone, error];
+  }
+  return {
+    el: [zone, recent, h('div', { class: 'kb-gap' }), t.el],
+    update: (items) => {
+      t.update(items);
+      const w = watching && items.find((x) => x.id === watching);
+      if (!w) watching = null;
+      else if (!busy(w)) showRecent(w);
+    },
+    items: t.items,
+    waiting: () => Boolean(watching),
+  };
+}
+
+// ---- search: query, limit, threshold; the credit balance beside it ----
+
+function search(kb) {
+  const balance = h('strong', { class: 'kb-balance-value' }, '…');
+  const loadBalance = async () => {
+    try {
+      const me = await api('GET', '/v1/me');
+      balance.textContent = num(me.credits?.balance);
+    } catch {
+      balance.textContent = 'unavailable';
+    }
+  };
+  loadBalance();
+  const results = h('div', { class: 'kb-results', 'aria-live': 'polite' });
+  const f = form({
+    className: 'inline',
+    fields: [
+      field({ name: 'query', label: 'Search for', type: 'search', required: true, maxlength: 2000, autocomplete: 'off', class: 'kb-query' }),
+      field({ name: 'limit', label: 'Results at most', type: 'number', min: 1, max: 50, step: 1, value: 10 }),
+      field({ name: 'threshold', label: 'Minimum similarity (0 to 1)', type: 'number', min: 0, max: 1, step: 0.01, value: 0.1 }),
+    ],
+    submit: 'Search',
+    onSubmit: async (v) => {
+      const qs = new URLSearchParams({ query: v.query });
+      if (v.limit) qs.set('limit', v.limit);
+      if (v.threshold !== '') qs.set('threshold', v.threshold);
+      let ans;
+      try {
+        ans = await api('GET', `${kbPath(kb.id, '/search')}?${qs}`, undefined, { full: true });
+      } catch (err) {
+        if (err.status === 402) {
+          err.message = 'The team has no credits left: a search costs 1 credit.';
+          replace(results);
+        }
+        loadBalance();
+        throw err;
+      }
+      const meta = ans.meta || {};
+      const hits = ans.data || [];
+      replace(results,
+        h('p', { class: 'kb-meta' }, `${plural(hits.length, 'result')} for “${meta.query ?? v.query}”`,
+          ` · this search cost ${plural(meta.creditsUsed ?? 1, 'credit')}`),
+        hits.length ? h('ol', { class: 'kb-hits' }, hits.map(hit)) : h('p', { class: 'empty' }, 'Nothing matched. Try other words or a lower minimum similarity.'));
+      await loadBalance();
+    },
+  });
+  return [
+    h('p', { class: 'kb-balance', 'aria-live': 'polite' }, 'Credit balance: ', balance, h('span', { class: 'muted' }, ' · each search costs 1 credit')),
+    f,
+    results,
+  ];
+}
+
+const SOURCE = { manual: 'Q&A reference', webpage: 'Webpage', document: 'Document' };
+function hit(r) {
+  const ref = r.reference || {};
+  const src = ref.source || {};
+  const pct = typeof r.similarity === 'number' ? `${(r.similarity * 100).toFixed(1)}%` : '—';
+  return h('li', { class: 'kb-hit' },
+    h('p', { class: 'kb-q' }, ref.question),
+    h('p', { class: 'kb-a' }, ref.answer),
+    h('p', { class: 'kb-hit-meta' },
+      badge(SOURCE[src.type] || ref.type || 'Entry', src.type === 'manual' ? 'accent' : ''),
+      src.name && h('span', { class: 'muted' }, src.name),
+      h('span', { class: 'kb-sim' }, 'Similarity ', h('strong', null, pct)),
+      typeof r.similarity === 'number' && h('meter', {
+        min: 0, max: 1, value: Math.max(0, Math.min(1, r.similarity)), 'aria-label': `Similarity ${pct}`,
+      })));
+}

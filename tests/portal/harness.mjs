@@ -1,0 +1,147 @@
+// What every browser test step uses: the inputs (environment), steps with screenshots when
+// they fail, bounded waits, axe-core checks, and watching every page for requests to another
+// origin, CSP violations and script errors. run.mjs and the workspace/*.mjs steps import it.
+import { AxeBuilder } from '@axe-core/playwright';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+export const T = Number(process.env.PORTAL_TIMEOUT_MS || 10000);
+
+export let mock = null;
+if (process.argv.includes('--mock')) {
+  const { startMock } = await import('./mock_server.mjs');
+  mock = await startMock({ port: 0, signUp: process.env.MOCK_SIGN_UP || 'open' });
+  process.env.PORTAL_URL = mock.url;
+  process.env.OWNER_INVITE_URL = mock.ownerInviteUrl;
+  console.log(`# against the MOCK server at ${mock.url} (development aid, not the real API)`);
+}
+
+
+function need(name) {
+  const v = process.env[name];
+  if (!v) {
+    console.error(`${name} is not set. Usage: PORTAL_URL=http://127.0.0.1:8080 OWNER_INVITE_URL=<url> [SCREENSHOT_DIR=dir] node run.mjs   (or: node run.mjs --mock)`);
+    process.exit(2);
+  }
+  return v;
+}
+export const BASE = need('PORTAL_URL').replace(/\/+$/, '');
+export const ORIGIN = new URL(BASE).origin;
+export const INVITE = new URL(need('OWNER_INVITE_URL'), `${BASE}/`).pathname; // followed on PORTAL_URL
+export const SHOTS = path.resolve(process.env.SCREENSHOT_DIR || path.join(os.tmpdir(), 'switchboard-portal-screenshots'));
+fs.mkdirSync(SHOTS, { recursive: true });
+
+// ---------------------------------------------------------------- helpers
+
+export const results = { passed: 0, failed: 0 };
+export const problems = { foreign: new Set(), csp: [], pageErrors: [] };
+export const axeNotes = [];
+let shotNo = 0;
+let current = null; // the page of the running step, for a screenshot when it fails
+/** Names the page of the running step (its screenshot is taken when the step fails). */
+export function track(page) { current = page; return page; }
+
+export class Failure extends Error {}
+export const fail = (msg) => { throw new Failure(msg); };
+export const ok = (cond, msg) => { if (!cond) fail(msg); };
+
+export async function step(name, fn) {
+  const t0 = Date.now();
+  try {
+    await fn();
+    results.passed += 1;
+    console.log(`ok - ${name} (${Date.now() - t0} ms)`);
+  } catch (err) {
+    results.failed += 1;
+    console.log(`not ok - ${name}`);
+    console.log(`  ${(err instanceof Failure ? err.message : err.stack || String(err)).split('\n').join('\n  ')}`);
+    if (current && !current.isClosed()) {
+      const file = path.join(SHOTS, `FAILED-${name.replace(/[^a-z0-9]+/gi, '-').toLowerCase()}.png`);
+      await current.screenshot({ path: file, fullPage: true }).catch(() => {});
+      const text = await current.locator('body').innerText({ timeout: 2000 }).catch(() => '');
+      console.log(`  page: ${current.url()}\n  screenshot: ${file}\n  visible text: ${text.replace(/\s+/g, ' ').slice(0, 600)}`);
+    }
+    throw new Failure(`step failed: ${name}`);
+  }
+}
+
+export async function visible(locator, what, timeout = T) {
+  try {
+    await locator.first().waitFor({ state: 'visible', timeout });
+  } catch {
+    fail(`timed out after ${timeout} ms waiting for ${what}`);
+  }
+  return locator.first();
+}
+
+export async function hidden(locator, what, timeout = T) {
+  try {
+    await locator.first().waitFor({ state: 'hidden', timeout });
+  } catch {
+    fail(`timed out after ${timeout} ms waiting for ${what} to go away`);
+  }
+}
+
+export async function atPath(page, pathname, what = pathname) {
+  try {
+    await page.waitForURL((u) => u.pathname === pathname, { timeout: T });
+  } catch {
+    fail(`timed out after ${T} ms waiting to be at ${what}; the page is at ${page.url()}`);
+  }
+}
+
+/** Waits for every loader of the page to finish (no aria-busy left). */
+export async function settled(page) {
+  try {
+    await page.waitForFunction(() => !document.querySelector('[aria-busy="true"]'), null, { timeout: T });
+  } catch {
+    fail(`timed out after ${T} ms waiting for ${page.url()} to finish loading`);
+  }
+}
+
+/** axe-core (0 serious or critical violations) and a full-page screenshot. */
+export async function check(page, name) {
+  await settled(page);
+  await page.evaluate(() => document.fonts && document.fonts.ready);
+  const file = path.join(SHOTS, `${String(++shotNo).padStart(2, '0')}-${name}.png`);
+  await page.screenshot({ path: file, fullPage: true });
+  const { violations } = await new AxeBuilder({ page }).analyze();
+  const severe = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  for (const v of violations.filter((x) => !severe.includes(x))) axeNotes.push(`${name}: ${v.impact} ${v.id} (${v.nodes.length})`);
+  ok(!severe.length, `axe found ${severe.length} serious/critical violations on ${name} (${page.url()}):\n${severe
+    .map((v) => `  ${v.impact} ${v.id}: ${v.help}\n${v.nodes.slice(0, 5).map((n) => `    ${n.target.join(' ')}: ${n.failureSummary.replace(/\n/g, ' ')}`).join('\n')}`).join('\n')}`);
+}
+
+export function watch(context, label) {
+  context.on('request', (r) => {
+    const u = r.url();
+    if (!u.startsWith('data:') && !u.startsWith('blob:') && new URL(u).origin !== ORIGIN) problems.foreign.add(u);
+  });
+  context.on('page', (p) => {
+    p.on('pageerror', (e) => problems.pageErrors.push(`${label}: ${e.message}`));
+    p.on('console', (m) => {
+      if (/Content Security Policy|Refused to (execute|load|apply|connect|frame)/i.test(m.text())) problems.csp.push(`${label}: ${m.text()}`);
+    });
+  });
+  return context;
+}
+
+export async function newContext(browser, label) {
+  const ctx = watch(await browser.newContext({ baseURL: BASE, viewport: { width: 1280, height: 820 }, locale: 'en-US', timezoneId: 'UTC' }), label);
+  ctx.setDefaultTimeout(T);
+  await ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: ORIGIN }).catch(() => {});
+  return ctx;
+}
+
+export const password = () => `Sb-${crypto.randomBytes(12).toString('base64url')}-pw`;
+export const rand = crypto.randomBytes(3).toString('hex');
+
+export async function me(key) {
+  const res = await fetch(`${BASE}/v1/me`, { headers: { 'X-API-Key': key }, signal: AbortSignal.timeout(T) });
+  return { status: res.status, body: await res.json().catch(() => null) };
+}
+
+export const nav = (page) => page.getByRole('navigation', { name: 'Main' });
+

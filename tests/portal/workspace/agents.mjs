@@ -1,0 +1,202 @@
+// Browser steps of the agents pages: create in the UI (hostile strings), edit the fields and the
+// instructions (versions, the character count and its limit), the history, the diff of an older
+// version, restore, a missing agent, delete in the UI.
+import { T, step, visible, hidden, atPath, check, ok, rand, track, newContext, password } from '../harness.mjs';
+
+const XSS_IMG = '<img src=x onerror=window.__xss=1>';
+const XSS_SCRIPT = '<script>window.__xss=1</script>';
+const UUID = /^\/agents\/([0-9a-f-]{36})$/;
+
+export default async function agents(w) {
+  const page = track(w.page);
+  const name = `Agent ${rand} ${XSS_IMG} ${XSS_SCRIPT}`;
+  const description = `Front desk ${XSS_SCRIPT}`;
+  const v1 = ['Greet the caller by name.', 'Ask for their name.', `Offer help with billing. ${XSS_IMG}`].join('\n');
+  const v2 = ['Greet the caller by name.', 'Ask for their account number.', `Offer help with billing. ${XSS_IMG}`, XSS_SCRIPT].join('\n');
+  const v3 = `${v2}\nClose politely.`;
+  let id;
+
+  const instructions = async () => {
+    const r = await w.api('GET', `/agents/${id}/instructions`);
+    ok(r.status === 200, `GET /v1/agents/${id}/instructions answered ${r.status}: ${JSON.stringify(r.body)}`);
+    return r.body.data;
+  };
+  // window.__xss lives in one document: checked before each step leaves it (page.goto).
+  const noXss = async () => ok(await page.evaluate(() => window.__xss) === undefined, `a hostile string ran as markup on ${page.url()}`);
+  const save = async (text) => {
+    await page.getByLabel('System prompt').fill(text);
+    await page.getByRole('button', { name: 'Save instructions' }).click();
+  };
+
+  const kbName = `Agent KB ${rand} ${XSS_IMG}`;
+  await step('agents: create an agent in the UI (its name full of markup is shown as text)', async () => {
+    const kb = await w.api('POST', '/knowledgebase', { name: kbName });
+    ok(kb.status === 201, `POST /v1/knowledgebase answered ${kb.status}: ${JSON.stringify(kb.body)}`);
+    await page.goto('/agents');
+    await visible(page.getByRole('heading', { level: 1, name: 'Agents' }), 'the Agents heading');
+    const create = page.locator('section').filter({ has: page.getByRole('heading', { name: 'Create an agent' }) });
+    await visible(create.getByRole('button', { name: 'Create agent' }), 'the create form');
+    await check(page, 'agents-list');
+    // A blank name: the error is beside the field, nothing is sent.
+    await create.getByRole('button', { name: 'Create agent' }).click();
+    await visible(create.locator('.field-error:not([hidden])'), 'the error beside the blank name');
+    await create.getByLabel('Name', { exact: true }).fill(name);
+    await create.getByLabel('Type').selectOption('chat');
+    await create.getByLabel('Knowledge base').selectOption({ label: kbName });
+    await create.getByLabel('Description (optional)').fill(description);
+    await create.getByLabel('Instructions (optional)').fill(v1);
+    await visible(create.getByText(`${v1.length} / 100,000 characters`), 'the character count of the new instructions');
+    await create.getByRole('button', { name: 'Create agent' }).click();
+    await page.waitForURL((u) => UUID.test(u.pathname), { timeout: T });
+    id = UUID.exec(new URL(page.url()).pathname)[1];
+    await visible(page.getByRole('heading', { level: 1, name, exact: true }), 'the agent name as the page heading (as text)');
+    const a = await w.api('GET', `/agents/${id}`);
+    ok(a.status === 200 && a.body.data.name === name && a.body.data.type === 'chat' && a.body.data.description === description
+      && a.body.data.knowledgebase?.name === kbName,
+      `the API holds another agent: ${JSON.stringify(a.body)}`);
+    ok((await instructions()).instructions === v1, 'the first instructions are not version 1');
+    await noXss();
+  });
+
+  await step('agents: the agent page, editing its description, the character count', async () => {
+    await visible(page.getByRole('heading', { name: 'Instructions' }), 'the Instructions section');
+    await visible(page.getByText('Version 1', { exact: true }), 'the version badge');
+    await visible(page.getByText(/^Prompt optimisation:/), 'the prompt-optimisation state');
+    await visible(page.getByText(`${v1.length} / 100,000 characters`), 'the character count');
+    await visible(page.getByText(description, { exact: true }), 'the description (as text)');
+    await visible(page.getByRole('link', { name: kbName, exact: true }), 'the linked knowledge base (as text)');
+    await check(page, 'agent-detail');
+    const edit = page.getByLabel('Description', { exact: true });
+    await edit.fill(`${description} (edited)`);
+    await page.getByLabel('Knowledge base').selectOption('');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await visible(page.getByText(`${description} (edited)`, { exact: true }), 'the edited description in the details');
+    const a = await w.api('GET', `/agents/${id}`);
+    ok(a.body.data.description === `${description} (edited)` && a.body.data.knowledgebase === null,
+      `PUT did not change the description and unlink the knowledge base: ${JSON.stringify(a.body)}`);
+    await noXss();
+  });
+
+  await step('agents: over 100,000 characters the count is an error and the page refuses to save', async () => {
+    const box = page.getByLabel('System prompt');
+    await box.fill('x'.repeat(100001));
+    await visible(page.getByText('100,001 / 100,000 characters: 1 over the limit'), 'the count over the limit');
+    ok(await box.getAttribute('aria-invalid') === 'true', 'the textarea is not marked invalid over the limit');
+    await page.getByRole('button', { name: 'Save instructions' }).click();
+    await visible(page.getByText(/Instructions must be at most 100,000 characters/), 'the error beside the instructions');
+    await check(page, 'agent-over-limit');
+    ok((await instructions()).version === 1, 'the page saved instructions over the limit');
+    const r = await w.api('PUT', `/agents/${id}/instructions`, { instructions: 'y'.repeat(100001) });
+    ok(r.status === 400, `the API accepted 100,001 characters: ${r.status}`);
+    await noXss();
+  });
+
+  await step('agents: save the instructions twice (versions 2 and 3)', async () => {
+    await save(v2);
+    await visible(page.getByText('Version 2', { exact: true }), 'version 2 after the first save');
+    await save(v3);
+    await visible(page.getByText('Version 3', { exact: true }), 'version 3 after the second save');
+    const ins = await instructions();
+    ok(ins.version === 3 && ins.instructions === v3, `the API holds version ${ins.version}: ${JSON.stringify(ins.instructions)}`);
+    await visible(page.getByRole('row', { name: /Version 2/ }), 'version 2 in the history');
+    await visible(page.getByRole('row', { name: /Version 1/ }), 'version 1 in the history');
+    await noXss();
+  });
+
+  await step('agents: the diff of version 1 against the current text marks added and removed lines', async () => {
+    await page.getByRole('link', { name: 'Compare version 1 with the current text' }).click();
+    await visible(page.getByRole('heading', { name: 'Version 1 compared with the current text' }), 'the comparison');
+    ok(new URL(page.url()).searchParams.get('compare') === '1', `the comparison is not in the address: ${page.url()}`);
+    const diff = page.locator('ol.ag-diff');
+    const removed = diff.locator('li[data-diff="del"]', { hasText: 'Ask for their name.' });
+    const added = diff.locator('li[data-diff="add"]', { hasText: 'Ask for their account number.' });
+    await visible(removed, 'the removed line');
+    await visible(added, 'the added line');
+    ok((await removed.innerText()).includes('Removed:') || (await removed.locator('.sr-only').innerText()) === 'Removed:', 'the removed line has no text label');
+    ok((await added.locator('.sr-only').innerText()) === 'Added:', 'the added line has no text label');
+    await visible(diff.locator('li[data-diff="add"]', { hasText: XSS_SCRIPT }), 'the added markup line, as text');
+    await visible(diff.locator('li[data-diff="add"]', { hasText: 'Close politely.' }), 'the second added line');
+    await visible(diff.locator('li[data-diff="same"]', { hasText: 'Greet the caller by name.' }), 'an unchanged line');
+    await check(page, 'agent-diff');
+    // The address opens the comparison by itself.
+    await noXss();
+    await page.reload();
+    await visible(page.getByRole('heading', { name: 'Version 1 compared with the current text' }), 'the comparison after a reload');
+    await noXss();
+  });
+
+  await step('agents: restore version 1 (confirmed), the API holds its text', async () => {
+    await page.getByRole('button', { name: 'Restore version 1' }).first().click();
+    const dlg = page.getByRole('dialog');
+    await visible(dlg.getByRole('heading', { name: 'Restore version 1?' }), 'the confirmation');
+    await dlg.getByRole('button', { name: 'Restore' }).click();
+    await hidden(dlg, 'the confirmation');
+    await visible(page.getByText('Version 4', { exact: true }), 'version 4 after the restore');
+    ok(!new URL(page.url()).searchParams.has('compare'), 'the comparison stayed in the address after the restore');
+    const ins = await instructions();
+    ok(ins.instructions === v1 && ins.version === 4, `after the restore the API holds version ${ins.version}: ${JSON.stringify(ins.instructions)}`);
+    ok(await page.getByLabel('System prompt').inputValue() === v1, 'the editor does not show the restored text');
+    await visible(page.getByRole('row', { name: /Version 3/ }), 'version 3 in the history');
+    await noXss();
+  });
+
+  await step('agents: a viewer reads the agent and its history but is offered no change', async () => {
+    const inv = await w.api('POST', '/members/invitations', { email: `agents-viewer-${rand}@portal-dev.example`, role: 'viewer' });
+    ok(inv.status === 201, `POST /v1/members/invitations answered ${inv.status}: ${JSON.stringify(inv.body)}`);
+    const ctx = await newContext(w.browser, 'agents-viewer');
+    try {
+      const vp = track(await ctx.newPage());
+      const token = decodeURIComponent(new URL(inv.body.data.url).pathname.split('/').pop());
+      const res = await vp.request.post('/v1/auth/accept-invite', { data: { token, password: password(), firstName: 'Vera', lastName: 'Viewer' } });
+      ok(res.ok(), `accepting the viewer invitation answered ${res.status()}: ${await res.text()}`);
+      await vp.goto('/agents');
+      await visible(vp.getByRole('link', { name, exact: true }), 'the agent in the list');
+      ok(await vp.getByRole('heading', { name: 'Create an agent' }).count() === 0, 'a viewer is offered the create form');
+      ok(await vp.getByRole('button', { name: /^Delete agent/ }).count() === 0, 'a viewer is offered Delete');
+      await vp.goto(`/agents/${id}`);
+      const box = await visible(vp.getByLabel('System prompt'), 'the instructions, read-only');
+      ok(await box.getAttribute('readonly') !== null, 'the viewer\'s instructions are editable');
+      await visible(vp.getByRole('row', { name: /Version 3/ }), 'the history');
+      for (const b of ['Save instructions', 'Save changes', 'Delete agent', 'Restore version 1']) {
+        ok(await vp.getByRole('button', { name: b }).count() === 0, `a viewer is offered "${b}"`);
+      }
+      ok(await vp.evaluate(() => window.__xss) === undefined, 'a hostile string ran as markup for the viewer');
+    } finally {
+      track(page);
+      await ctx.close();
+    }
+  });
+
+  await step('agents: an unknown agent id says so', async () => {
+    await page.goto('/agents/00000000-0000-4000-8000-000000000000');
+    await visible(page.getByRole('heading', { level: 1, name: 'Agent not found' }), 'the not-found heading');
+    await visible(page.getByText(/There is no agent with the id/), 'the not-found message');
+    await visible(page.getByRole('link', { name: 'Go to the agents' }), 'the way back');
+    await check(page, 'agent-not-found');
+    await noXss();
+    await page.goto('/agents/not-an-id');
+    await visible(page.getByRole('heading', { level: 1, name: 'Agent not found' }), 'the not-found heading for a malformed id');
+    await noXss();
+  });
+
+  await step('agents: delete an agent in the UI (confirmed)', async () => {
+    const doomed = `Doomed ${rand} ${XSS_IMG}`;
+    const r = await w.api('POST', '/agents', { name: doomed, type: 'phone' });
+    ok(r.status === 201, `POST /v1/agents answered ${r.status}: ${JSON.stringify(r.body)}`);
+    const doomedId = r.body.data.id;
+    await page.goto('/agents?type=phone');
+    await atPath(page, '/agents');
+    const link = page.getByRole('link', { name: doomed, exact: true });
+    await visible(link, 'the new agent in the list filtered to phone agents (its name as text)');
+    ok(await page.getByRole('link', { name, exact: true }).count() === 0, 'the chat agent is listed under the phone filter');
+    await page.getByRole('button', { name: `Delete agent ${doomed}`, exact: true }).click();
+    const dlg = page.getByRole('dialog');
+    await visible(dlg.getByRole('heading', { name: `Delete the agent “${doomed}”?` }), 'the confirmation');
+    await dlg.getByRole('button', { name: 'Delete agent' }).click();
+    await hidden(dlg, 'the confirmation');
+    await hidden(link, 'the deleted agent in the list');
+    const gone = await w.api('GET', `/agents/${doomedId}`);
+    ok(gone.status === 404, `GET of the deleted agent answered ${gone.status}`);
+    await noXss();
+  });
+}
