@@ -473,8 +473,9 @@ function webpages(kb, writer, refresh, say) {
 function refreshError(err) {
   if (err.status === 409) return 'This page is already being refreshed. Wait until its status is Ready or Failed.';
   if (err.status === 429) {
-    // api.js keeps Retry-After (seconds) but not the body's nextAvailableAt: both name the same moment.
-    const when = err.retryAfter ? new Date(Date.now() + err.retryAfter * 1000) : null;
+    // The body's nextAvailableAt, else Retry-After (seconds): both name the same moment.
+    const next = Date.parse(err.body?.nextAvailableAt || '');
+    const when = Number.isFinite(next) ? new Date(next) : err.retryAfter ? new Date(Date.now() + err.retryAfter * 1000) : null;
     const daily = /24 hours|nextAvailableAt/i.test(`${err.message} ${err.hint || ''}`);
     if (daily) return `This page was refreshed in the last 24 hours. ${when ? `You can refresh this page again ${inWords(when)}.` : 'Try again tomorrow.'}`;
     return `Too many requests for now. ${when ? `You can try again ${inWords(when)}.` : 'Try again in a minute.'}`;
