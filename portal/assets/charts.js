@@ -35,6 +35,20 @@ export function barChart({ title, field, unit, days, format = num }) {
       bars));
 }
 
+/** A small bar chart of one field per day, for a table cell: the bars and their tooltips only. */
+export function sparkBars({ label, field, unit, days, format = num }) {
+  const W = 120; const H = 28;
+  const values = days.map((d) => Number(d[field]) || 0);
+  const max = Math.max(1, ...values);
+  const step = W / Math.max(1, days.length);
+  return svg('svg', { viewBox: `0 0 ${W} ${H}`, width: W, height: H, class: 'chart-svg spark', role: 'img', 'aria-label': label },
+    days.map((d, i) => {
+      const bh = values[i] ? Math.max(1, (values[i] / max) * H) : 0;
+      return svg('rect', { x: (i * step).toFixed(1), y: (H - bh).toFixed(1), width: Math.max(1, step - 1).toFixed(1), height: bh.toFixed(1), class: 'bar' },
+        svg('title', null, `${dayLabel(d.date)}: ${format(values[i])} ${unit}`));
+    }));
+}
+
 /** The same days as a table (in a <details>, closed by default). */
 export function usageTable(days) {
   return h('details', { class: 'chart-table' },

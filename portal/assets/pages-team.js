@@ -4,7 +4,7 @@ import {
   copyField, confirmDialog, toast, navigate, section, pager, pageOf, ACTIONS,
 } from './dom.js';
 import { api, state, actingTeam, can, setScope, loadSubteams } from './api.js';
-import { barChart, usageTable, totals } from './charts.js';
+import { barChart, usageTable, totals, sparkBars } from './charts.js';
 
 
 /** Shows a result (the new key, an invitation link) in `slot`, focused, with a Done button. */
@@ -92,11 +92,14 @@ function subteamUsage() {
         .catch(() => null);
       const sum = days && totals(days);
       const cell = (v) => h('td', { class: 'num' }, sum ? num(v) : '—');
+      const spark = (field, unit) => h('td', null, days
+        ? sparkBars({ label: `${t.name}: ${unit} per day`, field, unit, days }) : '—');
       return h('tr', null,
         h('th', { scope: 'row' }, t.name),
-        cell(sum?.creditsUsed), cell(sum?.searches), cell(sum?.calls), cell(sum?.callMinutes), cell(sum?.chats));
+        spark('creditsUsed', 'credits'), cell(sum?.creditsUsed), cell(sum?.searches),
+        spark('calls', 'calls'), cell(sum?.calls), cell(sum?.callMinutes), cell(sum?.chats));
     }));
-    return table(['Subteam', 'Credits used', 'Searches', 'Calls', 'Call minutes', 'Chats'], rows,
+    return table(['Subteam', 'Credits per day', 'Credits used', 'Searches', 'Calls per day', 'Calls', 'Call minutes', 'Chats'], rows,
       { caption: 'Usage per subteam, last 30 days', empty: 'This agency has no subteams yet.' });
   }, 'Loading usage per subteam…'));
 }
