@@ -171,6 +171,7 @@ async fn knowledgebase(context: Context) -> anyhow::Result<Component> {
     let runner = switchboard_knowledgebase::runner(&knowledge, &settings, RunnerConfig::from_env(), agents)?
         .component(KNOWLEDGEBASE.name);
     let sync = knowledge.sync.clone();
+    let scheduled = knowledge.clone();
     let db = knowledge.store.db().clone();
     let identity = IdentityServiceClient::new(context.channel(&IDENTITY)?);
     let routes = switchboard_knowledgebase::routes(knowledge, identity);
@@ -180,6 +181,7 @@ async fn knowledgebase(context: Context) -> anyhow::Result<Component> {
         background: vec![
             Box::new(move |stop| Box::pin(sync.drain(stop))),
             Box::new(move |stop| Box::pin(runner.run(stop))),
+            Box::new(move |stop| Box::pin(switchboard_knowledgebase::schedule::run(scheduled, stop))),
             context.relay(&db)?,
         ],
         databases: vec![db],

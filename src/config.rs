@@ -286,6 +286,11 @@ pub fn knowledgebase(
         max_upload_bytes: max_upload_bytes(file)?,
         fetch: FetchPolicy::from_env(),
         chat: ChatConfig::from_env(),
+        refresh_day_ms: match env("SWITCHBOARD_WEBPAGE_REFRESH_DAY") {
+            Some(text) => switchboard_kit::time::parse_duration_ms(&text)
+                .ok_or_else(|| anyhow::anyhow!("SWITCHBOARD_WEBPAGE_REFRESH_DAY={text}: expected e.g. 2s, 15m, 24h"))?,
+            None => switchboard_knowledgebase::store::REFRESH_INTERVAL_MS,
+        },
     })
 }
 

@@ -31,6 +31,12 @@ pub struct Webpage {
     pub failure_reason: Option<String>,
     /// Q&A entries extracted from the page.
     pub entry_count: u64,
+    /// How often the page refreshes itself: off, daily or weekly.
+    #[schemars(extend("enum" = ["off", "daily", "weekly"]))]
+    pub refresh_interval: String,
+    /// When its next scheduled refresh is due (it starts within a minute of that, unless a
+    /// refresh is running); null when `refreshInterval` is off.
+    pub next_refresh_at: Option<Timestamp>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
@@ -47,6 +53,12 @@ impl From<&proto::Webpage> for Webpage {
             last_scraped_at: Timestamp::option(webpage.last_scraped_at_ms),
             failure_reason: webpage.failure_reason.clone(),
             entry_count: u64::try_from(webpage.entry_count).unwrap_or_default(),
+            refresh_interval: if webpage.refresh_interval.is_empty() {
+                "off".to_owned()
+            } else {
+                webpage.refresh_interval.clone()
+            },
+            next_refresh_at: Timestamp::option(webpage.next_refresh_at_ms),
             created_at: Timestamp::from_ms(webpage.created_at_ms),
             updated_at: Timestamp::from_ms(webpage.updated_at_ms),
         }

@@ -9,6 +9,7 @@ import {
 import { api, ApiError, state, scope, can, actingTeam } from './api.js';
 
 const enc = encodeURIComponent;
+const INTERVALS = [['off', 'Never'], ['daily', 'Daily'], ['weekly', 'Weekly']];
 const kbPath = (id, rest = '') => `/v1/knowledgebase/${enc(id)}${rest}`;
 const focusTitle = () => document.querySelector('main h1')?.focus();
 const kbName = (kb) => kb?.name || 'Untitled knowledge base';
@@ -424,12 +425,33 @@ function webpages(kb, writer, refresh, say) {
       replace(slot, refreshError(err));
     }
   };
+  // The page's schedule, changed in place (PUT refreshInterval).
+  const scheduleSelect = (w) => {
+    const select = h('select', { class: 'compact', 'aria-label': `How often ${w.name} refreshes itself`, value: w.refreshInterval || 'off' },
+      INTERVALS.map(([v, t]) => h('option', { value: v }, t)));
+    select.addEventListener('change', async () => {
+      select.disabled = true;
+      try {
+        await api('PUT', kbPath(kb.id, `/webpages/${enc(w.id)}`), { refreshInterval: select.value });
+        toast(`${w.name} now refreshes itself: ${select.value}`);
+        await refresh();
+      } catch (err) {
+        select.value = w.refreshInterval || 'off';
+        toast(`Could not change the schedule: ${errorText(err)}`);
+      } finally {
+        select.disabled = false;
+      }
+    });
+    return select;
+  };
   const rowFor = (w) => h('tr', null,
     h('th', { scope: 'row', class: 'kb-cell' }, w.name, h('p', { class: 'kb-sub kb-url' }, w.url),
       w.notes && h('p', { class: 'kb-sub' }, w.notes)),
     statusCell(w),
     h('td', { class: 'num' }, num(w.entryCount)),
     h('td', null, time(w.lastScrapedAt, { empty: 'Never' })),
+    h('td', null, writer ? scheduleSelect(w) : cap(w.refreshInterval || 'off'),
+      w.nextRefreshAt && h('p', { class: 'kb-sub' }, 'Next ', time(w.nextRefreshAt))),
     h('td', { class: 'actions' },
       h('button', {
         type: 'button', class: 'btn secondary small', 'data-key': 'view', 'aria-label': `Content of ${w.name}`, onclick: () => view(w),
@@ -441,7 +463,7 @@ function webpages(kb, writer, refresh, say) {
         body: 'What was extracted from it is deleted too.', refresh })],
       msg(w.id)));
   const t = liveTable({
-    headers: ['Webpage', 'Status', 'Entries', 'Last scraped', ACTIONS],
+    headers: ['Webpage', 'Status', 'Entries', 'Last scraped', 'Refreshes itself', ACTIONS],
     caption: 'Webpages',
     empty: 'No webpages yet.',
     rowFor,
@@ -452,10 +474,11 @@ function webpages(kb, writer, refresh, say) {
     fields: [
       field({ name: 'url', label: 'Address (URL)', type: 'url', required: true, maxlength: 2048, autocomplete: 'off' }),
       field({ name: 'name', label: 'Name (optional)', maxlength: 255, autocomplete: 'off', hint: 'The address when left empty.' }),
+      field({ name: 'refreshInterval', label: 'Refreshes itself', type: 'select', options: INTERVALS, value: 'off' }),
     ],
     submit: 'Add webpage',
     onSubmit: async (v, f) => {
-      const w = await api('POST', kbPath(kb.id, '/webpages'), { url: v.url, name: v.name || v.url });
+      const w = await api('POST', kbPath(kb.id, '/webpages'), { url: v.url, name: v.name || v.url, refreshInterval: v.refreshInterval });
       f.reset();
       toast(`Webpage “${w.name}” added; it is being read`);
       await refresh();

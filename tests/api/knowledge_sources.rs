@@ -246,3 +246,85 @@ async fn documents_are_uploaded_extracted_searchable_and_deleted() {
     let hits = search(&api, &base, "who greets visitors in Lisbon").await;
     assert!(hits.as_array().unwrap().iter().all(|hit| hit["reference"]["source"]["id"] != document["id"]));
 }
+
+/// A day of three seconds: a daily page is due three seconds after its last refresh.
+const SHORT_DAY: &[(&str, &str)] = &[("SWITCHBOARD_WEBPAGE_REFRESH_DAY", "3s")];
+
+/// Polls the page until its content holds `text` (the scheduled refresh ran), at most 30 s.
+async fn refreshed_to(api: &Api, path: &str, text: &str) -> Value {
+    for _ in 0..300 {
+        let current = api.get(path).await.expect(200)["data"].clone();
+        if current["isUpdating"] == false && serde_json::to_string(&current["content"]).unwrap().contains(text) {
+            return current;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{path} was not refreshed to hold {text:?} within 30 s");
+}
+
+fn ms(value: &Value) -> i64 {
+    switchboard_kit::time::parse_date_time_ms(value.as_str().unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn a_daily_webpage_refreshes_itself_by_the_manual_rules_and_after_a_restart() {
+    let pages: Pages = Arc::default();
+    page(&pages, "/hours", 200, "text/html", FAQ);
+    let site = web_server(pages.clone()).await;
+    let env: Vec<_> = ENV.iter().chain(SHORT_DAY).copied().collect();
+    let stack = Stack::start_with(&env).await;
+    let team = stack.team("Acme", false, 100).await;
+    let api = stack.client(&team.key);
+    let kb = create_knowledgebase(&api, "Support").await;
+    let base = format!("/knowledgebase/{}/webpages", id(&kb));
+
+    let bad =
+        api.post(&base, json!({ "name": "FAQ", "url": format!("{site}/hours"), "refreshInterval": "hourly" })).await;
+    assert_eq!(bad.fields(), ["refreshInterval"]);
+    let plain = api.post(&base, json!({ "name": "Plain", "url": format!("{site}/hours") })).await;
+    assert_eq!(
+        (plain.expect(201)["data"]["refreshInterval"].as_str(), plain.body["data"]["nextRefreshAt"].is_null()),
+        (Some("off"), true)
+    );
+    let added =
+        api.post(&base, json!({ "name": "FAQ", "url": format!("{site}/hours"), "refreshInterval": "daily" })).await;
+    let webpage = added.expect(201)["data"].clone();
+    assert_eq!(webpage["refreshInterval"], "daily");
+    let created = ms(&webpage["createdAt"]);
+    assert_eq!(ms(&webpage["nextRefreshAt"]), created + 3_000);
+    let path = format!("{base}/{}", id(&webpage));
+    let first = settled(&api, &path).await;
+    assert!(serde_json::to_string(&first["content"]).unwrap().contains("Tuesday and Friday"));
+
+    // The page changes; a day later the service refreshes it by itself.
+    page(&pages, "/hours", 200, "text/html", &FAQ.replace("Tuesday and Friday", "Monday and Thursday"));
+    let second = refreshed_to(&api, &path, "Monday and Thursday").await;
+    let started = ms(&second["nextRefreshAt"]) - 3_000;
+    assert!(started >= created + 3_000, "the scheduled refresh started {} ms after creation", started - created);
+    // It counts as the day's refresh: a manual one is refused until the next is due.
+    let limited = api.post(&format!("{path}/refresh"), json!(null)).await;
+    assert_eq!(limited.error_code(429), "RATE_LIMITED");
+    assert_eq!(limited.body["nextAvailableAt"], second["nextRefreshAt"]);
+    // The page that was not scheduled was scraped once only.
+    let plain_path = format!("{base}/{}", plain.body["data"]["id"].as_str().unwrap());
+    assert!(
+        serde_json::to_string(&settled(&api, &plain_path).await["content"]).unwrap().contains("Tuesday and Friday")
+    );
+
+    // The schedule is kept in the database: it goes on after a restart.
+    page(&pages, "/hours", 200, "text/html", &FAQ.replace("Tuesday and Friday", "Wednesday and Saturday"));
+    let Stack { process, data_dir, .. } = stack;
+    assert_eq!(process.terminate().await, Some(0));
+    let again = Stack::start_in(data_dir, &env).await;
+    let api = again.client(&team.key);
+    let third = refreshed_to(&api, &path, "Wednesday and Saturday").await;
+    assert!(ms(&third["nextRefreshAt"]) >= ms(&second["nextRefreshAt"]) + 3_000);
+
+    // Turned off, it is left alone.
+    let off = api.put(&path, json!({ "refreshInterval": "off" })).await;
+    assert_eq!(
+        (off.expect(200)["data"]["refreshInterval"].as_str(), off.body["data"]["nextRefreshAt"].is_null()),
+        (Some("off"), true)
+    );
+    assert_eq!(api.put(&path, json!({ "refreshInterval": 7 })).await.fields(), ["refreshInterval"]);
+}

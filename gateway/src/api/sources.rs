@@ -191,6 +191,7 @@ item_path!(KnowledgebaseDocument, knowledgebase_id, Knowledgebase, document_id, 
 
 /// Other members are ignored.
 #[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct CreateWebpage {
     /// Display name (not blank).
     #[schemars(length(min = limits::NAME.min, max = limits::NAME.max))]
@@ -201,10 +202,33 @@ pub struct CreateWebpage {
     /// Shown to the AI alongside the webpage; null or absent: none.
     #[schemars(length(max = limits::NOTES.max))]
     pub notes: Option<String>,
+    /// How often the page refreshes itself; absent or null: `off`.
+    pub refresh_interval: Option<RefreshInterval>,
+}
+
+/// How often a webpage refreshes itself, by the rules of a manual refresh (never twice within
+/// 24 hours, never while one runs).
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RefreshInterval {
+    Off,
+    Daily,
+    Weekly,
+}
+
+impl RefreshInterval {
+    fn as_str(self) -> &'static str {
+        match self {
+            RefreshInterval::Off => "off",
+            RefreshInterval::Daily => "daily",
+            RefreshInterval::Weekly => "weekly",
+        }
+    }
 }
 
 /// A partial update. Other members are ignored.
 #[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct UpdateWebpage {
     /// Not blank; absent or null keeps it.
     #[schemars(length(min = limits::NAME.min, max = limits::NAME.max))]
@@ -217,6 +241,8 @@ pub struct UpdateWebpage {
     #[serde(default)]
     #[schemars(length(max = limits::NOTES.max))]
     pub notes: Patch<String>,
+    /// How often the page refreshes itself; absent or null keeps it.
+    pub refresh_interval: Option<RefreshInterval>,
 }
 
 /// A partial update; the file itself never changes. Other members (including `url`) are ignored.
@@ -257,6 +283,7 @@ async fn create_webpage<B: Addressed + Params>(
         name: body.name,
         url: body.url,
         notes: body.notes,
+        refresh_interval: body.refresh_interval.map(|interval| interval.as_str().to_owned()),
     };
     let webpage = call.services.knowledgebase.clone().create_webpage(request).await?.into_inner();
     Ok(Created::new(Webpage::from(&webpage), "Webpage added; it is being scraped"))
@@ -285,6 +312,7 @@ async fn update_webpage<I: ItemPath + Params>(
         url: body.url,
         notes,
         clear_notes,
+        refresh_interval: body.refresh_interval.map(|interval| interval.as_str().to_owned()),
     };
     let webpage = call.services.knowledgebase.clone().update_webpage(request).await?.into_inner();
     Ok(Updated::new(Webpage::from(&webpage), "Webpage updated successfully"))

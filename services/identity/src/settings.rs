@@ -36,24 +36,7 @@ impl Default for AccountSettings {
     }
 }
 
-/// `90`, `90s`, `15m`, `12h` or `30d`, in milliseconds.
-pub fn parse_duration_ms(value: &str) -> Option<i64> {
-    let value = value.trim();
-    let (number, unit) = match value.find(|c: char| !c.is_ascii_digit()) {
-        Some(at) => value.split_at(at),
-        None => (value, "s"),
-    };
-    let number: i64 = number.parse().ok()?;
-    let unit = match unit {
-        "ms" => 1,
-        "s" => SECOND_MS,
-        "m" => 60 * SECOND_MS,
-        "h" => HOUR_MS,
-        "d" => DAY_MS,
-        _ => return None,
-    };
-    number.checked_mul(unit).filter(|ms| *ms > 0)
-}
+pub use switchboard_kit::time::parse_duration_ms;
 
 impl AccountSettings {
     pub fn from_env() -> anyhow::Result<Self> {

@@ -48,6 +48,25 @@ fn split_zone(text: &str) -> Option<(&str, FixedOffset)> {
     Some((local, offset?))
 }
 
+/// `90`, `90s`, `15m`, `12h` or `30d`, in milliseconds.
+pub fn parse_duration_ms(value: &str) -> Option<i64> {
+    let value = value.trim();
+    let (number, unit) = match value.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => value.split_at(at),
+        None => (value, "s"),
+    };
+    let number: i64 = number.parse().ok()?;
+    let unit = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60 * 1_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return None,
+    };
+    number.checked_mul(unit).filter(|ms| *ms > 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

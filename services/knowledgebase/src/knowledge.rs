@@ -11,7 +11,7 @@ use tokio::sync::Notify;
 use crate::embed::Embedder;
 use crate::objects::{self, Objects};
 use crate::sources::documents::{self, Format};
-use crate::store::{EntryText, KnowledgeStore, NewDocument, SourcePatch};
+use crate::store::{EntryText, KnowledgeStore, NewDocument, RefreshInterval, SourcePatch};
 use crate::sync::IndexSync;
 
 /// An update retried this often when other writers keep changing the same reference.
@@ -97,8 +97,9 @@ impl Knowledge {
         name: &str,
         url: &str,
         notes: Option<&str>,
+        refresh_interval: RefreshInterval,
     ) -> ServiceResult<Webpage> {
-        let webpage = self.store.create_webpage(team_id, knowledgebase_id, name, url, notes).await?;
+        let webpage = self.store.create_webpage(team_id, knowledgebase_id, name, url, notes, refresh_interval).await?;
         self.jobs.notify_one();
         Ok(webpage)
     }
@@ -125,6 +126,25 @@ impl Knowledge {
         patch: &SourcePatch,
     ) -> ServiceResult<Webpage> {
         self.store.update_webpage(team_id, knowledgebase_id, webpage_id, patch).await
+    }
+
+    /// Starts the refreshes that are due, by the rules of a manual refresh (a page refreshed
+    /// in the meantime, by hand or by another replica, is left alone); answers how many.
+    pub async fn refresh_due(&self, now: i64) -> ServiceResult<usize> {
+        let mut started = 0;
+        for due in self.store.due_refreshes(now, 100).await? {
+            match self.store.request_refresh(&due.team_id, &due.knowledgebase_id, &due.webpage_id, now).await {
+                Ok(_) => started += 1,
+                // Refreshed or being refreshed since it was read, or deleted: not due any more.
+                Err(error)
+                    if matches!(error.kind, ErrorKind::Conflict | ErrorKind::RateLimited | ErrorKind::NotFound) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        if started > 0 {
+            self.jobs.notify_one();
+        }
+        Ok(started)
     }
 
     pub async fn delete_webpage(

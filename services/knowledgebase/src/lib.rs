@@ -7,6 +7,7 @@ pub mod index;
 pub mod ingest;
 pub mod knowledge;
 pub mod objects;
+pub mod schedule;
 pub mod service;
 pub mod sources;
 mod startup;

@@ -12,7 +12,7 @@ use tonic::service::Routes;
 
 use crate::charge::PaidSearch;
 use crate::knowledge::{Knowledge, Upload};
-use crate::store::{EntryText, SourcePatch};
+use crate::store::{EntryText, RefreshInterval, SourcePatch};
 
 pub struct KnowledgebaseApi {
     knowledge: Arc<Knowledge>,
@@ -129,7 +129,16 @@ impl KnowledgebaseService for KnowledgebaseApi {
 
     async fn create_webpage(&self, request: Request<CreateWebpageRequest>) -> Reply<Webpage> {
         let r = request.into_inner();
-        reply(self.knowledge.create_webpage(&r.team_id, &r.knowledgebase_id, &r.name, &r.url, r.notes.as_deref()).await)
+        let refresh = r.refresh_interval.as_deref().map(RefreshInterval::parse).transpose()?.unwrap_or_default();
+        let created = self.knowledge.create_webpage(
+            &r.team_id,
+            &r.knowledgebase_id,
+            &r.name,
+            &r.url,
+            r.notes.as_deref(),
+            refresh,
+        );
+        reply(created.await)
     }
 
     async fn get_webpage(&self, request: Request<GetSourceRequest>) -> Reply<Webpage> {
@@ -139,7 +148,9 @@ impl KnowledgebaseService for KnowledgebaseApi {
 
     async fn update_webpage(&self, request: Request<UpdateWebpageRequest>) -> Reply<Webpage> {
         let r = request.into_inner();
-        let patch = SourcePatch { name: r.name, url: r.url, notes: notes_patch(r.notes, r.clear_notes) };
+        let refresh_interval = r.refresh_interval.as_deref().map(RefreshInterval::parse).transpose()?;
+        let patch =
+            SourcePatch { name: r.name, url: r.url, notes: notes_patch(r.notes, r.clear_notes), refresh_interval };
         reply(self.knowledge.update_webpage(&r.team_id, &r.knowledgebase_id, &r.webpage_id, &patch).await)
     }
 
@@ -179,7 +190,8 @@ impl KnowledgebaseService for KnowledgebaseApi {
 
     async fn update_document(&self, request: Request<UpdateDocumentRequest>) -> Reply<Document> {
         let r = request.into_inner();
-        let patch = SourcePatch { name: r.name, url: None, notes: notes_patch(r.notes, r.clear_notes) };
+        let patch =
+            SourcePatch { name: r.name, url: None, notes: notes_patch(r.notes, r.clear_notes), refresh_interval: None };
         reply(self.knowledge.update_document(&r.team_id, &r.knowledgebase_id, &r.document_id, &patch).await)
     }
 

@@ -35,6 +35,9 @@ pub struct Settings {
     pub fetch: FetchPolicy,
     /// Q&A pairs written by a chat model instead of taken from headings.
     pub chat: Option<ChatConfig>,
+    /// The least time between two refreshes of a page, and the length of a refresh "day"
+    /// (`SWITCHBOARD_WEBPAGE_REFRESH_DAY`, 24 hours; shorter only for tests).
+    pub refresh_day_ms: i64,
 }
 
 /// The job runner: it scrapes webpages, extracts documents and unlinks the agents of deleted
@@ -61,7 +64,7 @@ pub async fn open(settings: Settings) -> anyhow::Result<Arc<Knowledge>> {
         Some(_) => None,
         None => Some(lock_index(&settings.index)?),
     };
-    let store = KnowledgeStore::open(&settings.database_url).await?;
+    let store = KnowledgeStore::open(&settings.database_url).await?.with_refresh_day(settings.refresh_day_ms);
     let objects = Objects::open(&settings.objects)?;
     let embedding = settings.embedding.clone();
     let embedder =

@@ -9,7 +9,8 @@ use std::future::Future;
 use switchboard_kit::ErrorKind;
 use switchboard_kit::testdb;
 use switchboard_knowledgebase::store::{
-    EntryText, ExtractedEntry, KnowledgeStore, NewDocument, REFRESH_INTERVAL_MS, SourceKind, SourcePatch,
+    EntryText, ExtractedEntry, KnowledgeStore, NewDocument, REFRESH_INTERVAL_MS, RefreshInterval, SourceKind,
+    SourcePatch,
 };
 
 async fn on_every_engine<F, Fut>(test: F)
@@ -42,7 +43,10 @@ async fn refresh_follows_the_spec_state_table_under_a_controlled_clock() {
     on_every_engine(|store, _| async move {
         let team = team();
         let kb = knowledgebase(&store, &team).await;
-        let page = store.create_webpage(&team, &kb, "FAQ", "https://example.com/faq", None).await.unwrap();
+        let page = store
+            .create_webpage(&team, &kb, "FAQ", "https://example.com/faq", None, RefreshInterval::Off)
+            .await
+            .unwrap();
         assert_eq!(page.status, "pending");
 
         // The first scrape is under way: a refresh is a conflict.
@@ -70,11 +74,72 @@ async fn refresh_follows_the_spec_state_table_under_a_controlled_clock() {
 }
 
 #[tokio::test]
+async fn scheduled_refreshes_are_due_by_interval_and_follow_the_manual_rules() {
+    on_every_engine(|store, _| async move {
+        let team = team();
+        let kb = knowledgebase(&store, &team).await;
+        let day = REFRESH_INTERVAL_MS;
+        let daily = store.create_webpage(&team, &kb, "Daily", "https://example.com/d", None, RefreshInterval::Daily);
+        let daily = daily.await.unwrap();
+        let weekly = store.create_webpage(&team, &kb, "Weekly", "https://example.com/w", None, RefreshInterval::Weekly);
+        let weekly = weekly.await.unwrap();
+        let off = store.create_webpage(&team, &kb, "Off", "https://example.com/o", None, RefreshInterval::Off);
+        let off = off.await.unwrap();
+        assert_eq!(daily.refresh_interval, "daily");
+        assert_eq!(daily.next_refresh_at_ms, Some(daily.created_at_ms + day));
+        assert_eq!(weekly.next_refresh_at_ms, Some(weekly.created_at_ms + 7 * day));
+        assert_eq!(off.next_refresh_at_ms, None);
+        let due_ids = |now: i64| {
+            let store = store.clone();
+            async move {
+                let due = store.due_refreshes(now, 100).await.unwrap();
+                let mut ids: Vec<String> = due.into_iter().map(|d| d.webpage_id).collect();
+                ids.sort();
+                ids
+            }
+        };
+        // Pending pages (the first scrape) are never due.
+        assert!(due_ids(daily.created_at_ms + 30 * day).await.is_empty());
+        for page in [&daily, &weekly, &off] {
+            assert!(
+                store.finish_source(SourceKind::Webpage, &page.id, &[entry("Hours", "9 to 5")], "m").await.unwrap()
+            );
+        }
+        let created = daily.created_at_ms.max(weekly.created_at_ms);
+        assert!(due_ids(created + day - 1_000).await.is_empty());
+        assert_eq!(due_ids(created + day).await, std::slice::from_ref(&daily.id));
+        let mut both = vec![daily.id.clone(), weekly.id.clone()];
+        both.sort();
+        assert_eq!(due_ids(created + 7 * day).await, both);
+
+        // A manual refresh moves the schedule: the next one is a day after it.
+        let t1 = created + day + 5;
+        store.request_refresh(&team, &kb, &daily.id, t1).await.unwrap();
+        assert!(!due_ids(t1 + day).await.contains(&daily.id), "a page being refreshed is not due");
+        assert!(store.finish_source(SourceKind::Webpage, &daily.id, &[entry("Hours", "9 to 6")], "m").await.unwrap());
+        assert!(!due_ids(t1 + day - 1).await.contains(&daily.id));
+        assert!(due_ids(t1 + day).await.contains(&daily.id));
+
+        // Turned off, a page is never due; another team's pages are listed with their team.
+        let patch = SourcePatch { refresh_interval: Some(RefreshInterval::Off), ..Default::default() };
+        let updated = store.update_webpage(&team, &kb, &daily.id, &patch).await.unwrap();
+        assert_eq!((updated.refresh_interval.as_str(), updated.next_refresh_at_ms), ("off", None));
+        assert!(!due_ids(t1 + 30 * day).await.contains(&daily.id));
+        let due = store.due_refreshes(created + 7 * day, 100).await.unwrap();
+        assert!(due.iter().all(|d| d.team_id == team && d.knowledgebase_id == kb));
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn of_two_simultaneous_refreshes_exactly_one_wins() {
     on_every_engine(|store, _| async move {
         let team = team();
         let kb = knowledgebase(&store, &team).await;
-        let page = store.create_webpage(&team, &kb, "FAQ", "https://example.com/faq", None).await.unwrap();
+        let page = store
+            .create_webpage(&team, &kb, "FAQ", "https://example.com/faq", None, RefreshInterval::Off)
+            .await
+            .unwrap();
         store.finish_source(SourceKind::Webpage, &page.id, &[entry("Hours", "9 to 5")], "m").await.unwrap();
         let (a, b) = tokio::join!(
             store.request_refresh(&team, &kb, &page.id, 5_000),
@@ -93,7 +158,10 @@ async fn a_scrape_replaces_the_content_and_a_failure_keeps_it() {
     on_every_engine(|store, _| async move {
         let team = team();
         let kb = knowledgebase(&store, &team).await;
-        let page = store.create_webpage(&team, &kb, "FAQ", "https://example.com/faq", None).await.unwrap();
+        let page = store
+            .create_webpage(&team, &kb, "FAQ", "https://example.com/faq", None, RefreshInterval::Off)
+            .await
+            .unwrap();
         store
             .finish_source(SourceKind::Webpage, &page.id, &[entry("A", "1"), entry("B", "2"), entry("C", "3")], "m")
             .await
@@ -139,15 +207,22 @@ async fn webpage_fields_are_validated_and_updates_do_not_rescrape() {
         let team = team();
         let kb = knowledgebase(&store, &team).await;
         for url in ["ftp://example.com/", "not a url", "https://", "javascript:alert(1)"] {
-            let error = store.create_webpage(&team, &kb, "Bad", url, None).await.unwrap_err();
+            let error = store.create_webpage(&team, &kb, "Bad", url, None, RefreshInterval::Off).await.unwrap_err();
             assert_eq!(error.kind, ErrorKind::Validation, "{url}");
         }
         let long_name = "n".repeat(256);
         assert_eq!(
-            store.create_webpage(&team, &kb, &long_name, "https://example.com", None).await.unwrap_err().kind,
+            store
+                .create_webpage(&team, &kb, &long_name, "https://example.com", None, RefreshInterval::Off)
+                .await
+                .unwrap_err()
+                .kind,
             ErrorKind::Validation
         );
-        let page = store.create_webpage(&team, &kb, "FAQ", "https://example.com/faq", Some("old")).await.unwrap();
+        let page = store
+            .create_webpage(&team, &kb, "FAQ", "https://example.com/faq", Some("old"), RefreshInterval::Off)
+            .await
+            .unwrap();
         store.finish_source(SourceKind::Webpage, &page.id, &[entry("A", "1")], "m").await.unwrap();
         let patch =
             SourcePatch { url: Some("https://example.org/new".into()), notes: Some(None), ..Default::default() };
@@ -165,7 +240,10 @@ async fn sources_of_another_team_are_not_found() {
     on_every_engine(|store, _| async move {
         let (owner, other) = (team(), team());
         let kb = knowledgebase(&store, &owner).await;
-        let page = store.create_webpage(&owner, &kb, "FAQ", "https://example.com/faq", None).await.unwrap();
+        let page = store
+            .create_webpage(&owner, &kb, "FAQ", "https://example.com/faq", None, RefreshInterval::Off)
+            .await
+            .unwrap();
         let document = store
             .create_document(
                 &owner,
@@ -194,7 +272,11 @@ async fn sources_of_another_team_are_not_found() {
             ErrorKind::NotFound
         );
         assert_eq!(
-            store.create_webpage(&other, &kb, "X", "https://example.com", None).await.unwrap_err().kind,
+            store
+                .create_webpage(&other, &kb, "X", "https://example.com", None, RefreshInterval::Off)
+                .await
+                .unwrap_err()
+                .kind,
             ErrorKind::NotFound
         );
 
@@ -234,6 +316,7 @@ mod repair {
             max_upload_bytes: DEFAULT_MAX_UPLOAD_BYTES,
             fetch: FetchPolicy::from_env(),
             chat: None,
+            refresh_day_ms: REFRESH_INTERVAL_MS,
         }
     }
 

@@ -16,16 +16,32 @@ pub use entries::{EntryText, IndexedEntry};
 pub use extracted::{ExtractedEntry, SourceKind};
 pub use knowledgebases::UNLINK_AGENTS;
 pub use outbox::OutboxItem;
-pub use webpages::{REFRESH_INTERVAL_MS, SCRAPE_WEBPAGE, SourcePatch, url_violation};
+pub use webpages::{
+    REFRESH_INTERVAL_MS, RefreshInterval, SCRAPE_WEBPAGE, ScheduledRefresh, SourcePatch, url_violation,
+};
 
 #[derive(Clone, Debug)]
 pub struct KnowledgeStore {
     db: Db,
+    /// The least time between two refreshes of a webpage ([`REFRESH_INTERVAL_MS`]); a daily
+    /// schedule refreshes after one, a weekly one after seven. Shorter only in tests.
+    refresh_day_ms: i64,
 }
 
 impl KnowledgeStore {
     pub async fn open(url: &str) -> anyhow::Result<Self> {
-        Ok(Self { db: Db::connect(url, &crate::MIGRATIONS).await? })
+        Ok(Self { db: Db::connect(url, &crate::MIGRATIONS).await?, refresh_day_ms: REFRESH_INTERVAL_MS })
+    }
+
+    /// The same store with another refresh day (`SWITCHBOARD_WEBPAGE_REFRESH_DAY`, for tests).
+    #[must_use]
+    pub fn with_refresh_day(mut self, day_ms: i64) -> Self {
+        self.refresh_day_ms = day_ms.max(1);
+        self
+    }
+
+    pub fn refresh_day_ms(&self) -> i64 {
+        self.refresh_day_ms
     }
 
     pub fn db(&self) -> &Db {

@@ -18,15 +18,70 @@ pub const REFRESH_INTERVAL_MS: i64 = 24 * 60 * 60 * 1000;
 const SCRAPE_ATTEMPTS: i64 = 4;
 
 const WEBPAGE_COLUMNS: &str = "w.id, w.team_id, w.knowledgebase_id, w.name, w.url, w.notes, w.status, \
-     w.failure_reason, w.last_scraped_at, w.last_refresh_requested_at, w.created_at, w.updated_at, \
+     w.failure_reason, w.last_scraped_at, w.last_refresh_requested_at, w.created_at, w.updated_at, w.refresh_interval, \
      (SELECT COUNT(*) FROM entries e WHERE e.source_id = w.id AND e.source_type = 'webpage') AS entry_count";
 
 fn webpage_not_found() -> ServiceError {
     ServiceError::not_found("Webpage not found")
 }
 
-fn webpage_from_row(row: &AnyRow) -> Result<Webpage, sqlx::Error> {
+/// How often the service refreshes a page itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RefreshInterval {
+    #[default]
+    Off,
+    Daily,
+    Weekly,
+}
+
+impl RefreshInterval {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RefreshInterval::Off => "off",
+            RefreshInterval::Daily => "daily",
+            RefreshInterval::Weekly => "weekly",
+        }
+    }
+
+    /// `off`, `daily` or `weekly`; anything else is a 400 on `refreshInterval`.
+    pub fn parse(text: &str) -> ServiceResult<Self> {
+        match text {
+            "off" => Ok(RefreshInterval::Off),
+            "daily" => Ok(RefreshInterval::Daily),
+            "weekly" => Ok(RefreshInterval::Weekly),
+            _ => Err(ServiceError::invalid_field("refreshInterval", "must be off, daily or weekly")),
+        }
+    }
+
+    /// Refresh days between two scheduled refreshes.
+    fn days(self) -> Option<i64> {
+        match self {
+            RefreshInterval::Off => None,
+            RefreshInterval::Daily => Some(1),
+            RefreshInterval::Weekly => Some(7),
+        }
+    }
+}
+
+/// A page whose scheduled refresh is due.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduledRefresh {
+    pub team_id: String,
+    pub knowledgebase_id: String,
+    pub webpage_id: String,
+}
+
+fn webpage_from_row(row: &AnyRow, day_ms: i64) -> Result<Webpage, sqlx::Error> {
+    let refresh_interval: String = row.try_get("refresh_interval")?;
+    let last_refresh: Option<i64> = row.try_get("last_refresh_requested_at")?;
+    let created_at: i64 = row.try_get("created_at")?;
+    let next_refresh_at_ms = RefreshInterval::parse(&refresh_interval)
+        .ok()
+        .and_then(RefreshInterval::days)
+        .map(|days| last_refresh.unwrap_or(created_at) + days * day_ms);
     Ok(Webpage {
+        refresh_interval,
+        next_refresh_at_ms,
         id: row.try_get("id")?,
         knowledgebase_id: row.try_get("knowledgebase_id")?,
         name: row.try_get("name")?,
@@ -35,8 +90,8 @@ fn webpage_from_row(row: &AnyRow) -> Result<Webpage, sqlx::Error> {
         status: row.try_get("status")?,
         failure_reason: row.try_get("failure_reason")?,
         last_scraped_at_ms: row.try_get("last_scraped_at")?,
-        last_refresh_requested_at_ms: row.try_get("last_refresh_requested_at")?,
-        created_at_ms: row.try_get("created_at")?,
+        last_refresh_requested_at_ms: last_refresh,
+        created_at_ms: created_at,
         updated_at_ms: row.try_get("updated_at")?,
         content: Vec::new(),
         entry_count: row.try_get("entry_count")?,
@@ -66,6 +121,8 @@ pub struct SourcePatch {
     pub url: Option<String>,
     /// `Some(None)` clears the notes.
     pub notes: Option<Option<String>>,
+    /// Webpages only.
+    pub refresh_interval: Option<RefreshInterval>,
 }
 
 impl SourcePatch {
@@ -87,6 +144,7 @@ impl KnowledgeStore {
         name: &str,
         url: &str,
         notes: Option<&str>,
+        refresh_interval: RefreshInterval,
     ) -> ServiceResult<Webpage> {
         check_ids(&[("teamId", team_id), ("knowledgebaseId", knowledgebase_id)])?;
         validate([
@@ -99,8 +157,8 @@ impl KnowledgeStore {
         let mut tx = self.db.begin_write().await?;
         self.knowledgebase_in(&mut tx, team_id, knowledgebase_id).await?;
         sqlx::query(
-            "INSERT INTO webpages (id, team_id, knowledgebase_id, name, url, notes, status, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7)",
+            "INSERT INTO webpages (id, team_id, knowledgebase_id, name, url, notes, status, created_at, updated_at, \
+             refresh_interval) VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7, $8)",
         )
         .bind(&id)
         .bind(team_id)
@@ -109,6 +167,7 @@ impl KnowledgeStore {
         .bind(url.trim())
         .bind(notes)
         .bind(now)
+        .bind(refresh_interval.as_str())
         .execute(&mut *tx)
         .await?;
         enqueue_scrape(&mut tx, team_id, &id).await?;
@@ -128,7 +187,7 @@ impl KnowledgeStore {
         .fetch_optional(self.db.pool())
         .await?
         .ok_or_else(webpage_not_found)?;
-        Ok(webpage_from_row(&row)?)
+        Ok(webpage_from_row(&row, self.refresh_day_ms)?)
     }
 
     /// The knowledge base's pages, oldest first.
@@ -141,7 +200,7 @@ impl KnowledgeStore {
         .bind(team_id)
         .fetch_all(self.db.pool())
         .await?;
-        Ok(rows.iter().map(webpage_from_row).collect::<Result<_, _>>()?)
+        Ok(rows.iter().map(|row| webpage_from_row(row, self.refresh_day_ms)).collect::<Result<_, _>>()?)
     }
 
     /// A page by id alone, for the scrape job (`None` once it is deleted).
@@ -150,7 +209,8 @@ impl KnowledgeStore {
             .bind(webpage_id)
             .fetch_optional(self.db.pool())
             .await?;
-        row.map(|row| Ok((webpage_from_row(&row)?, row.try_get::<String, _>("team_id")?))).transpose()
+        row.map(|row| Ok((webpage_from_row(&row, self.refresh_day_ms)?, row.try_get::<String, _>("team_id")?)))
+            .transpose()
     }
 
     /// Changes name, url and notes; a new url is not scraped until the next refresh.
@@ -165,7 +225,8 @@ impl KnowledgeStore {
         self.webpage(team_id, knowledgebase_id, webpage_id).await?;
         sqlx::query(
             "UPDATE webpages SET name = COALESCE($1, name), url = COALESCE($2, url), \
-             notes = CASE WHEN $3 = 1 THEN $4 ELSE notes END, updated_at = $5 WHERE id = $6 AND team_id = $7",
+             notes = CASE WHEN $3 = 1 THEN $4 ELSE notes END, updated_at = $5, \
+             refresh_interval = COALESCE($8, refresh_interval) WHERE id = $6 AND team_id = $7",
         )
         .bind(patch.name.as_deref().map(str::trim))
         .bind(patch.url.as_deref().map(str::trim))
@@ -174,6 +235,7 @@ impl KnowledgeStore {
         .bind(now_ms())
         .bind(webpage_id)
         .bind(team_id)
+        .bind(patch.refresh_interval.map(RefreshInterval::as_str))
         .execute(self.db.pool())
         .await?;
         self.webpage(team_id, knowledgebase_id, webpage_id).await
@@ -219,7 +281,7 @@ impl KnowledgeStore {
         .bind(now)
         .bind(webpage_id)
         .bind(team_id)
-        .bind(now - REFRESH_INTERVAL_MS)
+        .bind(now - self.refresh_day_ms)
         .execute(&mut *tx)
         .await?
         .rows_affected()
@@ -235,9 +297,36 @@ impl KnowledgeStore {
             return Err(ServiceError::conflict("Webpage is already being refreshed")
                 .with_hint("Wait for the current refresh to finish; its status turns ready or failed."));
         }
-        let next = current.last_refresh_requested_at_ms.unwrap_or(now) + REFRESH_INTERVAL_MS;
+        let next = current.last_refresh_requested_at_ms.unwrap_or(now) + self.refresh_day_ms;
         Err(ServiceError::limited_until("Webpage was refreshed within the last 24 hours", next)
             .with_hint("A webpage can be refreshed once every 24 hours; see nextAvailableAt."))
+    }
+
+    /// Pages whose scheduled refresh is due at `now` (at most `limit`), longest overdue first:
+    /// a schedule set, no scrape under way, and a day (daily) or seven (weekly) since the
+    /// last refresh, or since the page was added.
+    pub async fn due_refreshes(&self, now: i64, limit: i64) -> ServiceResult<Vec<ScheduledRefresh>> {
+        let rows = sqlx::query(
+            "SELECT team_id, knowledgebase_id, id FROM webpages \
+             WHERE refresh_interval <> 'off' AND status NOT IN ('pending', 'refreshing') \
+             AND ((refresh_interval = 'daily' AND COALESCE(last_refresh_requested_at, created_at) <= $1) \
+               OR (refresh_interval = 'weekly' AND COALESCE(last_refresh_requested_at, created_at) <= $2)) \
+             ORDER BY COALESCE(last_refresh_requested_at, created_at), id LIMIT $3",
+        )
+        .bind(now - self.refresh_day_ms)
+        .bind(now - 7 * self.refresh_day_ms)
+        .bind(limit)
+        .fetch_all(self.db.pool())
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(ScheduledRefresh {
+                    team_id: row.try_get("team_id")?,
+                    knowledgebase_id: row.try_get("knowledgebase_id")?,
+                    webpage_id: row.try_get("id")?,
+                })
+            })
+            .collect()
     }
 
     /// The knowledge base exists for the team, checked inside a write.
@@ -272,12 +361,13 @@ async fn enqueue_scrape(conn: &mut sqlx::AnyConnection, team_id: &str, webpage_i
     Ok(())
 }
 
-/// A page by id alone, read in the caller's transaction.
+/// A page by id alone, read in the caller's transaction (for its event: `nextRefreshAt` is
+/// counted in real days there).
 pub(super) async fn webpage_in(conn: &mut sqlx::AnyConnection, webpage_id: &str) -> ServiceResult<Webpage> {
     let row = sqlx::query(&format!("SELECT {WEBPAGE_COLUMNS} FROM webpages w WHERE w.id = $1"))
         .bind(webpage_id)
         .fetch_optional(conn)
         .await?
         .ok_or_else(webpage_not_found)?;
-    Ok(webpage_from_row(&row)?)
+    Ok(webpage_from_row(&row, REFRESH_INTERVAL_MS)?)
 }
