@@ -308,15 +308,17 @@ function toggle(c, key, label, errSlot) {
   return btn;
 }
 
-/** The contacts with either number of the call (GET /v1/contacts?search=, then an exact match). */
+/** The contacts with either number of the call (GET /v1/contacts?number=: any spelling of it). */
 function contactBox(c) {
-  const digits = (s) => String(s || '').replace(/\D/g, '');
   const numbers = [...new Set([c.type === 'INCOMING' ? c.from : c.to, c.type === 'INCOMING' ? c.to : c.from].filter(Boolean))];
   return loader(async () => {
     const found = [];
     await Promise.all(numbers.map(async (n) => {
-      const list = await api('GET', `/v1/contacts?search=${enc(n)}&limit=5`);
-      for (const x of list || []) if (digits(x.number) === digits(n) && !found.some((f) => f.id === x.id)) found.push(x);
+      const list = await api('GET', `/v1/contacts?number=${enc(n)}&limit=1`).catch((err) => {
+        if (err.status === 400) return []; // not a phone number (a SIP address, say): no contact
+        throw err;
+      });
+      for (const x of list || []) if (!found.some((f) => f.id === x.id)) found.push(x);
     }));
     if (!found.length) return h('p', { class: 'muted' }, `No contact has the number ${numbers.join(' or ')}.`);
     return h('ul', { class: 'cc-contacts' }, found.map((x) => h('li', null,

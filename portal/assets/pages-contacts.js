@@ -415,7 +415,7 @@ function historySection(c) {
       h('td', { class: 'nowrap' }, x.from === c.number ? x.to : x.from),
       h('td', { class: 'num' }, typeof x.duration === 'number' ? `${num(x.duration)} s` : '—'),
       h('td', null, badge(x.status || '—')))), { caption: 'Calls with this contact', dense: true, empty: 'No calls with this number.' }),
-    res.pagination?.totalCount > 20 && h('p', null, h('a', { href: `/calls?search=${enc(c.number)}` }, `All ${num(res.pagination.totalCount)} calls`))];
+    res.pagination?.totalCount > 20 && h('p', null, h('a', { href: `/calls?number=${enc(c.number)}` }, `All ${num(res.pagination.totalCount)} calls`))];
   });
   // GET /v1/chats has no contact or number filter: `search` finds a substring of a message,
   // the contact's number or e-mail, so the answers are narrowed to this contact here.

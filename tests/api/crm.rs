@@ -184,7 +184,19 @@ async fn contact_lists_search_filter_sort_and_page(stack: Stack) {
     }
     assert_eq!(seen, people.iter().map(|p| p.0.to_owned()).collect::<Vec<_>>());
 
-    for bad in ["limit=0", "limit=101", "page=0", "sortBy=age", "sortOrder=up", "tagIds=nope", "boardId=1"] {
+    // number: the one contact with that number, however it is written; with other filters too.
+    assert_eq!(numbers(api.get("/contacts?number=(415)%20555-0103").await.expect(200)), ["+14155550103"]);
+    assert_eq!(numbers(api.get("/contacts?number=%2B1%20415%20555%200102").await.expect(200)), ["+14155550102"]);
+    let with_tag = api.get(&format!("/contacts?number=4155550103&tagIds={vip}")).await;
+    assert_eq!(with_tag.expect(200)["pagination"]["totalCount"], 0, "Alan is not a VIP");
+    assert_eq!(api.get("/contacts?number=%2B14155550199").await.expect(200)["data"], json!([]));
+    let other = stack.team("Lists Other", false, 0).await;
+    let theirs = stack.client(&other.key).get("/contacts?number=%2B14155550103").await;
+    assert_eq!(theirs.expect(200)["data"], json!([]), "another team's contact is never found");
+
+    for bad in
+        ["limit=0", "limit=101", "page=0", "sortBy=age", "sortOrder=up", "tagIds=nope", "boardId=1", "number=pizza"]
+    {
         let refused = api.get(&format!("/contacts?{bad}")).await;
         let parameter = bad.split('=').next().unwrap();
         assert_eq!(refused.fields(), [parameter], "{bad}: {}", refused.text);
@@ -272,7 +284,9 @@ async fn tags_boards_and_stages_move_contacts_and_their_deletion_takes_them_off(
     let tag = api.post("/tags", json!({ "name": "Hot" })).await;
     assert_eq!(tag.expect(201)["data"]["color"], "#6B7280");
     let tag_id = id(&tag.body);
-    assert_eq!(api.post("/tags", json!({ "name": "HOT" })).await.status, 409, "names are unique regardless of case");
+    let taken = api.post("/tags", json!({ "name": "HOT" })).await;
+    assert_eq!(taken.status, 409, "names are unique regardless of case");
+    assert_eq!(taken.fields(), ["name"], "the 409 names the field: {}", taken.text);
     assert_eq!(api.post("/tags", json!({ "name": "Cold", "color": "blue" })).await.fields(), ["color"]);
     let renamed = api.put(&format!("/tags/{tag_id}"), json!({ "color": "#FF0000" })).await;
     assert_eq!(renamed.expect(200)["data"], json!({ "id": tag_id, "name": "Hot", "color": "#FF0000" }));

@@ -301,10 +301,14 @@ async fn a_daily_webpage_refreshes_itself_by_the_manual_rules_and_after_a_restar
     let second = refreshed_to(&api, &path, "Monday and Thursday").await;
     let started = ms(&second["nextRefreshAt"]) - 3_000;
     assert!(started >= created + 3_000, "the scheduled refresh started {} ms after creation", started - created);
-    // It counts as the day's refresh: a manual one is refused until the next is due.
+    // It counts as the day's refresh: a manual one is refused until the next is due (or, on a
+    // machine so slow that the next day came meanwhile, because that one is running).
     let limited = api.post(&format!("{path}/refresh"), json!(null)).await;
-    assert_eq!(limited.error_code(429), "RATE_LIMITED");
-    assert_eq!(limited.body["nextAvailableAt"], second["nextRefreshAt"]);
+    match limited.status {
+        429 => assert!(ms(&limited.body["nextAvailableAt"]) >= ms(&second["nextRefreshAt"]), "{}", limited.text),
+        409 => assert_eq!(limited.error_code(409), "CONFLICT"),
+        status => panic!("a manual refresh after a scheduled one answered {status}: {}", limited.text),
+    }
     // The page that was not scheduled was scraped once only.
     let plain_path = format!("{base}/{}", plain.body["data"]["id"].as_str().unwrap());
     assert!(

@@ -37,7 +37,8 @@ pub fn endpoints() -> Vec<Endpoint> {
                 "Filters combine. `search` finds a part (case-insensitive) of the first or last name, the \
                  e-mail or the number (`gra` finds Grace, `5552671` finds +14155552671). `tagIds` keeps contacts \
                  carrying every one of the tags. Ties of `sortBy` are broken by id; contacts without the sorted \
-                 value come last in either order. Unknown tag, board, stage or user ids match nothing.",
+                 value come last in either order. Unknown tag, board, stage or user ids match nothing. \
+                 `number` finds the one contact with that number, however it is written.",
             )
             .feature(Feature::Crm)
             .tool("find_contacts", "Finds the team's CRM contacts by name, e-mail or number part, or by tags."),
@@ -196,6 +197,10 @@ pub struct ContactQuery {
     pub stage_id: Option<Id>,
     /// Contacts assigned to this user.
     pub assigned_user_id: Option<Id>,
+    /// The contact with this number, in any spelling (`(415) 555-2671`, `+14155552671`); a text
+    /// that cannot be a phone number is 400.
+    #[schemars(length(min = 1, max = 64))]
+    pub number: Option<String>,
 }
 
 /// A tag's name, as a contact's `tagNames` give it.
@@ -401,6 +406,7 @@ async fn list(call: Call, input: Input<Nothing, ContactQuery>) -> ServiceResult<
         board_id: query.board_id.map(Id::into_string),
         stage_id: query.stage_id.map(Id::into_string),
         assigned_user_id: query.assigned_user_id.map(Id::into_string),
+        number: query.number,
     };
     let listed = call.services.crm.clone().list_contacts(request).await?.into_inner();
     Ok(ContactPage {

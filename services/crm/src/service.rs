@@ -96,6 +96,7 @@ impl CrmApi {
             board_id: request.board_id.clone(),
             stage_id: request.stage_id.clone(),
             assigned_user_id: request.assigned_user_id.clone(),
+            number: request.number.clone(),
         })
     }
 }

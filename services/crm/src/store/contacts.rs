@@ -714,7 +714,15 @@ impl CrmStore {
             filter.assigned_user_id.as_deref().and_then(|id| uuid_violation("assignedUserId", id)),
         ];
         violations.extend(id_list_violations("tagIds", &filter.tag_ids).into_iter().map(Some));
+        let mut number_problems = Vec::new();
+        let number = filter.number.as_deref().and_then(|number| self.number_value(number, &mut number_problems));
+        violations.extend(number_problems.into_iter().map(Some));
         validate(violations)?;
+        // Whether a filter besides the tags and the search narrows the list.
+        let narrowed = filter.board_id.is_some()
+            || filter.stage_id.is_some()
+            || filter.assigned_user_id.is_some()
+            || number.is_some();
 
         let (key, nullable) = match filter.sort {
             ContactSort::CreatedAt => ("c.created_at", false),
@@ -744,10 +752,7 @@ impl CrmStore {
         let mut tag_bits = None;
         if !tag_ids.is_empty() {
             let owned = tags::tags_by_id(&mut conn, team_id, &tag_ids).await?;
-            let alone = search.is_none()
-                && filter.board_id.is_none()
-                && filter.stage_id.is_none()
-                && filter.assigned_user_id.is_none();
+            let alone = search.is_none() && !narrowed;
             if owned.len() < tag_ids.len() {
                 known_total = Some(0);
             } else if alone {
@@ -789,13 +794,15 @@ impl CrmStore {
                 "c.id IN (SELECT a.contact_id FROM contact_assignments a WHERE a.team_id = $1 AND a.user_id = {user})"
             ));
         }
+        if let Some(number) = number {
+            // Numbers are unique in a team: at most one contact.
+            let number = conditions.arg(Arg::Text(number));
+            conditions.and(format!("c.number = {number}"));
+        }
         if let Some(query) = search.as_deref().filter(|_| known_total != Some(0)) {
             let found = conditions.search(&mut conn, engine, (&CONTACT_TEXT, "c"), query).await?;
             // A contact has one search row: with no other filter, the search counted them.
-            let alone = tag_ids_given == 0
-                && filter.board_id.is_none()
-                && filter.stage_id.is_none()
-                && filter.assigned_user_id.is_none();
+            let alone = tag_ids_given == 0 && !narrowed;
             if alone && let Some(found) = found {
                 known_total = Some(i64::try_from(found).unwrap_or(i64::MAX));
             }

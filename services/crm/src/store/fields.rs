@@ -159,7 +159,10 @@ fn options_violations(field_type: &str, options: &[String], violations: &mut Vec
 }
 
 fn name_taken() -> ServiceError {
-    ServiceError::conflict("A custom field with this name already exists")
+    ServiceError {
+        details: vec![FieldViolation::new("name", "is already the name of another custom field")],
+        ..ServiceError::conflict("A custom field with this name already exists")
+    }
 }
 
 fn options_json(options: &[String]) -> ServiceResult<String> {

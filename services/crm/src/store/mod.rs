@@ -73,6 +73,8 @@ pub struct ContactFilter {
     /// A stage the contact sits in on its board (not only its latest `crmStage`).
     pub stage_id: Option<String>,
     pub assigned_user_id: Option<String>,
+    /// The contact with this number, in any spelling (a number that cannot be one is a 400).
+    pub number: Option<String>,
 }
 
 impl Default for ContactFilter {
@@ -87,6 +89,7 @@ impl Default for ContactFilter {
             board_id: None,
             stage_id: None,
             assigned_user_id: None,
+            number: None,
         }
     }
 }

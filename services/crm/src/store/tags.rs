@@ -38,8 +38,12 @@ pub(super) fn color_violation(field: &str, color: &str) -> Option<FieldViolation
 }
 
 fn name_taken() -> ServiceError {
-    ServiceError::conflict("A tag with this name already exists")
-        .with_hint("Tag names are unique in a team regardless of case.")
+    // The field is named, so that a form can show the error beside it.
+    ServiceError {
+        details: vec![FieldViolation::new("name", "is already the name of another tag")],
+        ..ServiceError::conflict("A tag with this name already exists")
+            .with_hint("Tag names are unique in a team regardless of case.")
+    }
 }
 
 /// The team's tags, by name (regardless of case).
