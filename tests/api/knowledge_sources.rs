@@ -272,7 +272,9 @@ async fn a_daily_webpage_refreshes_itself_by_the_manual_rules_and_after_a_restar
     page(&pages, "/hours", 200, "text/html", FAQ);
     let site = web_server(pages.clone()).await;
     let env: Vec<_> = ENV.iter().chain(SHORT_DAY).copied().collect();
-    let stack = Stack::start_with(&env).await;
+    // Always `switchboard dev` on a data directory (not the Qdrant-server variant of
+    // `start_with`), so that the same platform can be stopped and started again below.
+    let stack = Stack::start_in(tempfile::tempdir().expect("a data directory"), &env).await;
     let team = stack.team("Acme", false, 100).await;
     let api = stack.client(&team.key);
     let kb = create_knowledgebase(&api, "Support").await;
