@@ -31,6 +31,16 @@ function area({ name, label, hint, value, rows = 3, ...attrs }) {
 
 const formDialog = (spec) => domFormDialog({ ...spec, className: 'kb-dialog' });
 
+/** Asks before deleting a knowledge base (from the list or its page); true once deleted. */
+function confirmDeleteKb(kb) {
+  return confirmDialog({
+    title: `Delete “${kbName(kb)}”?`,
+    body: 'Its references, webpages and documents are deleted with it, and agents linked to it lose it. This cannot be undone.',
+    confirm: 'Delete',
+    action: () => api('DELETE', kbPath(kb.id)),
+  });
+}
+
 /** The Delete button of a webpage or document: confirmed, then the list is read again. */
 function deleteSource({ kind, name, path, body, refresh }) {
   return h('button', {
@@ -152,12 +162,7 @@ function kbRow(kb, agents, writer, reload) {
     h('td', { class: 'actions' }, writer && h('button', {
       type: 'button', class: 'btn danger-quiet small', 'aria-label': `Delete knowledge base ${kbName(kb)}`,
       onclick: async () => {
-        const done = await confirmDialog({
-          title: `Delete “${kbName(kb)}”?`,
-          body: 'Its references, webpages and documents are deleted with it, and agents linked to it lose it. This cannot be undone.',
-          confirm: 'Delete',
-          action: () => api('DELETE', kbPath(kb.id)),
-        });
+        const done = await confirmDeleteKb(kb);
         if (done) { toast(`Knowledge base “${kbName(kb)}” deleted`); reload(); focusTitle(); }
       },
     }, 'Delete')));
@@ -254,12 +259,7 @@ function header(kb, writer) {
     h('button', {
       type: 'button', class: 'btn danger-quiet small',
       onclick: async () => {
-        const done = await confirmDialog({
-          title: `Delete “${kbName(kb)}”?`,
-          body: 'Its references, webpages and documents are deleted with it, and agents linked to it lose it. This cannot be undone.',
-          confirm: 'Delete',
-          action: () => api('DELETE', kbPath(kb.id)),
-        });
+        const done = await confirmDeleteKb(kb);
         if (done) { toast(`Knowledge base “${kbName(kb)}” deleted`); navigate('/knowledge'); }
       },
     }, 'Delete knowledge base'));
