@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 QUESTION_MAX = 5000  # characters, docs/openapi.json CreateReference.question
 ANSWER_MAX = 50_000  # characters, CreateReference.answer
 MODEL_WINDOW = 256  # tokens the embedder reads (services/knowledgebase/src/embed/bert.rs)
+WINDOW_WORDS, STRIDE_WORDS = 128, 96  # services/knowledgebase/src/passages.rs
 K = 10
 
 
@@ -174,6 +175,12 @@ class WordPiece:
 
 # ---------------------------------------------------------------- metrics
 
+def passage_count(answer):
+    """Passages the service embeds for an answer (services/knowledgebase/src/passages.rs)."""
+    words = len(answer.split())
+    return 1 if words <= WINDOW_WORDS else len(range(0, words - WINDOW_WORDS, STRIDE_WORDS)) + 1
+
+
 def ndcg_at_k(ranked, relevant, k=K):
     dcg = sum(1.0 / math.log2(rank + 1) for rank, doc in enumerate(ranked[:k], start=1) if doc in relevant)
     ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(relevant), k) + 1))
@@ -192,6 +199,40 @@ def percentile(values, p):
 
 # ---------------------------------------------------------------- run
 
+def ingest(api, references, concurrency, log):
+    """Creates the knowledge base and one reference per document; returns what the run needs."""
+    status, answer = api.call("POST", "/knowledgebase", {"name": "SciFact retrieval benchmark"})
+    assert status == 201, (status, answer)
+    kb = answer["data"]["id"]
+
+    ref_to_doc, refused, lock = {}, [], threading.Lock()
+
+    def add(item):
+        doc_id, body = item
+        status, answer = api.call("POST", f"/knowledgebase/{kb}/references", body)
+        with lock:
+            if status == 201:
+                ref_to_doc[answer["data"]["id"]] = doc_id
+            else:
+                refused.append((doc_id, status, (answer or {}).get("message") or answer))
+
+    log(f"ingesting {len(references)} references, {concurrency} in flight")
+    started = time.perf_counter()
+    done = 0
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        for _ in pool.map(add, references):
+            done += 1
+            if done % 500 == 0:
+                log(f"  {done} in {time.perf_counter() - started:.0f} s")
+    ingest_seconds = time.perf_counter() - started
+    ingest_rate = len(ref_to_doc) / ingest_seconds if ingest_seconds else 0.0
+    log(f"ingested {len(ref_to_doc)} in {ingest_seconds:.1f} s: {ingest_rate:.1f}/s; refused {len(refused)}")
+    for doc_id, status, message in refused[:5]:
+        log(f"  refused {doc_id}: {status} {message}")
+
+    return kb, ref_to_doc, refused, ingest_seconds, ingest_rate
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--base-url", required=True, help="e.g. http://127.0.0.1:8080/v1")
@@ -205,6 +246,10 @@ def main():
     parser.add_argument("--machine", default="")
     parser.add_argument("--ranking", default="dense only (cosine similarity of the query's and the entry's embeddings)",
                         help="how the build under test ranks, for the section")
+    parser.add_argument("--state", default="", help="after ingesting, write the knowledge base id and the "
+                        "reference-to-document map here")
+    parser.add_argument("--reuse", default="", help="a --state file of an earlier run on the same data: "
+                        "skip ingesting, only search (for tuning runs)")
     args = parser.parse_args()
     api = Api(args.base_url, args.key)
     log = lambda *a: print(*a, file=sys.stderr, flush=True)  # noqa: E731
@@ -243,34 +288,22 @@ def main():
         log(f"{over_window} of {len(tokens)} entries exceed the model's {MODEL_WINDOW}-token window "
             f"(median {statistics.median(tokens):.0f} tokens)")
 
-    status, answer = api.call("POST", "/knowledgebase", {"name": "SciFact retrieval benchmark"})
-    assert status == 201, (status, answer)
-    kb = answer["data"]["id"]
+    passages = [passage_count(r["answer"]) for _, r in references]
+    log(f"{sum(passages)} passages for {len(references)} references "
+        f"({sum(1 for p in passages if p > 1)} of them longer than one)")
 
-    ref_to_doc, refused, lock = {}, [], threading.Lock()
-
-    def add(item):
-        doc_id, body = item
-        status, answer = api.call("POST", f"/knowledgebase/{kb}/references", body)
-        with lock:
-            if status == 201:
-                ref_to_doc[answer["data"]["id"]] = doc_id
-            else:
-                refused.append((doc_id, status, (answer or {}).get("message") or answer))
-
-    log(f"ingesting {len(references)} references, {args.concurrency} in flight")
-    started = time.perf_counter()
-    done = 0
-    with ThreadPoolExecutor(max_workers=args.concurrency) as pool:
-        for _ in pool.map(add, references):
-            done += 1
-            if done % 500 == 0:
-                log(f"  {done} in {time.perf_counter() - started:.0f} s")
-    ingest_seconds = time.perf_counter() - started
-    ingest_rate = len(ref_to_doc) / ingest_seconds if ingest_seconds else 0.0
-    log(f"ingested {len(ref_to_doc)} in {ingest_seconds:.1f} s: {ingest_rate:.1f}/s; refused {len(refused)}")
-    for doc_id, status, message in refused[:5]:
-        log(f"  refused {doc_id}: {status} {message}")
+    if args.reuse:
+        with open(args.reuse) as f:
+            state = json.load(f)
+        kb, ref_to_doc, refused = state["kb"], state["ref_to_doc"], state["refused"]
+        ingest_seconds, ingest_rate = state["ingest_seconds"], state["ingest_rate"]
+        log(f"reusing knowledge base {kb} ({len(ref_to_doc)} references) from {args.reuse}")
+    else:
+        kb, ref_to_doc, refused, ingest_seconds, ingest_rate = ingest(api, references, args.concurrency, log)
+        if args.state:
+            with open(args.state, "w") as f:
+                json.dump({"kb": kb, "ref_to_doc": ref_to_doc, "refused": refused,
+                           "ingest_seconds": ingest_seconds, "ingest_rate": ingest_rate}, f)
 
     credits = 0
 
@@ -334,6 +367,8 @@ def main():
         "cut_answer": cut_answer,
         "over_model_window": over_window,
         "median_tokens": statistics.median(tokens) if tokens else None,
+        "passages": sum(passages),
+        "multi_passage_entries": sum(1 for p in passages if p > 1),
         "concurrency": args.concurrency,
         "ingest_seconds": round(ingest_seconds, 2),
         "ingest_rate": round(ingest_rate, 2),

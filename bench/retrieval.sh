@@ -10,35 +10,82 @@
 # Knobs: LIMIT_DOCS=N (the first N documents and the queries whose relevant documents are all
 # among them; a quick run, BENCHMARKS.md left alone), CONCURRENCY (references in flight during
 # ingestion, default 4), SCIFACT_DIR, SWITCHBOARD_BIN (a built binary: skips the release build),
-# RANKING (how the build under test ranks, for the section's text).
+# RANKING (how the build under test ranks, for the section's text), TUNINGS (space-separated
+# SWITCHBOARD_SEARCH_TUNING values, e.g. "k=60,lexical=0 k=20": after the main run, the same
+# queries again on the same index under each, restarting the platform; a table of them is added
+# to the section. Tune on train only).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ensure_model
 SCIFACT_DIR="${SCIFACT_DIR:-$SWITCHBOARD_ROOT/../shared/data/scifact}"
 LIMIT_DOCS="${LIMIT_DOCS:-0}"
 CONCURRENCY="${CONCURRENCY:-4}"
-RANKING="${RANKING:-dense only (cosine similarity of the query's and the entry's embeddings)}"
+RANKING="${RANKING:-hybrid: dense passages and BM25, reciprocal rank fusion (docs/api-decisions.md, Knowledge search)}"
+TUNINGS="${TUNINGS:-}"
 [ -f "$SCIFACT_DIR/corpus.jsonl" ] || { echo "no SciFact corpus in $SCIFACT_DIR" >&2; exit 1; }
 if [ -z "${SWITCHBOARD_BIN:-}" ]; then
   ensure_build_tools
   SWITCHBOARD_BIN="$(release_binary)"
 fi
-work="$(mktemp -d)"
+# WORK_DIR keeps the platform's data (and the knowledge base) after the run; given one that
+# already holds a run's, the corpus is not put in again: the searches run on what is there
+# (with the ingestion figures of that run), e.g. to measure a new build on the same index.
+work="${WORK_DIR:-$(mktemp -d)}"
+mkdir -p "$work"
+json_row() {
+  python3 - "$1" <<'PY'
+import json, sys
+f = json.load(open(sys.argv[1]))
+print("%.4f | %.4f | %.1f ms | %.1f ms" % (f["ndcg_at_10"], f["recall_at_10"], f["latency_p50_ms"], f["latency_p99_ms"]))
+PY
+}
 DEV_PID=""
-trap '[ -n "$DEV_PID" ] && kill "$DEV_PID" 2>/dev/null; sleep 1; rm -rf "$work"' EXIT
+trap '[ -n "$DEV_PID" ] && kill "$DEV_PID" 2>/dev/null; sleep 1; [ -n "${WORK_DIR:-}" ] || rm -rf "$work"' EXIT
 
-start_dev "$work/data" SWITCHBOARD_RATE_LIMIT_STANDARD=1000000000 SWITCHBOARD_RATE_LIMIT_WRITE=1000000000 \
-  SWITCHBOARD_RATE_LIMIT_SEARCH=1000000000
-# A team of its own with credits for every search (one each), and a full-access key.
-team="$("$SWITCHBOARD_BIN" admin --data-dir "$work/data" create-team --name "Retrieval bench" --credits 100000 \
-  | json_field '["id"]')"
-key="$("$SWITCHBOARD_BIN" admin --data-dir "$work/data" create-key --team "$team" --name "retrieval bench" \
-  | json_field '["key"]')"
+UNLIMITED=(SWITCHBOARD_RATE_LIMIT_STANDARD=1000000000 SWITCHBOARD_RATE_LIMIT_WRITE=1000000000
+  SWITCHBOARD_RATE_LIMIT_SEARCH=1000000000)
+start_dev "$work/data" "${UNLIMITED[@]}"
+if [ -f "$work/state.json" ] && [ -f "$work/key" ]; then
+  key="$(cat "$work/key")"
+  state=(--reuse "$work/state.json")
+  echo "reusing the knowledge base in $work" >&2
+else
+  # A team of its own with credits for every search (one each), and a full-access key.
+  team="$("$SWITCHBOARD_BIN" admin --data-dir "$work/data" create-team --name "Retrieval bench" --credits 1000000 \
+    | json_field '["id"]')"
+  key="$("$SWITCHBOARD_BIN" admin --data-dir "$work/data" create-key --team "$team" --name "retrieval bench" \
+    | json_field '["key"]')"
+  echo "$key" >"$work/key"
+  state=(--state "$work/state.json")
+fi
 
 python3 "$BENCH_DIR/retrieval.py" --base-url "$BASE_URL" --key "$key" --data "$SCIFACT_DIR" \
   --limit-docs "$LIMIT_DOCS" --concurrency "$CONCURRENCY" \
   --tokenizer "$SWITCHBOARD_EMBEDDING_MODEL_DIR/tokenizer.json" \
-  --json "$work/figures.json" --section "$work/section.md" --machine "$(machine_line)" --ranking "$RANKING"
+  --json "$work/figures.json" --section "$work/section.md" --machine "$(machine_line)" --ranking "$RANKING" \
+  "${state[@]}"
+
+if [ -n "$TUNINGS" ]; then
+  {
+    echo
+    echo "The same queries on the same index under other fusion settings (\`SWITCHBOARD_SEARCH_TUNING\`;"
+    echo "\`dense=0\` or \`lexical=0\` leaves one list out of the order):"
+    echo
+    echo "| setting | nDCG@10 | recall@10 | p50 | p99 |"
+    echo "|---|---|---|---|---|"
+    echo "| default | $(json_row "$work/figures.json") |"
+  } >"$work/tunings.md"
+  for tuning in $TUNINGS; do
+    kill "$DEV_PID" 2>/dev/null || true
+    wait "$DEV_PID" 2>/dev/null || true
+    start_dev "$work/data" "${UNLIMITED[@]}" SWITCHBOARD_SEARCH_TUNING="$tuning"
+    echo "== tuning $tuning" >&2
+    python3 "$BENCH_DIR/retrieval.py" --base-url "$BASE_URL" --key "$key" --data "$SCIFACT_DIR" \
+      --limit-docs "$LIMIT_DOCS" --reuse "$work/state.json" --json "$work/tuning.json" >/dev/null
+    echo "| \`$tuning\` | $(json_row "$work/tuning.json") |" | tee -a "$work/tunings.md" >&2
+  done
+  cat "$work/tunings.md" >>"$work/section.md"
+fi
 
 echo >&2
 cat "$work/section.md"

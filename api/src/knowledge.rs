@@ -173,8 +173,8 @@ pub struct SearchResultReference {
 #[schemars(deny_unknown_fields)]
 pub struct SearchResult {
     pub reference: SearchResultReference,
-    /// Cosine similarity of the query's embedding and the entry's (at most 1, up to rounding);
-    /// at least `threshold`.
+    /// Cosine similarity of the query's embedding and that of the entry's best-matching passage
+    /// (at most 1, up to rounding); at least `threshold`.
     pub similarity: f32,
 }
 

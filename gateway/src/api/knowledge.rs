@@ -42,7 +42,9 @@ pub fn endpoints() -> Vec<Endpoint> {
         agent(Endpoint::get("/v1/agents/{agentId}/knowledgebase/search", search_through_agent))
             .doc("searchAgentKnowledgebase", AGENT_KNOWLEDGEBASE, "Semantic search in the agent's knowledge base (1 credit)")
             .about(
-                "Best match first. Costs 1 credit from the team acted on, taken by the knowledgebase service only \
+                "Best match first: hybrid retrieval, the entries found by meaning (embeddings of the entries' \
+                 passages) and by words (BM25) merged by reciprocal rank fusion, so the order is not always by \
+                 `similarity`. Costs 1 credit from the team acted on, taken by the knowledgebase service only \
                  after the parameters, the agent and the knowledge base check out, and given back if the search \
                  fails; `meta` also names the agent and its knowledge base.",
             )
@@ -100,7 +102,9 @@ pub fn endpoints() -> Vec<Endpoint> {
         agent(Endpoint::get("/v1/knowledgebase/{knowledgebaseId}/search", search))
             .doc("searchKnowledgebase", KNOWLEDGEBASE, "Semantic search in a knowledge base (1 credit)")
             .about(
-                "Best match first. Costs 1 credit from the team acted on, taken by the knowledgebase service only \
+                "Best match first: hybrid retrieval, the entries found by meaning (embeddings of the entries' \
+                 passages) and by words (BM25) merged by reciprocal rank fusion, so the order is not always by \
+                 `similarity`. Costs 1 credit from the team acted on, taken by the knowledgebase service only \
                  after the parameters and the knowledge base check out, and given back if the search fails.",
             )
             .class(RateClass::Search)

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use switchboard_knowledgebase::index::{EdgeIndex, Point, VectorIndex};
+use switchboard_knowledgebase::index::{EdgeIndex, Point, SearchQuery, Terms, VectorIndex};
 
 const DIMS: usize = 384;
 const POINTS: usize = 10_000;
@@ -64,7 +64,7 @@ async fn search_latencies(index: &EdgeIndex, rng: &mut Rng) -> anyhow::Result<La
         let query = rng.unit_vector();
         let knowledgebase = format!("kb-{}", i % KNOWLEDGEBASES);
         let started = Instant::now();
-        let hits = index.search(&knowledgebase, query, LIMIT, 0.0).await?;
+        let hits = index.search(&knowledgebase, &SearchQuery::dense(query), LIMIT, 0.0).await?;
         latencies.push(started.elapsed());
         std::hint::black_box(hits);
     }
@@ -76,11 +76,16 @@ async fn main() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let mut rng = Rng(2024);
     let points: Vec<Point> = (0..POINTS)
-        .map(|i| Point {
-            id: uuid::Uuid::new_v4(),
-            knowledgebase_id: format!("kb-{}", i % KNOWLEDGEBASES),
-            team_id: format!("team-{}", i % 3),
-            vector: rng.unit_vector(),
+        .map(|i| {
+            let id = uuid::Uuid::new_v4();
+            Point {
+                id,
+                entry_id: id,
+                knowledgebase_id: format!("kb-{}", i % KNOWLEDGEBASES),
+                team_id: format!("team-{}", i % 3),
+                vector: rng.unit_vector(),
+                terms: Terms::default(),
+            }
         })
         .collect();
 

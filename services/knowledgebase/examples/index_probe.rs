@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use switchboard_knowledgebase::index::{EdgeIndex, VectorIndex};
+use switchboard_knowledgebase::index::{EdgeIndex, SearchQuery, VectorIndex};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -23,7 +23,7 @@ async fn main() -> anyhow::Result<()> {
         for i in 0..50 {
             let vector: Vec<f32> = (0..384).map(|d| ((d * 31 + i * 7) % 97) as f32 / 97.0 - 0.5).collect();
             let started = Instant::now();
-            index.search(&knowledgebase, vector, 10, 0.0).await?;
+            index.search(&knowledgebase, &SearchQuery::dense(vector), 10, 0.0).await?;
             times.push(started.elapsed());
         }
         times.sort();

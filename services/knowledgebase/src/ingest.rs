@@ -12,6 +12,7 @@ use anyhow::Context;
 use switchboard_kit::jobs::{Job, JobHandler};
 
 use crate::knowledge::Knowledge;
+use crate::passages;
 use crate::sources::fetch::{ContentKind, FetchError, Fetcher};
 use crate::sources::html::Section;
 use crate::sources::llm::ChatExtractor;
@@ -83,7 +84,15 @@ impl Ingest {
             return Err(Failure::Final("the page contains no text".to_owned()));
         }
         let entries = self.embed(pairs).await?;
-        if store.finish_source(SourceKind::Webpage, webpage_id, &entries, self.knowledge.embedder.model()).await? {
+        if store
+            .finish_source(
+                SourceKind::Webpage,
+                webpage_id,
+                &entries,
+                &passages::embedding_tag(self.knowledge.embedder.model()),
+            )
+            .await?
+        {
             self.knowledge.sync.apply_or_log().await;
         }
         Ok(())
@@ -109,7 +118,15 @@ impl Ingest {
             return Err(Failure::Final("the document contains no text".to_owned()));
         }
         let entries = self.embed(pairs).await?;
-        if store.finish_source(SourceKind::Document, document_id, &entries, self.knowledge.embedder.model()).await? {
+        if store
+            .finish_source(
+                SourceKind::Document,
+                document_id,
+                &entries,
+                &passages::embedding_tag(self.knowledge.embedder.model()),
+            )
+            .await?
+        {
             self.knowledge.sync.apply_or_log().await;
         }
         Ok(())
@@ -139,10 +156,7 @@ impl Ingest {
         for batch in pairs.chunks(EMBED_BATCH) {
             let texts: Vec<EntryText> =
                 batch.iter().map(|p| EntryText { question: p.question.clone(), answer: p.answer.clone() }).collect();
-            let vectors = self
-                .knowledge
-                .embedder
-                .embed(texts.iter().map(EntryText::embedding_input).collect())
+            let vectors = passages::embed_entries(self.knowledge.embedder.as_ref(), &texts)
                 .await
                 .context("embedding extracted entries")?;
             entries.extend(texts.into_iter().zip(vectors).map(|(text, embedding)| ExtractedEntry { text, embedding }));

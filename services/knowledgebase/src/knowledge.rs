@@ -9,7 +9,9 @@ use switchboard_proto::v1::{Document, Knowledgebase, Reference, SearchHit, Webpa
 use tokio::sync::Notify;
 
 use crate::embed::Embedder;
+use crate::index::SearchQuery;
 use crate::objects::{self, Objects};
+use crate::passages;
 use crate::sources::documents::{self, Format};
 use crate::store::{EntryText, KnowledgeStore, NewDocument, RefreshInterval, SourcePatch};
 use crate::sync::IndexSync;
@@ -52,6 +54,16 @@ pub struct Knowledge {
 }
 
 impl Knowledge {
+    /// The stored vectors of an entry (one per passage) and their tag.
+    async fn embed_entry(&self, text: &EntryText) -> ServiceResult<(Vec<f32>, String)> {
+        let vectors = passages::embed_entries(self.embedder.as_ref(), std::slice::from_ref(text))
+            .await
+            .map_err(|e| ServiceError::internal(e.context("embedding")))?
+            .pop()
+            .ok_or_else(|| ServiceError::internal(anyhow::anyhow!("the embedder returned no vector")))?;
+        Ok((vectors, passages::embedding_tag(self.embedder.model())))
+    }
+
     async fn embed_one(&self, text: String) -> ServiceResult<Vec<f32>> {
         self.embedder
             .embed(vec![text])
@@ -289,9 +301,8 @@ impl Knowledge {
         text.validate()?;
         // A missing knowledge base is a 404 before the model is asked for anything.
         self.store.knowledgebase(team_id, knowledgebase_id).await?;
-        let vector = self.embed_one(text.embedding_input()).await?;
-        let reference =
-            self.store.insert_reference(team_id, knowledgebase_id, &text, &vector, self.embedder.model()).await?;
+        let (vectors, tag) = self.embed_entry(&text).await?;
+        let reference = self.store.insert_reference(team_id, knowledgebase_id, &text, &vectors, &tag).await?;
         self.sync.apply_or_log().await;
         Ok(reference)
     }
@@ -319,8 +330,8 @@ impl Knowledge {
                 // Nothing to change: the reference, and its updatedAt, stay as they are.
                 return Ok(current);
             }
-            let vector = self.embed_one(after.embedding_input()).await?;
-            let embedding = (vector.as_slice(), self.embedder.model());
+            let (vectors, tag) = self.embed_entry(&after).await?;
+            let embedding = (vectors.as_slice(), tag.as_str());
             let replaced = self
                 .store
                 .replace_reference_text(team_id, knowledgebase_id, reference_id, &before, &after, embedding)
@@ -355,17 +366,28 @@ impl Knowledge {
         threshold: f32,
     ) -> ServiceResult<Vec<SearchHit>> {
         check_search(query, limit, threshold)?;
+        let started = std::time::Instant::now();
         // The lookup runs beside the embedding, which takes far longer.
         let (_, vector) =
             tokio::try_join!(self.store.knowledgebase(team_id, knowledgebase_id), self.embed_one(query.to_owned()))?;
+        let embedded = started.elapsed();
+        let query = SearchQuery { vector, terms: self.sync.lexical().query(query) };
         let hits = self
             .sync
             .index()
-            .search(knowledgebase_id, vector, usize::try_from(limit).unwrap_or(10), threshold)
+            .search(knowledgebase_id, &query, usize::try_from(limit).unwrap_or(10), threshold)
             .await
             .map_err(|e| ServiceError::internal(e.context("searching the index")))?;
         let ids: Vec<String> = hits.iter().map(|hit| hit.id.to_string()).collect();
+        let searched = started.elapsed();
         let mut references = self.store.references_by_ids(team_id, knowledgebase_id, &ids).await?;
+        tracing::debug!(
+            embed_us = embedded.as_micros(),
+            index_us = (searched - embedded).as_micros(),
+            read_us = (started.elapsed() - searched).as_micros(),
+            hits = hits.len(),
+            "search timings"
+        );
         // An entry deleted since the index saw it is dropped here rather than shown.
         Ok(hits
             .iter()

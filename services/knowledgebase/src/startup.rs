@@ -16,6 +16,7 @@ use crate::index::{self, IndexConfig};
 use crate::ingest::Ingest;
 use crate::knowledge::Knowledge;
 use crate::objects::{Objects, ObjectsConfig};
+use crate::passages;
 use crate::sources::fetch::{FetchPolicy, Fetcher};
 use crate::sources::llm::{ChatConfig, ChatExtractor};
 use crate::store::{EXTRACT_DOCUMENT, KnowledgeStore, SCRAPE_WEBPAGE, UNLINK_AGENTS};
@@ -73,15 +74,22 @@ pub async fn open(settings: Settings) -> anyhow::Result<Arc<Knowledge>> {
     let mut index_config = settings.index;
     index_config.dimensions = embedder.dimensions();
     let index = index::open(&index_config).await.context("opening the vector index")?;
-    let sync = IndexSync::new(store.clone(), index);
+    let sync = IndexSync::new(store.clone(), index, embedder.dimensions())?;
     let repaired = sync.apply_pending().await.context("applying index changes left from the last run")?;
     if repaired > 0 {
         tracing::info!(repaired, "applied index changes left from the last run");
     }
-    if !store.stale_embeddings(embedder.model(), 1).await?.is_empty() {
+    if sync.index().count().await? == 0 && store.count_entries().await? > 0 {
+        // A new index (a first start with hybrid search replaced the old layout, or the index
+        // directory was lost): fill it from SQL, re-embedding what needs new passages.
+        tracing::info!("the vector index is empty while entries exist; rebuilding it from SQL");
+        let indexed = sync.rebuild(embedder.as_ref()).await.context("rebuilding the vector index")?;
+        tracing::info!(indexed, "rebuilt the vector index");
+    } else if !store.stale_embeddings(&passages::embedding_tag(embedder.model()), 1).await?.is_empty() {
         tracing::warn!(
             model = embedder.model(),
-            "some entries were embedded by another model; run `switchboard admin reindex` to re-embed them"
+            "some entries were embedded by another model or passage rule; run `switchboard admin reindex` to \
+             re-embed them"
         );
     }
     Ok(Arc::new(Knowledge {

@@ -15,7 +15,9 @@ use anyhow::Context;
 use tokio::sync::{Mutex, watch};
 
 use crate::embed::Embedder;
-use crate::index::{Point, VectorIndex};
+use crate::index::{Point, VectorIndex, passage_id};
+use crate::lexical::Lexical;
+use crate::passages::{self, embed_entries, embedding_tag};
 use crate::store::{IndexedEntry, KnowledgeStore};
 
 const BATCH: i64 = 500;
@@ -23,25 +25,54 @@ const BATCH: i64 = 500;
 pub struct IndexSync {
     store: KnowledgeStore,
     index: Arc<dyn VectorIndex>,
+    lexical: Lexical,
+    /// Dimensions of one stored vector, to split an entry's passages.
+    dimensions: usize,
     lock: Mutex<()>,
 }
 
-fn point(entry: IndexedEntry) -> anyhow::Result<Point> {
-    Ok(Point {
-        id: uuid::Uuid::parse_str(&entry.id).with_context(|| format!("entry id {}", entry.id))?,
-        knowledgebase_id: entry.knowledgebase_id,
-        team_id: entry.team_id,
-        vector: entry.embedding,
-    })
+/// The points of an entry: one per passage, each with its stored vector and its BM25 terms.
+/// Vectors stored under an older passage rule (one per entry, until `rebuild` re-embeds it)
+/// pair with the first passages.
+pub fn entry_points(lexical: &Lexical, dimensions: usize, entry: IndexedEntry) -> anyhow::Result<Vec<Point>> {
+    let entry_id = uuid::Uuid::parse_str(&entry.id).with_context(|| format!("entry id {}", entry.id))?;
+    let texts = passages::passages(&entry.text);
+    let vectors = entry.embedding.chunks_exact(dimensions);
+    let mut points = Vec::with_capacity(texts.len());
+    for (passage, (text, vector)) in (0u32..).zip(texts.iter().zip(vectors)) {
+        points.push(Point {
+            id: passage_id(entry_id, passage),
+            entry_id,
+            knowledgebase_id: entry.knowledgebase_id.clone(),
+            team_id: entry.team_id.clone(),
+            vector: vector.to_vec(),
+            terms: lexical.document(text),
+        });
+    }
+    Ok(points)
 }
 
 impl IndexSync {
-    pub fn new(store: KnowledgeStore, index: Arc<dyn VectorIndex>) -> Arc<Self> {
-        Arc::new(Self { store, index, lock: Mutex::new(()) })
+    pub fn new(store: KnowledgeStore, index: Arc<dyn VectorIndex>, dimensions: usize) -> anyhow::Result<Arc<Self>> {
+        anyhow::ensure!(dimensions > 0, "vector dimensions must be positive");
+        Ok(Arc::new(Self { store, index, lexical: Lexical::new()?, dimensions, lock: Mutex::new(()) }))
     }
 
     pub fn index(&self) -> &Arc<dyn VectorIndex> {
         &self.index
+    }
+
+    /// The BM25 model of the stored vectors, for queries.
+    pub fn lexical(&self) -> &Lexical {
+        &self.lexical
+    }
+
+    fn points_of(&self, entries: Vec<IndexedEntry>) -> anyhow::Result<Vec<Point>> {
+        let mut points = Vec::with_capacity(entries.len());
+        for entry in entries {
+            points.extend(entry_points(&self.lexical, self.dimensions, entry)?);
+        }
+        Ok(points)
     }
 
     /// Applies every pending change; returns how many outbox items were applied.
@@ -70,7 +101,7 @@ impl IndexSync {
                 .filter_map(|id| uuid::Uuid::parse_str(id).ok())
                 .collect();
             if !existing.is_empty() {
-                self.index.upsert(existing.into_iter().map(point).collect::<anyhow::Result<_>>()?).await?;
+                self.index.upsert(self.points_of(existing)?).await?;
             }
             if !gone.is_empty() {
                 self.index.delete(gone).await?;
@@ -89,19 +120,30 @@ impl IndexSync {
         }
     }
 
-    /// Empties the index and fills it again from SQL, re-embedding entries whose vector came
-    /// from another model. Returns the number of entries indexed.
+    /// Empties the index and fills it again from SQL, re-embedding entries whose vectors came
+    /// from another model or passage rule. Returns the number of entries indexed.
     pub async fn rebuild(&self, embedder: &dyn Embedder) -> anyhow::Result<i64> {
         let _guard = self.lock.lock().await;
+        let tag = embedding_tag(embedder.model());
         loop {
-            let stale = self.store.stale_embeddings(embedder.model(), 64).await?;
+            let stale = self.store.stale_embeddings(&tag, 64).await?;
             if stale.is_empty() {
                 break;
             }
-            let texts = stale.iter().map(|(_, text)| text.embedding_input()).collect();
-            let vectors = embedder.embed(texts).await.context("re-embedding entries")?;
-            for ((id, _), vector) in stale.iter().zip(vectors) {
-                self.store.set_embedding(id, &vector, embedder.model()).await?;
+            // An entry of one passage embedded by this model before passages existed has the
+            // vector it would get now: only its tag changes.
+            let (same, changed): (Vec<_>, Vec<_>) = stale.into_iter().partition(|entry| {
+                entry.model == embedder.model()
+                    && entry.embedding.len() == self.dimensions
+                    && passages::passages(&entry.text).len() == 1
+            });
+            for entry in same {
+                self.store.set_embedding(&entry.id, &entry.embedding, &tag).await?;
+            }
+            let texts: Vec<_> = changed.iter().map(|entry| entry.text.clone()).collect();
+            let vectors = embed_entries(embedder, &texts).await.context("re-embedding entries")?;
+            for (entry, vectors) in changed.iter().zip(vectors) {
+                self.store.set_embedding(&entry.id, &vectors, &tag).await?;
             }
         }
         self.index.clear().await.context("clearing the index")?;
@@ -114,7 +156,7 @@ impl IndexSync {
             };
             after = last.id.clone();
             indexed += i64::try_from(page.len()).unwrap_or(0);
-            self.index.upsert(page.into_iter().map(point).collect::<anyhow::Result<_>>()?).await?;
+            self.index.upsert(self.points_of(page)?).await?;
         }
         Ok(indexed)
     }

@@ -7,7 +7,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use switchboard_knowledgebase::index::{self, EdgeIndex, Hit, IndexConfig, Point, RemoteIndex, VectorIndex};
+use switchboard_knowledgebase::index::{
+    self, EdgeIndex, Hit, IndexConfig, Point, RemoteIndex, SearchQuery, Terms, VectorIndex,
+};
 use uuid::Uuid;
 
 const DIMS: usize = 384;
@@ -50,8 +52,42 @@ impl Rng {
     }
 }
 
+/// A one-passage entry without lexical terms: these tests are of the dense half.
 fn point(knowledgebase_id: &str, vector: Vec<f32>) -> Point {
-    Point { id: Uuid::new_v4(), knowledgebase_id: knowledgebase_id.to_owned(), team_id: TEAM.to_owned(), vector }
+    let id = Uuid::new_v4();
+    Point {
+        id,
+        entry_id: id,
+        knowledgebase_id: knowledgebase_id.to_owned(),
+        team_id: TEAM.to_owned(),
+        vector,
+        terms: Terms::default(),
+    }
+}
+
+/// A search by vector alone (no lexical list), so the order is by cosine similarity.
+#[async_trait::async_trait]
+trait DenseSearch {
+    async fn dense_search(
+        &self,
+        knowledgebase_id: &str,
+        vector: Vec<f32>,
+        limit: usize,
+        threshold: f32,
+    ) -> anyhow::Result<Vec<Hit>>;
+}
+
+#[async_trait::async_trait]
+impl<T: VectorIndex + ?Sized> DenseSearch for T {
+    async fn dense_search(
+        &self,
+        knowledgebase_id: &str,
+        vector: Vec<f32>,
+        limit: usize,
+        threshold: f32,
+    ) -> anyhow::Result<Vec<Hit>> {
+        self.search(knowledgebase_id, &SearchQuery::dense(vector), limit, threshold).await
+    }
 }
 
 fn open(dir: &tempfile::TempDir) -> EdgeIndex {
@@ -92,7 +128,7 @@ async fn search_returns_nearest_first_with_cosine_scores() {
         let opposite = point("kb", unit(&[(0, -1.0)]));
         index.upsert(vec![far.clone(), exact.clone(), near.clone(), opposite.clone()]).await.unwrap();
 
-        let hits = index.search("kb", unit(&[(0, 1.0)]), 10, 0.0).await.unwrap();
+        let hits = index.dense_search("kb", unit(&[(0, 1.0)]), 10, 0.0).await.unwrap();
 
         assert_eq!(ids(&hits), vec![exact.id, near.id, far.id]);
         assert_close(hits[0].score, 1.0);
@@ -110,8 +146,8 @@ async fn search_never_returns_another_knowledgebases_points() {
         let b: Vec<Point> = (0..5).map(|_| point("kb-b", vector.clone())).collect();
         index.upsert(a.iter().chain(&b).cloned().collect()).await.unwrap();
 
-        let mut found_a = ids(&index.search("kb-a", vector.clone(), 100, 0.0).await.unwrap());
-        let mut found_b = ids(&index.search("kb-b", vector.clone(), 100, 0.0).await.unwrap());
+        let mut found_a = ids(&index.dense_search("kb-a", vector.clone(), 100, 0.0).await.unwrap());
+        let mut found_b = ids(&index.dense_search("kb-b", vector.clone(), 100, 0.0).await.unwrap());
         found_a.sort();
         found_b.sort();
         let mut expected_a: Vec<Uuid> = a.iter().map(|p| p.id).collect();
@@ -120,7 +156,7 @@ async fn search_never_returns_another_knowledgebases_points() {
         expected_b.sort();
         assert_eq!(found_a, expected_a);
         assert_eq!(found_b, expected_b);
-        assert!(index.search("kb-c", vector, 100, -1.0).await.unwrap().is_empty());
+        assert!(index.dense_search("kb-c", vector, 100, -1.0).await.unwrap().is_empty());
     })
     .await;
 }
@@ -133,18 +169,18 @@ async fn limit_and_threshold_are_respected() {
         index.upsert(points.clone()).await.unwrap();
         let query = unit(&[(0, 1.0)]);
 
-        let hits = index.search("kb", query.clone(), 3, -1.0).await.unwrap();
+        let hits = index.dense_search("kb", query.clone(), 3, -1.0).await.unwrap();
         assert_eq!(ids(&hits), points[..3].iter().map(|p| p.id).collect::<Vec<_>>());
 
-        let hits = index.search("kb", query.clone(), 100, 0.3).await.unwrap();
+        let hits = index.dense_search("kb", query.clone(), 100, 0.3).await.unwrap();
         assert_eq!(ids(&hits), points[..4].iter().map(|p| p.id).collect::<Vec<_>>());
         assert!(hits.iter().all(|hit| hit.score >= 0.3));
 
-        let hits = index.search("kb", query.clone(), 2, 0.3).await.unwrap();
+        let hits = index.dense_search("kb", query.clone(), 2, 0.3).await.unwrap();
         assert_eq!(ids(&hits), points[..2].iter().map(|p| p.id).collect::<Vec<_>>());
 
-        assert!(index.search("kb", query.clone(), 0, -1.0).await.unwrap().is_empty());
-        assert!(index.search("kb", unit(&[(2, 1.0)]), 10, 0.5).await.unwrap().is_empty());
+        assert!(index.dense_search("kb", query.clone(), 0, -1.0).await.unwrap().is_empty());
+        assert!(index.dense_search("kb", unit(&[(2, 1.0)]), 10, 0.5).await.unwrap().is_empty());
     })
     .await;
 }
@@ -155,10 +191,10 @@ async fn a_hit_scoring_exactly_the_threshold_is_kept() {
         let points: Vec<Point> = (1..4).map(|t| point("kb", unit(&[(0, 1.0), (1, t as f32)]))).collect();
         index.upsert(points.clone()).await.unwrap();
         let query = unit(&[(0, 1.0)]);
-        let all = index.search("kb", query.clone(), 10, -1.0).await.unwrap();
+        let all = index.dense_search("kb", query.clone(), 10, -1.0).await.unwrap();
         // The threshold is a minimum: each hit's own score keeps it and everything above.
         for (rank, hit) in all.iter().enumerate() {
-            let kept = index.search("kb", query.clone(), 10, hit.score).await.unwrap();
+            let kept = index.dense_search("kb", query.clone(), 10, hit.score).await.unwrap();
             assert_eq!(ids(&kept), ids(&all[..=rank]), "threshold {}", hit.score);
         }
     })
@@ -174,16 +210,64 @@ async fn upserting_an_id_again_replaces_its_vector_and_payload() {
         entry.vector = unit(&[(1, 1.0)]);
         index.upsert(vec![entry.clone()]).await.unwrap();
         assert_eq!(index.count().await.unwrap(), 1);
-        let hits = index.search("kb-a", unit(&[(1, 1.0)]), 10, 0.5).await.unwrap();
+        let hits = index.dense_search("kb-a", unit(&[(1, 1.0)]), 10, 0.5).await.unwrap();
         assert_eq!(ids(&hits), vec![entry.id]);
         assert_close(hits[0].score, 1.0);
-        assert!(index.search("kb-a", unit(&[(0, 1.0)]), 10, 0.5).await.unwrap().is_empty());
+        assert!(index.dense_search("kb-a", unit(&[(0, 1.0)]), 10, 0.5).await.unwrap().is_empty());
 
         entry.knowledgebase_id = "kb-b".to_owned();
         index.upsert(vec![entry.clone()]).await.unwrap();
-        assert!(index.search("kb-a", entry.vector.clone(), 10, 0.5).await.unwrap().is_empty());
-        assert_eq!(ids(&index.search("kb-b", entry.vector.clone(), 10, 0.5).await.unwrap()), vec![entry.id]);
+        assert!(index.dense_search("kb-a", entry.vector.clone(), 10, 0.5).await.unwrap().is_empty());
+        assert_eq!(ids(&index.dense_search("kb-b", entry.vector.clone(), 10, 0.5).await.unwrap()), vec![entry.id]);
         assert_eq!(index.count().await.unwrap(), 1);
+    })
+    .await;
+}
+
+/// The passages of one entry, each along its own axis.
+fn passages_of(entry_id: Uuid, knowledgebase_id: &str, axes: &[usize]) -> Vec<Point> {
+    (0u32..)
+        .zip(axes)
+        .map(|(passage, &axis)| Point {
+            id: index::passage_id(entry_id, passage),
+            entry_id,
+            knowledgebase_id: knowledgebase_id.to_owned(),
+            team_id: TEAM.to_owned(),
+            vector: unit(&[(axis, 1.0)]),
+            terms: Terms::default(),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn an_entry_is_found_once_by_its_best_passage_and_loses_passages_it_no_longer_has() {
+    each_index(|index| async move {
+        let long = Uuid::new_v4();
+        let short = point("kb", unit(&[(0, 1.0), (1, 1.0)]));
+        index.upsert(passages_of(long, "kb", &[0, 1, 2])).await.unwrap();
+        index.upsert(vec![short.clone()]).await.unwrap();
+        assert_eq!(index.count().await.unwrap(), 4);
+
+        // Its third passage matches exactly; the entry comes back once, with that similarity.
+        let hits = index.dense_search("kb", unit(&[(2, 1.0)]), 10, 0.5).await.unwrap();
+        assert_eq!(ids(&hits), vec![long]);
+        assert_close(hits[0].score, 1.0);
+        // Passages 0 and 1 both match (0, 1) at 0.707, and so does the short entry.
+        let hits = index.dense_search("kb", unit(&[(0, 1.0), (1, 1.0)]), 10, 0.0).await.unwrap();
+        assert_eq!(ids(&hits), vec![short.id, long]);
+        assert_close(hits[1].score, std::f32::consts::FRAC_1_SQRT_2);
+
+        // The text got shorter: one passage left, the others gone from every search.
+        index.upsert(passages_of(long, "kb", &[3])).await.unwrap();
+        assert_eq!(index.count().await.unwrap(), 2);
+        assert!(index.dense_search("kb", unit(&[(2, 1.0)]), 10, 0.5).await.unwrap().is_empty());
+        assert_eq!(ids(&index.dense_search("kb", unit(&[(3, 1.0)]), 10, 0.5).await.unwrap()), vec![long]);
+
+        index.upsert(passages_of(long, "kb", &[4, 5])).await.unwrap();
+        assert_eq!(index.count().await.unwrap(), 3);
+        index.delete(vec![long]).await.unwrap();
+        assert_eq!(index.count().await.unwrap(), 1);
+        assert!(index.dense_search("kb", unit(&[(5, 1.0)]), 10, 0.5).await.unwrap().is_empty());
     })
     .await;
 }
@@ -201,15 +285,15 @@ async fn delete_by_ids_and_by_knowledgebase() {
         index.delete(vec![a[0].id, a[1].id, Uuid::new_v4()]).await.unwrap();
         index.delete(Vec::new()).await.unwrap();
         assert_eq!(index.count().await.unwrap(), 5);
-        let mut left = ids(&index.search("kb-a", vector.clone(), 10, 0.0).await.unwrap());
+        let mut left = ids(&index.dense_search("kb-a", vector.clone(), 10, 0.0).await.unwrap());
         left.sort();
         let mut expected = vec![a[2].id, a[3].id];
         expected.sort();
         assert_eq!(left, expected);
 
         index.delete_knowledgebase("kb-a").await.unwrap();
-        assert!(index.search("kb-a", vector.clone(), 10, -1.0).await.unwrap().is_empty());
-        assert_eq!(index.search("kb-b", vector.clone(), 10, -1.0).await.unwrap().len(), 3);
+        assert!(index.dense_search("kb-a", vector.clone(), 10, -1.0).await.unwrap().is_empty());
+        assert_eq!(index.dense_search("kb-b", vector.clone(), 10, -1.0).await.unwrap().len(), 3);
         assert_eq!(index.count().await.unwrap(), 3);
         // Deleting a knowledge base with no points is fine.
         index.delete_knowledgebase("kb-missing").await.unwrap();
@@ -230,6 +314,26 @@ async fn count_counts_every_knowledgebase() {
         assert_eq!(index.count().await.unwrap(), 30);
     })
     .await;
+}
+
+/// An index made before hybrid search (one unnamed dense vector per entry) is replaced by an
+/// empty one of the current layout, which the service then fills from SQL.
+#[tokio::test]
+async fn an_index_of_the_single_vector_layout_is_replaced_on_open() {
+    use qdrant_edge::{DEFAULT_VECTOR_NAME, Distance, EdgeConfigBuilder, EdgeShard, EdgeVectorParamsBuilder};
+    let dir = tempfile::tempdir().unwrap();
+    let old = EdgeConfigBuilder::new()
+        .vector(DEFAULT_VECTOR_NAME, EdgeVectorParamsBuilder::new(DIMS, Distance::Cosine).build())
+        .build();
+    drop(EdgeShard::new(dir.path(), old).unwrap());
+
+    let index = open(&dir);
+    assert_eq!(index.count().await.unwrap(), 0);
+    let entry = point("kb", unit(&[(0, 1.0)]));
+    index.upsert(vec![entry.clone()]).await.unwrap();
+    drop(index);
+    let index = open(&dir);
+    assert_eq!(ids(&index.dense_search("kb", entry.vector.clone(), 10, 0.5).await.unwrap()), vec![entry.id]);
 }
 
 #[tokio::test]
@@ -253,10 +357,10 @@ async fn writes_survive_dropping_and_reopening() {
 
     let index = index::open(&config).await.unwrap();
     assert_eq!(index.count().await.unwrap(), 2);
-    let hits = index.search("kb", unit(&[(0, 1.0)]), 10, -1.0).await.unwrap();
+    let hits = index.dense_search("kb", unit(&[(0, 1.0)]), 10, -1.0).await.unwrap();
     assert_eq!(ids(&hits), vec![kept.id]);
     assert_close(hits[0].score, 1.0);
-    assert_eq!(ids(&index.search("kb-2", unit(&[(1, 1.0)]), 10, 0.5).await.unwrap()), vec![other.id]);
+    assert_eq!(ids(&index.dense_search("kb-2", unit(&[(1, 1.0)]), 10, 0.5).await.unwrap()), vec![other.id]);
 
     // And the reopened index still takes writes that survive the next reopen.
     let later = point("kb", unit(&[(2, 1.0)]));
@@ -264,7 +368,7 @@ async fn writes_survive_dropping_and_reopening() {
     drop(index);
     let index = index::open(&config).await.unwrap();
     assert_eq!(index.count().await.unwrap(), 3);
-    assert_eq!(ids(&index.search("kb", unit(&[(2, 1.0)]), 1, 0.5).await.unwrap()), vec![later.id]);
+    assert_eq!(ids(&index.dense_search("kb", unit(&[(2, 1.0)]), 1, 0.5).await.unwrap()), vec![later.id]);
 }
 
 const CRASH_DIR: &str = "SWITCHBOARD_INDEX_TEST_CRASH_DIR";
@@ -272,6 +376,8 @@ const CRASH_DIR: &str = "SWITCHBOARD_INDEX_TEST_CRASH_DIR";
 fn crash_point(n: u128, knowledgebase_id: &str, axis: usize) -> Point {
     Point {
         id: Uuid::from_u128(n),
+        entry_id: Uuid::from_u128(n),
+        terms: Terms::default(),
         knowledgebase_id: knowledgebase_id.to_owned(),
         team_id: TEAM.to_owned(),
         vector: unit(&[(axis, 1.0)]),
@@ -292,9 +398,9 @@ async fn writes_are_durable_without_a_clean_shutdown() {
 
     let index = open(&dir);
     assert_eq!(index.count().await.unwrap(), 1);
-    let hits = index.search("kb", unit(&[(0, 1.0)]), 10, -1.0).await.unwrap();
+    let hits = index.dense_search("kb", unit(&[(0, 1.0)]), 10, -1.0).await.unwrap();
     assert_eq!(ids(&hits), vec![Uuid::from_u128(1)]);
-    assert!(index.search("kb-gone", unit(&[(2, 1.0)]), 10, -1.0).await.unwrap().is_empty());
+    assert!(index.dense_search("kb-gone", unit(&[(2, 1.0)]), 10, -1.0).await.unwrap().is_empty());
 }
 
 /// The crashing half of `writes_are_durable_without_a_clean_shutdown`.
@@ -326,7 +432,7 @@ async fn reopening_with_other_dimensions_fails() {
     assert!(index.upsert(vec![bad.clone()]).await.is_err());
     bad.vector = vec![1.0; DIMS + 1];
     assert!(index.upsert(vec![bad]).await.is_err());
-    assert!(index.search("kb", vec![1.0; 3], 10, 0.0).await.is_err());
+    assert!(index.dense_search("kb", vec![1.0; 3], 10, 0.0).await.is_err());
     assert_eq!(index.count().await.unwrap(), 1);
 }
 
@@ -341,12 +447,12 @@ async fn clear_leaves_a_usable_empty_index() {
 
     index.clear().await.unwrap();
     assert_eq!(index.count().await.unwrap(), 0);
-    assert!(index.search("kb-0", points[0].vector.clone(), 10, -1.0).await.unwrap().is_empty());
+    assert!(index.dense_search("kb-0", points[0].vector.clone(), 10, -1.0).await.unwrap().is_empty());
 
     // Rebuild: the same ids come back.
     index.upsert(points[..10].to_vec()).await.unwrap();
     assert_eq!(index.count().await.unwrap(), 10);
-    let hits = index.search(&points[0].knowledgebase_id, points[0].vector.clone(), 1, 0.0).await.unwrap();
+    let hits = index.dense_search(&points[0].knowledgebase_id, points[0].vector.clone(), 1, 0.0).await.unwrap();
     assert_eq!(ids(&hits), vec![points[0].id]);
 
     drop(index);
@@ -383,7 +489,8 @@ async fn concurrent_writes_and_searches_do_not_panic() {
         tasks.push(tokio::spawn(async move {
             let mut rng = Rng(200 + searcher);
             for _ in 0..100 {
-                let hits = index.search(&format!("kb-{}", searcher % 8), rng.unit_vector(), 5, -1.0).await.unwrap();
+                let hits =
+                    index.dense_search(&format!("kb-{}", searcher % 8), rng.unit_vector(), 5, -1.0).await.unwrap();
                 assert!(hits.windows(2).all(|pair| pair[0].score >= pair[1].score));
                 index.count().await.unwrap();
             }
@@ -442,9 +549,9 @@ async fn ten_thousand_points_stay_searchable_after_optimize() {
     // Clearing indexed segments (which vacuums them) still leaves a usable index.
     index.clear().await.unwrap();
     assert_eq!(index.count().await.unwrap(), 0);
-    assert!(index.search("big", points[0].vector.clone(), 5, -1.0).await.unwrap().is_empty());
+    assert!(index.dense_search("big", points[0].vector.clone(), 5, -1.0).await.unwrap().is_empty());
     index.upsert(points[..100].to_vec()).await.unwrap();
-    assert_eq!(ids(&index.search("big", points[0].vector.clone(), 1, 0.5).await.unwrap()), vec![points[0].id]);
+    assert_eq!(ids(&index.dense_search("big", points[0].vector.clone(), 1, 0.5).await.unwrap()), vec![points[0].id]);
     assert_eq!(index.count().await.unwrap(), 100);
 }
 
@@ -454,7 +561,7 @@ async fn check_searches(index: &EdgeIndex, points: &[Point], rng: &mut Rng) {
     let mut found_itself = 0;
     let samples: Vec<&Point> = points.iter().step_by(97).collect();
     for sample in &samples {
-        let hits = index.search(&sample.knowledgebase_id, sample.vector.clone(), 5, 0.0).await.unwrap();
+        let hits = index.dense_search(&sample.knowledgebase_id, sample.vector.clone(), 5, 0.0).await.unwrap();
         assert!(hits.iter().all(|hit| knowledgebase_of[&hit.id] == sample.knowledgebase_id));
         assert!(hits.windows(2).all(|pair| pair[0].score >= pair[1].score));
         if hits.first().is_some_and(|hit| hit.id == sample.id && (hit.score - 1.0).abs() < 1e-4) {
@@ -473,7 +580,7 @@ async fn check_searches(index: &EdgeIndex, points: &[Point], rng: &mut Rng) {
         let mut expected: Vec<(f32, Uuid)> = big.iter().map(|p| (dot(&p.vector, &query), p.id)).collect();
         expected.sort_by(|x, y| y.0.total_cmp(&x.0));
         let expected: Vec<Uuid> = expected[..5].iter().map(|(_, id)| *id).collect();
-        let hits = index.search("big", query, 5, -1.0).await.unwrap();
+        let hits = index.dense_search("big", query, 5, -1.0).await.unwrap();
         assert_eq!(hits.len(), 5);
         agree += hits.iter().filter(|hit| expected.contains(&hit.id)).count();
     }
@@ -489,7 +596,7 @@ async fn check_searches(index: &EdgeIndex, points: &[Point], rng: &mut Rng) {
                 .map(|p| (dot(&p.vector, &query), p.id))
                 .collect();
             expected.sort_by(|x, y| y.0.total_cmp(&x.0));
-            let hits = index.search(knowledgebase, query, 5, -1.0).await.unwrap();
+            let hits = index.dense_search(knowledgebase, query, 5, -1.0).await.unwrap();
             assert_eq!(ids(&hits), expected[..5].iter().map(|(_, id)| *id).collect::<Vec<_>>());
             for (hit, (score, _)) in hits.iter().zip(&expected) {
                 assert_close(hit.score, *score);
@@ -531,7 +638,7 @@ async fn reopening_deletes_old_wal_segments_and_later_writes_still_apply() {
     }
     index.upsert(points.clone()).await.unwrap();
     for entry in points.iter().take(5) {
-        let hits = index.search("kb", entry.vector.clone(), 1, 0.0).await.unwrap();
+        let hits = index.dense_search("kb", entry.vector.clone(), 1, 0.0).await.unwrap();
         assert_eq!(ids(&hits), vec![entry.id], "the new vector of a point rewritten after reopening is found");
         assert_close(hits[0].score, 1.0);
     }
@@ -540,7 +647,7 @@ async fn reopening_deletes_old_wal_segments_and_later_writes_still_apply() {
     let index = EdgeIndex::open_with_wal_segments(dir.path(), DIMS, SEGMENT).unwrap();
     assert_eq!(index.count().await.unwrap(), 40);
     let last = &points[39];
-    let hits = index.search("kb", last.vector.clone(), 1, 0.0).await.unwrap();
+    let hits = index.dense_search("kb", last.vector.clone(), 1, 0.0).await.unwrap();
     assert_eq!(ids(&hits), vec![last.id]);
     assert_close(hits[0].score, 1.0);
 }

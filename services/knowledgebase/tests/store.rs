@@ -333,7 +333,8 @@ mod repair {
                 EntryText { question: "Where is the spare key?".into(), answer: "Under the blue flower pot.".into() };
             let vector = first.embedder.embed(vec![text.embedding_input()]).await.unwrap().pop().unwrap();
             // Straight to the store: SQL and the outbox have it, the index does not.
-            first.store.insert_reference(&team, &kb, &text, &vector, first.embedder.model()).await.unwrap();
+            let tag = switchboard_knowledgebase::passages::embedding_tag(first.embedder.model());
+            first.store.insert_reference(&team, &kb, &text, &vector, &tag).await.unwrap();
             assert!(first.search(&team, &kb, "spare key location", 5, 0.1).await.unwrap().is_empty());
             drop(first);
 
@@ -341,6 +342,49 @@ mod repair {
             let hits = second.search(&team, &kb, "spare key location", 5, 0.1).await.unwrap();
             assert_eq!(hits.len(), 1);
             assert_eq!(hits[0].reference.as_ref().unwrap().answer, "Under the blue flower pot.");
+        })
+        .await;
+    }
+
+    /// Entries stored before passages (one vector, the bare model name) are brought up to date
+    /// by a rebuild: a short one keeps its vector and gets the new tag, a long one is embedded
+    /// again as passages, and a fact at its end is then found.
+    #[tokio::test]
+    async fn a_rebuild_embeds_old_long_entries_as_passages() {
+        on_every_engine(|_, url| async move {
+            let dir = tempfile::tempdir().unwrap();
+            let knowledge = switchboard_knowledgebase::open(settings(&url, dir.path())).await.unwrap();
+            let (team, embedder) = (team(), knowledge.embedder.clone());
+            let kb = knowledgebase(&knowledge.store, &team).await;
+            let short = EntryText { question: "Opening hours?".into(), answer: "Nine to five on weekdays.".into() };
+            let filler = "Visitors sign in at reception and wear a badge while in the building. ".repeat(30);
+            let long = EntryText {
+                question: "Building rules".into(),
+                answer: format!("{filler}The spare key to the bicycle room hangs in the red lockbox."),
+            };
+            let mut ids = Vec::new();
+            for text in [&short, &long] {
+                let vector = embedder.embed(vec![text.embedding_input()]).await.unwrap().pop().unwrap();
+                let reference =
+                    knowledge.store.insert_reference(&team, &kb, text, &vector, embedder.model()).await.unwrap();
+                ids.push(reference.id);
+            }
+            let before = knowledge.store.indexed_entries(&ids).await.unwrap();
+
+            assert_eq!(knowledge.sync.rebuild(embedder.as_ref()).await.unwrap(), 2);
+            let tag = switchboard_knowledgebase::passages::embedding_tag(embedder.model());
+            assert!(knowledge.store.stale_embeddings(&tag, 10).await.unwrap().is_empty());
+            let after = knowledge.store.indexed_entries(&ids).await.unwrap();
+            let find = |entries: &[switchboard_knowledgebase::store::IndexedEntry], id: &str| {
+                entries.iter().find(|e| e.id == id).unwrap().clone()
+            };
+            assert_eq!(find(&after, &ids[0]).embedding, find(&before, &ids[0]).embedding);
+            let passages = switchboard_knowledgebase::passages::passages(&long).len();
+            assert!(passages > 1);
+            assert_eq!(find(&after, &ids[1]).embedding.len(), passages * embedder.dimensions());
+            assert_eq!(knowledge.sync.index().count().await.unwrap(), 1 + passages);
+            let hits = knowledge.search(&team, &kb, "where is the bicycle room key", 1, 0.3).await.unwrap();
+            assert_eq!(hits[0].reference.as_ref().unwrap().id, ids[1]);
         })
         .await;
     }

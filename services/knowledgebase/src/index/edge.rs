@@ -27,18 +27,17 @@ use anyhow::{Context, anyhow};
 use qdrant_edge::external::ordered_float::OrderedFloat;
 use qdrant_edge::external::serde_json::{Map, Value};
 use qdrant_edge::{
-    Condition, CountRequest, CreateIndex, DEFAULT_VECTOR_NAME, Distance, EdgeConfig, EdgeConfigBuilder, EdgeShard,
-    EdgeVectorParamsBuilder, FieldCondition, FieldIndexOperations, Filter, HnswIndexConfig, JsonPath,
-    KeywordIndexParams, Match, NamedQuery, Payload, PayloadFieldSchema, PayloadSchemaParams, PointId,
-    PointInsertOperations, PointOperations, PointStructPersisted, QueryEnum, QueryRequest, ScoringQuery,
-    UpdateOperation, ValueVariants, VectorStructInternal, VectorStructPersisted, WalOptions, WithPayloadInterface,
-    WithVector,
+    Condition, CountRequest, CreateIndex, Distance, EdgeConfig, EdgeConfigBuilder, EdgeShard,
+    EdgeSparseVectorParamsBuilder, EdgeVectorParamsBuilder, FieldCondition, FieldIndexOperations, Filter,
+    HasIdCondition, HnswIndexConfig, JsonPath, KeywordIndexParams, Match, Modifier, NamedQuery, Payload,
+    PayloadFieldSchema, PayloadSchemaParams, PointId, PointInsertOperations, PointOperations, PointStructPersisted,
+    QueryEnum, QueryRequest, ScoredPoint, ScoringQuery, SparseVector, UpdateOperation, ValueVariants, VectorInternal,
+    VectorPersisted, VectorStructInternal, VectorStructPersisted, WalOptions, WithPayloadInterface, WithVector,
 };
 
-use super::{Hit, Point, VectorIndex};
-
-const KNOWLEDGEBASE_ID: &str = "knowledgebase_id";
-const TEAM_ID: &str = "team_id";
+use super::{
+    Candidate, Candidates, DENSE, ENTRY_ID, KNOWLEDGEBASE_ID, Point, SPARSE, SearchQuery, TEAM_ID, VectorIndex,
+};
 
 /// Graph degree of the per-knowledge-base HNSW graphs (Qdrant's default `m`).
 const PAYLOAD_M: usize = 16;
@@ -104,6 +103,13 @@ impl EdgeIndex {
         anyhow::ensure!(dimensions > 0, "vector index dimensions must be positive");
         std::fs::create_dir_all(path).with_context(|| format!("creating the index directory {}", path.display()))?;
         let config = shard_config(dimensions, wal_segment_bytes);
+        if holds_shard(path)? && is_single_vector_layout(path)? {
+            // Made before hybrid search: its points lack the BM25 vector and the passages. SQL
+            // holds everything, so start empty; the service rebuilds an empty index from SQL.
+            tracing::warn!(path = %path.display(), "replacing a vector index of the single-vector layout");
+            std::fs::remove_dir_all(path).with_context(|| format!("removing the old index in {}", path.display()))?;
+            std::fs::create_dir_all(path).with_context(|| format!("creating {}", path.display()))?;
+        }
         let shard = if holds_shard(path)? {
             prune_wal(&path.join(WAL_DIR))?;
             // Passing the config makes `load` reject a shard built for other dimensions.
@@ -175,7 +181,19 @@ impl Inner {
     /// Applies one write, makes it durable, and optimizes when enough has changed. The caller
     /// holds the write lock (`changes`).
     fn write_locked(&self, changes: &mut usize, operation: UpdateOperation, changed: usize) -> anyhow::Result<()> {
-        self.shard.update(operation).map_err(|e| anyhow!("{e}")).context("updating the vector index")?;
+        self.writes_locked(changes, vec![operation], changed)
+    }
+
+    /// [`Self::write_locked`] for several operations, made durable together.
+    fn writes_locked(
+        &self,
+        changes: &mut usize,
+        operations: Vec<UpdateOperation>,
+        changed: usize,
+    ) -> anyhow::Result<()> {
+        for operation in operations {
+            self.shard.update(operation).map_err(|e| anyhow!("{e}")).context("updating the vector index")?;
+        }
         self.shard.flush();
         *changes = changes.saturating_add(changed);
         if *changes >= OPTIMIZE_AFTER_CHANGES
@@ -202,12 +220,13 @@ impl Inner {
     /// Creates the keyword indexes every search and delete filters on (idempotent). The caller
     /// holds the write lock.
     fn ensure_payload_indexes(&self) -> anyhow::Result<()> {
-        for (field, is_tenant) in [(KNOWLEDGEBASE_ID, true), (TEAM_ID, false)] {
+        for (field, is_tenant) in [(KNOWLEDGEBASE_ID, true), (TEAM_ID, false), (ENTRY_ID, false)] {
             let schema = PayloadFieldSchema::FieldParams(PayloadSchemaParams::Keyword(KeywordIndexParams {
                 r#type: Default::default(),
                 is_tenant: Some(is_tenant),
                 on_disk: None,
-                // Searches never filter by team alone; per-team graphs would be wasted work.
+                // Searches never filter by team or entry alone; graphs per team or entry would be
+                // wasted work.
                 enable_hnsw: Some(is_tenant),
             }));
             let operation = UpdateOperation::FieldIndexOperation(FieldIndexOperations::CreateIndex(CreateIndex {
@@ -242,26 +261,41 @@ impl VectorIndex for EdgeIndex {
             anyhow::bail!("vector of {} has {} dimensions, the index has {dimensions}", point.id, point.vector.len());
         }
         let changed = points.len();
+        // Written first, then the entries' other passages (left from a longer text) removed: a
+        // search in between sees the entry, never a gap.
+        let stale = Filter {
+            must: Some(vec![entries_condition(points.iter().map(|p| p.entry_id))?]),
+            must_not: Some(vec![Condition::HasId(
+                points.iter().map(|p| PointId::Uuid(p.id)).collect::<HasIdCondition>(),
+            )]),
+            ..Filter::default()
+        };
         let points: Vec<PointStructPersisted> = points.into_iter().map(to_edge_point).collect();
         self.blocking(move |inner| {
-            let operation = UpdateOperation::PointOperation(PointOperations::UpsertPoints(
-                PointInsertOperations::PointsList(points),
-            ));
+            let operations = vec![
+                UpdateOperation::PointOperation(PointOperations::UpsertPoints(PointInsertOperations::PointsList(
+                    points,
+                ))),
+                UpdateOperation::PointOperation(PointOperations::DeletePointsByFilter(stale)),
+            ];
             let mut changes = inner.lock();
-            inner.write_locked(&mut changes, operation, changed)
+            inner.writes_locked(&mut changes, operations, changed)
         })
         .await
     }
 
-    async fn delete(&self, ids: Vec<uuid::Uuid>) -> anyhow::Result<()> {
-        if ids.is_empty() {
+    async fn delete(&self, entry_ids: Vec<uuid::Uuid>) -> anyhow::Result<()> {
+        if entry_ids.is_empty() {
             return Ok(());
         }
-        let changed = ids.len();
-        let ids = ids.into_iter().map(PointId::Uuid).collect();
+        let filter = Filter::new_must(entries_condition(entry_ids.into_iter())?);
         self.blocking(move |inner| {
-            let operation = UpdateOperation::PointOperation(PointOperations::DeletePoints { ids });
             let mut changes = inner.lock();
+            let changed = inner.count_filtered(Some(filter.clone()))?;
+            if changed == 0 {
+                return Ok(());
+            }
+            let operation = UpdateOperation::PointOperation(PointOperations::DeletePointsByFilter(filter));
             inner.write_locked(&mut changes, operation, changed)
         })
         .await
@@ -282,45 +316,78 @@ impl VectorIndex for EdgeIndex {
         .await
     }
 
-    async fn search(
+    async fn candidates(
         &self,
         knowledgebase_id: &str,
-        vector: Vec<f32>,
-        limit: usize,
+        query: &SearchQuery,
+        per_list: usize,
         threshold: f32,
-    ) -> anyhow::Result<Vec<Hit>> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
+    ) -> anyhow::Result<Candidates> {
         let dimensions = self.inner.dimensions;
         anyhow::ensure!(
-            vector.len() == dimensions,
+            query.vector.len() == dimensions,
             "query vector has {} dimensions, the index has {dimensions}",
-            vector.len()
+            query.vector.len()
         );
-        let request = QueryRequest {
+        let filter = knowledgebase_filter(knowledgebase_id)?;
+        let entry_id = WithPayloadInterface::Fields(vec![json_path(ENTRY_ID)?]);
+        let dense = QueryRequest {
             prefetches: Vec::new(),
-            query: Some(ScoringQuery::Vector(QueryEnum::Nearest(NamedQuery::default_dense(vector)))),
-            filter: Some(knowledgebase_filter(knowledgebase_id)?),
+            query: Some(ScoringQuery::Vector(QueryEnum::Nearest(NamedQuery::new(
+                VectorInternal::Dense(query.vector.clone()),
+                DENSE,
+            )))),
+            filter: Some(filter.clone()),
             score_threshold: Some(OrderedFloat(super::qdrant_threshold(threshold))),
-            limit,
+            limit: per_list,
             offset: 0,
             params: None,
             with_vector: WithVector::Bool(false),
-            with_payload: WithPayloadInterface::Bool(false),
+            with_payload: entry_id.clone(),
         };
+        let lexical = (!query.terms.is_empty()).then(|| QueryRequest {
+            prefetches: Vec::new(),
+            query: Some(ScoringQuery::Vector(QueryEnum::Nearest(NamedQuery::new(
+                VectorInternal::Sparse(SparseVector {
+                    indices: query.terms.indices.clone(),
+                    values: query.terms.values.clone(),
+                }),
+                SPARSE,
+            )))),
+            filter: Some(filter),
+            score_threshold: None,
+            limit: per_list,
+            offset: 0,
+            params: None,
+            // The similarity of a passage only this list found comes from its dense vector.
+            with_vector: WithVector::Selector(vec![DENSE.to_owned()]),
+            with_payload: entry_id,
+        });
+        let vector = query.vector.clone();
         self.blocking(move |inner| {
-            let points =
-                inner.shard.query(request).map_err(|e| anyhow!("{e}")).context("searching the vector index")?;
-            Ok(points
+            let search = |request: QueryRequest| {
+                inner.shard.query(request).map_err(|e| anyhow!("{e}")).context("searching the vector index")
+            };
+            let dense = search(dense)?
                 .into_iter()
-                .filter_map(|point| match point.id {
-                    PointId::Uuid(id) => Some(Hit { id, score: point.score }),
-                    // Only UUIDs are ever written.
-                    PointId::NumId(_) => None,
+                .filter_map(|point| {
+                    let entry_id = entry_of(&point)?;
+                    Some(Candidate { entry_id, score: point.score, similarity: point.score })
                 })
-                .filter(|hit| super::reaches(hit, threshold))
-                .collect())
+                .filter(|candidate| super::reaches(candidate.similarity, threshold))
+                .collect();
+            let lexical = match lexical {
+                Some(request) => search(request)?
+                    .into_iter()
+                    .filter_map(|point| {
+                        let entry_id = entry_of(&point)?;
+                        let similarity = super::cosine(&vector, dense_vector(&point)?);
+                        Some(Candidate { entry_id, score: point.score, similarity })
+                    })
+                    .collect(),
+                None => Vec::new(),
+            };
+            Ok(Candidates { dense, lexical })
         })
         .await
     }
@@ -347,7 +414,9 @@ impl VectorIndex for EdgeIndex {
 fn shard_config(dimensions: usize, wal_segment_bytes: usize) -> EdgeConfig {
     EdgeConfigBuilder::new()
         .wal_options(WalOptions { segment_capacity: wal_segment_bytes, ..WalOptions::default() })
-        .vector(DEFAULT_VECTOR_NAME, EdgeVectorParamsBuilder::new(dimensions, Distance::Cosine).build())
+        .vector(DENSE, EdgeVectorParamsBuilder::new(dimensions, Distance::Cosine).build())
+        // BM25's inverse document frequency is applied at search time from the shard's counts.
+        .sparse_vector(SPARSE, EdgeSparseVectorParamsBuilder::new().modifier(Modifier::Idf).build())
         // Every search is filtered by knowledge base, so a global graph over all teams would never
         // be used: build graph links per knowledge base instead (Qdrant's multitenancy recipe).
         // Knowledge bases under the full-scan threshold (about 6,500 vectors) need no graph at
@@ -414,13 +483,54 @@ fn knowledgebase_filter(knowledgebase_id: &str) -> anyhow::Result<Filter> {
     ))))
 }
 
+/// Matches the passages of any of these entries.
+fn entries_condition(entry_ids: impl Iterator<Item = uuid::Uuid>) -> anyhow::Result<Condition> {
+    let ids: Vec<String> = entry_ids.map(|id| id.to_string()).collect();
+    Ok(Condition::Field(FieldCondition::new_match(json_path(ENTRY_ID)?, Match::from(ids))))
+}
+
+/// Whether the shard in `path` is of the layout before hybrid search (one unnamed dense vector).
+fn is_single_vector_layout(path: &Path) -> anyhow::Result<bool> {
+    let file = path.join("edge_config.json");
+    if !file.is_file() {
+        return Ok(false);
+    }
+    let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    let config: EdgeConfig =
+        qdrant_edge::external::serde_json::from_str(&text).with_context(|| format!("parsing {}", file.display()))?;
+    Ok(!config.sparse_vectors.contains_key(SPARSE))
+}
+
+fn entry_of(point: &ScoredPoint) -> Option<uuid::Uuid> {
+    match point.payload.as_ref()?.0.get(ENTRY_ID)? {
+        Value::String(id) => uuid::Uuid::parse_str(id).ok(),
+        _ => None,
+    }
+}
+
+fn dense_vector(point: &ScoredPoint) -> Option<&[f32]> {
+    match point.vector.as_ref()? {
+        VectorStructInternal::Named(vectors) => match vectors.get(DENSE)? {
+            VectorInternal::Dense(vector) => Some(vector),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 fn to_edge_point(point: Point) -> PointStructPersisted {
     let mut payload = Map::new();
     payload.insert(KNOWLEDGEBASE_ID.to_owned(), Value::String(point.knowledgebase_id));
     payload.insert(TEAM_ID.to_owned(), Value::String(point.team_id));
+    payload.insert(ENTRY_ID.to_owned(), Value::String(point.entry_id.to_string()));
+    let mut vectors = std::collections::HashMap::from([(DENSE.to_owned(), VectorPersisted::Dense(point.vector))]);
+    if !point.terms.is_empty() {
+        let sparse = SparseVector { indices: point.terms.indices, values: point.terms.values };
+        vectors.insert(SPARSE.to_owned(), VectorPersisted::Sparse(sparse));
+    }
     PointStructPersisted {
         id: PointId::Uuid(point.id),
-        vector: VectorStructPersisted::from(VectorStructInternal::Single(point.vector)),
+        vector: VectorStructPersisted::Named(vectors),
         payload: Some(Payload(payload)),
     }
 }

@@ -3,13 +3,21 @@
 //! (`remote.rs`). One collection for every team, with a tenant payload index on the
 //! knowledgebase id; every search is filtered by it. SQL holds the truth; the index is
 //! derived from it and can be rebuilt.
+//!
+//! A point is a passage of an entry, with a named dense vector (`dense`) and a named BM25
+//! sparse vector (`bm25`, inverse document frequency applied by the index). A search asks the
+//! backend for two candidate lists, one per vector, and `fusion` turns them into entries in
+//! one place for both backends.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
 
+pub use crate::lexical::Terms;
+
 mod edge;
+pub mod fusion;
 mod remote;
 
 pub use edge::{EdgeIndex, EdgeIndexInfo};
@@ -23,47 +31,134 @@ fn qdrant_threshold(threshold: f32) -> f32 {
     threshold - 1e-6
 }
 
-fn reaches(hit: &Hit, threshold: f32) -> bool {
-    hit.score >= threshold
+fn reaches(similarity: f32, threshold: f32) -> bool {
+    similarity >= threshold
 }
 
+/// The dense vector's name in both backends.
+const DENSE: &str = "dense";
+/// The BM25 sparse vector's name in both backends.
+const SPARSE: &str = "bm25";
+/// The payload field naming the entry a passage belongs to.
+const ENTRY_ID: &str = "entry_id";
+const KNOWLEDGEBASE_ID: &str = "knowledgebase_id";
+const TEAM_ID: &str = "team_id";
+
+/// One passage of a knowledge entry (see `passages`): a short entry has one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Point {
-    /// The knowledge entry's id.
+    /// The passage's point id (see [`passage_id`]).
     pub id: uuid::Uuid,
+    /// The knowledge entry's id.
+    pub entry_id: uuid::Uuid,
     pub knowledgebase_id: String,
     pub team_id: String,
     pub vector: Vec<f32>,
+    /// The passage's BM25 terms.
+    pub terms: Terms,
 }
 
+/// The point id of passage `passage` of an entry: the entry's id with the passage number
+/// XORed into its last bits, so the first passage (and a one-passage entry) is the entry's own
+/// id. Entry ids are random (v4), so another entry's id is never hit.
+pub fn passage_id(entry_id: uuid::Uuid, passage: u32) -> uuid::Uuid {
+    uuid::Uuid::from_u128(entry_id.as_u128() ^ u128::from(passage))
+}
+
+/// What a search looks for: the query's embedding and its BM25 terms (empty for a query of
+/// stopwords only, which makes the search dense only).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchQuery {
+    pub vector: Vec<f32>,
+    pub terms: Terms,
+}
+
+impl SearchQuery {
+    /// A query without a lexical part.
+    pub fn dense(vector: Vec<f32>) -> Self {
+        Self { vector, terms: Terms::default() }
+    }
+}
+
+/// A passage one retriever found.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Candidate {
+    pub entry_id: uuid::Uuid,
+    /// The retriever's own score: cosine similarity for the dense list, BM25 for the lexical.
+    pub score: f32,
+    /// Cosine similarity of the query and the passage.
+    pub similarity: f32,
+}
+
+/// The two ranked lists a search fuses, best first.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Candidates {
+    /// Passages by cosine similarity, all with a similarity of at least the threshold.
+    pub dense: Vec<Candidate>,
+    /// Passages by BM25 score, whatever their similarity.
+    pub lexical: Vec<Candidate>,
+}
+
+/// A knowledge entry a search found.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Hit {
+    /// The knowledge entry's id.
     pub id: uuid::Uuid,
-    /// Cosine similarity.
+    /// Cosine similarity of the query and the entry's best passage.
     pub score: f32,
 }
 
 #[async_trait::async_trait]
 pub trait VectorIndex: Send + Sync + 'static {
-    /// Inserts or replaces points; durable when it returns.
+    /// Inserts or replaces the passages of the entries these points belong to (an entry's
+    /// passages beyond those given are removed); durable when it returns.
     async fn upsert(&self, points: Vec<Point>) -> anyhow::Result<()>;
-    /// Removes points; unknown ids are ignored. Durable when it returns.
-    async fn delete(&self, ids: Vec<uuid::Uuid>) -> anyhow::Result<()>;
+    /// Removes every passage of these entries; unknown ids are ignored. Durable when it returns.
+    async fn delete(&self, entry_ids: Vec<uuid::Uuid>) -> anyhow::Result<()>;
     /// Removes every point of a knowledge base.
     async fn delete_knowledgebase(&self, knowledgebase_id: &str) -> anyhow::Result<()>;
-    /// The best `limit` points of one knowledge base with a similarity of at least
-    /// `threshold`, best first.
-    async fn search(
+    /// The best `per_list` passages of one knowledge base by each retriever; dense ones have a
+    /// similarity of at least `threshold`.
+    async fn candidates(
         &self,
         knowledgebase_id: &str,
-        vector: Vec<f32>,
-        limit: usize,
+        query: &SearchQuery,
+        per_list: usize,
         threshold: f32,
-    ) -> anyhow::Result<Vec<Hit>>;
-    /// How many points the index holds.
+    ) -> anyhow::Result<Candidates>;
+    /// How many points (passages) the index holds.
     async fn count(&self) -> anyhow::Result<usize>;
     /// Removes every point (before a rebuild from SQL).
     async fn clear(&self) -> anyhow::Result<()>;
+
+    /// The best `limit` entries of one knowledge base whose best passage has a similarity of at
+    /// least `threshold`, in fused order (see `fusion`).
+    async fn search(
+        &self,
+        knowledgebase_id: &str,
+        query: &SearchQuery,
+        limit: usize,
+        threshold: f32,
+    ) -> anyhow::Result<Vec<Hit>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let tuning = fusion::Tuning::get();
+        let candidates = self.candidates(knowledgebase_id, query, tuning.per_list(limit), threshold).await?;
+        Ok(fusion::fuse(&candidates, tuning, limit, threshold))
+    }
+}
+
+/// Cosine similarity; the stored and query vectors are unit length already, but a vector
+/// another model or a Qdrant server hands back is normalised again to be sure.
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let (mut dot, mut aa, mut bb) = (0.0f32, 0.0f32, 0.0f32);
+    for (x, y) in a.iter().zip(b) {
+        dot += x * y;
+        aa += x * x;
+        bb += y * y;
+    }
+    if aa == 0.0 || bb == 0.0 { 0.0 } else { dot / (aa.sqrt() * bb.sqrt()) }
 }
 
 #[derive(Debug, Clone)]

@@ -7,18 +7,21 @@
 
 use anyhow::Context;
 use qdrant_client::qdrant::point_id::PointIdOptions;
+use qdrant_client::qdrant::vector_output::Vector as VectorOutput;
 use qdrant_client::qdrant::vectors_config::Config as VectorsConfigKind;
 use qdrant_client::qdrant::{
     Condition, CountPointsBuilder, CreateCollectionBuilder, CreateFieldIndexCollectionBuilder, DeletePointsBuilder,
-    Distance, FieldType, Filter, HnswConfigDiffBuilder, KeywordIndexParamsBuilder, PointId, PointStruct, PointsIdsList,
-    Query, QueryPointsBuilder, UpsertPointsBuilder, VectorParamsBuilder,
+    Distance, FieldType, Filter, HnswConfigDiffBuilder, KeywordIndexParamsBuilder, Modifier, NamedVectors,
+    PayloadIncludeSelector, PointId, PointStruct, Query, QueryBatchPointsBuilder, QueryPoints, QueryPointsBuilder,
+    ScoredPoint, SparseVectorParamsBuilder, SparseVectorsConfigBuilder, UpsertPointsBuilder, Vector, VectorInput,
+    VectorParamsBuilder, VectorsConfigBuilder, VectorsSelector, value::Kind, with_payload_selector,
+    with_vectors_selector,
 };
 use qdrant_client::{Payload, Qdrant};
 
-use super::{Hit, Point, VectorIndex};
-
-const KNOWLEDGEBASE_ID: &str = "knowledgebase_id";
-const TEAM_ID: &str = "team_id";
+use super::{
+    Candidate, Candidates, DENSE, ENTRY_ID, KNOWLEDGEBASE_ID, Point, SPARSE, SearchQuery, TEAM_ID, VectorIndex,
+};
 
 /// Graph degree of the per-knowledge-base HNSW graphs (Qdrant's default `m`).
 const PAYLOAD_M: u64 = 16;
@@ -57,9 +60,23 @@ impl RemoteIndex {
     }
 
     async fn ensure_collection(&self) -> anyhow::Result<()> {
+        if self.client.collection_exists(&self.collection).await.context("checking whether the collection exists")?
+            && self.is_single_vector_layout().await?
+        {
+            // Made before hybrid search: its points lack the BM25 vector and the passages. SQL
+            // holds everything; the service rebuilds an empty index from SQL.
+            tracing::warn!(collection = %self.collection, "replacing a Qdrant collection of the single-vector layout");
+            self.client.delete_collection(&self.collection).await.context("deleting the old collection")?;
+        }
         if !self.client.collection_exists(&self.collection).await.context("checking whether the collection exists")? {
+            let mut dense = VectorsConfigBuilder::default();
+            dense.add_named_vector_params(DENSE, VectorParamsBuilder::new(self.dimensions as u64, Distance::Cosine));
+            let mut sparse = SparseVectorsConfigBuilder::default();
+            // BM25's inverse document frequency is applied at search time from the collection's counts.
+            sparse.add_named_vector_params(SPARSE, SparseVectorParamsBuilder::default().modifier(Modifier::Idf));
             let create = CreateCollectionBuilder::new(&self.collection)
-                .vectors_config(VectorParamsBuilder::new(self.dimensions as u64, Distance::Cosine))
+                .vectors_config(dense)
+                .sparse_vectors_config(sparse)
                 // Every search is filtered by knowledge base, so a global graph over all teams
                 // would never be used: build one graph per knowledge base instead (Qdrant's
                 // multitenancy recipe).
@@ -90,7 +107,25 @@ impl RemoteIndex {
             )
             .await
             .context("creating the team_id payload index")?;
+        self.client
+            .create_field_index(
+                CreateFieldIndexCollectionBuilder::new(&self.collection, ENTRY_ID, FieldType::Keyword)
+                    .field_index_params(KeywordIndexParamsBuilder::default().enable_hnsw(false))
+                    .wait(true),
+            )
+            .await
+            .context("creating the entry_id payload index")?;
         Ok(())
+    }
+
+    /// Whether the collection is of the layout before hybrid search (one unnamed dense vector).
+    async fn is_single_vector_layout(&self) -> anyhow::Result<bool> {
+        let info = self.client.collection_info(&self.collection).await.context("reading the collection info")?;
+        let params = info.result.and_then(|info| info.config).and_then(|config| config.params);
+        let has_sparse = params
+            .and_then(|params| params.sparse_vectors_config)
+            .is_some_and(|sparse| sparse.map.contains_key(SPARSE));
+        Ok(!has_sparse)
     }
 
     /// Fails early on a collection made for another embedding model rather than on every upsert.
@@ -103,7 +138,9 @@ impl RemoteIndex {
             .and_then(|params| params.vectors_config)
             .and_then(|vectors| vectors.config);
         match vectors {
-            Some(VectorsConfigKind::Params(params)) => {
+            Some(VectorsConfigKind::ParamsMap(map)) => {
+                let params =
+                    map.map.get(DENSE).with_context(|| format!("the collection has no vector named {DENSE:?}"))?;
                 anyhow::ensure!(
                     params.size == self.dimensions as u64,
                     "the collection holds {}-dimensional vectors, the embedder makes {}",
@@ -112,8 +149,8 @@ impl RemoteIndex {
                 );
                 Ok(())
             }
-            Some(VectorsConfigKind::ParamsMap(_)) => {
-                anyhow::bail!("the collection uses named vectors; it needs a single unnamed vector")
+            Some(VectorsConfigKind::Params(_)) => {
+                anyhow::bail!("the collection has a single unnamed vector; it needs {DENSE:?} and {SPARSE:?}")
             }
             None => Ok(()),
         }
@@ -121,6 +158,19 @@ impl RemoteIndex {
 
     fn knowledgebase_filter(knowledgebase_id: &str) -> Filter {
         Filter::must([Condition::matches(KNOWLEDGEBASE_ID, knowledgebase_id.to_owned())])
+    }
+
+    /// Matches the passages of any of these entries.
+    fn entries_condition(entry_ids: impl Iterator<Item = uuid::Uuid>) -> Condition {
+        Condition::matches(ENTRY_ID, entry_ids.map(|id| id.to_string()).collect::<Vec<String>>())
+    }
+
+    async fn delete_by_filter(&self, filter: Filter, what: &str) -> anyhow::Result<()> {
+        self.client
+            .delete_points(DeletePointsBuilder::new(&self.collection).points(filter).wait(true))
+            .await
+            .with_context(|| format!("deleting {what} from Qdrant"))?;
+        Ok(())
     }
 }
 
@@ -134,86 +184,116 @@ impl VectorIndex for RemoteIndex {
         if let Some(point) = points.iter().find(|p| p.vector.len() != dimensions) {
             anyhow::bail!("vector of {} has {} dimensions, the index has {dimensions}", point.id, point.vector.len());
         }
+        // Written first, then the entries' other passages (left from a longer text) removed: a
+        // search in between sees the entry, never a gap.
+        let stale = Filter {
+            must: vec![Self::entries_condition(points.iter().map(|p| p.entry_id))],
+            must_not: vec![Condition::has_id(points.iter().map(|p| PointId::from(p.id.to_string())))],
+            ..Filter::default()
+        };
         let points: Vec<PointStruct> = points
             .into_iter()
             .map(|point| {
-                let payload =
-                    Payload::from([(KNOWLEDGEBASE_ID, point.knowledgebase_id.into()), (TEAM_ID, point.team_id.into())]);
-                PointStruct::new(point.id.to_string(), point.vector, payload)
+                let payload = Payload::from([
+                    (KNOWLEDGEBASE_ID, point.knowledgebase_id.into()),
+                    (TEAM_ID, point.team_id.into()),
+                    (ENTRY_ID, point.entry_id.to_string().into()),
+                ]);
+                let mut vectors = NamedVectors::default().add_vector(DENSE, point.vector);
+                if !point.terms.is_empty() {
+                    vectors = vectors.add_vector(SPARSE, Vector::new_sparse(point.terms.indices, point.terms.values));
+                }
+                PointStruct::new(point.id.to_string(), vectors, payload)
             })
             .collect();
         self.client
             .upsert_points(UpsertPointsBuilder::new(&self.collection, points).wait(true))
             .await
             .context("upserting points into Qdrant")?;
-        Ok(())
+        self.delete_by_filter(stale, "replaced passages").await
     }
 
-    async fn delete(&self, ids: Vec<uuid::Uuid>) -> anyhow::Result<()> {
-        if ids.is_empty() {
+    async fn delete(&self, entry_ids: Vec<uuid::Uuid>) -> anyhow::Result<()> {
+        if entry_ids.is_empty() {
             return Ok(());
         }
-        let ids: Vec<PointId> = ids.into_iter().map(|id| PointId::from(id.to_string())).collect();
-        self.client
-            .delete_points(DeletePointsBuilder::new(&self.collection).points(PointsIdsList { ids }).wait(true))
-            .await
-            .context("deleting points from Qdrant")?;
-        Ok(())
+        self.delete_by_filter(Filter::must([Self::entries_condition(entry_ids.into_iter())]), "entries").await
     }
 
     async fn delete_knowledgebase(&self, knowledgebase_id: &str) -> anyhow::Result<()> {
-        self.client
-            .delete_points(
-                DeletePointsBuilder::new(&self.collection)
-                    .points(Self::knowledgebase_filter(knowledgebase_id))
-                    .wait(true),
-            )
-            .await
-            .with_context(|| format!("deleting the points of knowledge base {knowledgebase_id} from Qdrant"))?;
-        Ok(())
+        self.delete_by_filter(
+            Self::knowledgebase_filter(knowledgebase_id),
+            &format!("the points of knowledge base {knowledgebase_id}"),
+        )
+        .await
     }
 
-    async fn search(
+    async fn candidates(
         &self,
         knowledgebase_id: &str,
-        vector: Vec<f32>,
-        limit: usize,
+        query: &SearchQuery,
+        per_list: usize,
         threshold: f32,
-    ) -> anyhow::Result<Vec<Hit>> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
+    ) -> anyhow::Result<Candidates> {
         anyhow::ensure!(
-            vector.len() == self.dimensions,
+            query.vector.len() == self.dimensions,
             "query vector has {} dimensions, the index has {}",
-            vector.len(),
+            query.vector.len(),
             self.dimensions
         );
+        let dense: QueryPoints = QueryPointsBuilder::new(&self.collection)
+            .query(Query::new_nearest(query.vector.clone()))
+            .using(DENSE)
+            .filter(Self::knowledgebase_filter(knowledgebase_id))
+            .score_threshold(super::qdrant_threshold(threshold))
+            .limit(per_list as u64)
+            .with_payload(entry_id_only())
+            .into();
+        let mut requests = vec![dense];
+        if !query.terms.is_empty() {
+            let sparse = VectorInput::new_sparse(query.terms.indices.clone(), query.terms.values.clone());
+            requests.push(
+                QueryPointsBuilder::new(&self.collection)
+                    .query(Query::new_nearest(sparse))
+                    .using(SPARSE)
+                    .filter(Self::knowledgebase_filter(knowledgebase_id))
+                    .limit(per_list as u64)
+                    .with_payload(entry_id_only())
+                    // The similarity of a passage only this list found comes from its dense vector.
+                    .with_vectors(with_vectors_selector::SelectorOptions::Include(VectorsSelector {
+                        names: vec![DENSE.to_owned()],
+                    }))
+                    .into(),
+            );
+        }
+        // Both lists in one round trip.
         let response = self
             .client
-            .query(
-                QueryPointsBuilder::new(&self.collection)
-                    .query(Query::new_nearest(vector))
-                    .filter(Self::knowledgebase_filter(knowledgebase_id))
-                    .score_threshold(super::qdrant_threshold(threshold))
-                    .limit(limit as u64)
-                    .with_payload(false),
-            )
+            .query_batch(QueryBatchPointsBuilder::new(&self.collection, requests))
             .await
             .context("searching Qdrant")?;
-        Ok(response
-            .result
+        let mut lists = response.result.into_iter().map(|batch| batch.result);
+        let dense = lists
+            .next()
+            .unwrap_or_default()
             .into_iter()
             .filter_map(|point| {
-                // Only UUIDs are ever written; anything else is not one of ours.
-                let Some(PointIdOptions::Uuid(id)) = point.id?.point_id_options else {
-                    return None;
-                };
-                let id = uuid::Uuid::parse_str(&id).ok()?;
-                Some(Hit { id, score: point.score })
+                let entry_id = entry_of(&point)?;
+                Some(Candidate { entry_id, score: point.score, similarity: point.score })
             })
-            .filter(|hit| super::reaches(hit, threshold))
-            .collect())
+            .filter(|candidate| super::reaches(candidate.similarity, threshold))
+            .collect();
+        let lexical = lists
+            .next()
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|point| {
+                let entry_id = entry_of(&point)?;
+                let similarity = super::cosine(&query.vector, &dense_vector(&point)?);
+                Some(Candidate { entry_id, score: point.score, similarity })
+            })
+            .collect();
+        Ok(Candidates { dense, lexical })
     }
 
     async fn count(&self) -> anyhow::Result<usize> {
@@ -235,5 +315,28 @@ impl VectorIndex for RemoteIndex {
             .await
             .context("clearing the Qdrant collection")?;
         Ok(())
+    }
+}
+
+fn entry_id_only() -> with_payload_selector::SelectorOptions {
+    with_payload_selector::SelectorOptions::Include(PayloadIncludeSelector { fields: vec![ENTRY_ID.to_owned()] })
+}
+
+/// The entry a returned passage belongs to; `None` for a point that is not one of ours.
+fn entry_of(point: &ScoredPoint) -> Option<uuid::Uuid> {
+    // Point ids are UUIDs; the entry is in the payload.
+    let Some(PointIdOptions::Uuid(_)) = point.id.as_ref()?.point_id_options else {
+        return None;
+    };
+    match point.payload.get(ENTRY_ID)?.kind.as_ref()? {
+        Kind::StringValue(id) => uuid::Uuid::parse_str(id).ok(),
+        _ => None,
+    }
+}
+
+fn dense_vector(point: &ScoredPoint) -> Option<Vec<f32>> {
+    match point.vectors.as_ref()?.get_vector_by_name(DENSE)? {
+        VectorOutput::Dense(vector) => Some(vector.data),
+        _ => None,
     }
 }

@@ -42,6 +42,18 @@ pub struct IndexedEntry {
     pub id: String,
     pub knowledgebase_id: String,
     pub team_id: String,
+    /// What the passages are cut from, and the lexical vectors made of.
+    pub text: EntryText,
+    /// One vector per passage, concatenated in passage order.
+    pub embedding: Vec<f32>,
+    pub model: String,
+}
+
+/// An entry whose vectors were made by another model or passage rule.
+#[derive(Debug, Clone)]
+pub struct StaleEntry {
+    pub id: String,
+    pub text: EntryText,
     pub embedding: Vec<f32>,
     pub model: String,
 }
@@ -68,6 +80,7 @@ fn indexed_from_row(row: &AnyRow) -> Result<IndexedEntry, sqlx::Error> {
         id: row.try_get("id")?,
         knowledgebase_id: row.try_get("knowledgebase_id")?,
         team_id: row.try_get("team_id")?,
+        text: EntryText { question: row.try_get("question")?, answer: row.try_get("answer")? },
         embedding: decode_vector(&bytes),
         model: row.try_get("embedding_model")?,
     })
@@ -261,7 +274,8 @@ impl KnowledgeStore {
         for chunk in ids.chunks(500) {
             let placeholders: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
             let sql = format!(
-                "SELECT id, knowledgebase_id, team_id, embedding, embedding_model FROM entries WHERE id IN ({})",
+                "SELECT id, knowledgebase_id, team_id, question, answer, embedding, embedding_model FROM entries \
+                 WHERE id IN ({})",
                 placeholders.join(", ")
             );
             let mut query = sqlx::query(&sql);
@@ -278,8 +292,8 @@ impl KnowledgeStore {
     /// Every entry's vector, in id order, a page at a time (for a rebuild).
     pub async fn indexed_page(&self, after_id: &str, limit: i64) -> ServiceResult<Vec<IndexedEntry>> {
         let rows = sqlx::query(
-            "SELECT id, knowledgebase_id, team_id, embedding, embedding_model FROM entries WHERE id > $1 \
-             ORDER BY id LIMIT $2",
+            "SELECT id, knowledgebase_id, team_id, question, answer, embedding, embedding_model FROM entries \
+             WHERE id > $1 ORDER BY id LIMIT $2",
         )
         .bind(after_id)
         .bind(limit)
@@ -288,20 +302,26 @@ impl KnowledgeStore {
         Ok(rows.iter().map(indexed_from_row).collect::<Result<_, _>>()?)
     }
 
-    /// Texts of entries whose vector was made by another model, a page at a time.
-    pub async fn stale_embeddings(&self, model: &str, limit: i64) -> ServiceResult<Vec<(String, EntryText)>> {
-        let rows =
-            sqlx::query("SELECT id, question, answer FROM entries WHERE embedding_model <> $1 ORDER BY id LIMIT $2")
-                .bind(model)
-                .bind(limit)
-                .fetch_all(self.db.pool())
-                .await?;
+    /// Entries whose vectors were made by another model or passage rule (`embedding_model`
+    /// other than `tag`), a page at a time.
+    pub async fn stale_embeddings(&self, tag: &str, limit: i64) -> ServiceResult<Vec<StaleEntry>> {
+        let rows = sqlx::query(
+            "SELECT id, question, answer, embedding, embedding_model FROM entries WHERE embedding_model <> $1 \
+             ORDER BY id LIMIT $2",
+        )
+        .bind(tag)
+        .bind(limit)
+        .fetch_all(self.db.pool())
+        .await?;
         let mut stale = Vec::with_capacity(rows.len());
         for row in rows {
-            stale.push((
-                row.try_get("id")?,
-                EntryText { question: row.try_get("question")?, answer: row.try_get("answer")? },
-            ));
+            let bytes: Vec<u8> = row.try_get("embedding")?;
+            stale.push(StaleEntry {
+                id: row.try_get("id")?,
+                text: EntryText { question: row.try_get("question")?, answer: row.try_get("answer")? },
+                embedding: decode_vector(&bytes),
+                model: row.try_get("embedding_model")?,
+            });
         }
         Ok(stale)
     }

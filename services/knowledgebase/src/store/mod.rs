@@ -12,7 +12,7 @@ use switchboard_kit::db::Db;
 use switchboard_kit::{FieldViolation, ServiceError, ServiceResult};
 
 pub use documents::{EXTRACT_DOCUMENT, NewDocument};
-pub use entries::{EntryText, IndexedEntry};
+pub use entries::{EntryText, IndexedEntry, StaleEntry};
 pub use extracted::{ExtractedEntry, SourceKind};
 pub use knowledgebases::UNLINK_AGENTS;
 pub use outbox::OutboxItem;

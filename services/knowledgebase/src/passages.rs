@@ -1,0 +1,102 @@
+//! Long entries are embedded as overlapping passages.
+//!
+//! The embedding model reads a few hundred tokens (256 for all-MiniLM-L6-v2) and ignores the
+//! rest, so one vector per entry left the end of a long answer unsearchable. An answer longer
+//! than [`WINDOW_WORDS`] becomes windows of that many words, each starting [`STRIDE_WORDS`]
+//! after the previous one (the last ends with the answer), each headed by the question. Every
+//! passage gets a dense and a BM25 vector in the index; a search scores an entry by its best
+//! passage. A short entry is one passage whose text is [`EntryText::embedding_input`], so its
+//! vector is the one it always had.
+//!
+//! Words rather than model tokens keep the rule independent of the model: 128 words of
+//! English prose are about 170-200 WordPiece tokens, which with the question fits the window.
+
+use crate::embed::Embedder;
+use crate::store::EntryText;
+
+/// Words of the answer in one passage.
+pub const WINDOW_WORDS: usize = 128;
+/// Words between the starts of two passages: consecutive passages share 32 words, so a fact
+/// cut by one window's end is whole in the next.
+pub const STRIDE_WORDS: usize = 96;
+/// Words of the question repeated at the head of each passage of a long entry.
+const QUESTION_HEAD_WORDS: usize = 32;
+
+/// The texts to embed for an entry, in passage order.
+pub fn passages(text: &EntryText) -> Vec<String> {
+    let words: Vec<&str> = text.answer.split_whitespace().collect();
+    if words.len() <= WINDOW_WORDS {
+        return vec![text.embedding_input()];
+    }
+    let question: Vec<&str> = text.question.split_whitespace().take(QUESTION_HEAD_WORDS).collect();
+    let question = question.join(" ");
+    let mut starts: Vec<usize> = (0..words.len() - WINDOW_WORDS).step_by(STRIDE_WORDS).collect();
+    starts.push(words.len() - WINDOW_WORDS);
+    starts.into_iter().map(|start| format!("{question}\n{}", words[start..start + WINDOW_WORDS].join(" "))).collect()
+}
+
+/// What `embedding_model` records for vectors made under this rule: the model and the passage
+/// rule, so that changing either marks every entry stale for `admin reindex`.
+pub fn embedding_tag(model: &str) -> String {
+    format!("{model}; passages {WINDOW_WORDS}/{STRIDE_WORDS}")
+}
+
+/// Embeds every passage of each entry: the vectors of one entry, concatenated in passage order
+/// (how they are stored), per entry.
+pub async fn embed_entries(embedder: &dyn Embedder, texts: &[EntryText]) -> anyhow::Result<Vec<Vec<f32>>> {
+    let per_entry: Vec<Vec<String>> = texts.iter().map(passages).collect();
+    let counts: Vec<usize> = per_entry.iter().map(Vec::len).collect();
+    let vectors = embedder.embed(per_entry.into_iter().flatten().collect()).await?;
+    let expected: usize = counts.iter().sum();
+    anyhow::ensure!(
+        vectors.len() == expected,
+        "the embedder returned {} vectors for {expected} passages",
+        vectors.len()
+    );
+    let mut vectors = vectors.into_iter();
+    Ok(counts.into_iter().map(|count| vectors.by_ref().take(count).flatten().collect()).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(question: &str, words: usize) -> EntryText {
+        let answer: Vec<String> = (0..words).map(|i| format!("w{i}")).collect();
+        EntryText { question: question.to_owned(), answer: answer.join(" ") }
+    }
+
+    #[test]
+    fn a_short_entry_is_one_passage_of_its_usual_text() {
+        let text = EntryText { question: "Opening hours?".into(), answer: "Nine to five,\nevery day.".into() };
+        assert_eq!(passages(&text), vec![text.embedding_input()]);
+        assert_eq!(passages(&entry("Q", WINDOW_WORDS)).len(), 1);
+    }
+
+    #[test]
+    fn a_long_entry_is_covered_by_overlapping_windows_ending_with_the_answer() {
+        let text = entry("Title", 300);
+        let passages = passages(&text);
+        // Starts 0, 96, 192 (the last cut short, so moved back to end with the answer).
+        assert_eq!(passages.len(), 3);
+        for passage in &passages {
+            let (question, body) = passage.split_once('\n').unwrap();
+            assert_eq!(question, "Title");
+            assert_eq!(body.split(' ').count(), WINDOW_WORDS);
+        }
+        assert!(passages[0].starts_with("Title\nw0 "));
+        assert!(passages[1].starts_with("Title\nw96 "));
+        assert!(passages[2].starts_with("Title\nw172 ") && passages[2].ends_with(" w299"));
+        let one_more = super::passages(&entry("Title", WINDOW_WORDS + 1));
+        assert_eq!(one_more.len(), 2);
+        assert!(one_more[1].ends_with(&format!(" w{WINDOW_WORDS}")));
+    }
+
+    #[test]
+    fn a_long_question_is_cut_at_the_head_of_each_passage() {
+        let question: Vec<String> = (0..100).map(|i| format!("q{i}")).collect();
+        let passages = passages(&entry(&question.join(" "), 200));
+        let head = passages[0].split_once('\n').unwrap().0;
+        assert_eq!(head.split(' ').count(), QUESTION_HEAD_WORDS);
+    }
+}
