@@ -400,7 +400,9 @@ def section(f, machine, ranking):
     if f["over_model_window"] is not None:
         window = (f" {f['over_model_window']:,} of the {f['references_created']:,} entries (title + abstract, median "
                   f"{f['median_tokens']:.0f} WordPiece tokens) are longer than the model's {MODEL_WINDOW}-token "
-                  "window, so only their beginning is embedded.")
+                  f"window; {f['multi_passage_entries']:,} have answers over {WINDOW_WORDS} words and are embedded as "
+                  f"overlapping passages, {f['passages']:,} passages in all (a longer abstract costs more passages, "
+                  "and ingestion pays for each).")
     lines = [
         "## Knowledge base: retrieval quality on SciFact",
         "",

@@ -20,7 +20,7 @@ ensure_model
 SCIFACT_DIR="${SCIFACT_DIR:-$SWITCHBOARD_ROOT/../shared/data/scifact}"
 LIMIT_DOCS="${LIMIT_DOCS:-0}"
 CONCURRENCY="${CONCURRENCY:-4}"
-RANKING="${RANKING:-hybrid: dense passages and BM25, reciprocal rank fusion (docs/api-decisions.md, Knowledge search)}"
+RANKING="${RANKING:-hybrid: dense passages and BM25, reciprocal rank fusion (docs/api-decisions.md, How results are ordered)}"
 TUNINGS="${TUNINGS:-}"
 [ -f "$SCIFACT_DIR/corpus.jsonl" ] || { echo "no SciFact corpus in $SCIFACT_DIR" >&2; exit 1; }
 if [ -z "${SWITCHBOARD_BIN:-}" ]; then
