@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GET /v1/me through the gateway (Redis rate limiter on, limits raised so that nothing is
 # refused) against a static JSON file served by nginx, the ceiling of this machine; wrk
-# with 64 connections for 20 s each, in the same run. Writes BENCHMARKS.md.
+# with 64 connections for 20 s each, in the same run, with the Redis commands (INFO commandstats)
+# per admitted request and the machine's CPU model. Writes BENCHMARKS.md.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ensure_build_tools
@@ -81,13 +82,24 @@ nginx -c "$work/nginx.conf"
 sleep 0.3
 
 run_wrk() { wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --latency "$@"; }
+# Redis commands of every kind (those a Lua script runs count too) since the last reset, from
+# INFO commandstats; reset before each run, read after it, so a run's figure is its own.
+redis_reset() { redis-cli -p "$redis_port" config resetstat >/dev/null; }
+redis_commands() {
+  redis-cli -p "$redis_port" info commandstats | tr -d '\r' \
+    | awk -F'[=,]' '/^cmdstat_/ && !/^cmdstat_(info|config)/ {sum += $2} END {print sum + 0}'
+}
 echo "warming up" >&2
 wrk -t2 -c"$CONNECTIONS" -d3s -H "X-API-Key: $DEMO_KEY" "$BASE_URL/me" >/dev/null
 echo "gateway: GET /v1/me for $DURATION" >&2
+redis_reset
 run_wrk -H "X-API-Key: $DEMO_KEY" "$BASE_URL/me" | tee "$work/gateway.txt" >&2
+redis_commands > "$work/gateway.redis"
 for teams in $TEAM_COUNTS; do
   echo "gateway: GET /v1/me with $teams teams' keys for $DURATION" >&2
+  redis_reset
   run_wrk -s "$work/keys-$teams.lua" "$BASE_URL/me" | tee "$work/teams-$teams.txt" >&2
+  redis_commands > "$work/teams-$teams.redis"
 done
 echo "nginx: static file for $DURATION" >&2
 run_wrk "http://127.0.0.1:$nginx_port/me.json" | tee "$work/nginx.txt" >&2
@@ -140,7 +152,14 @@ def parse(name):
         value, unit = float(m.group(1)), m.group(2)
         return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-    return rps, pct(50), pct(99), int(non2xx.group(1)) if non2xx else 0
+    non2xx = int(non2xx.group(1)) if non2xx else 0
+    requests = int(re.search(r"(\d+) requests in", text).group(1))
+    try:
+        commands = int(open(f"{work}/{name}.redis").read().strip())
+        per_request = f"{commands / max(1, requests - non2xx):.2f}"
+    except FileNotFoundError:
+        per_request = "-"
+    return rps, pct(50), pct(99), non2xx, per_request
 g, n = parse("gateway"), parse("nginx")
 spread = [(int(teams), parse(f"teams-{teams}")) for teams in team_counts.split()]
 print("## Gateway: GET /v1/me against a static file\n")
@@ -154,16 +173,18 @@ print("wrk. Requests that arrive while a Redis call or an identity read is in fl
 print("together by the next one, whatever their team. The rows with many teams cycle through their")
 print("keys, so that concurrent requests are mostly of different teams.\n")
 print(f"{machine}\n")
-print("| target | requests/s | p50 | p99 | non-2xx | % of nginx |")
-print("|---|---|---|---|---|---|")
+print("| target | requests/s | p50 | p99 | non-2xx | Redis commands per admitted request | % of nginx |")
+print("|---|---|---|---|---|---|---|")
 def row(label, r):
-    print(f"| {label} | {r[0]:,.0f} | {r[1]:.2f} ms | {r[2]:.2f} ms | {r[3]} | {r[0] / n[0] * 100:.1f}% |")
+    print(f"| {label} | {r[0]:,.0f} | {r[1]:.2f} ms | {r[2]:.2f} ms | {r[3]} | {r[4]} | {r[0] / n[0] * 100:.1f}% |")
 row("gateway `GET /v1/me`, one key", g)
 for teams, r in spread:
     row(f"gateway `GET /v1/me`, keys of {teams:,} teams", r)
 row("nginx static JSON", n)
 print(f"\nTargets: at least 25% of nginx with one key and 40% with the keys of many teams; p99 at most 10 ms.")
-print(f"Redis held {redis_keys} rate-limit bucket(s) afterwards, so the Redis path was the one measured.\n")
+print(f"Redis held {redis_keys} rate-limit bucket(s) afterwards, so the Redis path was the one measured.")
+print("Redis commands: every `cmdstat_*` of `INFO commandstats` (commands run inside the limiter's")
+print("Lua script included) over the run, divided by the answers 200.\n")
 print(f"Over-admission: two more gateways on the same Redis, the standard limit at {limit} per minute, the")
 print(f"keys of {most:,} teams cycled through both for 10 s (inside one window): {admitted:,} answers 200")
 print(f"(exactly {allowed:,} allowed: {most:,} x {limit}), {limited:,} answers 429, {others} others; "
