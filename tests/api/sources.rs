@@ -1168,6 +1168,32 @@ async fn documents_of_every_supported_type_become_searchable() {
     assert_eq!(listed.expect(200)["data"][0]["counts"], json!({ "webpages": 0, "documents": 6, "references": 0 }));
 }
 
+/// A fact at the end of a long document section is found: the extractor cuts a long section
+/// into entries of a few sentences (and any entry longer than 128 words would be embedded as
+/// passages), so nothing past the model's window goes unsearched.
+#[tokio::test]
+async fn a_fact_at_the_end_of_a_long_document_section_is_found() {
+    let stack = Stack::start_with(ENV).await;
+    let team = stack.team("Acme", false, 100).await;
+    let api = stack.client(&team.key);
+    let base = format!("/knowledgebase/{}", id(&create_knowledgebase(&api, "Handbook").await));
+    let filler = "Visitors sign in at reception and wear a badge while they are in the building. \
+                  Meeting rooms are booked through the front desk and cleaned every evening. ";
+    let handbook = format!(
+        "# Tenant handbook\n\n## Building rules\n\n{}The spare key to the bicycle storage room is kept in the red \
+         lockbox behind the security desk.\n\n## Parking\n\nCars park in the underground garage on level minus two.\n",
+        filler.repeat(10)
+    );
+    let document = upload_file(&api, &base, "handbook.md", handbook.as_bytes()).await;
+    let settled = settle(&api, &format!("{base}/documents/{}", id(&document))).await;
+    assert_eq!(settled["status"], "ready", "{settled}");
+
+    let hits = search(&api, &base, "where is the bicycle storage spare key", "&limit=1&threshold=0.2").await;
+    assert_eq!(hits.len(), 1, "not found with a similarity of at least 0.2");
+    let answer = hits[0]["answer"].as_str().unwrap();
+    assert!(answer.ends_with("behind the security desk."), "{answer}");
+}
+
 #[tokio::test]
 async fn documents_are_renamed_and_deleted_on_both_paths() {
     let stack = Stack::start_with(ENV).await;
