@@ -81,11 +81,13 @@ pub async fn open(settings: Settings) -> anyhow::Result<Arc<Knowledge>> {
     }
     if sync.index().count().await? == 0 && store.count_entries().await? > 0 {
         // A new index (a first start with hybrid search replaced the old layout, or the index
-        // directory was lost): fill it from SQL, re-embedding what needs new passages.
-        tracing::info!("the vector index is empty while entries exist; rebuilding it from SQL");
-        let indexed = sync.rebuild(embedder.as_ref()).await.context("rebuilding the vector index")?;
-        tracing::info!(indexed, "rebuilt the vector index");
-    } else if !store.stale_embeddings(&passages::embedding_tag(embedder.model()), 1).await?.is_empty() {
+        // directory was lost): fill it from SQL with the stored vectors, which takes seconds;
+        // re-embedding what is stale is `admin reindex`'s, warned about below.
+        tracing::info!("the vector index is empty while entries exist; filling it from SQL");
+        let indexed = sync.fill_from_sql().await.context("filling the vector index from SQL")?;
+        tracing::info!(indexed, "filled the vector index from SQL");
+    }
+    if !store.stale_embeddings(&passages::embedding_tag(embedder.model()), 1).await?.is_empty() {
         tracing::warn!(
             model = embedder.model(),
             "some entries were embedded by another model or passage rule; run `switchboard admin reindex` to \

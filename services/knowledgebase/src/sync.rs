@@ -146,6 +146,18 @@ impl IndexSync {
                 self.store.set_embedding(&entry.id, &vectors, &tag).await?;
             }
         }
+        self.fill_locked().await
+    }
+
+    /// Empties the index and fills it again from SQL with the vectors stored there, stale or
+    /// not (an entry embedded under an older passage rule gets its first passages). Fast: what
+    /// a start does when it finds the index empty; `rebuild` is what re-embeds.
+    pub async fn fill_from_sql(&self) -> anyhow::Result<i64> {
+        let _guard = self.lock.lock().await;
+        self.fill_locked().await
+    }
+
+    async fn fill_locked(&self) -> anyhow::Result<i64> {
         self.index.clear().await.context("clearing the index")?;
         let mut after = String::new();
         let mut indexed = 0;

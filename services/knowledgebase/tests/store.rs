@@ -346,8 +346,8 @@ mod repair {
         .await;
     }
 
-    /// Entries stored before passages (one vector, the bare model name) are brought up to date
-    /// by a rebuild: a short one keeps its vector and gets the new tag, a long one is embedded
+    /// Entries stored before passages (one vector, the bare model name) are indexed as they are
+    /// by a fill from SQL, and brought up to date by a rebuild: a short one keeps its vector and gets the new tag, a long one is embedded
     /// again as passages, and a fact at its end is then found.
     #[tokio::test]
     async fn a_rebuild_embeds_old_long_entries_as_passages() {
@@ -370,6 +370,13 @@ mod repair {
                 ids.push(reference.id);
             }
             let before = knowledge.store.indexed_entries(&ids).await.unwrap();
+
+            // What a start does with an empty index: the stored vectors as they are, the long
+            // entry's one old vector on its first passage.
+            assert_eq!(knowledge.sync.fill_from_sql().await.unwrap(), 2);
+            assert_eq!(knowledge.sync.index().count().await.unwrap(), 2);
+            let hits = knowledge.search(&team, &kb, "visitors sign in and wear a badge", 1, 0.3).await.unwrap();
+            assert_eq!(hits[0].reference.as_ref().unwrap().id, ids[1]);
 
             assert_eq!(knowledge.sync.rebuild(embedder.as_ref()).await.unwrap(), 2);
             let tag = switchboard_knowledgebase::passages::embedding_tag(embedder.model());
