@@ -84,15 +84,7 @@ impl Ingest {
             return Err(Failure::Final("the page contains no text".to_owned()));
         }
         let entries = self.embed(pairs).await?;
-        if store
-            .finish_source(
-                SourceKind::Webpage,
-                webpage_id,
-                &entries,
-                &passages::embedding_tag(self.knowledge.embedder.model()),
-            )
-            .await?
-        {
+        if store.finish_source(SourceKind::Webpage, webpage_id, &entries, &self.knowledge.embedding_tag()).await? {
             self.knowledge.sync.apply_or_log().await;
         }
         Ok(())
@@ -118,15 +110,7 @@ impl Ingest {
             return Err(Failure::Final("the document contains no text".to_owned()));
         }
         let entries = self.embed(pairs).await?;
-        if store
-            .finish_source(
-                SourceKind::Document,
-                document_id,
-                &entries,
-                &passages::embedding_tag(self.knowledge.embedder.model()),
-            )
-            .await?
-        {
+        if store.finish_source(SourceKind::Document, document_id, &entries, &self.knowledge.embedding_tag()).await? {
             self.knowledge.sync.apply_or_log().await;
         }
         Ok(())

@@ -61,7 +61,12 @@ impl Knowledge {
             .map_err(|e| ServiceError::internal(e.context("embedding")))?
             .pop()
             .ok_or_else(|| ServiceError::internal(anyhow::anyhow!("the embedder returned no vector")))?;
-        Ok((vectors, passages::embedding_tag(self.embedder.model())))
+        Ok((vectors, self.embedding_tag()))
+    }
+
+    /// What `embedding_model` records for vectors made now (see `passages::embedding_tag`).
+    pub fn embedding_tag(&self) -> String {
+        passages::embedding_tag(self.embedder.model())
     }
 
     async fn embed_one(&self, text: String) -> ServiceResult<Vec<f32>> {

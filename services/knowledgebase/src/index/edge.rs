@@ -264,7 +264,7 @@ impl VectorIndex for EdgeIndex {
         // Written first, then the entries' other passages (left from a longer text) removed: a
         // search in between sees the entry, never a gap.
         let stale = Filter {
-            must: Some(vec![entries_condition(points.iter().map(|p| p.entry_id))?]),
+            must: Some(vec![entries_condition(super::entries_of(&points).into_iter())?]),
             must_not: Some(vec![Condition::HasId(
                 points.iter().map(|p| PointId::Uuid(p.id)).collect::<HasIdCondition>(),
             )]),
@@ -370,19 +370,14 @@ impl VectorIndex for EdgeIndex {
             };
             let dense = search(dense)?
                 .into_iter()
-                .filter_map(|point| {
-                    let entry_id = entry_of(&point)?;
-                    Some(Candidate { entry_id, score: point.score, similarity: point.score })
-                })
+                .filter_map(|point| Some(Candidate::dense(entry_of(&point)?, point.score)))
                 .filter(|candidate| super::reaches(candidate.similarity, threshold))
                 .collect();
             let lexical = match lexical {
                 Some(request) => search(request)?
                     .into_iter()
                     .filter_map(|point| {
-                        let entry_id = entry_of(&point)?;
-                        let similarity = super::cosine(&vector, dense_vector(&point)?);
-                        Some(Candidate { entry_id, score: point.score, similarity })
+                        Some(Candidate::lexical(entry_of(&point)?, point.score, &vector, dense_vector(&point)?))
                     })
                     .collect(),
                 None => Vec::new(),

@@ -52,15 +52,17 @@ impl Tuning {
     }
 
     pub fn parse(value: &str) -> Result<Self, String> {
+        fn number<T: std::str::FromStr>(pair: &str, text: &str) -> Result<T, String> {
+            text.trim().parse().map_err(|_| format!("{pair:?} is not a number"))
+        }
         let mut tuning = Self::default();
         for pair in value.split(',').filter(|pair| !pair.trim().is_empty()) {
-            let (key, number) = pair.split_once('=').ok_or_else(|| format!("{pair:?} is not key=value"))?;
-            let bad = |_| format!("{pair:?} is not a number");
+            let (key, text) = pair.split_once('=').ok_or_else(|| format!("{pair:?} is not key=value"))?;
             match key.trim() {
-                "k" => tuning.k = number.trim().parse().map_err(bad)?,
-                "dense" => tuning.dense = number.trim().parse().map_err(bad)?,
-                "lexical" => tuning.lexical = number.trim().parse().map_err(bad)?,
-                "candidates" => tuning.candidates = number.trim().parse().map_err(|_| format!("{pair:?}"))?,
+                "k" => tuning.k = number(pair, text)?,
+                "dense" => tuning.dense = number(pair, text)?,
+                "lexical" => tuning.lexical = number(pair, text)?,
+                "candidates" => tuning.candidates = number(pair, text)?,
                 other => return Err(format!("unknown setting {other:?}")),
             }
         }

@@ -90,6 +90,25 @@ pub struct Candidate {
     pub similarity: f32,
 }
 
+impl Candidate {
+    /// A passage of the dense list: its score is its similarity.
+    fn dense(entry_id: uuid::Uuid, score: f32) -> Self {
+        Self { entry_id, score, similarity: score }
+    }
+
+    /// A passage of the lexical list, its similarity computed from the dense vector the
+    /// backend returned with it.
+    fn lexical(entry_id: uuid::Uuid, score: f32, query: &[f32], passage: &[f32]) -> Self {
+        Self { entry_id, score, similarity: cosine(query, passage) }
+    }
+}
+
+/// The entries these passages belong to, each once.
+fn entries_of(points: &[Point]) -> Vec<uuid::Uuid> {
+    let ids: std::collections::BTreeSet<uuid::Uuid> = points.iter().map(|point| point.entry_id).collect();
+    ids.into_iter().collect()
+}
+
 /// The two ranked lists a search fuses, best first.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Candidates {

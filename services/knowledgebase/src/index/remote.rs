@@ -6,7 +6,6 @@
 //! the server's WAL) when they return.
 
 use anyhow::Context;
-use qdrant_client::qdrant::point_id::PointIdOptions;
 use qdrant_client::qdrant::vector_output::Vector as VectorOutput;
 use qdrant_client::qdrant::vectors_config::Config as VectorsConfigKind;
 use qdrant_client::qdrant::{
@@ -187,7 +186,7 @@ impl VectorIndex for RemoteIndex {
         // Written first, then the entries' other passages (left from a longer text) removed: a
         // search in between sees the entry, never a gap.
         let stale = Filter {
-            must: vec![Self::entries_condition(points.iter().map(|p| p.entry_id))],
+            must: vec![Self::entries_condition(super::entries_of(&points).into_iter())],
             must_not: vec![Condition::has_id(points.iter().map(|p| PointId::from(p.id.to_string())))],
             ..Filter::default()
         };
@@ -277,10 +276,7 @@ impl VectorIndex for RemoteIndex {
             .next()
             .unwrap_or_default()
             .into_iter()
-            .filter_map(|point| {
-                let entry_id = entry_of(&point)?;
-                Some(Candidate { entry_id, score: point.score, similarity: point.score })
-            })
+            .filter_map(|point| Some(Candidate::dense(entry_of(&point)?, point.score)))
             .filter(|candidate| super::reaches(candidate.similarity, threshold))
             .collect();
         let lexical = lists
@@ -288,9 +284,7 @@ impl VectorIndex for RemoteIndex {
             .unwrap_or_default()
             .into_iter()
             .filter_map(|point| {
-                let entry_id = entry_of(&point)?;
-                let similarity = super::cosine(&query.vector, &dense_vector(&point)?);
-                Some(Candidate { entry_id, score: point.score, similarity })
+                Some(Candidate::lexical(entry_of(&point)?, point.score, &query.vector, &dense_vector(&point)?))
             })
             .collect();
         Ok(Candidates { dense, lexical })
@@ -322,12 +316,9 @@ fn entry_id_only() -> with_payload_selector::SelectorOptions {
     with_payload_selector::SelectorOptions::Include(PayloadIncludeSelector { fields: vec![ENTRY_ID.to_owned()] })
 }
 
-/// The entry a returned passage belongs to; `None` for a point that is not one of ours.
+/// The entry a returned passage belongs to (its payload); `None` for a point that is not one
+/// of ours.
 fn entry_of(point: &ScoredPoint) -> Option<uuid::Uuid> {
-    // Point ids are UUIDs; the entry is in the payload.
-    let Some(PointIdOptions::Uuid(_)) = point.id.as_ref()?.point_id_options else {
-        return None;
-    };
     match point.payload.get(ENTRY_ID)?.kind.as_ref()? {
         Kind::StringValue(id) => uuid::Uuid::parse_str(id).ok(),
         _ => None,
