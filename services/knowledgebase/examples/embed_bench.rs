@@ -7,6 +7,9 @@
 
 use std::time::{Duration, Instant};
 
+#[path = "../tests/support/reference_bert.rs"]
+mod reference_bert;
+
 use anyhow::Context;
 use switchboard_knowledgebase::embed::{self, BertEmbedder, Embedder};
 
@@ -65,6 +68,29 @@ async fn main() -> anyhow::Result<()> {
     }
     latencies.sort();
 
+    // The same queries through candle-transformers' BERT (what the encoder replaced), one at a
+    // time on one thread as the service's workers run: the reference of this run.
+    let reference = reference_bert::ReferenceBert::load(&dir)?;
+    let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
+    let reference_latencies = one_thread.install(|| -> anyhow::Result<_> {
+        let mut latencies = Vec::with_capacity(QUERY_RUNS);
+        for query in queries.iter().cycle().take(QUERY_RUNS) {
+            let started = Instant::now();
+            reference.embed(query)?;
+            latencies.push(started.elapsed());
+        }
+        latencies.sort();
+        Ok(latencies)
+    })?;
+    let mut largest_difference = 0.0_f32;
+    for query in &queries {
+        let ours = model.embed(vec![query.clone()]).await?.remove(0);
+        let theirs = reference.embed(query)?;
+        for (a, b) in ours.iter().zip(&theirs) {
+            largest_difference = largest_difference.max((a - b).abs());
+        }
+    }
+
     let passages: Vec<String> = (0..PASSAGES).map(passage).collect();
     let mut tokenizer =
         tokenizers::Tokenizer::from_file(dir.join("tokenizer.json")).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -94,6 +120,7 @@ async fn main() -> anyhow::Result<()> {
     let bulk_throughput = PASSAGES as f64 / started.elapsed().as_secs_f64();
 
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    println!("CPU: {}", cpu_model());
     println!("all-MiniLM-L6-v2, candle CPU F32, {threads} threads, model loaded in {:.0} ms\n", ms(load_time));
     println!("| measurement | value |");
     println!("|---|---|");
@@ -103,6 +130,12 @@ async fn main() -> anyhow::Result<()> {
     );
     println!("| query latency p99 | {:.1} ms |", ms(percentile(&latencies, 0.99)));
     println!(
+        "| reference, candle-transformers BertModel, one thread: query p50 / p99 | {:.1} / {:.1} ms |",
+        ms(percentile(&reference_latencies, 0.50)),
+        ms(percentile(&reference_latencies, 0.99))
+    );
+    println!("| largest difference of a vector component from the reference | {largest_difference:.1e} |");
+    println!(
         "| passage throughput ({} tokens on average, batches of {PASSAGE_BATCH}, {PASSAGES} passages) | {throughput:.0} passages/s |",
         tokens / PASSAGES
     );
@@ -111,4 +144,15 @@ async fn main() -> anyhow::Result<()> {
         model.parallelism()
     );
     Ok(())
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines().find_map(|line| {
+                line.strip_prefix("model name").map(|rest| rest.trim_start_matches([' ', '\t', ':']).to_owned())
+            })
+        })
+        .unwrap_or_else(|| "unknown".to_owned())
 }

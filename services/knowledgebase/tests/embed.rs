@@ -8,6 +8,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
+#[path = "support/reference_bert.rs"]
+mod reference_bert;
+use reference_bert::ReferenceBert;
+
 /// Loaded once: each test runs its own runtime, and loading takes a while in debug builds.
 fn model() -> Arc<BertEmbedder> {
     static MODEL: OnceLock<Arc<BertEmbedder>> = OnceLock::new();
@@ -71,6 +75,25 @@ async fn bert_matches_a_reference_implementation() {
     let expected = [0.006903, -0.063023, -0.072044, -0.032496, -0.042709, 0.070429, 0.009074, 0.015408];
     for (i, (got, want)) in vector.iter().zip(expected).enumerate() {
         assert!((got - want).abs() < 1e-4, "dimension {i}: {got} instead of {want}");
+    }
+}
+
+/// The service's encoder against candle-transformers' BERT (what it replaced), over texts of
+/// very different lengths embedded in one batch, so that padding and masking are exercised.
+#[tokio::test]
+async fn bert_encoder_matches_candle_transformers_bert() {
+    let reference = ReferenceBert::load(&embed::default_model_dir()).unwrap();
+    let texts = strings(&[
+        "Opening hours",
+        "FX-4471-ZQ",
+        "Can I bring my dog to the hotel, and is there an extra charge for pets?",
+        &"Refunds are processed within five working days of receiving the item back. ".repeat(30),
+    ]);
+    let vectors = model().embed(texts.clone()).await.unwrap();
+    for (text, vector) in texts.iter().zip(&vectors) {
+        let expected = reference.embed(text).unwrap();
+        let worst = vector.iter().zip(&expected).map(|(a, b)| (a - b).abs()).fold(0.0_f32, f32::max);
+        assert!(worst < 1e-5, "{text:.30}: largest difference {worst}");
     }
 }
 

@@ -6,16 +6,18 @@ use std::sync::Arc;
 
 use anyhow::{Context, anyhow};
 use candle_core::{D, DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
 use super::Embedder;
+use super::encoder::{Config, Encoder};
 use super::threads::ModelThreads;
 
 const MODEL_NAME: &str = "all-MiniLM-L6-v2";
 /// sentence-transformers' `max_seq_length` for this model; `tokenizer.json` says 128.
 const MAX_TOKENS: usize = 256;
+/// Calls of at most this many texts (a search's query, a reference or two) may run on every
+/// core when the others are idle.
+const SMALL_CALL: usize = 4;
 /// Measured faster than 64 on a 2-core machine: less padding, better cache use.
 const BATCH_SIZE: usize = 16;
 
@@ -29,7 +31,7 @@ pub struct BertEmbedder {
 }
 
 struct Inner {
-    model: BertModel,
+    model: Encoder,
     tokenizer: Tokenizer,
     device: Device,
     pad_token_id: u32,
@@ -71,11 +73,7 @@ impl BertEmbedder {
         let device = Device::Cpu;
         let model = std::fs::read(&weights_path)
             .map_err(anyhow::Error::from)
-            .and_then(|bytes| {
-                // F32 only: F16 and BF16 give NaN with this model.
-                let vb = VarBuilder::from_buffered_safetensors(bytes, DType::F32, &device)?;
-                Ok(BertModel::load(vb, &config)?)
-            })
+            .and_then(|bytes| Encoder::load(&config, &bytes, &device))
             .with_context(|| format!("cannot load {}; {hint}", weights_path.display()))?;
 
         let pad_token_id = u32::try_from(config.pad_token_id).context("pad_token_id in config.json is too large")?;
@@ -95,6 +93,10 @@ impl Embedder for BertEmbedder {
             return Ok(Vec::new());
         }
         // CPU-bound for milliseconds to seconds: keep it off the async workers.
+        if texts.len() <= SMALL_CALL {
+            let inner = Arc::clone(&self.inner);
+            return self.threads.start_small(move || inner.embed(texts))?.await;
+        }
         let parts = self.threads.len().min(texts.len().div_ceil(BATCH_SIZE)).max(1);
         let per_part = texts.len().div_ceil(parts);
         let mut texts = texts.into_iter();
@@ -163,9 +165,7 @@ impl Inner {
         let shape = (batch.len(), longest);
         let ids = Tensor::from_vec(ids, shape, &self.device)?;
         let mask = Tensor::from_vec(mask, shape, &self.device)?;
-        let type_ids = ids.zeros_like()?;
-
-        let hidden = self.model.forward(&ids, &type_ids, Some(&mask)).context("the BERT forward pass failed")?;
+        let hidden = self.model.forward(&ids, &mask).context("the BERT forward pass failed")?;
         // Mean over the real tokens only: (batch, tokens, hidden) -> (batch, hidden).
         let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
         let summed = hidden.broadcast_mul(&mask)?.sum(1)?;

@@ -38,6 +38,8 @@ pub struct EmbeddingConfig {
 
 pub mod batch;
 pub mod bert;
+mod encoder;
+mod gelu;
 pub mod openai;
 mod threads;
 

@@ -14,6 +14,9 @@ use anyhow::{Context, anyhow};
 
 pub(super) struct ModelThreads {
     workers: Vec<Worker>,
+    /// Every core in one pool, for a small call that finds every worker idle (see
+    /// [`ModelThreads::start_small`]).
+    wide: Option<rayon::ThreadPool>,
 }
 
 struct Worker {
@@ -22,12 +25,15 @@ struct Worker {
     load: AtomicUsize,
 }
 
-/// Lowers a worker's load when its call ends, also when the caller stops waiting.
-struct Queued<'a>(&'a AtomicUsize);
+/// Lowers the loads of the workers a call counts against when it ends, also when the caller
+/// stops waiting.
+struct Queued<'a>(Vec<&'a AtomicUsize>);
 
 impl Drop for Queued<'_> {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+        for load in &self.0 {
+            load.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -43,7 +49,17 @@ impl ModelThreads {
                 Ok(Worker { pool, load: AtomicUsize::new(0) })
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
-        Ok(Self { workers })
+        let wide = if count > 1 {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(count)
+                .thread_name(|i| format!("embedder-wide-{i}"))
+                .build()
+                .context("cannot start the embedding threads")?;
+            Some(pool)
+        } else {
+            None
+        };
+        Ok(Self { workers, wide })
     }
 
     pub(super) fn len(&self) -> usize {
@@ -62,17 +78,46 @@ impl ModelThreads {
             .min_by_key(|worker| worker.load.load(Ordering::Relaxed))
             .context("no embedding thread")?;
         worker.load.fetch_add(1, Ordering::Relaxed);
-        let queued = Queued(&worker.load);
-        let (done, result) = tokio::sync::oneshot::channel();
-        worker.pool.spawn(move || {
-            let outcome = catch_unwind(AssertUnwindSafe(job)).unwrap_or_else(|_| Err(anyhow!("the model panicked")));
-            // The caller may have stopped waiting; the result is then of no use.
-            let _ = done.send(outcome);
-        });
-        Ok(async move {
-            let _queued = queued;
-            result.await.context("the embedding thread stopped")?
-        })
+        Ok(run(&worker.pool, Queued(vec![&worker.load]), job))
+    }
+
+    /// A small call (a search's query): when every worker is idle it runs on all cores, its
+    /// matrix products split between them, since nothing else wants them; otherwise as
+    /// [`ModelThreads::start`]. Measured on a 2-core Xeon: 25 tokens by the 384 x 1536 weight
+    /// take 316 µs on one thread and 219 µs on two, 50 tokens 451 µs and 251 µs, so the long
+    /// queries that make a search's p99 gain the most. While it runs, every worker counts it,
+    /// and a call that arrives meanwhile queues on a worker as usual.
+    pub(super) fn start_small<R: Send + 'static>(
+        &self,
+        job: impl FnOnce() -> anyhow::Result<R> + Send + 'static,
+    ) -> anyhow::Result<impl Future<Output = anyhow::Result<R>> + '_> {
+        let idle = || self.workers.iter().all(|worker| worker.load.load(Ordering::Relaxed) == 0);
+        let Some(wide) = self.wide.as_ref().filter(|_| idle()) else {
+            return Ok(futures::future::Either::Left(self.start(job)?));
+        };
+        let loads: Vec<&AtomicUsize> = self.workers.iter().map(|worker| &worker.load).collect();
+        for load in &loads {
+            load.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(futures::future::Either::Right(run(wide, Queued(loads), job)))
+    }
+}
+
+/// Runs `job` on `pool`; the future yields its result, and a panic in it as an error.
+fn run<'a, R: Send + 'static>(
+    pool: &rayon::ThreadPool,
+    queued: Queued<'a>,
+    job: impl FnOnce() -> anyhow::Result<R> + Send + 'static,
+) -> impl Future<Output = anyhow::Result<R>> + 'a {
+    let (done, result) = tokio::sync::oneshot::channel();
+    pool.spawn(move || {
+        let outcome = catch_unwind(AssertUnwindSafe(job)).unwrap_or_else(|_| Err(anyhow!("the model panicked")));
+        // The caller may have stopped waiting; the result is then of no use.
+        let _ = done.send(outcome);
+    });
+    async move {
+        let _queued = queued;
+        result.await.context("the embedding thread stopped")?
     }
 }
 
@@ -89,5 +134,19 @@ mod tests {
         assert!(panicked.to_string().contains("panicked"), "{panicked}");
         // The worker survives the panic.
         assert_eq!(threads.start(|| Ok(rayon::current_num_threads())).unwrap().await.unwrap(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_small_call_uses_every_core_only_when_all_workers_are_idle() {
+        let threads = ModelThreads::new(2).unwrap();
+        assert_eq!(threads.start_small(|| Ok(rayon::current_num_threads())).unwrap().await.unwrap(), 2);
+
+        let (release, hold) = std::sync::mpsc::channel::<()>();
+        let busy = threads.start(move || Ok(hold.recv()?)).unwrap();
+        let small = threads.start_small(|| Ok(rayon::current_num_threads())).unwrap();
+        assert_eq!(small.await.unwrap(), 1, "a worker is busy: the call runs on one thread");
+        release.send(()).unwrap();
+        busy.await.unwrap();
+        assert_eq!(threads.start_small(|| Ok(rayon::current_num_threads())).unwrap().await.unwrap(), 2);
     }
 }
