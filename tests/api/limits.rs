@@ -65,21 +65,177 @@ async fn classes_have_their_own_limits_and_the_key_team_pays_for_team_id() {
 }
 
 async fn second_gateway(stack: &Stack, redis: &Redis, limit: &str) -> (Process, String) {
+    second_gateway_with(stack, redis, &[("SWITCHBOARD_RATE_LIMIT_STANDARD", limit)]).await
+}
+
+async fn second_gateway_with(stack: &Stack, redis: &Redis, settings: &[(&str, &str)]) -> (Process, String) {
     let url = redis.url();
-    let gateway = Process::start(
-        &["serve", "gateway"],
-        &[
-            ("SWITCHBOARD_LISTEN", "127.0.0.1:0"),
-            ("SWITCHBOARD_IDENTITY_URL", &stack.identity_url),
-            ("SWITCHBOARD_SERVICE_TOKEN", &stack.service_token),
-            ("REDIS_URL", &url),
-            ("SWITCHBOARD_RATE_LIMIT_STANDARD", limit),
-        ],
-        "gateway listening on",
-    )
-    .await;
+    let mut env = vec![
+        ("SWITCHBOARD_LISTEN", "127.0.0.1:0"),
+        ("SWITCHBOARD_IDENTITY_URL", stack.identity_url.as_str()),
+        ("SWITCHBOARD_SERVICE_TOKEN", stack.service_token.as_str()),
+        ("REDIS_URL", url.as_str()),
+    ];
+    env.extend_from_slice(settings);
+    let gateway = Process::start(&["serve", "gateway"], &env, "gateway listening on").await;
     let base = gateway.line_after("gateway listening on").unwrap();
     (gateway, base)
+}
+
+/// Waits until `count` gateways subscribe to team versions: only then do they take leases.
+async fn await_subscribers(redis: &Redis, count: usize) {
+    let started = std::time::Instant::now();
+    loop {
+        let answer = redis.cli(&["PUBSUB", "NUMSUB", "switchboard:team-versions"]);
+        let subscribed: usize = answer.lines().nth(1).and_then(|n| n.trim().parse().ok()).unwrap_or(0);
+        if subscribed >= count {
+            // The gateway marks itself subscribed when Redis's confirmation reaches it, just
+            // after Redis counts it; a request in between only takes no lease (checked below).
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "{count} gateways did not subscribe to team versions in 15 s: {answer:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The lease a replica takes when `left` tokens stay in the bucket after its own (lease.rs).
+fn lease_size(left: u32) -> u32 {
+    let lease = (left / 8).min(256);
+    if lease < 4 { 0 } else { lease }
+}
+
+/// Tokens left in a bucket, read from Redis.
+fn bucket_tokens(redis: &Redis, team_id: &str) -> u32 {
+    let bucket = format!("switchboard:ratelimit:standard:{team_id}");
+    redis.cli(&["HGET", &bucket, "tokens"]).parse().expect("the bucket exists")
+}
+
+/// A replica takes tokens ahead of need in leases that shrink as the bucket empties, to none
+/// once fewer than 32 would stay behind; the headers still count down one by one.
+#[tokio::test]
+async fn leases_shrink_as_the_bucket_empties_and_the_headers_stay_exact() {
+    let redis = Redis::start().await;
+    let stack = Stack::start_with(&[("REDIS_URL", &redis.url())]).await;
+    await_subscribers(&redis, 1).await;
+    let team = stack.team("Leasing", false, 0).await;
+    let api = stack.client(&team.key);
+
+    let (mut before, mut held, mut leases) = (100_u32, 0_u32, Vec::new());
+    for i in 0..100_u32 {
+        let response = api.get("/me").await;
+        response.expect(200);
+        assert_eq!(response.header("x-ratelimit-remaining"), Some((99 - i).to_string().as_str()));
+        let now = bucket_tokens(&redis, &team.id);
+        if now == before {
+            assert!(held > 0, "request {}: served without a token from Redis or a lease", i + 1);
+            held -= 1;
+            continue;
+        }
+        assert_eq!(held, 0, "request {}: went to Redis while holding a lease", i + 1);
+        let lease = before - now - 1;
+        // The first request may reach the gateway before it knows it is subscribed: no lease.
+        let expected = lease_size(before - 1);
+        assert!(
+            lease == expected || (i == 0 && lease == 0),
+            "request {}: a lease of {lease} from {before}, not {expected}",
+            i + 1
+        );
+        if lease > 0 {
+            leases.push(lease);
+        }
+        (before, held) = (now, lease);
+    }
+    assert!(leases.len() >= 7 && leases.windows(2).all(|pair| pair[1] <= pair[0]), "leases {leases:?}");
+    assert_eq!(*leases.last().unwrap(), 4, "the smallest lease: {leases:?}");
+    assert_eq!(bucket_tokens(&redis, &team.id), 0);
+    let refused = api.get("/me").await;
+    assert_eq!(refused.status, 429);
+    assert_eq!(refused.header("x-ratelimit-remaining"), Some("0"));
+}
+
+/// What a replica holds when it dies is lost to that window, never more, and the next window
+/// is whole.
+#[tokio::test]
+async fn a_replica_that_dies_holding_a_lease_strands_its_tokens_for_that_window_only() {
+    let redis = Redis::start().await;
+    let window = ("SWITCHBOARD_RATE_LIMIT_WINDOW_MS", "8000");
+    let stack = Stack::start_with(&[("REDIS_URL", &redis.url()), window]).await;
+    let (mut doomed, doomed_base) = second_gateway_with(&stack, &redis, &[window]).await;
+    await_subscribers(&redis, 2).await;
+    let team = stack.team("Stranded", false, 0).await;
+
+    let first = Api::new(&doomed_base, Some(&team.key)).get("/me").await;
+    first.expect(200);
+    assert_eq!(first.header("ratelimit-policy"), Some("\"standard\";q=100;w=8"));
+    assert_eq!(bucket_tokens(&redis, &team.id), 100 - 1 - lease_size(99), "the replica took a lease");
+    doomed.child.kill().await.expect("kill the replica");
+
+    let survivor = stack.client(&team.key);
+    let admitted = admitted_until_refused(&survivor, 100).await;
+    assert_eq!(admitted, 99 - lease_size(99), "the dead replica's lease is gone for this window, nothing more");
+
+    // The window ends (8 s after the first request): the bucket is whole again.
+    let started = std::time::Instant::now();
+    while survivor.get("/me").await.status == 429 {
+        assert!(started.elapsed() < Duration::from_secs(20), "the 8 s window did not end within 20 s");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(1 + admitted_until_refused(&survivor, 100).await, 100, "a whole bucket in the next window");
+}
+
+/// The `X-RateLimit-Remaining` of the admitted answers, in ascending order.
+fn granted_remaining<'a>(responses: impl IntoIterator<Item = &'a crate::common::Response>) -> Vec<u32> {
+    let mut remaining: Vec<u32> = responses
+        .into_iter()
+        .filter(|r| r.status == 200)
+        .map(|r| r.header("x-ratelimit-remaining").unwrap().parse().unwrap())
+        .collect();
+    remaining.sort_unstable();
+    remaining
+}
+
+/// Requests admitted before the first 429 (at most `most` + 1 asked).
+async fn admitted_until_refused(api: &Api, most: u32) -> u32 {
+    for admitted in 0..=most {
+        let response = api.get("/me").await;
+        if response.status == 429 {
+            return admitted;
+        }
+        response.expect(200);
+    }
+    panic!("more than {most} requests admitted");
+}
+
+/// Two replicas leasing from one bucket under concurrent load: the limit is never exceeded,
+/// every token is used (each replica refuses only with an empty lease), and each remaining
+/// count is given once.
+#[tokio::test]
+async fn two_leasing_gateways_under_load_admit_exactly_the_limit() {
+    use futures::StreamExt;
+
+    let redis = Redis::start().await;
+    let limit = ("SWITCHBOARD_RATE_LIMIT_STANDARD", "1000");
+    let stack = Stack::start_with(&[("REDIS_URL", &redis.url()), limit]).await;
+    let (_gateway, other_base) = second_gateway_with(&stack, &redis, &[limit]).await;
+    await_subscribers(&redis, 2).await;
+    let team = stack.team("Loaded", false, 0).await;
+    let clients = [stack.client(&team.key), Api::new(&other_base, Some(&team.key))];
+    let responses: Vec<_> = futures::stream::iter(0..2_400)
+        .map(|i| {
+            let api = clients[i % 2].clone();
+            async move { api.get("/me").await }
+        })
+        .buffer_unordered(32)
+        .collect()
+        .await;
+    let remaining = granted_remaining(&responses);
+    assert!(responses.iter().all(|r| r.status == 200 || r.status == 429));
+    assert_eq!(remaining.len(), 1000, "admitted");
+    assert_eq!(remaining, (0..1000).collect::<Vec<u32>>(), "each remaining count given once");
+    assert_eq!(bucket_tokens(&redis, &team.id), 0);
 }
 
 #[tokio::test]
@@ -109,11 +265,15 @@ async fn requests_keep_flowing_when_redis_dies_and_share_again_when_it_returns()
     let mut redis = Redis::start().await;
     let url = redis.url();
     let stack = Stack::start_with(&[("REDIS_URL", &url)]).await;
+    await_subscribers(&redis, 1).await;
     let team = stack.team("Resilient", false, 0).await;
     let api = stack.client(&team.key);
     api.get("/me").await.expect(200);
     let key = format!("switchboard:ratelimit:standard:{}", team.id);
-    assert_eq!(redis.cli(&["HGET", &key, "tokens"]), "99");
+    // The request's token and the gateway's lease (or only the token, if the request came
+    // before the gateway knew itself subscribed).
+    let tokens = redis.cli(&["HGET", &key, "tokens"]);
+    assert!(tokens == (99 - lease_size(99)).to_string() || tokens == "99", "{tokens}");
 
     redis.kill();
     for _ in 0..20 {
@@ -150,11 +310,7 @@ async fn a_concurrent_burst_on_two_gateways_gets_exactly_the_limit() {
         async move { api.get("/me").await }
     }))
     .await;
-    let mut remaining: Vec<u32> = responses
-        .iter()
-        .filter(|r| r.status == 200)
-        .map(|r| r.header("x-ratelimit-remaining").unwrap().parse().unwrap())
-        .collect();
+    let remaining = granted_remaining(&responses);
     let refused = responses.iter().filter(|r| r.status == 429).count();
     assert_eq!(
         (remaining.len(), refused),
@@ -162,7 +318,6 @@ async fn a_concurrent_burst_on_two_gateways_gets_exactly_the_limit() {
         "statuses: {:?}",
         responses.iter().map(|r| r.status).collect::<Vec<_>>()
     );
-    remaining.sort_unstable();
     assert_eq!(remaining, (0..30).collect::<Vec<u32>>(), "each granted request saw its own remaining count");
     for response in responses.iter().filter(|r| r.status == 429) {
         assert_eq!(response.header("x-ratelimit-remaining"), Some("0"));
@@ -192,14 +347,8 @@ async fn a_concurrent_burst_of_many_teams_gets_each_team_its_limit() {
     let responses = futures::future::join_all(requests).await;
     for team in &teams {
         let answers: Vec<_> = responses.iter().filter(|(id, _)| *id == team.id).map(|(_, r)| r).collect();
-        let mut remaining: Vec<u32> = answers
-            .iter()
-            .filter(|r| r.status == 200)
-            .map(|r| r.header("x-ratelimit-remaining").unwrap().parse().unwrap())
-            .collect();
-        remaining.sort_unstable();
         assert_eq!(
-            remaining,
+            granted_remaining(answers.iter().copied()),
             (0..10).collect::<Vec<u32>>(),
             "team {}: each granted request saw its own count",
             team.id
@@ -250,6 +399,33 @@ async fn me_shows_a_change_at_once_on_every_gateway_sharing_redis() {
     for api in &gateways {
         let gone = api.get("/me").await;
         assert_eq!(gone.status, 404, "{}", gone.text);
+    }
+}
+
+/// With leases, a gateway admits most requests without asking Redis, so it learns new team
+/// versions from the subscription: every change through one gateway shows on the next
+/// request through the other, each time.
+#[tokio::test]
+async fn every_change_shows_at_once_through_the_other_leasing_gateway() {
+    let redis = Redis::start().await;
+    let stack = Stack::start_with(&[("REDIS_URL", &redis.url())]).await;
+    let (_gateway, other_base) = second_gateway(&stack, &redis, "100").await;
+    await_subscribers(&redis, 2).await;
+    let agency = stack.team("Agency", true, 1_000).await;
+    let gateways = [stack.client(&agency.key), Api::new(&other_base, Some(&agency.key))];
+    for api in &gateways {
+        for _ in 0..3 {
+            assert_eq!(api.get("/me").await.expect(200)["data"]["credits"]["balance"], 1_000);
+        }
+    }
+    for round in 0..20_i64 {
+        let (changer, reader) = (&gateways[(round % 2) as usize], &gateways[1 - (round % 2) as usize]);
+        let mut body = subteam_body(&format!("Client {round}"));
+        body["email"] = format!("client{round}@client.example").into();
+        changer.post("/agency/subteams", body).await.expect(201);
+        let balance = 1_000 - 10 * (round + 1);
+        assert_eq!(reader.get("/me").await.expect(200)["data"]["credits"]["balance"], balance, "round {round}");
+        assert_eq!(changer.get("/me").await.expect(200)["data"]["credits"]["balance"], balance, "round {round}");
     }
 }
 

@@ -5,7 +5,6 @@
 use switchboard_kit::ErrorKind;
 
 use super::Decision;
-use super::WINDOW_MS;
 use crate::endpoint::errors::{Code, RateLimitBody};
 
 pub fn rate_limit_headers(decision: &Decision) -> Vec<(&'static str, String)> {
@@ -15,7 +14,7 @@ pub fn rate_limit_headers(decision: &Decision) -> Vec<(&'static str, String)> {
         ("X-RateLimit-Limit", decision.limit.to_string()),
         ("X-RateLimit-Remaining", decision.remaining.to_string()),
         ("X-RateLimit-Reset", ((decision.reset_at_ms + 999) / 1000).to_string()),
-        ("RateLimit-Policy", format!("\"{policy}\";q={};w={}", decision.limit, WINDOW_MS / 1000)),
+        ("RateLimit-Policy", format!("\"{policy}\";q={};w={}", decision.limit, decision.window_ms / 1000)),
         ("RateLimit", format!("\"{policy}\";r={};t={reset_seconds}", decision.remaining)),
     ]
 }

@@ -15,7 +15,7 @@ pub struct LocalBuckets {
 }
 
 impl LocalBuckets {
-    pub fn take(&self, team_id: &str, class: RateClass, limit: u32, now_ms: i64) -> Decision {
+    pub fn take(&self, team_id: &str, class: RateClass, limit: u32, window_ms: i64, now_ms: i64) -> Decision {
         // A poisoned lock only means another request panicked mid-update; the map is
         // still a valid map of buckets.
         let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
@@ -23,7 +23,7 @@ impl LocalBuckets {
             buckets.retain(|_, state| state.reset_at_ms > now_ms);
         }
         let key = (team_id.to_owned(), class);
-        let (state, decision) = bucket::take(buckets.get(&key).copied(), class, limit, now_ms);
+        let (state, decision) = bucket::take(buckets.get(&key).copied(), class, limit, window_ms, now_ms);
         buckets.insert(key, state);
         decision
     }
@@ -32,13 +32,14 @@ impl LocalBuckets {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::WINDOW_MS;
 
     #[test]
     fn teams_and_classes_have_separate_buckets() {
         let buckets = LocalBuckets::default();
-        assert!(buckets.take("a", RateClass::Bulk, 1, 0).allowed);
-        assert!(!buckets.take("a", RateClass::Bulk, 1, 1).allowed);
-        assert!(buckets.take("b", RateClass::Bulk, 1, 2).allowed);
-        assert!(buckets.take("a", RateClass::Write, 1, 3).allowed);
+        assert!(buckets.take("a", RateClass::Bulk, 1, WINDOW_MS, 0).allowed);
+        assert!(!buckets.take("a", RateClass::Bulk, 1, WINDOW_MS, 1).allowed);
+        assert!(buckets.take("b", RateClass::Bulk, 1, WINDOW_MS, 2).allowed);
+        assert!(buckets.take("a", RateClass::Write, 1, WINDOW_MS, 3).allowed);
     }
 }

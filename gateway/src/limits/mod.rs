@@ -5,12 +5,16 @@
 //! per minute" promises (request N+1 inside the minute is refused) and what the hosted
 //! product's `retryAfter`/`resetAt` describe. The bucket lives in Redis when configured,
 //! updated by one Lua script on the server's clock, so every gateway replica shares it;
-//! when Redis is absent, slow or down the same algorithm runs in process.
+//! a replica takes tokens from it in leases and admits requests from them in memory
+//! (`lease.rs`). When Redis is absent, slow or down the same algorithm runs in process.
 
 mod bucket;
 mod headers;
+mod lease;
 mod local;
 mod redis;
+mod subscriber;
+mod versions;
 
 use std::sync::Arc;
 
@@ -20,6 +24,8 @@ pub use headers::{rate_limit_headers, too_many_requests};
 use crate::config::GatewayConfig;
 use switchboard_kit::redis_client::RedisClient;
 
+/// The window of every limit: the spec's "per minute". Tests shorten it
+/// (`SWITCHBOARD_RATE_LIMIT_WINDOW_MS`) to see a window end without waiting a minute.
 pub const WINDOW_MS: i64 = 60_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -48,7 +54,7 @@ impl RateClass {
     }
 }
 
-/// Requests per minute for each class.
+/// Requests per window (a minute) for each class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RateLimits {
     pub standard: u32,
@@ -56,11 +62,12 @@ pub struct RateLimits {
     pub search: u32,
     pub bulk: u32,
     pub auth: u32,
+    pub window_ms: i64,
 }
 
 impl Default for RateLimits {
     fn default() -> Self {
-        Self { standard: 100, write: 60, search: 30, bulk: 10, auth: 30 }
+        Self { standard: 100, write: 60, search: 30, bulk: 10, auth: 30, window_ms: WINDOW_MS }
     }
 }
 
@@ -93,8 +100,20 @@ pub struct RateLimiter {
 }
 
 impl RateLimiter {
+    /// With Redis, also subscribes to team versions (`versions.rs`); must then be called on a
+    /// tokio runtime.
     pub fn new(config: &GatewayConfig, redis: Option<Arc<RedisClient>>) -> Arc<Self> {
-        let redis = redis.map(redis::RedisBuckets::new);
+        let window_ms = config.rate_limits.window_ms;
+        let redis = redis.map(|redis| {
+            let watch = config.redis_url.as_deref().and_then(|url| match versions::VersionWatch::start(url) {
+                Ok(watch) => Some(watch),
+                Err(error) => {
+                    tracing::warn!(%error, "team versions: cannot subscribe; no token leases");
+                    None
+                }
+            });
+            redis::RedisBuckets::new(redis, watch, window_ms)
+        });
         Arc::new(Self { limits: config.rate_limits, local: local::LocalBuckets::default(), redis })
     }
 
@@ -106,6 +125,6 @@ impl RateLimiter {
         {
             return decision;
         }
-        self.local.take(team_id, class, limit, switchboard_kit::time::now_ms())
+        self.local.take(team_id, class, limit, self.limits.window_ms, switchboard_kit::time::now_ms())
     }
 }

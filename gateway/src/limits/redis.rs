@@ -9,9 +9,11 @@
 //! refused. The script touches several keys at once, so the buckets must live on one Redis
 //! node (a single server or a primary with replicas, not a Redis Cluster).
 //!
-//! The same call reads the version of each bucket's team (`switchboard_kit::team_versions`),
-//! so that `GET /me` can tell whether the identity it holds is still current without a
-//! round trip of its own.
+//! The same call hands this replica a lease of further tokens from each bucket (`lease.rs`),
+//! and later requests of the team are admitted from it without a call, as long as the team's
+//! version is known from the subscription (`versions.rs`). The call also reads the version of
+//! each bucket's team (`switchboard_kit::team_versions`), so that `GET /me` can tell whether
+//! the identity it holds is still current without a round trip of its own.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -19,22 +21,28 @@ use std::sync::Arc;
 use switchboard_kit::redis_client::RedisClient;
 use switchboard_kit::team_versions;
 
+use super::RateClass;
 use super::bucket::Decision;
-use super::{RateClass, WINDOW_MS};
+use super::lease::{self, Granted, Leases};
+use super::versions::VersionWatch;
 use crate::combine::Combiner;
 
-/// KEYS a bucket and its team's version key per bucket; ARGV the window (ms), then a limit
-/// and a wanted number of tokens per bucket. Answers `{granted, tokens left, reset (ms), team
-/// version (0 when none)}` per bucket, then the server's `now`.
+/// KEYS a bucket and its team's version key per bucket; ARGV the window (ms), the lease
+/// divisor and smallest lease, then a limit, a wanted number of tokens and the largest lease
+/// (0: none) per bucket. Answers `{granted, leased, tokens left, reset (ms), team version (0
+/// when none)}` per bucket, then the server's `now`.
 const SCRIPT: &str = r"
 local window = tonumber(ARGV[1])
+local divisor = tonumber(ARGV[2])
+local smallest = tonumber(ARGV[3])
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local out = {}
 for i = 1, #KEYS / 2 do
   local key = KEYS[2 * i - 1]
-  local limit = tonumber(ARGV[2 * i])
-  local wanted = tonumber(ARGV[2 * i + 1])
+  local limit = tonumber(ARGV[3 * i + 1])
+  local wanted = tonumber(ARGV[3 * i + 2])
+  local most = tonumber(ARGV[3 * i + 3])
   local state = redis.call('HMGET', key, 'tokens', 'reset')
   local tokens = tonumber(state[1])
   local reset = tonumber(state[2])
@@ -48,12 +56,18 @@ for i = 1, #KEYS / 2 do
   end
   local granted = math.min(tokens, wanted)
   tokens = tokens - granted
+  local leased = math.min(math.floor(tokens / divisor), most)
+  if leased < smallest then
+    leased = 0
+  end
+  tokens = tokens - leased
   redis.call('HSET', key, 'tokens', tokens, 'reset', reset)
   -- HSET keeps a key's expiry: it is set once per window.
   if fresh then
     redis.call('PEXPIREAT', key, reset)
   end
   out[#out + 1] = granted
+  out[#out + 1] = leased
   out[#out + 1] = tokens
   out[#out + 1] = reset
   out[#out + 1] = tonumber(redis.call('GET', KEYS[2 * i]) or '0') or 0
@@ -77,24 +91,31 @@ pub struct RedisBuckets {
     redis: Arc<RedisClient>,
     script: redis::Script,
     combiner: Combiner<(), Take, Option<Decision>>,
+    /// Without a subscription to team versions, every request reads its team's version with
+    /// its token, and no leases are taken.
+    watch: Option<Arc<VersionWatch>>,
+    leases: Leases,
+    window_ms: i64,
 }
 
 /// What one bucket gave a batch, before it is shared out among the batch's requests for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Grant {
     granted: u32,
+    leased: u32,
     left: u32,
     reset_at_ms: i64,
     now_ms: i64,
+    window_ms: i64,
     team_version: i64,
 }
 
 impl Grant {
     /// The decision of the `index`-th request for the bucket: the first `granted` requests get
-    /// a token each, in order, and see what was left after their own.
+    /// a token each, in order, numbered above the lease's tokens (which are handed out later).
     fn decision(&self, index: u32, class: RateClass, limit: u32) -> Decision {
         let allowed = index < self.granted;
-        let remaining = if allowed { self.left + (self.granted - index - 1) } else { 0 };
+        let remaining = if allowed { self.left + self.leased + (self.granted - index - 1) } else { 0 };
         Decision {
             class,
             allowed,
@@ -102,6 +123,7 @@ impl Grant {
             remaining,
             reset_at_ms: self.reset_at_ms,
             now_ms: self.now_ms,
+            window_ms: self.window_ms,
             team_version: Some(self.team_version),
         }
     }
@@ -114,6 +136,8 @@ struct BucketTake<'a> {
     class: RateClass,
     limit: u32,
     wanted: u32,
+    /// The largest lease to take beside the wanted tokens.
+    lease: u32,
 }
 
 /// A batch of takes grouped by bucket: the buckets in first-seen order with the tokens wanted
@@ -142,6 +166,7 @@ impl<'a> Batch<'a> {
                     class: take.class,
                     limit: take.limit,
                     wanted: 0,
+                    lease: 0,
                 });
                 batch.buckets.len() - 1
             });
@@ -154,57 +179,132 @@ impl<'a> Batch<'a> {
 }
 
 impl RedisBuckets {
-    pub fn new(redis: Arc<RedisClient>) -> Self {
-        Self { redis, script: redis::Script::new(SCRIPT), combiner: Combiner::new(MOST_PER_CALL) }
+    pub fn new(redis: Arc<RedisClient>, watch: Option<Arc<VersionWatch>>, window_ms: i64) -> Self {
+        Self {
+            redis,
+            script: redis::Script::new(SCRIPT),
+            combiner: Combiner::new(MOST_PER_CALL),
+            watch,
+            leases: Leases::default(),
+            window_ms,
+        }
     }
 
     /// The shared decision, or `None` when Redis cannot give one in time.
     pub async fn take(&self, team_id: &str, class: RateClass, limit: u32) -> Option<Decision> {
+        if let Some(decision) = self.leased_token(team_id, class, limit) {
+            return Some(decision);
+        }
         if self.redis.skipping() {
             return None;
         }
         let take = Take { team_id: team_id.to_owned(), class, limit };
         self.combiner
-            .run(
-                (),
-                take,
-                |takes| async move {
-                    let batch = Batch::of(&takes);
-                    let grants = self.call(&batch.buckets).await;
-                    let places = batch.places;
-                    (takes, places, grants)
-                },
-                |(takes, places, grants), index| {
-                    let grants = grants.as_ref()?;
-                    let (take, (bucket, place)) = (takes.get(index)?, places.get(index)?);
-                    Some(grants.get(*bucket)?.decision(*place, take.class, take.limit))
-                },
-            )
+            .run((), take, |takes| self.serve(takes), |decisions, index| decisions.get(index).copied().flatten())
             .await
+    }
+
+    /// Decides a batch of takes that waited while the previous call ran: from the leases that
+    /// call may have brought where it can (so that waiting requests do not leave them unused),
+    /// the rest with one script call that also takes new leases.
+    async fn serve(&self, takes: Vec<Take>) -> Vec<Option<Decision>> {
+        let mut decisions: Vec<Option<Decision>> =
+            takes.iter().map(|take| self.leased_token(&take.team_id, take.class, take.limit)).collect();
+        let pending: Vec<Take> = takes
+            .iter()
+            .zip(&decisions)
+            .filter(|(_, decided)| decided.is_none())
+            .map(|(take, _)| take.clone())
+            .collect();
+        if pending.is_empty() {
+            return decisions;
+        }
+        let mut batch = Batch::of(&pending);
+        let generation = self.watch.as_ref().and_then(|watch| watch.generation());
+        if generation.is_some() {
+            for bucket in batch.buckets.iter_mut().filter(|bucket| leases(bucket.class)) {
+                if !self.leases.holds(bucket.team_id, bucket.class) {
+                    bucket.lease = lease::MOST;
+                }
+            }
+        }
+        let Some(grants) = self.call(&batch.buckets).await else {
+            return decisions;
+        };
+        if let (Some(watch), Some(generation)) = (&self.watch, generation) {
+            for (bucket, grant) in batch.buckets.iter().zip(&grants) {
+                watch.learned(generation, bucket.team_id, grant.team_version);
+                self.leases.keep(bucket.team_id, bucket.class, grant.lease(bucket.limit));
+            }
+        }
+        let mut answers = pending.iter().zip(&batch.places).map(|(take, (bucket, place))| {
+            grants.get(*bucket).map(|grant| grant.decision(*place, take.class, take.limit))
+        });
+        for decision in decisions.iter_mut().filter(|decided| decided.is_none()) {
+            *decision = answers.next().flatten();
+        }
+        decisions
+    }
+
+    /// A token from this replica's lease, when the team's version is known without a call.
+    fn leased_token(&self, team_id: &str, class: RateClass, limit: u32) -> Option<Decision> {
+        if !leases(class) {
+            return None;
+        }
+        let version = self.watch.as_ref()?.version(team_id)?;
+        self.leases.take(team_id, class, limit, version)
     }
 
     /// One script call for every bucket of a batch.
     async fn call(&self, buckets: &[BucketTake<'_>]) -> Option<Vec<Grant>> {
         let mut invocation = self.script.prepare_invoke();
-        invocation.arg(WINDOW_MS);
+        invocation.arg(self.window_ms).arg(lease::DIVISOR).arg(lease::SMALLEST);
         for bucket in buckets {
-            invocation.key(bucket.key()).key(team_versions::key(bucket.team_id)).arg(bucket.limit).arg(bucket.wanted);
+            invocation
+                .key(bucket.key())
+                .key(team_versions::key(bucket.team_id))
+                .arg(bucket.limit)
+                .arg(bucket.wanted)
+                .arg(bucket.lease);
         }
         let reply: Vec<i64> = self.redis.run(&invocation).await?;
         let Some((&now_ms, answers)) = reply.split_last() else {
             return self.redis.failed("empty script reply");
         };
-        if answers.len() != buckets.len() * 4 {
+        if answers.len() != buckets.len() * 5 {
             return self.redis.failed(&format!("script reply of {} values for {} buckets", reply.len(), buckets.len()));
         }
-        let grants = answers.chunks_exact(4).zip(buckets).map(|(answer, bucket)| Grant {
-            granted: u32::try_from(answer[0]).unwrap_or(0).min(bucket.wanted),
-            left: u32::try_from(answer[1]).unwrap_or(0),
-            reset_at_ms: answer[2],
+        let count = |value: i64| u32::try_from(value).unwrap_or(0);
+        let grants = answers.chunks_exact(5).zip(buckets).map(|(answer, bucket)| Grant {
+            granted: count(answer[0]).min(bucket.wanted),
+            leased: count(answer[1]).min(bucket.lease),
+            left: count(answer[2]),
+            reset_at_ms: answer[3],
             now_ms,
-            team_version: answer[3],
+            window_ms: self.window_ms,
+            team_version: answer[4],
         });
         Some(grants.collect())
+    }
+}
+
+/// Sign-in and other visitor buckets are per client address, have no team version and low
+/// limits: their requests always take their token from Redis.
+fn leases(class: RateClass) -> bool {
+    class != RateClass::Auth
+}
+
+impl Grant {
+    /// The lease part of the grant, as this replica keeps it.
+    fn lease(&self, limit: u32) -> Granted {
+        Granted {
+            tokens: self.leased,
+            left: self.left,
+            limit,
+            reset_at_ms: self.reset_at_ms,
+            redis_now_ms: self.now_ms,
+            window_ms: self.window_ms,
+        }
     }
 }
 
@@ -214,7 +314,15 @@ mod tests {
 
     #[test]
     fn a_grant_is_shared_out_in_order() {
-        let grant = Grant { granted: 2, left: 0, reset_at_ms: 60_000, now_ms: 1_000, team_version: 7 };
+        let grant = Grant {
+            granted: 2,
+            leased: 0,
+            left: 0,
+            reset_at_ms: 60_000,
+            now_ms: 1_000,
+            window_ms: 60_000,
+            team_version: 7,
+        };
         let decisions: Vec<_> = (0..3).map(|i| grant.decision(i, RateClass::Write, 60)).collect();
         assert!(decisions[0].allowed && decisions[1].allowed && !decisions[2].allowed);
         assert_eq!([decisions[0].remaining, decisions[1].remaining, decisions[2].remaining], [1, 0, 0]);
@@ -223,9 +331,34 @@ mod tests {
 
     #[test]
     fn a_full_grant_leaves_the_rest_to_the_last_request() {
-        let grant = Grant { granted: 3, left: 10, reset_at_ms: 60_000, now_ms: 0, team_version: 0 };
+        let grant = Grant {
+            granted: 3,
+            leased: 0,
+            left: 10,
+            reset_at_ms: 60_000,
+            now_ms: 0,
+            window_ms: 60_000,
+            team_version: 0,
+        };
         let remaining: Vec<_> = (0..3).map(|i| grant.decision(i, RateClass::Standard, 100).remaining).collect();
         assert_eq!(remaining, [12, 11, 10]);
+    }
+
+    #[test]
+    fn the_requests_of_a_batch_are_numbered_above_the_lease() {
+        let grant = Grant {
+            granted: 2,
+            leased: 4,
+            left: 10,
+            reset_at_ms: 60_000,
+            now_ms: 0,
+            window_ms: 60_000,
+            team_version: 0,
+        };
+        let remaining: Vec<_> = (0..2).map(|i| grant.decision(i, RateClass::Standard, 100).remaining).collect();
+        assert_eq!(remaining, [15, 14], "the lease holds 13 down to 10");
+        let lease = grant.lease(100);
+        assert_eq!((lease.tokens, lease.left), (4, 10));
     }
 
     fn take(team: &str, class: RateClass) -> Take {

@@ -1,9 +1,11 @@
 //! Team versions: a Redis value per team that the identity service replaces, before it answers,
 //! whenever something `GET /me` shows of the team changes (its credits, its deletion). The
-//! gateway reads the version in the same script call that takes the request's rate-limit
-//! token and keeps the last identity it read under the version it saw before the read; while
-//! the version is unchanged the identity is served from memory, and a changed version makes
-//! the next request read again. A team that was never changed has version 0 (no key).
+//! new value is also published on [`CHANNEL`] as `<team id> <version>`. Gateways keep the
+//! last identity they read under the version they saw before the read; while the version is
+//! unchanged the identity is served from memory, and a changed version makes the next request
+//! read again. A gateway learns versions from the channel while subscribed, and otherwise
+//! reads them in the script call that takes a request's rate-limit tokens. A team that was
+//! never changed has version 0 (no key).
 //!
 //! Values are random, never counters: a Redis that restarts empty or from an old snapshot
 //! can only make a version differ from what a gateway holds (one extra read), never repeat a
@@ -17,10 +19,17 @@ use crate::redis_client::RedisClient;
 /// which only costs gateways one read.
 const KEEP_SECONDS: u64 = 86_400;
 
-/// Sets each KEYS[i] to ARGV[i + 1], expiring after ARGV[1] seconds.
+/// Where new versions are published, as `<team id> <version>`.
+pub const CHANNEL: &str = "switchboard:team-versions";
+
+/// ARGV: the keys' lifetime in seconds, the channel, then a version and a team id per key.
+/// Sets each KEYS[i] to its version and publishes `<team id> <version>`; set before published,
+/// so that a gateway subscribing in between reads the new value.
 const PUBLISH: &str = r"
 for i, key in ipairs(KEYS) do
-  redis.call('SET', key, ARGV[i + 1], 'EX', ARGV[1])
+  local version = ARGV[2 * i + 1]
+  redis.call('SET', key, version, 'EX', ARGV[1])
+  redis.call('PUBLISH', ARGV[2], ARGV[2 * i + 2] .. ' ' .. version)
 end
 return #KEYS
 ";
@@ -35,11 +44,12 @@ pub fn key(team_id: &str) -> String {
 pub struct TeamVersions {
     redis: Arc<RedisClient>,
     script: Arc<redis::Script>,
+    settle: Arc<redis::Script>,
 }
 
 impl TeamVersions {
     pub fn new(redis: Arc<RedisClient>) -> Self {
-        Self { redis, script: Arc::new(redis::Script::new(PUBLISH)) }
+        Self { redis, script: Arc::new(redis::Script::new(PUBLISH)), settle: Arc::new(redis::Script::new("return 1")) }
     }
 
     /// Gives each team a new version. Called after the change is committed and before the
@@ -52,14 +62,21 @@ impl TeamVersions {
             return;
         }
         let mut invocation = self.script.prepare_invoke();
-        invocation.arg(KEEP_SECONDS);
+        invocation.arg(KEEP_SECONDS).arg(CHANNEL);
         for team_id in team_ids {
-            invocation.key(key(team_id)).arg(fresh_version());
+            invocation.key(key(team_id)).arg(fresh_version()).arg(*team_id);
         }
         // The client logs the outage once, not once per change.
         if self.redis.run::<i64>(&invocation).await.is_none() {
             tracing::debug!(teams = ?team_ids, "team versions not published");
+            return;
         }
+        // Redis writes a script's reply and the messages it published in one pass of its event
+        // loop, the reply first; if Redis is descheduled in between (a busy machine), the caller
+        // could be answered and reach another gateway before that gateway's subscription has
+        // the message. A second call is served only after that pass ended, so once it answers
+        // every subscriber's socket has the new version.
+        let _ = self.redis.run::<i64>(&self.settle.prepare_invoke()).await;
     }
 }
 
