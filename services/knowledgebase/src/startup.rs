@@ -74,7 +74,7 @@ pub async fn open(settings: Settings) -> anyhow::Result<Arc<Knowledge>> {
     let mut index_config = settings.index;
     index_config.dimensions = embedder.dimensions();
     let index = index::open(&index_config).await.context("opening the vector index")?;
-    let sync = IndexSync::new(store.clone(), index, embedder.dimensions())?;
+    let sync = IndexSync::new(store.clone(), index, embedder.dimensions(), embedder.model())?;
     let repaired = sync.apply_pending().await.context("applying index changes left from the last run")?;
     if repaired > 0 {
         tracing::info!(repaired, "applied index changes left from the last run");

@@ -28,6 +28,9 @@ pub struct IndexSync {
     lexical: Lexical,
     /// Dimensions of one stored vector, to split an entry's passages.
     dimensions: usize,
+    /// The embedding model's name: entries another model embedded stay out of the index until
+    /// `reindex` embeds them again (their vectors mean nothing beside this model's).
+    model: String,
     lock: Mutex<()>,
 }
 
@@ -52,10 +55,21 @@ pub fn entry_points(lexical: &Lexical, dimensions: usize, entry: IndexedEntry) -
     Ok(points)
 }
 
+/// Whether an entry's embedding tag (`<model>` or `<model>; passages ...`) names `model`.
+fn made_by(tag: &str, model: &str) -> bool {
+    tag.split(';').next().map(str::trim) == Some(model)
+}
+
 impl IndexSync {
-    pub fn new(store: KnowledgeStore, index: Arc<dyn VectorIndex>, dimensions: usize) -> anyhow::Result<Arc<Self>> {
+    pub fn new(
+        store: KnowledgeStore,
+        index: Arc<dyn VectorIndex>,
+        dimensions: usize,
+        model: &str,
+    ) -> anyhow::Result<Arc<Self>> {
         anyhow::ensure!(dimensions > 0, "vector dimensions must be positive");
-        Ok(Arc::new(Self { store, index, lexical: Lexical::new()?, dimensions, lock: Mutex::new(()) }))
+        let model = model.to_owned();
+        Ok(Arc::new(Self { store, index, lexical: Lexical::new()?, dimensions, model, lock: Mutex::new(()) }))
     }
 
     pub fn index(&self) -> &Arc<dyn VectorIndex> {
@@ -69,7 +83,7 @@ impl IndexSync {
 
     fn points_of(&self, entries: Vec<IndexedEntry>) -> anyhow::Result<Vec<Point>> {
         let mut points = Vec::with_capacity(entries.len());
-        for entry in entries {
+        for entry in entries.into_iter().filter(|entry| made_by(&entry.model, &self.model)) {
             points.extend(entry_points(&self.lexical, self.dimensions, entry)?);
         }
         Ok(points)
@@ -150,8 +164,9 @@ impl IndexSync {
     }
 
     /// Empties the index and fills it again from SQL with the vectors stored there, stale or
-    /// not (an entry embedded under an older passage rule gets its first passages). Fast: what
-    /// a start does when it finds the index empty; `rebuild` is what re-embeds.
+    /// not (an entry embedded under an older passage rule gets its first passages), except
+    /// those another model made. Fast: what a start does when it finds the index empty;
+    /// `rebuild` is what re-embeds.
     pub async fn fill_from_sql(&self) -> anyhow::Result<i64> {
         let _guard = self.lock.lock().await;
         self.fill_locked().await
@@ -167,7 +182,8 @@ impl IndexSync {
                 break;
             };
             after = last.id.clone();
-            indexed += i64::try_from(page.len()).unwrap_or(0);
+            let ours = page.iter().filter(|entry| made_by(&entry.model, &self.model)).count();
+            indexed += i64::try_from(ours).unwrap_or(0);
             self.index.upsert(self.points_of(page)?).await?;
         }
         Ok(indexed)
@@ -182,5 +198,18 @@ impl IndexSync {
             }
             self.apply_or_log().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod model_tests {
+    use super::made_by;
+
+    #[test]
+    fn an_entry_belongs_to_the_model_its_tag_names() {
+        assert!(made_by("all-MiniLM-L6-v2", "all-MiniLM-L6-v2"));
+        assert!(made_by("all-MiniLM-L6-v2; passages 128/96", "all-MiniLM-L6-v2"));
+        assert!(!made_by("all-mpnet-base-v2; passages 128/96", "all-MiniLM-L6-v2"));
+        assert!(!made_by("", "all-MiniLM-L6-v2"));
     }
 }

@@ -336,6 +336,37 @@ async fn an_index_of_the_single_vector_layout_is_replaced_on_open() {
     assert_eq!(ids(&index.dense_search("kb", entry.vector.clone(), 10, 0.5).await.unwrap()), vec![entry.id]);
 }
 
+/// An index made for another embedding model (vectors of another size) is replaced by an empty
+/// one when opened, on both backends: `reindex` then fills it with the new model's vectors.
+#[tokio::test]
+async fn an_index_of_another_dimension_is_replaced_on_open() {
+    let wide_point =
+        || Point { vector: vec![1.0 / ((2 * DIMS) as f32).sqrt(); 2 * DIMS], ..point("kb", unit(&[(0, 1.0)])) };
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let wider = EdgeIndex::open(dir.path(), 2 * DIMS).unwrap();
+        wider.upsert(vec![wide_point()]).await.unwrap();
+        assert_eq!(wider.count().await.unwrap(), 1);
+    }
+    let index = open(&dir);
+    assert_eq!(index.count().await.unwrap(), 0);
+    let entry = point("kb", unit(&[(0, 1.0)]));
+    index.upsert(vec![entry.clone()]).await.unwrap();
+    assert_eq!(ids(&index.dense_search("kb", entry.vector.clone(), 10, 0.5).await.unwrap()), vec![entry.id]);
+
+    if let Ok(url) = std::env::var("SWITCHBOARD_TEST_QDRANT_URL") {
+        let key = std::env::var("SWITCHBOARD_TEST_QDRANT_API_KEY").ok();
+        let collection = format!("switchboard_test_{}", Uuid::new_v4().simple());
+        let wider = RemoteIndex::open(&url, key.as_deref(), &collection, 2 * DIMS).await.unwrap();
+        wider.upsert(vec![wide_point()]).await.unwrap();
+        assert_eq!(wider.count().await.unwrap(), 1);
+        let remote = RemoteIndex::open(&url, key.as_deref(), &collection, DIMS).await.unwrap();
+        assert_eq!(remote.count().await.unwrap(), 0);
+        remote.upsert(vec![entry.clone()]).await.unwrap();
+        assert_eq!(remote.count().await.unwrap(), 1);
+    }
+}
+
 #[tokio::test]
 async fn writes_survive_dropping_and_reopening() {
     let dir = tempfile::tempdir().unwrap();
@@ -420,14 +451,10 @@ async fn crash_after_writes() {
 }
 
 #[tokio::test]
-async fn reopening_with_other_dimensions_fails() {
+async fn vectors_of_the_wrong_size_are_refused_not_stored() {
     let dir = tempfile::tempdir().unwrap();
     let index = open(&dir);
     index.upsert(vec![point("kb", unit(&[(0, 1.0)]))]).await.unwrap();
-    drop(index);
-    assert!(EdgeIndex::open(dir.path(), 768).is_err());
-    // Vectors of the wrong size are refused, not stored.
-    let index = open(&dir);
     let mut bad = point("kb", vec![1.0; 3]);
     assert!(index.upsert(vec![bad.clone()]).await.is_err());
     bad.vector = vec![1.0; DIMS + 1];

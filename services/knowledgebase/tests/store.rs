@@ -350,6 +350,35 @@ mod repair {
     /// by a fill from SQL, and brought up to date by a rebuild: a short one keeps its vector and gets the new tag, a long one is embedded
     /// again as passages, and a fact at its end is then found.
     #[tokio::test]
+    async fn entries_of_another_model_stay_out_of_the_index_until_a_rebuild_embeds_them() {
+        on_every_engine(|_, url| async move {
+            let dir = tempfile::tempdir().unwrap();
+            let knowledge = switchboard_knowledgebase::open(settings(&url, dir.path())).await.unwrap();
+            let (team, embedder) = (team(), knowledge.embedder.clone());
+            let kb = knowledgebase(&knowledge.store, &team).await;
+            let ours = EntryText { question: "Opening hours?".into(), answer: "Nine to five on weekdays.".into() };
+            let theirs = EntryText { question: "Parking".into(), answer: "Guests park free behind the hotel.".into() };
+            let vector = embedder.embed(vec![ours.embedding_input()]).await.unwrap().pop().unwrap();
+            knowledge.store.insert_reference(&team, &kb, &ours, &vector, embedder.model()).await.unwrap();
+            // Two vectors of another model's size and name, as a deployment that switched models has.
+            let other: Vec<f32> = (0..2 * embedder.dimensions()).map(|i| (i % 7) as f32).collect();
+            let stranger = knowledge
+                .store
+                .insert_reference(&team, &kb, &theirs, &other, "some-other-model; passages 128/96")
+                .await
+                .unwrap();
+
+            assert_eq!(knowledge.sync.fill_from_sql().await.unwrap(), 1, "only this model's entry");
+            assert_eq!(knowledge.sync.index().count().await.unwrap(), 1);
+
+            assert_eq!(knowledge.sync.rebuild(embedder.as_ref()).await.unwrap(), 2);
+            let hits = knowledge.search(&team, &kb, "where can guests leave the car", 1, 0.3).await.unwrap();
+            assert_eq!(hits[0].reference.as_ref().unwrap().id, stranger.id);
+        })
+        .await;
+    }
+
+    #[tokio::test]
     async fn a_rebuild_embeds_old_long_entries_as_passages() {
         on_every_engine(|_, url| async move {
             let dir = tempfile::tempdir().unwrap();

@@ -1,5 +1,6 @@
-//! all-MiniLM-L6-v2 in process: BERT, mean pooling over the attention mask, L2 normalisation,
-//! which is exactly what sentence-transformers computes for this model.
+//! A sentence-transformers model in process: a BERT or MPNet encoder (`encoder.rs`), mean
+//! pooling over the attention mask, L2 normalisation, which is exactly what sentence-transformers
+//! computes for all-MiniLM-L6-v2 (the default) and all-mpnet-base-v2.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -12,18 +13,21 @@ use super::Embedder;
 use super::encoder::{Config, Encoder};
 use super::threads::ModelThreads;
 
-const MODEL_NAME: &str = "all-MiniLM-L6-v2";
-/// sentence-transformers' `max_seq_length` for this model; `tokenizer.json` says 128.
-const MAX_TOKENS: usize = 256;
+/// sentence-transformers' `max_seq_length` for all-MiniLM-L6-v2, whose directory (made by
+/// `ensure_model`) has no `sentence_bert_config.json` to say so; `tokenizer.json` says 128.
+const DEFAULT_MAX_TOKENS: usize = 256;
 /// Calls of at most this many texts (a search's query, a reference or two) may run on every
 /// core when the others are idle.
 const SMALL_CALL: usize = 4;
 /// Measured faster than 64 on a 2-core machine: less padding, better cache use.
 const BATCH_SIZE: usize = 16;
 
+/// Named for the architecture it started with; it runs MPNet models too.
 pub struct BertEmbedder {
     inner: Arc<Inner>,
     dimensions: usize,
+    /// The model directory's name (see [`model_name`]).
+    name: String,
     /// One thread per core. Texts enough for several batches are split over them: candle's
     /// CPU kernels keep about one core busy per call (measured: the same passages per second
     /// with one thread as with two), so calls side by side are what uses every core.
@@ -37,12 +41,19 @@ struct Inner {
     pad_token_id: u32,
 }
 
+/// sentence-transformers' own settings of a model, when its directory has them.
+#[derive(serde::Deserialize)]
+struct SentenceConfig {
+    max_seq_length: Option<usize>,
+}
+
 impl BertEmbedder {
     pub fn load(model_dir: &Path) -> anyhow::Result<Self> {
         let hint = format!(
-            "the model directory {} must hold config.json, tokenizer.json and model.safetensors of {MODEL_NAME}; \
-             download it with `source scripts/lib.sh && ensure_model`, or point SWITCHBOARD_EMBEDDING_MODEL_DIR \
-             at a directory that has them",
+            "the model directory {} must hold config.json, tokenizer.json and model.safetensors of a BERT or \
+             MPNet sentence-transformers model; download the default (all-MiniLM-L6-v2) with \
+             `source scripts/lib.sh && ensure_model`, or point SWITCHBOARD_EMBEDDING_MODEL_DIR at a directory \
+             that has them",
             model_dir.display()
         );
 
@@ -59,15 +70,6 @@ impl BertEmbedder {
         // The file pads every input to 128 tokens: a short query would cost 4x. Padding is done
         // per batch below, to the longest sequence of the batch.
         tokenizer.with_padding(None);
-        tokenizer
-            .with_truncation(Some(TruncationParams {
-                direction: TruncationDirection::Right,
-                max_length: MAX_TOKENS,
-                strategy: TruncationStrategy::LongestFirst,
-                stride: 0,
-            }))
-            .map_err(|e| anyhow!("{e}"))
-            .context("cannot set the tokenizer's truncation")?;
 
         let weights_path = model_dir.join("model.safetensors");
         let device = Device::Cpu;
@@ -76,14 +78,53 @@ impl BertEmbedder {
             .and_then(|bytes| Encoder::load(&config, &bytes, &device))
             .with_context(|| format!("cannot load {}; {hint}", weights_path.display()))?;
 
+        // all-mpnet-base-v2 reads 384 tokens; longer texts are cut there as sentence-transformers
+        // cuts them, so that vectors are the ones the model was evaluated with.
+        let sentence_path = model_dir.join("sentence_bert_config.json");
+        let max_tokens = match std::fs::read(&sentence_path) {
+            Ok(bytes) => serde_json::from_slice::<SentenceConfig>(&bytes)
+                .with_context(|| format!("cannot parse {}", sentence_path.display()))?
+                .max_seq_length
+                .unwrap_or(DEFAULT_MAX_TOKENS),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => DEFAULT_MAX_TOKENS,
+            Err(error) => return Err(error).with_context(|| format!("cannot read {}", sentence_path.display())),
+        }
+        .min(model.max_tokens());
+
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                direction: TruncationDirection::Right,
+                max_length: max_tokens,
+                strategy: TruncationStrategy::LongestFirst,
+                stride: 0,
+            }))
+            .map_err(|e| anyhow!("{e}"))
+            .context("cannot set the tokenizer's truncation")?;
+
         let pad_token_id = u32::try_from(config.pad_token_id).context("pad_token_id in config.json is too large")?;
         let threads = ModelThreads::new(std::thread::available_parallelism().map_or(1, usize::from))?;
         Ok(Self {
             inner: Arc::new(Inner { model, tokenizer, device, pad_token_id }),
             dimensions: config.hidden_size,
+            name: model_name(model_dir),
             threads,
         })
     }
+}
+
+/// The name stored with each vector: the model directory's, with symbolic links resolved, as
+/// sentence-transformers models are distributed (`all-MiniLM-L6-v2`, `all-mpnet-base-v2`) and as
+/// `ensure_model`, the Docker image and the Helm chart lay the default out. `config.json` has
+/// no such name: its `_name_or_path` is the base model the sentence model was trained from
+/// (`nreimers/MiniLM-L6-H384-uncased`, `microsoft/mpnet-base`). Pointing
+/// SWITCHBOARD_EMBEDDING_MODEL_DIR at a differently named copy of the same model therefore
+/// marks the stored vectors stale, which `admin reindex` settles by re-embedding.
+fn model_name(model_dir: &Path) -> String {
+    let resolved = std::fs::canonicalize(model_dir).unwrap_or_else(|_| model_dir.to_path_buf());
+    resolved
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| resolved.display().to_string())
 }
 
 #[async_trait::async_trait]
@@ -119,7 +160,7 @@ impl Embedder for BertEmbedder {
     }
 
     fn model(&self) -> &str {
-        MODEL_NAME
+        &self.name
     }
 
     fn parallelism(&self) -> usize {
@@ -165,7 +206,7 @@ impl Inner {
         let shape = (batch.len(), longest);
         let ids = Tensor::from_vec(ids, shape, &self.device)?;
         let mask = Tensor::from_vec(mask, shape, &self.device)?;
-        let hidden = self.model.forward(&ids, &mask).context("the BERT forward pass failed")?;
+        let hidden = self.model.forward(&ids, &mask).context("the encoder's forward pass failed")?;
         // Mean over the real tokens only: (batch, tokens, hidden) -> (batch, hidden).
         let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
         let summed = hidden.broadcast_mul(&mask)?.sum(1)?;

@@ -1,4 +1,5 @@
-//! The BERT encoder's forward pass, written for inference on a CPU with candle's tensors.
+//! The forward pass of BERT-family encoders (BERT, MPNet), written for inference on a CPU with
+//! candle's tensors.
 //!
 //! candle-transformers' `BertModel` computes the same function, but spends most of a short
 //! query's time outside the arithmetic: every linear layer multiplies by a transposed view of
@@ -7,6 +8,12 @@
 //! key and value projections are one product, the attention scale is folded into the query
 //! weights, and GELU uses a rational approximation of `erf` that the compiler vectorizes
 //! (`gelu.rs`). On a 20-token query these cut the model's time by about half (BENCHMARKS.md).
+//!
+//! MPNet (all-mpnet-base-v2) has BERT's layers under other weight names, and differs only
+//! around them: no token type embeddings, positions counted from `pad_token_id + 1` (as RoBERTa
+//! does), and a bias by relative position, one table shared by all layers, added to every
+//! layer's attention scores (see [`RelativeBias`]). `config.json`'s `model_type` (or, in
+//! exports without it, `architectures`) says which of the two a model is.
 
 use std::collections::HashMap;
 
@@ -16,7 +23,7 @@ use serde::Deserialize;
 
 use super::gelu::Gelu;
 
-/// The fields of a Hugging Face BERT `config.json` that the forward pass needs.
+/// The fields of a Hugging Face BERT or MPNet `config.json` that the forward pass needs.
 #[derive(Debug, Deserialize)]
 pub(super) struct Config {
     pub hidden_size: usize,
@@ -30,10 +37,80 @@ pub(super) struct Config {
     pub hidden_act: String,
     #[serde(default)]
     pub position_embedding_type: Option<String>,
-    /// Prefix of the weight names in some exports (`bert.encoder...`).
+    /// Which encoder this is, and the prefix of the weight names in some exports
+    /// (`bert.encoder...`).
     #[serde(default)]
     pub model_type: Option<String>,
+    /// The model classes of the export (`["BertModel"]`, `["MPNetForMaskedLM"]`): what tells the
+    /// architecture when `model_type` is missing.
+    #[serde(default)]
+    pub architectures: Vec<String>,
 }
+
+/// The encoder families [`Encoder`] runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Architecture {
+    Bert,
+    MpNet,
+}
+
+impl Config {
+    pub(super) fn architecture(&self) -> anyhow::Result<Architecture> {
+        if let Some(kind) = &self.model_type {
+            return match kind.to_ascii_lowercase().as_str() {
+                "bert" => Ok(Architecture::Bert),
+                "mpnet" => Ok(Architecture::MpNet),
+                // A look-alike (RoBERTa, DistilBERT, ...) would load under BERT's names or fail
+                // on one, and compute the wrong function where it loads: say so instead.
+                _ => bail!("model_type {kind:?} is not supported; this encoder runs \"bert\" and \"mpnet\" models"),
+            };
+        }
+        let class = |prefix: &str| self.architectures.iter().any(|name| name.starts_with(prefix));
+        match (class("Bert"), class("MPNet")) {
+            (_, true) => Ok(Architecture::MpNet),
+            (true, false) => Ok(Architecture::Bert),
+            // The files this service always ran: a BERT `config.json` of neither field.
+            (false, false) if self.architectures.is_empty() => Ok(Architecture::Bert),
+            (false, false) => bail!(
+                "architectures {:?} are not supported; this encoder runs BERT and MPNet models",
+                self.architectures
+            ),
+        }
+    }
+}
+
+/// Where the two architectures keep the attention's weights inside `encoder.layer.N`; the
+/// feed-forward part has the same names in both.
+struct AttentionNames {
+    query: &'static str,
+    key: &'static str,
+    value: &'static str,
+    output: &'static str,
+    norm: &'static str,
+}
+
+const BERT_ATTENTION: AttentionNames = AttentionNames {
+    query: "attention.self.query",
+    key: "attention.self.key",
+    value: "attention.self.value",
+    output: "attention.output.dense",
+    norm: "attention.output.LayerNorm",
+};
+
+const MPNET_ATTENTION: AttentionNames = AttentionNames {
+    query: "attention.attn.q",
+    key: "attention.attn.k",
+    value: "attention.attn.v",
+    output: "attention.attn.o",
+    norm: "attention.LayerNorm",
+};
+
+/// Buckets of MPNet's relative position bias. transformers' `MPNetEncoder` buckets with this
+/// default whatever `relative_attention_num_buckets` says (it sizes only the table), so the
+/// table must have exactly this many rows for the function to be the trained one.
+const RELATIVE_BUCKETS: usize = 32;
+/// Distances from this on share the last bucket of their side.
+const RELATIVE_MAX_DISTANCE: usize = 128;
 
 fn default_activation() -> String {
     "gelu".to_owned()
@@ -41,15 +118,28 @@ fn default_activation() -> String {
 
 pub(super) struct Encoder {
     word_embeddings: Tensor,
+    /// The rows of the position table that the tokens use, from the first token's: row 0 for
+    /// BERT, `pad_token_id + 1` for MPNet.
     position_embeddings: Tensor,
-    /// Row 0 of the token type table: every input is one segment.
-    token_type: Tensor,
+    /// BERT: row 0 of the token type table, every input being one segment. MPNet has none.
+    token_type: Option<Tensor>,
+    /// MPNet only.
+    relative_bias: Option<RelativeBias>,
     embedding_norm: Norm,
     layers: Vec<Layer>,
     heads: usize,
     head_size: usize,
     hidden: usize,
-    max_positions: usize,
+    /// The longest input, special tokens included, that has a position embedding.
+    max_tokens: usize,
+}
+
+/// MPNet's bias by relative position, T5's scheme: the key's offset from the query picks a
+/// bucket (exact for near tokens, logarithmically wider further away, one side of the buckets
+/// per direction), and the bucket a learned value per head, added to the scaled attention score.
+struct RelativeBias {
+    /// `[RELATIVE_BUCKETS, heads]`.
+    table: Tensor,
 }
 
 struct Layer {
@@ -113,9 +203,15 @@ impl Weights {
 impl Encoder {
     pub(super) fn load(config: &Config, safetensors: &[u8], device: &Device) -> anyhow::Result<Self> {
         if config.hidden_act != "gelu" {
-            bail!("activation {:?} is not supported; this encoder runs BERT models with \"gelu\"", config.hidden_act);
+            bail!(
+                "activation {:?} is not supported; this encoder runs BERT and MPNet models with \"gelu\"",
+                config.hidden_act
+            );
         }
-        if config.position_embedding_type.as_deref().is_some_and(|kind| kind != "absolute") {
+        let architecture = config.architecture()?;
+        if architecture == Architecture::Bert
+            && config.position_embedding_type.as_deref().is_some_and(|kind| kind != "absolute")
+        {
             bail!("only absolute position embeddings are supported");
         }
         if config.num_attention_heads == 0 || !config.hidden_size.is_multiple_of(config.num_attention_heads) {
@@ -132,13 +228,18 @@ impl Encoder {
         let head_size = config.hidden_size / config.num_attention_heads;
         let eps = config.layer_norm_eps;
 
+        let names = match architecture {
+            Architecture::Bert => &BERT_ATTENTION,
+            Architecture::MpNet => &MPNET_ATTENTION,
+        };
+
         let layers = (0..config.num_hidden_layers)
             .map(|i| {
                 let at = |part: &str| format!("encoder.layer.{i}.{part}");
                 let (query, key, value) = (
-                    weights.dense(&at("attention.self.query"))?,
-                    weights.dense(&at("attention.self.key"))?,
-                    weights.dense(&at("attention.self.value"))?,
+                    weights.dense(&at(names.query))?,
+                    weights.dense(&at(names.key))?,
+                    weights.dense(&at(names.value))?,
                 );
                 // softmax(q·kᵀ / √d): the division moves into the query's weight and bias.
                 let scale = 1.0 / (head_size as f64).sqrt();
@@ -148,8 +249,8 @@ impl Encoder {
                 };
                 Ok(Layer {
                     qkv,
-                    attention_out: weights.dense(&at("attention.output.dense"))?,
-                    attention_norm: weights.norm(&at("attention.output.LayerNorm"), eps)?,
+                    attention_out: weights.dense(&at(names.output))?,
+                    attention_norm: weights.norm(&at(names.norm), eps)?,
                     up: weights.dense(&at("intermediate.dense"))?,
                     down: weights.dense(&at("output.dense"))?,
                     output_norm: weights.norm(&at("output.LayerNorm"), eps)?,
@@ -157,20 +258,44 @@ impl Encoder {
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
 
+        let positions = weights.get("embeddings.position_embeddings.weight")?;
+        if positions.dim(0)? < config.max_position_embeddings {
+            bail!("the position embeddings have fewer rows than max_position_embeddings");
+        }
+        let (first_position, token_type, relative_bias) = match architecture {
+            Architecture::Bert => (0, Some(weights.get("embeddings.token_type_embeddings.weight")?.get(0)?), None),
+            Architecture::MpNet => {
+                let table = weights.get("encoder.relative_attention_bias.weight")?;
+                if table.dims() != [RELATIVE_BUCKETS, config.num_attention_heads] {
+                    bail!(
+                        "the relative attention bias is {:?}, not [{RELATIVE_BUCKETS}, num_attention_heads]",
+                        table.dims()
+                    );
+                }
+                // transformers numbers real tokens from pad_token_id + 1 and gives padding
+                // pad_token_id (`create_position_ids_from_input_ids`). Here padding comes last and
+                // is masked, so its positions change nothing: the rows from pad_token_id + 1 on
+                // serve every token.
+                (config.pad_token_id + 1, None, Some(RelativeBias { table }))
+            }
+        };
+        let max_tokens = config
+            .max_position_embeddings
+            .checked_sub(first_position)
+            .filter(|&n| n > 0)
+            .ok_or_else(|| anyhow!("pad_token_id {} leaves no position embeddings to use", config.pad_token_id))?;
         let encoder = Self {
             word_embeddings: weights.get("embeddings.word_embeddings.weight")?,
-            position_embeddings: weights.get("embeddings.position_embeddings.weight")?,
-            token_type: weights.get("embeddings.token_type_embeddings.weight")?.get(0)?,
+            position_embeddings: positions.narrow(0, first_position, max_tokens)?.contiguous()?,
+            token_type,
+            relative_bias,
             embedding_norm: weights.norm("embeddings.LayerNorm", eps)?,
             layers,
             heads: config.num_attention_heads,
             head_size,
             hidden: config.hidden_size,
-            max_positions: config.max_position_embeddings,
+            max_tokens,
         };
-        if encoder.position_embeddings.dim(0)? < encoder.max_positions {
-            bail!("the position embeddings have fewer rows than max_position_embeddings");
-        }
         if let Some(mismatch) =
             encoder.layers.iter().find(|layer| layer.up.weight.dims() != [config.hidden_size, config.intermediate_size])
         {
@@ -179,19 +304,27 @@ impl Encoder {
         Ok(encoder)
     }
 
+    /// The longest input, special tokens included, the model has positions for.
+    pub(super) fn max_tokens(&self) -> usize {
+        self.max_tokens
+    }
+
     /// Token vectors of the last layer, `(batch, tokens, hidden)`. `ids` and `mask` are
-    /// `(batch, tokens)` u32; padding has mask 0 and is never attended to.
+    /// `(batch, tokens)` u32; padding has mask 0, comes after the real tokens and is never
+    /// attended to.
     pub(super) fn forward(&self, ids: &Tensor, mask: &Tensor) -> anyhow::Result<Tensor> {
         let (batch, tokens) = ids.dims2()?;
-        if tokens > self.max_positions {
-            bail!("{tokens} tokens exceed the model's {} positions", self.max_positions);
+        if tokens > self.max_tokens {
+            bail!("{tokens} tokens exceed the model's {} positions", self.max_tokens);
         }
         let rows = batch * tokens;
         let words = self.word_embeddings.index_select(&ids.flatten_all()?, 0)?.reshape((batch, tokens, self.hidden))?;
         let positions = self.position_embeddings.narrow(0, 0, tokens)?;
-        let embedded =
-            words.broadcast_add(&positions)?.broadcast_add(&self.token_type)?.reshape((rows, self.hidden))?;
-        let mut x = self.embedding_norm.forward(&embedded)?;
+        let mut embedded = words.broadcast_add(&positions)?;
+        if let Some(token_type) = &self.token_type {
+            embedded = embedded.broadcast_add(token_type)?;
+        }
+        let mut x = self.embedding_norm.forward(&embedded.reshape((rows, self.hidden))?)?;
 
         // Added to the attention scores: 0 for real tokens, the lowest float for padding (as
         // the reference implementation does). A batch without padding skips the addition.
@@ -201,9 +334,15 @@ impl Encoder {
         } else {
             None
         };
+        // MPNet's relative bias is the same for every layer: one sum with the padding, made
+        // once per call, then one addition per layer as for BERT.
+        let bias = match (self.relative_bias.as_ref().map(|bias| bias.for_tokens(tokens)).transpose()?, padding) {
+            (Some(relative), Some(padding)) => Some(relative.broadcast_add(&padding)?),
+            (relative, padding) => relative.or(padding),
+        };
 
         for layer in &self.layers {
-            x = layer.forward(&x, batch, tokens, self, padding.as_ref())?;
+            x = layer.forward(&x, batch, tokens, self, bias.as_ref())?;
         }
         Ok(x.reshape((batch, tokens, self.hidden))?)
     }
@@ -216,7 +355,7 @@ impl Layer {
         batch: usize,
         tokens: usize,
         shape: &Encoder,
-        padding: Option<&Tensor>,
+        bias: Option<&Tensor>,
     ) -> anyhow::Result<Tensor> {
         let (heads, head_size, hidden) = (shape.heads, shape.head_size, shape.hidden);
         // (rows, 3·hidden) → (3, batch, heads, tokens, head_size)
@@ -228,8 +367,8 @@ impl Layer {
             .contiguous()?;
         let (query, key, value) = (qkv.get(0)?, qkv.get(1)?, qkv.get(2)?);
         let scores = query.matmul(&key.t()?)?;
-        let scores = match padding {
-            Some(padding) => scores.broadcast_add(padding)?,
+        let scores = match bias {
+            Some(bias) => scores.broadcast_add(bias)?,
             None => scores,
         };
         let attention = candle_nn::ops::softmax_last_dim(&scores)?;
@@ -241,6 +380,43 @@ impl Layer {
     }
 }
 
+impl RelativeBias {
+    /// The bias of every query and key position of an input of `tokens`:
+    /// `(1, heads, tokens, tokens)`. Relative positions do not depend on the batch, nor on the
+    /// padding, which is at the end.
+    fn for_tokens(&self, tokens: usize) -> anyhow::Result<Tensor> {
+        let heads = self.table.dim(1)?;
+        let buckets: Vec<u32> =
+            (0..tokens).flat_map(|query| (0..tokens).map(move |key| relative_bucket(query, key))).collect();
+        let buckets = Tensor::from_vec(buckets, tokens * tokens, self.table.device())?;
+        // (tokens², heads) → (heads, tokens²) → (1, heads, tokens, tokens)
+        Ok(self.table.index_select(&buckets, 0)?.t()?.contiguous()?.reshape((1, heads, tokens, tokens))?)
+    }
+}
+
+/// The bucket of a key at position `key` seen from a query at `query`: the first half of the
+/// buckets for keys at or before the query, the second for keys after it; within a half,
+/// distances below a quarter of the buckets have a bucket each, longer ones share buckets whose
+/// width grows geometrically up to `RELATIVE_MAX_DISTANCE`, and anything further shares the
+/// half's last bucket. The same arithmetic as transformers' `relative_position_bucket`, which
+/// computes the logarithm in f32; the test below checks that f64 lands every distance in the
+/// same bucket as the exact (integer) answer.
+fn relative_bucket(query: usize, key: usize) -> u32 {
+    let half = RELATIVE_BUCKETS / 2;
+    let side = if key > query { half } else { 0 };
+    let distance = key.abs_diff(query);
+    let exact = half / 2;
+    let within = if distance < exact {
+        distance
+    } else {
+        let growth = (distance as f64 / exact as f64).ln() / (RELATIVE_MAX_DISTANCE as f64 / exact as f64).ln();
+        // Truncation, as the reference's conversion to an integer; the value is positive.
+        (exact + (growth * (half - exact) as f64) as usize).min(half - 1)
+    };
+    // At most RELATIVE_BUCKETS - 1.
+    (side + within) as u32
+}
+
 impl Dense {
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         x.matmul(&self.weight)?.broadcast_add(&self.bias)
@@ -250,5 +426,53 @@ impl Dense {
 impl Norm {
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         candle_nn::ops::layer_norm(x, &self.weight, &self.bias, self.eps)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_buckets_are_exact_near_logarithmic_far_and_one_side_per_direction() {
+        // With 32 buckets and a maximum distance of 128, a distance d ≥ 8 lands in
+        // 8 + ⌊8·log₁₆(d/8)⌋ = 2 + ⌊log₂ d²⌋, capped at 15: computed here without floats.
+        let expected = |distance: usize| -> u32 {
+            if distance < 8 { distance as u32 } else { (2 + (distance * distance).ilog2()).min(15) }
+        };
+        for distance in 0..600 {
+            let before = relative_bucket(distance, 0);
+            assert_eq!(before, expected(distance), "key {distance} before the query");
+            if distance > 0 {
+                let after = relative_bucket(1000, 1000 + distance);
+                assert_eq!(after, 16 + expected(distance), "key {distance} after the query");
+            }
+        }
+        assert_eq!(relative_bucket(5, 5), 0);
+        // The boundaries of the logarithmic buckets: 16 starts bucket 10, 32 bucket 12, 64 bucket 14.
+        assert_eq!([15, 16, 31, 32, 63, 64, 127, 128].map(|d| relative_bucket(d, 0)), [9, 10, 11, 12, 13, 14, 15, 15]);
+    }
+
+    #[test]
+    fn the_architecture_comes_from_the_model_type_or_the_classes() {
+        let config = |model_type: Option<&str>, architectures: &[&str]| -> Config {
+            let mut json = serde_json::json!({
+                "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 16,
+                "max_position_embeddings": 16, "layer_norm_eps": 1e-12, "pad_token_id": 0,
+                "architectures": architectures,
+            });
+            if let Some(kind) = model_type {
+                json["model_type"] = kind.into();
+            }
+            serde_json::from_value(json).unwrap()
+        };
+        assert_eq!(config(Some("bert"), &["BertModel"]).architecture().unwrap(), Architecture::Bert);
+        assert_eq!(config(Some("mpnet"), &["MPNetForMaskedLM"]).architecture().unwrap(), Architecture::MpNet);
+        assert_eq!(config(None, &["MPNetModel"]).architecture().unwrap(), Architecture::MpNet);
+        assert_eq!(config(None, &["BertForMaskedLM"]).architecture().unwrap(), Architecture::Bert);
+        assert_eq!(config(None, &[]).architecture().unwrap(), Architecture::Bert);
+        let error = config(Some("roberta"), &["RobertaModel"]).architecture().unwrap_err().to_string();
+        assert!(error.contains("roberta"), "{error}");
+        assert!(config(None, &["DistilBertModel"]).architecture().is_err());
     }
 }

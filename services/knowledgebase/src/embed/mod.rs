@@ -1,6 +1,7 @@
 //! Sentence embeddings. The default is all-MiniLM-L6-v2 run in process with candle
-//! (`bert.rs`); an OpenAI-compatible `/v1/embeddings` endpoint is the configurable
-//! alternative (`openai.rs`).
+//! (`bert.rs`), which runs other BERT and MPNet sentence-transformers models (all-mpnet-base-v2)
+//! from the directory SWITCHBOARD_EMBEDDING_MODEL_DIR names; an OpenAI-compatible
+//! `/v1/embeddings` endpoint is the configurable alternative (`openai.rs`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -30,7 +31,8 @@ pub struct OpenAiConfig {
 
 #[derive(Debug, Clone)]
 pub struct EmbeddingConfig {
-    /// Directory holding `config.json`, `tokenizer.json` and `model.safetensors`.
+    /// Directory holding `config.json`, `tokenizer.json` and `model.safetensors` (and, optionally,
+    /// sentence-transformers' `sentence_bert_config.json`); its name is the model's name.
     pub model_dir: PathBuf,
     /// When set, this endpoint is used instead of the local model.
     pub openai: Option<OpenAiConfig>,
@@ -56,7 +58,8 @@ pub fn default_model_dir() -> PathBuf {
     home.join(".cache/switchboard/models/all-MiniLM-L6-v2")
 }
 
-/// The configured endpoint wins over the local model, which is loaded (about 90 MB) only when needed.
+/// The configured endpoint wins over the local model, which is loaded (about 90 MB for
+/// all-MiniLM-L6-v2, 440 MB for all-mpnet-base-v2) only when needed.
 pub fn load(config: &EmbeddingConfig) -> anyhow::Result<Arc<dyn Embedder>> {
     let inner: Arc<dyn Embedder> = match &config.openai {
         Some(openai) => Arc::new(OpenAiEmbedder::new(openai.clone())?),

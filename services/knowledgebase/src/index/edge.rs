@@ -103,10 +103,13 @@ impl EdgeIndex {
         anyhow::ensure!(dimensions > 0, "vector index dimensions must be positive");
         std::fs::create_dir_all(path).with_context(|| format!("creating the index directory {}", path.display()))?;
         let config = shard_config(dimensions, wal_segment_bytes);
-        if holds_shard(path)? && is_single_vector_layout(path)? {
-            // Made before hybrid search: its points lack the BM25 vector and the passages. SQL
-            // holds everything, so start empty; the service rebuilds an empty index from SQL.
-            tracing::warn!(path = %path.display(), "replacing a vector index of the single-vector layout");
+        if holds_shard(path)?
+            && let Some(reason) = outdated_layout(path, dimensions)?
+        {
+            // Made before hybrid search (its points lack the BM25 vector and the passages), or for
+            // another embedding model. SQL holds everything, so start empty; the service rebuilds
+            // an empty index from SQL, and `reindex` embeds what another model made.
+            tracing::warn!(path = %path.display(), reason, "replacing the vector index");
             std::fs::remove_dir_all(path).with_context(|| format!("removing the old index in {}", path.display()))?;
             std::fs::create_dir_all(path).with_context(|| format!("creating {}", path.display()))?;
         }
@@ -485,15 +488,22 @@ fn entries_condition(entry_ids: impl Iterator<Item = uuid::Uuid>) -> anyhow::Res
 }
 
 /// Whether the shard in `path` is of the layout before hybrid search (one unnamed dense vector).
-fn is_single_vector_layout(path: &Path) -> anyhow::Result<bool> {
+/// Why the shard in `path` cannot serve this service as it is, if it cannot.
+fn outdated_layout(path: &Path, dimensions: usize) -> anyhow::Result<Option<&'static str>> {
     let file = path.join("edge_config.json");
     if !file.is_file() {
-        return Ok(false);
+        return Ok(None);
     }
     let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
     let config: EdgeConfig =
         qdrant_edge::external::serde_json::from_str(&text).with_context(|| format!("parsing {}", file.display()))?;
-    Ok(!config.sparse_vectors.contains_key(SPARSE))
+    if !config.sparse_vectors.contains_key(SPARSE) {
+        return Ok(Some("the single-vector layout of before hybrid search"));
+    }
+    if config.vectors.get(DENSE).is_some_and(|dense| dense.size != dimensions) {
+        return Ok(Some("vectors of another dimension: the embedding model changed"));
+    }
+    Ok(None)
 }
 
 fn entry_of(point: &ScoredPoint) -> Option<uuid::Uuid> {

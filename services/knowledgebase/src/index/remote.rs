@@ -60,11 +60,12 @@ impl RemoteIndex {
 
     async fn ensure_collection(&self) -> anyhow::Result<()> {
         if self.client.collection_exists(&self.collection).await.context("checking whether the collection exists")?
-            && self.is_single_vector_layout().await?
+            && let Some(reason) = self.outdated_layout().await?
         {
-            // Made before hybrid search: its points lack the BM25 vector and the passages. SQL
-            // holds everything; the service rebuilds an empty index from SQL.
-            tracing::warn!(collection = %self.collection, "replacing a Qdrant collection of the single-vector layout");
+            // Made before hybrid search (its points lack the BM25 vector and the passages), or for
+            // another embedding model. SQL holds everything; the service rebuilds an empty index
+            // from SQL, and `reindex` embeds what another model made.
+            tracing::warn!(collection = %self.collection, reason, "replacing the Qdrant collection");
             self.client.delete_collection(&self.collection).await.context("deleting the old collection")?;
         }
         if !self.client.collection_exists(&self.collection).await.context("checking whether the collection exists")? {
@@ -117,14 +118,23 @@ impl RemoteIndex {
         Ok(())
     }
 
-    /// Whether the collection is of the layout before hybrid search (one unnamed dense vector).
-    async fn is_single_vector_layout(&self) -> anyhow::Result<bool> {
+    /// Why the collection cannot serve this service as it is, if it cannot.
+    async fn outdated_layout(&self) -> anyhow::Result<Option<&'static str>> {
         let info = self.client.collection_info(&self.collection).await.context("reading the collection info")?;
-        let params = info.result.and_then(|info| info.config).and_then(|config| config.params);
-        let has_sparse = params
-            .and_then(|params| params.sparse_vectors_config)
-            .is_some_and(|sparse| sparse.map.contains_key(SPARSE));
-        Ok(!has_sparse)
+        let Some(params) = info.result.and_then(|info| info.config).and_then(|config| config.params) else {
+            return Ok(None);
+        };
+        if !params.sparse_vectors_config.as_ref().is_some_and(|sparse| sparse.map.contains_key(SPARSE)) {
+            return Ok(Some("the single-vector layout of before hybrid search"));
+        }
+        let dense_size = match params.vectors_config.and_then(|vectors| vectors.config) {
+            Some(VectorsConfigKind::ParamsMap(map)) => map.map.get(DENSE).map(|dense| dense.size),
+            _ => None,
+        };
+        if dense_size.is_some_and(|size| size != self.dimensions as u64) {
+            return Ok(Some("vectors of another dimension: the embedding model changed"));
+        }
+        Ok(None)
     }
 
     /// Fails early on a collection made for another embedding model rather than on every upsert.
