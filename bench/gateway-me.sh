@@ -112,7 +112,7 @@ done
 if [ -n "${PROFILE_OUT:-}" ]; then
   wait "$PERF_PID" || true
   perf report -i "$work/perf.data" --no-children --sort dso,symbol -g none --percent-limit 0.7 2>/dev/null \
-    | grep -v '^#' | grep '%' > "$PROFILE_OUT" || true
+    | grep -v '^#' | grep '%' | sed -E 's/[[:space:]]+-[[:space:]]+-[[:space:]]*$//; s/[[:space:]]+$//' > "$PROFILE_OUT" || true
 fi
 echo "nginx: static file for $DURATION" >&2
 run_wrk "http://127.0.0.1:$nginx_port/me.json" | tee "$work/nginx.txt" >&2
