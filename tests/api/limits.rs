@@ -156,6 +156,36 @@ async fn leases_shrink_as_the_bucket_empties_and_the_headers_stay_exact() {
     assert_eq!(refused.header("x-ratelimit-remaining"), Some("0"));
 }
 
+/// The spec's search and write limits hold to the request with leases on: writes (60) are
+/// leased from while 32 or more are left, searches (30) never.
+#[tokio::test]
+async fn searches_and_writes_answer_exactly_at_30_and_60_a_minute() {
+    let redis = Redis::start().await;
+    let stack = Stack::start_with(&[("REDIS_URL", &redis.url())]).await;
+    await_subscribers(&redis, 1).await;
+    let team = stack.team("Exact", false, 100).await;
+    let api = stack.client(&team.key);
+
+    let knowledgebase = crate::knowledgebase::create_knowledgebase(&api, "Support").await;
+    let base = format!("/knowledgebase/{}", knowledgebase["id"].as_str().unwrap());
+    for i in 0..59 {
+        let created = api.post("/contacts", serde_json::json!({ "number": format!("(415) 555-{:04}", 1000 + i) })).await;
+        created.expect(201);
+        assert_eq!(created.header("x-ratelimit-limit"), Some("60"));
+        assert_eq!(created.header("x-ratelimit-remaining"), Some((58 - i).to_string().as_str()), "write {}", i + 2);
+    }
+    let refused = api.post("/contacts", serde_json::json!({ "number": "(415) 555-9999" })).await;
+    assert_eq!(refused.status, 429, "the 61st write");
+
+    for i in 0..30 {
+        let found = api.get(&format!("{base}/search?query=hours")).await;
+        found.expect(200);
+        assert_eq!(found.header("x-ratelimit-limit"), Some("30"));
+        assert_eq!(found.header("x-ratelimit-remaining"), Some((29 - i).to_string().as_str()), "search {}", i + 1);
+    }
+    assert_eq!(api.get(&format!("{base}/search?query=hours")).await.status, 429, "the 31st search");
+}
+
 /// What a replica holds when it dies is lost to that window, never more, and the next window
 /// is whole.
 #[tokio::test]
