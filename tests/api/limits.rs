@@ -169,7 +169,8 @@ async fn searches_and_writes_answer_exactly_at_30_and_60_a_minute() {
     let knowledgebase = crate::knowledgebase::create_knowledgebase(&api, "Support").await;
     let base = format!("/knowledgebase/{}", knowledgebase["id"].as_str().unwrap());
     for i in 0..59 {
-        let created = api.post("/contacts", serde_json::json!({ "number": format!("(415) 555-{:04}", 1000 + i) })).await;
+        let created =
+            api.post("/contacts", serde_json::json!({ "number": format!("(415) 555-{:04}", 1000 + i) })).await;
         created.expect(201);
         assert_eq!(created.header("x-ratelimit-limit"), Some("60"));
         assert_eq!(created.header("x-ratelimit-remaining"), Some((58 - i).to_string().as_str()), "write {}", i + 2);
