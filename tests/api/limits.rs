@@ -101,6 +101,17 @@ async fn await_subscribers(redis: &Redis, count: usize) {
     }
 }
 
+/// Redis and a stack on it (with `env` besides), its gateway subscribed to team versions.
+async fn leasing_stack(env: &[(&str, &str)]) -> (Redis, Stack) {
+    let redis = Redis::start().await;
+    let url = redis.url();
+    let mut settings = vec![("REDIS_URL", url.as_str())];
+    settings.extend_from_slice(env);
+    let stack = Stack::start_with(&settings).await;
+    await_subscribers(&redis, 1).await;
+    (redis, stack)
+}
+
 /// The lease a replica takes when `left` tokens stay in the bucket after its own (lease.rs).
 fn lease_size(left: u32) -> u32 {
     let lease = (left / 8).min(256);
@@ -117,9 +128,7 @@ fn bucket_tokens(redis: &Redis, team_id: &str) -> u32 {
 /// once fewer than 32 would stay behind; the headers still count down one by one.
 #[tokio::test]
 async fn leases_shrink_as_the_bucket_empties_and_the_headers_stay_exact() {
-    let redis = Redis::start().await;
-    let stack = Stack::start_with(&[("REDIS_URL", &redis.url())]).await;
-    await_subscribers(&redis, 1).await;
+    let (redis, stack) = leasing_stack(&[]).await;
     let team = stack.team("Leasing", false, 0).await;
     let api = stack.client(&team.key);
 
@@ -160,9 +169,7 @@ async fn leases_shrink_as_the_bucket_empties_and_the_headers_stay_exact() {
 /// leased from while 32 or more are left, searches (30) never.
 #[tokio::test]
 async fn searches_and_writes_answer_exactly_at_30_and_60_a_minute() {
-    let redis = Redis::start().await;
-    let stack = Stack::start_with(&[("REDIS_URL", &redis.url())]).await;
-    await_subscribers(&redis, 1).await;
+    let (_redis, stack) = leasing_stack(&[]).await;
     let team = stack.team("Exact", false, 100).await;
     let api = stack.client(&team.key);
 
@@ -293,10 +300,7 @@ async fn two_gateways_on_one_redis_share_the_limit() {
 
 #[tokio::test]
 async fn requests_keep_flowing_when_redis_dies_and_share_again_when_it_returns() {
-    let mut redis = Redis::start().await;
-    let url = redis.url();
-    let stack = Stack::start_with(&[("REDIS_URL", &url)]).await;
-    await_subscribers(&redis, 1).await;
+    let (mut redis, stack) = leasing_stack(&[]).await;
     let team = stack.team("Resilient", false, 0).await;
     let api = stack.client(&team.key);
     api.get("/me").await.expect(200);

@@ -105,13 +105,8 @@ impl RateLimiter {
     pub fn new(config: &GatewayConfig, redis: Option<Arc<RedisClient>>) -> Arc<Self> {
         let window_ms = config.rate_limits.window_ms;
         let redis = redis.map(|redis| {
-            let watch = config.redis_url.as_deref().and_then(|url| match versions::VersionWatch::start(url) {
-                Ok(watch) => Some(watch),
-                Err(error) => {
-                    tracing::warn!(%error, "team versions: cannot subscribe; no token leases");
-                    None
-                }
-            });
+            // A URL the subscription cannot follow is logged by its task, which then keeps trying.
+            let watch = config.redis_url.as_deref().map(versions::VersionWatch::start);
             redis::RedisBuckets::new(redis, watch, window_ms)
         });
         Arc::new(Self { limits: config.rate_limits, local: local::LocalBuckets::default(), redis })

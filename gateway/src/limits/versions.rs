@@ -53,7 +53,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 impl VersionWatch {
     /// Subscribes in a task of the current runtime; the task ends when the watch is dropped.
-    pub fn start(url: &str) -> anyhow::Result<Arc<Self>> {
+    pub fn start(url: &str) -> Arc<Self> {
         let url = url.to_owned();
         let watch = Arc::new(Self::default());
         let weak = Arc::downgrade(&watch);
@@ -88,7 +88,7 @@ impl VersionWatch {
                 tokio::time::sleep(RECONNECT.after(failures.max(1))).await;
             }
         });
-        Ok(watch)
+        watch
     }
 
     /// Starts a subscription's generation with an empty map.

@@ -81,12 +81,15 @@ impl IndexSync {
         &self.lexical
     }
 
-    fn points_of(&self, entries: Vec<IndexedEntry>) -> anyhow::Result<Vec<Point>> {
+    /// The points of the entries this model embedded, and how many entries that was.
+    fn points_of(&self, entries: Vec<IndexedEntry>) -> anyhow::Result<(Vec<Point>, usize)> {
         let mut points = Vec::with_capacity(entries.len());
+        let mut ours = 0;
         for entry in entries.into_iter().filter(|entry| made_by(&entry.model, &self.model)) {
+            ours += 1;
             points.extend(entry_points(&self.lexical, self.dimensions, entry)?);
         }
-        Ok(points)
+        Ok((points, ours))
     }
 
     /// Applies every pending change; returns how many outbox items were applied.
@@ -115,7 +118,7 @@ impl IndexSync {
                 .filter_map(|id| uuid::Uuid::parse_str(id).ok())
                 .collect();
             if !existing.is_empty() {
-                self.index.upsert(self.points_of(existing)?).await?;
+                self.index.upsert(self.points_of(existing)?.0).await?;
             }
             if !gone.is_empty() {
                 self.index.delete(gone).await?;
@@ -182,9 +185,9 @@ impl IndexSync {
                 break;
             };
             after = last.id.clone();
-            let ours = page.iter().filter(|entry| made_by(&entry.model, &self.model)).count();
+            let (points, ours) = self.points_of(page)?;
             indexed += i64::try_from(ours).unwrap_or(0);
-            self.index.upsert(self.points_of(page)?).await?;
+            self.index.upsert(points).await?;
         }
         Ok(indexed)
     }
