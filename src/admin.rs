@@ -275,7 +275,13 @@ async fn execute(
         AdminCommand::ListKeys { team } => {
             Value::from(store.list_keys(&team).await?.iter().map(key_json).collect::<Vec<_>>())
         }
-        AdminCommand::RevokeKey { id } => key_json(&store.revoke_key(&id, None).await?),
+        AdminCommand::RevokeKey { id } => {
+            let key = store.revoke_key(&id, None).await?;
+            if let Some(versions) = versions {
+                versions.changed(&[&key.team_id]).await;
+            }
+            key_json(&key)
+        }
         AdminCommand::GrantCredits { team, amount } => {
             let entry = store.grant(&team, amount, "granted by an operator").await?;
             if let Some(versions) = versions {

@@ -132,17 +132,21 @@ async fn identity(context: Context) -> anyhow::Result<Component> {
         IdentityStore::open(&context.database_url(&IDENTITY)?).await?.with_billing_period(settings.billing_period_ms);
     let allowances = store.clone();
     let every = switchboard_identity::allowances::interval(settings.billing_period_ms);
+    let versions = team_versions(&context.file)?;
+    let top_up_versions = versions.clone();
     Ok(Component {
         info: &IDENTITY,
         routes: switchboard_identity::routes(
             store.clone(),
-            team_versions(&context.file)?,
+            versions,
             settings,
             switchboard_identity::mail::Mailer::from_env()?,
         ),
         background: vec![
             context.relay(store.db())?,
-            Box::new(move |stop| Box::pin(switchboard_identity::allowances::run(allowances, every, stop))),
+            Box::new(move |stop| {
+                Box::pin(switchboard_identity::allowances::run(allowances, top_up_versions, every, stop))
+            }),
         ],
         databases: vec![store.db().clone()],
     })

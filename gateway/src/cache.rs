@@ -7,6 +7,18 @@ use std::hash::Hash;
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
+/// The longest an answer kept by its team's version (`switchboard_kit::team_versions`) is
+/// trusted while the version holds: every change the platform makes announces a new version,
+/// and this bounds what a change that could not be announced (the identity service cut off
+/// from Redis) leaves stale.
+pub const VERSIONED_TTL: Duration = Duration::from_secs(30);
+
+/// How long to keep answers that are trusted for `ttl` as they are and, beyond it, while
+/// their team's version holds; a zero `ttl` keeps nothing.
+pub fn versioned_ttl(ttl: Duration) -> Duration {
+    if ttl.is_zero() { ttl } else { VERSIONED_TTL.max(ttl) }
+}
+
 pub struct TtlCache<K, V> {
     entries: RwLock<HashMap<K, (Instant, V)>>,
     ttl: Duration,

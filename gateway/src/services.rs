@@ -94,7 +94,7 @@ impl Services {
             crm: clients.crm.ok_or_else(|| missing("crm"))?,
             webhooks: clients.webhooks.ok_or_else(|| missing("webhooks"))?,
             identity_reads: Combiner::new(IDENTITIES_PER_READ),
-            identities: TtlCache::new(config.auth_cache_ttl, IDENTITIES_KEPT),
+            identities: TtlCache::new(crate::cache::versioned_ttl(config.auth_cache_ttl), IDENTITIES_KEPT),
         })
     }
 
@@ -106,11 +106,17 @@ impl Services {
     ///
     /// The version must be read *before* the identity it is kept with: an identity read after
     /// a change but kept under the version before it is read again on the next request, never
-    /// the other way round.
+    /// the other way round. The subscription's current period is the one thing that changes
+    /// without a change: an identity is read again once that period has ended.
     pub async fn identity_of(&self, team_id: &str, version: Option<i64>) -> Result<Arc<Identity>, tonic::Status> {
         if let Some(version) = version
             && let Some((kept_version, identity)) = self.identities.get(team_id)
             && kept_version == version
+            && identity
+                .subscription
+                .as_ref()
+                .and_then(|subscription| subscription.current_period_end_ms)
+                .is_none_or(|end| end > switchboard_kit::time::now_ms())
         {
             return Ok(identity);
         }

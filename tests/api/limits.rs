@@ -481,3 +481,38 @@ async fn admin_beside_dev_announces_changes_in_the_redis_dev_uses() {
     crate::common::admin(&["--data-dir", dir], &["grant-credits", "--team", &team.id, "7"]).await;
     assert_eq!(api.get("/me").await.expect(200)["data"]["credits"]["balance"], 17);
 }
+
+/// A gateway that follows team versions keeps a busy key's lookup past the auth cache time
+/// while the key's team keeps its version; revoking the key gives the team a new version, so
+/// the key is still refused within that time, through the API and through `admin`.
+#[tokio::test]
+async fn keys_trusted_by_team_version_are_refused_within_the_cache_time_once_revoked() {
+    let (_redis, stack) = leasing_stack(&[("SWITCHBOARD_AUTH_CACHE_TTL_MS", "300")]).await;
+    let team = stack.team("Revoking", false, 0).await;
+    let owner = stack.client(&team.key);
+    for revoke_with_admin in [false, true] {
+        let made = owner.post("/api-keys", serde_json::json!({ "name": "busy" })).await.expect(201).clone();
+        let busy = stack.client(made["data"]["key"].as_str().expect("the secret"));
+        // Several cache times of use: the lookup is kept by its team's version, and still right.
+        let until = std::time::Instant::now() + Duration::from_millis(1_200);
+        while std::time::Instant::now() < until {
+            assert_eq!(busy.get("/me").await.expect(200)["data"]["apiKey"]["id"], made["data"]["id"]);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let key_id = made["data"]["id"].as_str().expect("an id");
+        if revoke_with_admin {
+            stack.admin(&["revoke-key", key_id]).await;
+        } else {
+            owner.delete(&format!("/api-keys/{key_id}")).await.expect(200);
+        }
+        let revoked = std::time::Instant::now();
+        let refused = async {
+            while busy.get("/me").await.status != 401 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(5), refused).await.expect("the revoked key was refused");
+        // The cache time is 300 ms; the lookup kept by version lives up to ten minutes.
+        assert!(revoked.elapsed() < Duration::from_secs(2), "refused after {:?}", revoked.elapsed());
+    }
+}

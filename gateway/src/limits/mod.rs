@@ -112,6 +112,11 @@ impl RateLimiter {
         Arc::new(Self { limits: config.rate_limits, local: local::LocalBuckets::default(), redis })
     }
 
+    /// The team's current version, when this gateway follows versions and has heard it.
+    pub fn known_version(&self, team_id: &str) -> Option<i64> {
+        self.redis.as_ref()?.known_version(team_id)
+    }
+
     /// Takes a token from the team's bucket of this class.
     pub async fn check(&self, team_id: &str, class: RateClass) -> Decision {
         let limit = self.limits.of(class);

@@ -199,9 +199,14 @@ impl RedisBuckets {
             return None;
         }
         let take = Take { team_id: team_id.to_owned(), class, limit };
-        self.combiner
-            .run((), take, |takes| self.serve(takes), |decisions, index| decisions.get(index).copied().flatten())
-            .await
+        // Boxed: once per lease, and inline its future would be part of every request's.
+        Box::pin(self.combiner.run(
+            (),
+            take,
+            |takes| self.serve(takes),
+            |decisions, index| decisions.get(index).copied().flatten(),
+        ))
+        .await
     }
 
     /// Decides a batch of takes that waited while the previous call ran: from the leases that
@@ -244,6 +249,11 @@ impl RedisBuckets {
             *decision = answers.next().flatten();
         }
         decisions
+    }
+
+    /// The team's version as the subscription knows it.
+    pub fn known_version(&self, team_id: &str) -> Option<i64> {
+        self.watch.as_ref()?.version(team_id)
     }
 
     /// A token from this replica's lease, when the team's version is known without a call.

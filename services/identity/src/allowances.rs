@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use switchboard_kit::team_versions::TeamVersions;
 use tokio::sync::watch;
 
 use crate::store::IdentityStore;
@@ -14,11 +15,21 @@ pub fn interval(period_ms: i64) -> Duration {
     Duration::from_millis(u64::try_from(period_ms / 20).unwrap_or(0).clamp(500, 60_000))
 }
 
-pub async fn run(store: IdentityStore, every: Duration, mut stop: watch::Receiver<bool>) {
+/// Each top-up gives the agency and the subteam new versions (`versions`, when the platform
+/// has a Redis), as every other change of credits does, so that gateways show it at once.
+pub async fn run(
+    store: IdentityStore,
+    versions: Option<TeamVersions>,
+    every: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
     while !*stop.borrow() {
         match store.top_up_due().await {
             Ok(done) => {
                 for top_up in done {
+                    if let Some(versions) = &versions {
+                        versions.changed(&[&top_up.agency_team_id, &top_up.subteam_id]).await;
+                    }
                     tracing::info!(
                         agency = %top_up.agency_team_id,
                         subteam = %top_up.subteam_id,

@@ -37,7 +37,8 @@ pub fn routes(
 }
 
 impl IdentityApi {
-    /// After a change to what `GET /me` shows of these teams: new versions, before the answer.
+    /// After a change to what `GET /me` shows of these teams, or to which keys they have: new
+    /// versions, before the answer.
     async fn changed<T>(&self, outcome: ServiceResult<T>, team_ids: &[&str]) -> ServiceResult<T> {
         if outcome.is_ok()
             && let Some(versions) = &self.versions
@@ -207,7 +208,10 @@ impl IdentityService for IdentityApi {
 
     async fn revoke_api_key(&self, request: Request<RevokeApiKeyRequest>) -> Reply<ApiKey> {
         let request = request.into_inner();
-        reply(self.store.revoke_key(&request.key_id, request.team_id.as_deref()).await)
+        let revoked = self.store.revoke_key(&request.key_id, request.team_id.as_deref()).await;
+        // Gateways trust a key's lookup while its team keeps its version.
+        let team_id = revoked.as_ref().map(|key| key.team_id.clone()).unwrap_or_default();
+        reply(self.changed(revoked, &[&team_id]).await)
     }
 
     async fn get_balance(&self, request: Request<GetBalanceRequest>) -> Reply<Balance> {
