@@ -99,16 +99,17 @@ impl App {
                 switchboard_kit::redis_client::RedisClient::connect(url, config.redis_timeout, fallback)
             })
             .transpose()?;
+        let limiter = RateLimiter::new(&config, redis.clone());
         Ok(Self {
             openapi: openapi::document_bytes()?,
             skill: Bytes::from(openapi::skill(&endpoints)),
             tools: mcp::Tools::build(&endpoints)?,
             router: Router::new(endpoints),
-            auth: Authenticator::new(config.auth_cache_ttl),
+            auth: Authenticator::new(config.auth_cache_ttl, limiter.clone()),
             sessions: Arc::new(SessionAuthenticator::new(config.auth_cache_ttl)),
             throttle: Arc::new(SignInThrottle::new(redis.clone())),
             scoper: Scoper::new(config.auth_cache_ttl),
-            limiter: RateLimiter::new(&config, redis.clone()),
+            limiter,
             idempotency: Idempotency::new(redis),
             metrics: crate::metrics::GatewayMetrics::new(),
             services: OnceCell::new(),
@@ -133,8 +134,10 @@ impl App {
         if let Some(reply) = self.public_resource(header.method.as_str(), &path) {
             return Ok(reply);
         }
+        // The rarer branches are boxed: inline, their futures would make every request's
+        // future (moved several times per request) as large as the largest of them.
         if mcp::PATHS.contains(&path.as_str()) {
-            return self.mcp(session, ctx).await;
+            return Box::pin(self.mcp(session, ctx)).await;
         }
         if let Some(answer) = portal::serve(header.method.as_str(), header) {
             return answer;
@@ -148,7 +151,8 @@ impl App {
                 .map(|q| url::form_urlencoded::parse(q.as_bytes()).into_owned().collect())
                 .unwrap_or_default();
             let services = self.services().await?;
-            return playback::serve(&self.config.url_key, &services, session.req_header(), call_id, &query).await;
+            return Box::pin(playback::serve(&self.config.url_key, &services, session.req_header(), call_id, &query))
+                .await;
         }
         let (route, params) = match found {
             Match::Found(route, params) => (route, params),
@@ -191,19 +195,19 @@ impl App {
         self.read_body(route, session, ctx, &mut raw).await?;
         let path_and_query = session.req_header().uri.path_and_query().map_or(path.as_str(), |p| p.as_str());
         let fingerprint = idempotency::fingerprint(route.method.as_str(), path_and_query, &body_identity(&raw));
-        let claim = match self.idempotency.begin(&request.principal.team.id, &key, &fingerprint).await {
+        let claim = match Box::pin(self.idempotency.begin(&request.principal.team.id, &key, &fingerprint)).await {
             // Neither the rate limit nor a service sees a replay.
             Begin::Replay(kept) => return Ok(kept.replay()),
             Begin::Refused(error) => return Err(error),
             Begin::Claimed(claim) => claim,
         };
         let answered = match self.admit(request, ctx).await {
-            Ok(Admission::Continue(call)) => self.run(route, *call, raw).await,
+            Ok(Admission::Continue(call)) => Box::pin(self.run(route, *call, raw)).await,
             Ok(Admission::Respond(reply)) => Ok(reply),
             Err(error) => Err(error),
         };
         let reply = reply_of(answered, &ctx.request_id);
-        self.idempotency.finish(claim, idempotency::Kept::of(&reply)).await;
+        Box::pin(self.idempotency.finish(claim, idempotency::Kept::of(&reply))).await;
         Ok(reply)
     }
 
@@ -225,7 +229,7 @@ impl App {
         let Some(token) = session_token.filter(|_| key.is_none()) else {
             return self.auth.authenticate(services, key).await;
         };
-        let principal = self.sessions.authenticate(services, token).await?;
+        let principal = Box::pin(self.sessions.authenticate(services, token)).await?;
         if route.method != Method::Get {
             sessions::check_csrf(header, token)?;
         }
@@ -323,12 +327,12 @@ impl App {
         }
         let principal = match &session_token {
             Some(token) if principal.session().is_some() && !route.visitor => {
-                self.sessions.current(&services, principal, token, decision.team_version).await?
+                Box::pin(self.sessions.current(&services, principal, token, decision.team_version)).await?
             }
             _ => principal,
         };
         let team = if route.visitor {
-            Arc::new(principal.team.clone())
+            principal.team.clone()
         } else {
             let team = self.scoper.effective_team(&services, &principal, team_id.as_deref()).await?;
             scope::check_access(route, &principal)?;
@@ -488,19 +492,24 @@ impl ProxyHttp for App {
             Match::Found(route, _) => Some(route.path),
             Match::MethodNotAllowed(_) | Match::NotFound => None,
         };
-        let name = route.map_or_else(|| "request".to_owned(), |route| format!("{} {route}", header.method));
-        let span = tracing::info_span!(
-            target: switchboard_kit::telemetry::TRACE_TARGET,
-            "request",
-            id = %ctx.request_id,
-            otel.kind = "server",
-            otel.name = name.as_str(),
-            http.request.method = %header.method,
-            url.path = %header.uri.path(),
-            http.route = route,
-            http.response.status_code = tracing::field::Empty,
-            switchboard.team_id = tracing::field::Empty,
-        );
+        // The span's name is only built when spans of requests are recorded at all.
+        let span = if tracing::enabled!(target: switchboard_kit::telemetry::TRACE_TARGET, tracing::Level::INFO) {
+            let name = route.map_or_else(|| "request".to_owned(), |route| format!("{} {route}", header.method));
+            tracing::info_span!(
+                target: switchboard_kit::telemetry::TRACE_TARGET,
+                "request",
+                id = %ctx.request_id,
+                otel.kind = "server",
+                otel.name = name.as_str(),
+                http.request.method = %header.method,
+                url.path = %header.uri.path(),
+                http.route = route,
+                http.response.status_code = tracing::field::Empty,
+                switchboard.team_id = tracing::field::Empty,
+            )
+        } else {
+            tracing::Span::none()
+        };
         // Cloning a standard method allocates nothing.
         let (started, method) = (std::time::Instant::now(), header.method.clone());
         let pipeline = tracing::Instrument::instrument(self.pipeline(session, ctx, found), span.clone());

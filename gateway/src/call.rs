@@ -14,7 +14,8 @@ use crate::services::Services;
 /// Who is behind a request, and their own team.
 #[derive(Debug)]
 pub struct Principal {
-    pub team: Team,
+    /// Shared with the calls it makes: a request acting on the key's own team clones no team.
+    pub team: Arc<Team>,
     pub credential: Credential,
     /// For a session: the version of its team (`switchboard_kit::team_versions`) under which it
     /// was last found live, [`UNSEEN`] before a request read one. The identity service gives
@@ -27,7 +28,7 @@ pub const UNSEEN: i64 = i64::MIN;
 
 impl Principal {
     pub fn new(team: Team, credential: Credential) -> Self {
-        Self { team, credential, seen_version: AtomicI64::new(UNSEEN) }
+        Self { team: Arc::new(team), credential, seen_version: AtomicI64::new(UNSEEN) }
     }
 }
 

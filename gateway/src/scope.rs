@@ -38,7 +38,7 @@ impl Scoper {
             if principal.team.deleted {
                 return Err(team_not_found());
             }
-            return Ok(Arc::new(principal.team.clone()));
+            return Ok(principal.team.clone());
         };
         let Some(team_id) = canonical_uuid(team_id) else {
             return Err(ServiceError::invalid_field("teamId", "must be a UUID"));
@@ -48,7 +48,7 @@ impl Scoper {
             return Err(team_not_found());
         }
         if team_id == principal.team.id {
-            return Ok(Arc::new(principal.team.clone()));
+            return Ok(principal.team.clone());
         }
         if !principal.team.owns_agency {
             return Err(ServiceError::forbidden("This API key's team does not own an agency")
@@ -58,10 +58,10 @@ impl Scoper {
         if let Some(team) = self.cache.get(&cache_key) {
             return Ok(team);
         }
-        let team = services
-            .identity
-            .clone()
-            .resolve_team(ResolveTeamRequest { agency_team_id: principal.team.id.clone(), team_id: team_id.to_owned() })
+        // Boxed: a rare lookup whose future would otherwise be part of every request's.
+        let mut identity = services.identity.clone();
+        let request = ResolveTeamRequest { agency_team_id: principal.team.id.clone(), team_id: team_id.to_owned() };
+        let team = Box::pin(identity.resolve_team(request))
             .await
             .map_err(|status| ServiceError::from_status(&status))?
             .into_inner();
