@@ -3,8 +3,10 @@
 # refused) against a static JSON file served by nginx, the ceiling of this machine; wrk
 # with 64 connections for 20 s each, in the same run, with the Redis commands (INFO commandstats)
 # per admitted request and the machine's CPU model. Then over-admission through two more
-# gateways (OVER_ADMISSION: "teams:limit" pairs). Writes BENCHMARKS.md.
-# SWITCHBOARD_BIN=<a built binary> skips the release build.
+# gateways (OVER_ADMISSION: "teams:limit" pairs). Also pingora alone (gateway/examples/
+# bare_pingora.rs: the same bytes from `request_filter`, nothing of ours on the path), the floor
+# under the gateway on this machine, and the CPU each server spent per request. Writes BENCHMARKS.md.
+# SWITCHBOARD_BIN=<a built binary> skips the release build; BARE_BIN=<built bare_pingora> too.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ensure_build_tools
@@ -12,9 +14,14 @@ ensure_packages wrk nginx-light redis-server
 DURATION="${DURATION:-20s}"
 CONNECTIONS="${CONNECTIONS:-64}"
 SWITCHBOARD_BIN="${SWITCHBOARD_BIN:-$(release_binary)}"
+if [ -z "${BARE_BIN:-}" ]; then
+  (cd "$SWITCHBOARD_ROOT" && cargo build --release -p switchboard-gateway --example bare_pingora >&2)
+  BARE_BIN="$CARGO_TARGET_DIR/release/examples/bare_pingora"
+fi
 work="$(mktemp -d)"
 GATEWAY_PIDS=()
-trap 'kill $DEV_PID $REDIS_PID "${GATEWAY_PIDS[@]}" 2>/dev/null; [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null; sleep 1; rm -rf "$work"' EXIT
+BARE_PID=""
+trap 'kill $DEV_PID $REDIS_PID $BARE_PID "${GATEWAY_PIDS[@]}" 2>/dev/null; [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null; sleep 1; rm -rf "$work"' EXIT
 
 redis_port="$(free_port)"
 redis-server --port "$redis_port" --save '' --appendonly no --bind 127.0.0.1 >/dev/null &
@@ -82,8 +89,15 @@ http {
 CONF
 nginx -c "$work/nginx.conf"
 sleep 0.3
+bare_port="$(free_port)"
+"$BARE_BIN" "127.0.0.1:$bare_port" "$work/www/me.json" > "$work/bare.out" 2>&1 &
+BARE_PID=$!
+for _ in $(seq 1 100); do grep -q "listening on" "$work/bare.out" 2>/dev/null && break; sleep 0.1; done
+grep -q "listening on" "$work/bare.out" || { cat "$work/bare.out" >&2; echo "bare_pingora did not start" >&2; exit 1; }
 
 run_wrk() { wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --latency "$@"; }
+# cpu_ticks PID: the process's user + system CPU so far, in clock ticks (1/100 s).
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # Redis commands of every kind (those a Lua script runs count too) since the last reset, from
 # INFO commandstats; reset before each run, read after it, so a run's figure is its own.
 redis_reset() { redis-cli -p "$redis_port" config resetstat >/dev/null; }
@@ -95,7 +109,9 @@ echo "warming up" >&2
 wrk -t2 -c"$CONNECTIONS" -d3s -H "X-API-Key: $DEMO_KEY" "$BASE_URL/me" >/dev/null
 echo "gateway: GET /v1/me for $DURATION" >&2
 redis_reset
+ticks="$(cpu_ticks "$DEV_PID")"
 run_wrk -H "X-API-Key: $DEMO_KEY" "$BASE_URL/me" | tee "$work/gateway.txt" >&2
+echo $(( $(cpu_ticks "$DEV_PID") - ticks )) > "$work/gateway.cpu"
 redis_commands > "$work/gateway.redis"
 for teams in $TEAM_COUNTS; do
   echo "gateway: GET /v1/me with $teams teams' keys for $DURATION" >&2
@@ -106,7 +122,9 @@ for teams in $TEAM_COUNTS; do
     (sleep 3 && perf record -F 999 -g -p "$DEV_PID" -o "$work/perf.data" -- sleep 10 >/dev/null 2>&1) &
     PERF_PID=$!
   fi
+  ticks="$(cpu_ticks "$DEV_PID")"
   run_wrk -s "$work/keys-$teams.lua" "$BASE_URL/me" | tee "$work/teams-$teams.txt" >&2
+  echo $(( $(cpu_ticks "$DEV_PID") - ticks )) > "$work/teams-$teams.cpu"
   redis_commands > "$work/teams-$teams.redis"
 done
 if [ -n "${PROFILE_OUT:-}" ]; then
@@ -116,6 +134,11 @@ if [ -n "${PROFILE_OUT:-}" ]; then
 fi
 echo "nginx: static file for $DURATION" >&2
 run_wrk "http://127.0.0.1:$nginx_port/me.json" | tee "$work/nginx.txt" >&2
+echo "pingora alone: the same bytes for $DURATION" >&2
+wrk -t2 -c"$CONNECTIONS" -d3s "http://127.0.0.1:$bare_port/" >/dev/null
+ticks="$(cpu_ticks "$BARE_PID")"
+run_wrk "http://127.0.0.1:$bare_port/" | tee "$work/bare.txt" >&2
+echo $(( $(cpu_ticks "$BARE_PID") - ticks )) > "$work/bare.cpu"
 redis_keys="$(redis-cli -p "$redis_port" --scan --pattern 'switchboard:ratelimit:*' | wc -l)"
 
 # Over-admission: for each TEAMS:LIMIT, two more gateways on the same Redis and services with
@@ -184,8 +207,12 @@ def parse(name):
         per_request = f"{commands / max(1, requests - non2xx):.2f}"
     except FileNotFoundError:
         per_request = "-"
-    return rps, pct(50), pct(99), non2xx, per_request
-g, n = parse("gateway"), parse("nginx")
+    try:
+        cpu = f"{int(open(f'{work}/{name}.cpu').read().strip()) * 10_000 / requests:.1f}"
+    except FileNotFoundError:
+        cpu = "-"
+    return rps, pct(50), pct(99), non2xx, per_request, cpu
+g, n, b = parse("gateway"), parse("nginx"), parse("bare")
 spread = [(int(teams), parse(f"teams-{teams}")) for teams in team_counts.split()]
 print("## Gateway: GET /v1/me against a static file\n")
 print(f"Command: `bench/gateway-me.sh` (wrk, {connections} connections, 2 threads, {duration} each, one run).")
@@ -198,19 +225,23 @@ print("acknowledged, see docs/api-decisions.md); nginx serves the same bytes fro
 print("the 2 cores with wrk. The rows with many teams cycle through their keys, so that concurrent")
 print("requests are mostly of different teams.\n")
 print(f"{machine}\n")
-print("| target | requests/s | p50 | p99 | non-2xx | Redis commands per admitted request | % of nginx |")
-print("|---|---|---|---|---|---|---|")
+print("| target | requests/s | p50 | p99 | non-2xx | Redis commands per admitted request | server CPU per request | % of nginx |")
+print("|---|---|---|---|---|---|---|---|")
 def row(label, r):
-    print(f"| {label} | {r[0]:,.0f} | {r[1]:.2f} ms | {r[2]:.2f} ms | {r[3]} | {r[4]} | {r[0] / n[0] * 100:.1f}% |")
+    cpu = f"{r[5]} µs" if r[5] != "-" else "-"
+    print(f"| {label} | {r[0]:,.0f} | {r[1]:.2f} ms | {r[2]:.2f} ms | {r[3]} | {r[4]} | {cpu} | {r[0] / n[0] * 100:.1f}% |")
 row("gateway `GET /v1/me`, one key", g)
 for teams, r in spread:
     row(f"gateway `GET /v1/me`, keys of {teams:,} teams", r)
 row("nginx static JSON", n)
+row("pingora alone: the same bytes, nothing of ours", b)
 print(f"\nTargets (issue 27): at least 60% of nginx with one key and with 64 teams, 45% with 1,000 teams;")
 print("p99 at most 5 ms; at most 0.5 Redis commands per admitted request with one key and with 64 teams.")
 print(f"Redis held {redis_keys} rate-limit bucket(s) afterwards, so the Redis path was the one measured.")
 print("Redis commands: every `cmdstat_*` of `INFO commandstats` (commands run inside the limiter's")
-print("Lua script included) over the run, divided by the answers 200.\n")
+print("Lua script included) over the run, divided by the answers 200. Server CPU: user and system")
+print("time of the `switchboard dev` process (all its components) or of `bare_pingora` over the run")
+print("(/proc), divided by the requests answered; nginx's workers are not measured.\n")
 print("Over-admission: two more gateways on the same Redis, the keys of the teams cycled through both")
 print("for 10 s (inside one window), every team asking far more than its limit:\n")
 print("| teams x standard limit | allowed | answers 200 | 429 | others | over-admitted | held in leases at the end |")
