@@ -84,10 +84,7 @@ impl Ingest {
             return Err(Failure::Final("the page contains no text".to_owned()));
         }
         let entries = self.embed(pairs).await?;
-        if store.finish_source(SourceKind::Webpage, webpage_id, &entries, &self.knowledge.embedding_tag()).await? {
-            self.knowledge.sync.apply_or_log().await;
-        }
-        Ok(())
+        self.finish(SourceKind::Webpage, webpage_id, &entries).await
     }
 
     async fn extract(&self, document_id: &str) -> Result<(), Failure> {
@@ -110,9 +107,20 @@ impl Ingest {
             return Err(Failure::Final("the document contains no text".to_owned()));
         }
         let entries = self.embed(pairs).await?;
-        if store.finish_source(SourceKind::Document, document_id, &entries, &self.knowledge.embedding_tag()).await? {
-            self.knowledge.sync.apply_or_log().await;
+        self.finish(SourceKind::Document, document_id, &entries).await
+    }
+
+    /// Stores the entries, waits until the vector index has them, then marks the source
+    /// `ready`: a client (or webhook receiver) that sees `ready` finds the new content in
+    /// its next search. An index that cannot be updated is a transient failure: the job
+    /// runs again, and the entries stored meanwhile are applied by the drainer.
+    async fn finish(&self, kind: SourceKind, source_id: &str, entries: &[ExtractedEntry]) -> Result<(), Failure> {
+        let store = &self.knowledge.store;
+        if !store.store_entries(kind, source_id, entries, &self.knowledge.embedding_tag()).await? {
+            return Ok(());
         }
+        self.knowledge.sync.apply_pending().await.context("applying the new entries to the vector index")?;
+        store.mark_ready(kind, source_id).await?;
         Ok(())
     }
 

@@ -30,6 +30,13 @@ fn team() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
+/// What an ingest does once the entries are embedded (this store has no vector index to
+/// wait for between the two steps).
+async fn finish(store: &KnowledgeStore, kind: SourceKind, source_id: &str, entries: &[ExtractedEntry]) -> bool {
+    store.store_entries(kind, source_id, entries, "m").await.unwrap()
+        && store.mark_ready(kind, source_id).await.unwrap()
+}
+
 fn entry(question: &str, answer: &str) -> ExtractedEntry {
     ExtractedEntry { text: EntryText { question: question.into(), answer: answer.into() }, embedding: vec![0.5; 8] }
 }
@@ -53,13 +60,13 @@ async fn refresh_follows_the_spec_state_table_under_a_controlled_clock() {
         let error = store.request_refresh(&team, &kb, &page.id, 1_000).await.unwrap_err();
         assert_eq!(error.kind, ErrorKind::Conflict);
 
-        assert!(store.finish_source(SourceKind::Webpage, &page.id, &[entry("Hours", "9 to 5")], "m").await.unwrap());
+        assert!(finish(&store, SourceKind::Webpage, &page.id, &[entry("Hours", "9 to 5")]).await);
         let t0 = 10_000_000;
         let refreshing = store.request_refresh(&team, &kb, &page.id, t0).await.unwrap();
         assert_eq!(refreshing.status, "refreshing");
         assert_eq!(store.request_refresh(&team, &kb, &page.id, t0 + 1).await.unwrap_err().kind, ErrorKind::Conflict);
 
-        assert!(store.finish_source(SourceKind::Webpage, &page.id, &[entry("Hours", "9 to 6")], "m").await.unwrap());
+        assert!(finish(&store, SourceKind::Webpage, &page.id, &[entry("Hours", "9 to 6")]).await);
         let limited = store.request_refresh(&team, &kb, &page.id, t0 + 3_600_000).await.unwrap_err();
         assert_eq!(limited.kind, ErrorKind::RateLimited);
         assert_eq!(limited.retry_at_ms, Some(t0 + REFRESH_INTERVAL_MS));
@@ -101,9 +108,7 @@ async fn scheduled_refreshes_are_due_by_interval_and_follow_the_manual_rules() {
         // Pending pages (the first scrape) are never due.
         assert!(due_ids(daily.created_at_ms + 30 * day).await.is_empty());
         for page in [&daily, &weekly, &off] {
-            assert!(
-                store.finish_source(SourceKind::Webpage, &page.id, &[entry("Hours", "9 to 5")], "m").await.unwrap()
-            );
+            assert!(finish(&store, SourceKind::Webpage, &page.id, &[entry("Hours", "9 to 5")]).await);
         }
         let created = daily.created_at_ms.max(weekly.created_at_ms);
         assert!(due_ids(created + day - 1_000).await.is_empty());
@@ -116,7 +121,7 @@ async fn scheduled_refreshes_are_due_by_interval_and_follow_the_manual_rules() {
         let t1 = created + day + 5;
         store.request_refresh(&team, &kb, &daily.id, t1).await.unwrap();
         assert!(!due_ids(t1 + day).await.contains(&daily.id), "a page being refreshed is not due");
-        assert!(store.finish_source(SourceKind::Webpage, &daily.id, &[entry("Hours", "9 to 6")], "m").await.unwrap());
+        assert!(finish(&store, SourceKind::Webpage, &daily.id, &[entry("Hours", "9 to 6")]).await);
         assert!(!due_ids(t1 + day - 1).await.contains(&daily.id));
         assert!(due_ids(t1 + day).await.contains(&daily.id));
 
@@ -140,7 +145,7 @@ async fn of_two_simultaneous_refreshes_exactly_one_wins() {
             .create_webpage(&team, &kb, "FAQ", "https://example.com/faq", None, RefreshInterval::Off)
             .await
             .unwrap();
-        store.finish_source(SourceKind::Webpage, &page.id, &[entry("Hours", "9 to 5")], "m").await.unwrap();
+        finish(&store, SourceKind::Webpage, &page.id, &[entry("Hours", "9 to 5")]).await;
         let (a, b) = tokio::join!(
             store.request_refresh(&team, &kb, &page.id, 5_000),
             store.request_refresh(&team, &kb, &page.id, 5_000)
@@ -162,15 +167,17 @@ async fn a_scrape_replaces_the_content_and_a_failure_keeps_it() {
             .create_webpage(&team, &kb, "FAQ", "https://example.com/faq", None, RefreshInterval::Off)
             .await
             .unwrap();
-        store
-            .finish_source(SourceKind::Webpage, &page.id, &[entry("A", "1"), entry("B", "2"), entry("C", "3")], "m")
-            .await
-            .unwrap();
+        // Stored entries alone do not make the page ready: that waits for the vector index.
+        let stored = [entry("A", "1"), entry("B", "2"), entry("C", "3")];
+        assert!(store.store_entries(SourceKind::Webpage, &page.id, &stored, "m").await.unwrap());
+        assert_eq!(store.webpage(&team, &kb, &page.id).await.unwrap().status, "pending");
+        assert!(store.mark_ready(SourceKind::Webpage, &page.id).await.unwrap());
+        assert_eq!(store.webpage(&team, &kb, &page.id).await.unwrap().status, "ready");
         let content = store.source_entries(&team, &page.id).await.unwrap();
         assert_eq!(content.iter().map(|r| r.question.as_str()).collect::<Vec<_>>(), ["A", "B", "C"]);
         assert_eq!(content[0].source.as_ref().unwrap().name.as_deref(), Some("FAQ"));
 
-        store.finish_source(SourceKind::Webpage, &page.id, &[entry("D", "4")], "m").await.unwrap();
+        finish(&store, SourceKind::Webpage, &page.id, &[entry("D", "4")]).await;
         let content = store.source_entries(&team, &page.id).await.unwrap();
         assert_eq!(content.len(), 1);
         assert_eq!(content[0].question, "D");
@@ -195,7 +202,7 @@ async fn a_scrape_replaces_the_content_and_a_failure_keeps_it() {
         assert!(store.source_entries(&team, &page.id).await.unwrap().is_empty());
         assert_eq!(store.webpage(&team, &kb, &page.id).await.unwrap_err().kind, ErrorKind::NotFound);
         // A scrape that ends after the page was deleted stores nothing.
-        assert!(!store.finish_source(SourceKind::Webpage, &page.id, &[entry("E", "5")], "m").await.unwrap());
+        assert!(!finish(&store, SourceKind::Webpage, &page.id, &[entry("E", "5")]).await);
         assert_eq!(store.count_entries().await.unwrap(), 0);
     })
     .await;
@@ -223,7 +230,7 @@ async fn webpage_fields_are_validated_and_updates_do_not_rescrape() {
             .create_webpage(&team, &kb, "FAQ", "https://example.com/faq", Some("old"), RefreshInterval::Off)
             .await
             .unwrap();
-        store.finish_source(SourceKind::Webpage, &page.id, &[entry("A", "1")], "m").await.unwrap();
+        finish(&store, SourceKind::Webpage, &page.id, &[entry("A", "1")]).await;
         let patch =
             SourcePatch { url: Some("https://example.org/new".into()), notes: Some(None), ..Default::default() };
         let updated = store.update_webpage(&team, &kb, &page.id, &patch).await.unwrap();
@@ -280,9 +287,7 @@ async fn sources_of_another_team_are_not_found() {
             ErrorKind::NotFound
         );
 
-        assert!(
-            store.finish_source(SourceKind::Document, &document.id, &[entry("Price", "10 euros")], "m").await.unwrap()
-        );
+        assert!(finish(&store, SourceKind::Document, &document.id, &[entry("Price", "10 euros")]).await);
         let ready = store.document(&owner, &kb, &document.id).await.unwrap();
         assert_eq!((ready.status.as_str(), ready.entry_count), ("ready", 1));
         let (_, key) = store.delete_document(&owner, &kb, &document.id).await.unwrap();

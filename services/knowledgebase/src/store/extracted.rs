@@ -1,5 +1,6 @@
-//! The Q&A entries of a webpage or document: replaced as a whole, in the transaction that
-//! marks the source ready, so that a search sees either the old content or the new.
+//! The Q&A entries of a webpage or document: replaced as a whole in one transaction, so
+//! that a search sees either the old content or the new. The source turns ready in a
+//! second one, after the vector index has applied the replacement.
 
 use sqlx::{AnyConnection, Row};
 use switchboard_kit::ServiceResult;
@@ -110,25 +111,35 @@ pub(crate) async fn replace_entries(
 }
 
 impl KnowledgeStore {
-    /// Stores a successful scrape or extraction: the source's entries are replaced and it
-    /// turns `ready`. `false` when the source was deleted meanwhile.
-    pub async fn finish_source(
+    /// Replaces a source's entries with those of a successful scrape or extraction. The
+    /// source keeps its status: it turns `ready` in `mark_ready`, once the vector index has
+    /// the new entries, so that `ready` means searchable. `false` when the source was
+    /// deleted meanwhile.
+    pub async fn store_entries(
         &self,
         kind: SourceKind,
         source_id: &str,
         entries: &[ExtractedEntry],
         model: &str,
     ) -> ServiceResult<bool> {
-        let now = now_ms();
         let mut tx = self.db.begin_write().await?;
-        let Some(row) = sqlx::query(&format!("SELECT team_id, knowledgebase_id FROM {} WHERE id = $1", kind.table()))
-            .bind(source_id)
-            .fetch_optional(&mut *tx)
-            .await?
-        else {
+        let Some((team_id, knowledgebase_id)) = owner_of(&mut tx, kind, source_id).await? else {
             return Ok(false);
         };
-        let (team_id, knowledgebase_id): (String, String) = (row.try_get("team_id")?, row.try_get("knowledgebase_id")?);
+        let owner = Owner { team_id: &team_id, knowledgebase_id: &knowledgebase_id, kind, source_id };
+        replace_entries(&mut tx, &owner, entries, model).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Marks a source whose entries are stored and indexed `ready`, and tells webhooks.
+    /// `false` when the source was deleted meanwhile.
+    pub async fn mark_ready(&self, kind: SourceKind, source_id: &str) -> ServiceResult<bool> {
+        let now = now_ms();
+        let mut tx = self.db.begin_write().await?;
+        let Some((team_id, _)) = owner_of(&mut tx, kind, source_id).await? else {
+            return Ok(false);
+        };
         sqlx::query(&format!(
             "UPDATE {} SET status = 'ready', failure_reason = NULL, {} = $1, updated_at = $1 WHERE id = $2",
             kind.table(),
@@ -138,8 +149,6 @@ impl KnowledgeStore {
         .bind(source_id)
         .execute(&mut *tx)
         .await?;
-        let owner = Owner { team_id: &team_id, knowledgebase_id: &knowledgebase_id, kind, source_id };
-        replace_entries(&mut tx, &owner, entries, model).await?;
         tell(&mut tx, kind, (&team_id, source_id), true).await?;
         tx.commit().await?;
         Ok(true)
@@ -185,6 +194,22 @@ impl KnowledgeStore {
         tx.commit().await?;
         Ok(())
     }
+}
+
+/// The team and knowledge base of a source; `None` once it is deleted.
+async fn owner_of(
+    conn: &mut AnyConnection,
+    kind: SourceKind,
+    source_id: &str,
+) -> ServiceResult<Option<(String, String)>> {
+    let row = sqlx::query(&format!("SELECT team_id, knowledgebase_id FROM {} WHERE id = $1", kind.table()))
+        .bind(source_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    Ok(match row {
+        Some(row) => Some((row.try_get("team_id")?, row.try_get("knowledgebase_id")?)),
+        None => None,
+    })
 }
 
 /// Tells webhooks that a source turned ready or failed, in that change's transaction.
