@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use switchboard_identity::IdentityStore;
 use switchboard_identity::store::NewTeam;
 use switchboard_kit::grpc::ServiceAccess;
-use switchboard_kit::team_versions::TeamVersions;
+use switchboard_kit::team_versions::{TeamVersions, announce};
 use switchboard_kit::time::iso_ms;
 use switchboard_proto::v1::{ApiKey, KeyAccess, NewUser, Team};
 
@@ -277,16 +277,12 @@ async fn execute(
         }
         AdminCommand::RevokeKey { id } => {
             let key = store.revoke_key(&id, None).await?;
-            if let Some(versions) = versions {
-                versions.changed(&[&key.team_id]).await;
-            }
+            announce(versions, &[&key.team_id]).await;
             key_json(&key)
         }
         AdminCommand::GrantCredits { team, amount } => {
             let entry = store.grant(&team, amount, "granted by an operator").await?;
-            if let Some(versions) = versions {
-                versions.changed(&[&team]).await;
-            }
+            announce(versions, &[&team]).await;
             json!({ "teamId": team, "balance": entry.balance_after, "entryId": entry.id })
         }
         AdminCommand::CreateUser { team, first_name, last_name, email, role } => {
@@ -302,9 +298,7 @@ async fn execute(
         }
         AdminCommand::DeleteTeam { id } => {
             let team = store.delete_team(&id).await?;
-            if let Some(versions) = versions {
-                versions.changed(&[&id]).await;
-            }
+            announce(versions, &[&id]).await;
             team_json(&team)
         }
         AdminCommand::Invite { team, email, role, .. } => {

@@ -512,7 +512,49 @@ async fn keys_trusted_by_team_version_are_refused_within_the_cache_time_once_rev
             }
         };
         tokio::time::timeout(Duration::from_secs(5), refused).await.expect("the revoked key was refused");
-        // The cache time is 300 ms; the lookup kept by version lives up to ten minutes.
+        // The cache time is 300 ms; the lookup kept by version lives up to 30 s.
         assert!(revoked.elapsed() < Duration::from_secs(2), "refused after {:?}", revoked.elapsed());
     }
+}
+
+#[tokio::test]
+async fn a_monthly_top_up_shows_in_the_agencys_me_at_once_with_redis() {
+    // With Redis, gateways keep a team's identity while its version holds (up to 30 s, never
+    // past its billing period's end): the top-up must give the agency a new version, or its
+    // `/me` shows the balance before the top-up for seconds (10 s and more, when tried).
+    let settings = [("SWITCHBOARD_BILLING_PERIOD", "6s"), ("SWITCHBOARD_RATE_LIMIT_STANDARD", "100000")];
+    let (_redis, stack) = leasing_stack(&settings).await;
+    let agency = stack.team("Agency", true, 100).await;
+    let api = stack.client(&agency.key);
+    let created = api.post("/agency/subteams", subteam_body("Client")).await.expect(201)["data"].clone();
+    let id = created["id"].as_str().expect("an id").to_owned();
+    api.put(&format!("/agency/subteams/{id}"), serde_json::json!({ "totalMonthlyCredits": 50 })).await.expect(200);
+    let me_balance = |api: &Api| {
+        let api = api.clone();
+        async move { api.get("/me").await.expect(200)["data"]["credits"]["balance"].as_i64().expect("a balance") }
+    };
+    assert_eq!(me_balance(&api).await, 90);
+
+    // The subteam's balance is read from the identity service on every request.
+    let topped = async {
+        loop {
+            let client = api.get(&format!("/agency/subteams/{id}")).await.expect(200)["data"]["credits"]["balance"]
+                .as_i64()
+                .expect("a balance");
+            if client == 50 {
+                return;
+            }
+            assert_eq!(me_balance(&api).await, 90, "the agency's /me before the top-up");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), topped).await.expect("the client topped up to 50 within 20 s");
+    let seen = std::time::Instant::now();
+    let shown = async {
+        while me_balance(&api).await != 50 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), shown).await.expect("the agency's /me shows 50 within 10 s");
+    assert!(seen.elapsed() < Duration::from_secs(2), "the agency's /me showed the top-up after {:?}", seen.elapsed());
 }

@@ -4,7 +4,7 @@
 //! what authenticated callers do is written by the gateway, which knows who they are.
 
 use switchboard_kit::grpc::{Reply, reply};
-use switchboard_kit::team_versions::TeamVersions;
+use switchboard_kit::team_versions::{TeamVersions, announce};
 use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
 use switchboard_proto::v1::account_service_server::{AccountService, AccountServiceServer};
 use switchboard_proto::v1::*;
@@ -51,9 +51,7 @@ fn check_password(field: &str, password: &str) -> ServiceResult<()> {
 impl AccountsApi {
     /// After sessions of `team_id` ended or changed: a new team version, before the answer.
     async fn sessions_changed(&self, team_id: &str) {
-        if let Some(versions) = &self.versions {
-            versions.changed(&[team_id]).await;
-        }
+        announce(self.versions.as_ref(), &[team_id]).await;
     }
 
     async fn signed_in_changed(&self, signed_in: &SignedIn) {

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use switchboard_kit::team_versions::TeamVersions;
+use switchboard_kit::team_versions::{TeamVersions, announce};
 use tokio::sync::watch;
 
 use crate::store::IdentityStore;
@@ -27,9 +27,7 @@ pub async fn run(
         match store.top_up_due().await {
             Ok(done) => {
                 for top_up in done {
-                    if let Some(versions) = &versions {
-                        versions.changed(&[&top_up.agency_team_id, &top_up.subteam_id]).await;
-                    }
+                    announce(versions.as_ref(), &[&top_up.agency_team_id, &top_up.subteam_id]).await;
                     tracing::info!(
                         agency = %top_up.agency_team_id,
                         subteam = %top_up.subteam_id,

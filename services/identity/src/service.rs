@@ -1,7 +1,7 @@
 //! The gRPC face of the identity store: unpacks requests, calls the store, maps errors.
 
 use switchboard_kit::grpc::{Reply, reply};
-use switchboard_kit::team_versions::TeamVersions;
+use switchboard_kit::team_versions::{TeamVersions, announce};
 use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::identity_service_server::{IdentityService, IdentityServiceServer};
 use switchboard_proto::v1::*;
@@ -40,10 +40,8 @@ impl IdentityApi {
     /// After a change to what `GET /me` shows of these teams, or to which keys they have: new
     /// versions, before the answer.
     async fn changed<T>(&self, outcome: ServiceResult<T>, team_ids: &[&str]) -> ServiceResult<T> {
-        if outcome.is_ok()
-            && let Some(versions) = &self.versions
-        {
-            versions.changed(team_ids).await;
+        if outcome.is_ok() {
+            announce(self.versions.as_ref(), team_ids).await;
         }
         outcome
     }

@@ -80,6 +80,14 @@ impl TeamVersions {
     }
 }
 
+/// Gives the teams new versions when the platform has a Redis (`versions`); without one,
+/// gateways keep no identity past their cache time, so there is nothing to announce.
+pub async fn announce(versions: Option<&TeamVersions>, team_ids: &[&str]) {
+    if let Some(versions) = versions {
+        versions.changed(team_ids).await;
+    }
+}
+
 /// A random version: positive and below 2^53, so that Lua numbers (doubles) hold it exactly.
 fn fresh_version() -> i64 {
     let bits = uuid::Uuid::new_v4().as_u64_pair().0 & ((1 << 53) - 1);
