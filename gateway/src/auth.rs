@@ -140,28 +140,3 @@ impl KeyLookup {
         Self { principal, version, looked_up: now, checked: now }
     }
 }
-
-/// A credential's principal by the hash of its secret: from `cache` when looked up within its
-/// time, else from `lookup`, whose answer (a principal, or a refusal as `refused()`) is kept.
-pub(crate) async fn remembered(
-    cache: &TtlCache<String, Option<Arc<Principal>>>,
-    hash: String,
-    refused: fn() -> ServiceError,
-    lookup: impl std::future::Future<Output = ServiceResult<Principal>>,
-) -> ServiceResult<Arc<Principal>> {
-    if let Some(cached) = cache.get(&hash) {
-        return cached.ok_or_else(refused);
-    }
-    match lookup.await {
-        Ok(principal) => {
-            let principal = Arc::new(principal);
-            cache.insert(hash, Some(principal.clone()));
-            Ok(principal)
-        }
-        Err(error) if error.kind == ErrorKind::Unauthorized => {
-            cache.insert(hash, None);
-            Err(refused())
-        }
-        Err(error) => Err(error),
-    }
-}

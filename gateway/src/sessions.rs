@@ -91,7 +91,7 @@ impl SessionAuthenticator {
     pub async fn authenticate(&self, services: &Services, token: &str) -> ServiceResult<Arc<Principal>> {
         let hash = hash_key(token);
         let request = AuthenticateSessionRequest { token_hash: hash.clone() };
-        crate::auth::remembered(&self.cache, hash, not_signed_in, async {
+        remembered(&self.cache, hash, not_signed_in, async {
             let session = services.accounts.clone().authenticate_session(request).await?.into_inner();
             let team = session.team.clone().unwrap_or_default();
             Ok(Principal::new(team, Credential::Session(session)))
@@ -132,6 +132,31 @@ impl SessionAuthenticator {
         let fresh = self.authenticate(services, token).await?;
         fresh.seen_version.store(version, Ordering::Release);
         Ok(fresh)
+    }
+}
+
+/// A session's principal by the hash of its token: from `cache` when looked up within its
+/// time, else from `lookup`, whose answer (a principal, or a refusal as `refused()`) is kept.
+async fn remembered(
+    cache: &TtlCache<String, Option<Arc<Principal>>>,
+    hash: String,
+    refused: fn() -> ServiceError,
+    lookup: impl std::future::Future<Output = ServiceResult<Principal>>,
+) -> ServiceResult<Arc<Principal>> {
+    if let Some(cached) = cache.get(&hash) {
+        return cached.ok_or_else(refused);
+    }
+    match lookup.await {
+        Ok(principal) => {
+            let principal = Arc::new(principal);
+            cache.insert(hash, Some(principal.clone()));
+            Ok(principal)
+        }
+        Err(error) if error.kind == ErrorKind::Unauthorized => {
+            cache.insert(hash, None);
+            Err(refused())
+        }
+        Err(error) => Err(error),
     }
 }
 
