@@ -6,17 +6,22 @@
 # gateways (OVER_ADMISSION: "teams:limit" pairs). Also pingora alone (gateway/examples/
 # bare_pingora.rs: the same bytes from `request_filter`, nothing of ours on the path), the floor
 # under the gateway on this machine, and the CPU each server spent per request. Writes BENCHMARKS.md.
-# SWITCHBOARD_BIN=<a built binary> skips the release build; BARE_BIN=<built bare_pingora> too.
+# SWITCHBOARD_BIN=<a built binary> skips the build; BARE_BIN=<built bare_pingora> too (build
+# them with BENCH_PROFILE, which the section names); BENCH_PROFILE=release measures the plain
+# release profile instead of release-lto.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ensure_build_tools
 ensure_packages wrk nginx-light redis-server
 DURATION="${DURATION:-20s}"
 CONNECTIONS="${CONNECTIONS:-64}"
+# The profile the container image ships (fat LTO; a cold build takes ~35 min on two cores),
+# for the gateway and for pingora alone alike.
+export BENCH_PROFILE="${BENCH_PROFILE:-release-lto}"
 SWITCHBOARD_BIN="${SWITCHBOARD_BIN:-$(release_binary)}"
 if [ -z "${BARE_BIN:-}" ]; then
-  (cd "$SWITCHBOARD_ROOT" && cargo build --release -p switchboard-gateway --example bare_pingora >&2)
-  BARE_BIN="$CARGO_TARGET_DIR/release/examples/bare_pingora"
+  (cd "$SWITCHBOARD_ROOT" && cargo build --profile "$BENCH_PROFILE" -p switchboard-gateway --example bare_pingora >&2)
+  BARE_BIN="$CARGO_TARGET_DIR/$BENCH_PROFILE/examples/bare_pingora"
 fi
 work="$(mktemp -d)"
 GATEWAY_PIDS=()
@@ -191,10 +196,10 @@ for pair in $OVER_ADMISSION; do
   GATEWAY_PIDS=()
 done
 
-python3 - "$work" "$DURATION" "$CONNECTIONS" "$redis_keys" "$(machine_line)" "$TEAM_COUNTS" \
+python3 - "$work" "$DURATION" "$CONNECTIONS" "$redis_keys" "$(machine_line)" "$TEAM_COUNTS" "$BENCH_PROFILE" \
   > "$work/section.md" <<'PY'
 import re, sys
-work, duration, connections, redis_keys, machine, team_counts = sys.argv[1:7]
+work, duration, connections, redis_keys, machine, team_counts, profile = sys.argv[1:8]
 def parse(name):
     text = open(f"{work}/{name}.txt").read()
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
@@ -218,7 +223,8 @@ def parse(name):
 g, n, b = parse("gateway"), parse("nginx"), parse("bare")
 spread = [(int(teams), parse(f"teams-{teams}")) for teams in team_counts.split()]
 print("## Gateway: GET /v1/me against a static file\n")
-print(f"Command: `bench/gateway-me.sh` (wrk, {connections} connections, 2 threads, {duration} each, one run).")
+print(f"Command: `bench/gateway-me.sh` (wrk, {connections} connections, 2 threads, {duration} each, one run;")
+print(f"the gateway and pingora alone built with the `{profile}` profile).")
 print("The gateway authenticates the key (cached), admits the request from a token lease it took from")
 print("the team's Redis bucket (one Lua script call per lease of up to 256 tokens, which also reads the")
 print("team's version), knows the team's current version from its Redis subscription, and renders JSON")

@@ -10,10 +10,14 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }
 
+# release_binary: builds the switchboard binary with BENCH_PROFILE (release unless set; the
+# gateway bench uses release-lto, the profile the container image ships) and prints its path.
 release_binary() {
+  local profile="${BENCH_PROFILE:-release}"
   # Explicit: errexit does not reach into the command substitution this runs in.
-  (cd "$SWITCHBOARD_ROOT" && cargo build --release --bin switchboard >&2) || { echo "release build failed" >&2; return 1; }
-  echo "$CARGO_TARGET_DIR/release/switchboard"
+  (cd "$SWITCHBOARD_ROOT" && cargo build --profile "$profile" --bin switchboard >&2) ||
+    { echo "$profile build failed" >&2; return 1; }
+  echo "$CARGO_TARGET_DIR/$profile/switchboard"
 }
 
 # start_dev DATA_DIR [ENV=VALUE...]: starts `switchboard dev` in the background on a free
