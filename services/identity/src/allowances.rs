@@ -26,8 +26,11 @@ pub async fn run(
     while !*stop.borrow() {
         match store.top_up_due().await {
             Ok(done) => {
+                // One announcement for the pass: two Redis calls, not two per top-up.
+                let teams: Vec<&str> =
+                    done.iter().flat_map(|t| [t.agency_team_id.as_str(), t.subteam_id.as_str()]).collect();
+                announce(versions.as_ref(), &teams).await;
                 for top_up in done {
-                    announce(versions.as_ref(), &[&top_up.agency_team_id, &top_up.subteam_id]).await;
                     tracing::info!(
                         agency = %top_up.agency_team_id,
                         subteam = %top_up.subteam_id,
