@@ -2,13 +2,16 @@
 //! passes the request on or answers it, and every answer, error or not, leaves through
 //! [`App::write`] with the same headers.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::StreamExt;
+use http::HeaderValue;
 use pingora::http::ResponseHeader;
+use pingora::modules::http::HttpModules;
 use pingora::prelude::HttpPeer;
 use pingora::proxy::{ProxyHttp, Session};
 use serde_json::Value;
@@ -317,9 +320,11 @@ impl App {
     pub(crate) async fn admit(&self, request: Admit<'_>, ctx: &mut RequestCtx) -> Result<Admission, ServiceError> {
         let Admit { route, services, principal, team_id, public_base, client, session_token } = request;
         // Visitors have no team: their bucket is their address's.
-        let bucket = if route.visitor { format!("addr:{}", client.ip) } else { principal.team.id.clone() };
+        let bucket =
+            if route.visitor { Cow::Owned(format!("addr:{}", client.ip)) } else { Cow::Borrowed(&*principal.team.id) };
         let decision = self.limiter.check(&bucket, route.class).await;
-        self.metrics.rate_limit(route.class.name(), decision.allowed);
+        drop(bucket);
+        self.metrics.rate_limit(route.class, decision.allowed);
         ctx.decision = Some(decision);
         if !decision.allowed {
             let (body, retry_after) = limits::too_many_requests(&decision);
@@ -356,20 +361,28 @@ impl App {
     async fn write(&self, session: &mut Session, ctx: &RequestCtx, reply: Reply) -> pingora::Result<()> {
         let head_only = session.req_header().method == http::Method::HEAD;
         let (content_type, length, body) = match (reply.streamed, reply.raw) {
-            (Some(streamed), _) => (streamed.content_type, streamed.length, Body::Stream(streamed.body)),
-            (None, Some((content_type, bytes))) => (content_type.into_owned(), bytes.len() as u64, Body::Whole(bytes)),
+            (Some(streamed), _) => (Cow::Owned(streamed.content_type), streamed.length, Body::Stream(streamed.body)),
+            (None, Some((content_type, bytes))) => (content_type, bytes.len() as u64, Body::Whole(bytes)),
             (None, None) => {
                 let bytes = Bytes::from(serde_json::to_vec(&reply.body).unwrap_or_default());
-                ("application/json".to_owned(), bytes.len() as u64, Body::Whole(bytes))
+                (Cow::Borrowed("application/json"), bytes.len() as u64, Body::Whole(bytes))
             }
+        };
+        // Static values are not copied: this runs for every response.
+        let content_type = match content_type {
+            Cow::Borrowed(text) if text.bytes().all(|byte| (b' '..=b'~').contains(&byte)) => {
+                HeaderValue::from_static(text)
+            }
+            other => HeaderValue::try_from(other.into_owned())
+                .map_err(|_| pingora::Error::new_str("a content type that is not a header value"))?,
         };
         let mut header = ResponseHeader::build(reply.status, Some(12))?;
         header.insert_header("Content-Type", content_type)?;
-        header.insert_header("Content-Length", length.to_string())?;
+        header.insert_header("Content-Length", HeaderValue::from(length))?;
         header.insert_header("X-Request-Id", ctx.request_id.as_str())?;
-        header.insert_header("Cache-Control", "no-store")?;
+        header.insert_header("Cache-Control", HeaderValue::from_static("no-store"))?;
         if let Some(decision) = &ctx.decision {
-            for (name, value) in limits::rate_limit_headers(decision) {
+            for (name, value) in self.limiter.headers(decision) {
                 header.insert_header(name, value)?;
             }
         }
@@ -519,6 +532,10 @@ impl ProxyHttp for App {
         self.write(session, ctx, reply).await?;
         Ok(true)
     }
+
+    /// None: pingora's default is a response compression module, disabled, that is still set up
+    /// for every request and sees every response. Nothing here compresses.
+    fn init_downstream_modules(&self, _modules: &mut HttpModules) {}
 
     /// Every request is answered in `request_filter`; nothing is proxied.
     async fn upstream_peer(&self, _session: &mut Session, _ctx: &mut RequestCtx) -> pingora::Result<Box<HttpPeer>> {

@@ -4,11 +4,14 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
 
+use parking_lot::Mutex;
 use serde_json::Value;
+use switchboard_api::identity::Me;
 use switchboard_kit::ServiceError;
-use switchboard_proto::v1::{Actor, ApiKey, KeyAccess, Session, Team};
+use switchboard_proto::v1::{Actor, ApiKey, Identity, KeyAccess, Session, Team};
 
 use crate::endpoint::errors::{Code, ErrorBody, FieldError};
+use crate::endpoint::{Data, Rendered};
 use crate::services::Services;
 
 /// Who is behind a request, and their own team.
@@ -22,13 +25,42 @@ pub struct Principal {
     /// the team a new version when a session of it ends or changes, so that every gateway
     /// looks the session up again on its next request.
     pub seen_version: AtomicI64,
+    /// The `/me` answer last rendered for this principal.
+    pub me: KeptMe,
 }
 
 pub const UNSEEN: i64 = i64::MIN;
 
 impl Principal {
     pub fn new(team: Team, credential: Credential) -> Self {
-        Self { team: Arc::new(team), credential, seen_version: AtomicI64::new(UNSEEN) }
+        Self { team: Arc::new(team), credential, seen_version: AtomicI64::new(UNSEEN), me: KeptMe::default() }
+    }
+}
+
+/// A `/me` answer and the identity it was rendered from. The answer depends only on that
+/// identity and on the principal (its key or session user), so while the identity service's
+/// cache hands out the very same identity, the bytes are the same: rendering them again is
+/// what most of `/me`'s time went to.
+#[derive(Default)]
+pub struct KeptMe(Mutex<Option<(Arc<Identity>, MeAnswer)>>);
+
+type MeAnswer = Rendered<Data<Me>>;
+
+impl KeptMe {
+    /// The answer rendered from `identity`, if that is the one kept.
+    pub fn get(&self, identity: &Arc<Identity>) -> Option<MeAnswer> {
+        let kept = self.0.lock();
+        kept.as_ref().filter(|(from, _)| Arc::ptr_eq(from, identity)).map(|(_, answer)| answer.clone())
+    }
+
+    pub fn keep(&self, identity: Arc<Identity>, answer: MeAnswer) {
+        *self.0.lock() = Some((identity, answer));
+    }
+}
+
+impl std::fmt::Debug for KeptMe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeptMe").finish_non_exhaustive()
     }
 }
 

@@ -2,17 +2,46 @@
 //! conventions: by method, route and status; its count is the request count) and
 //! `switchboard.rate_limit.decisions` (by class and decision).
 
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use switchboard_kit::metrics::{Counter, Histogram, KeyValue, meter};
+use switchboard_kit::metrics::{Histogram, KeyValue, meter};
+
+use crate::limits::RateClass;
 
 pub struct GatewayMetrics {
     duration: Histogram<f64>,
-    rate_limit: Counter<u64>,
+}
+
+/// Rate-limit decisions of this process, by class and decision (allowed, limited), counted
+/// with one atomic add per request and read by the meter when it collects: an instrument's
+/// `add` looks its attributes up in a map under a lock, on every request.
+static DECISIONS: [[AtomicU64; 2]; RateClass::ALL.len()] =
+    [const { [const { AtomicU64::new(0) }; 2] }; RateClass::ALL.len()];
+static DECISIONS_OBSERVED: OnceLock<()> = OnceLock::new();
+
+fn observe_decisions() {
+    DECISIONS_OBSERVED.get_or_init(|| {
+        meter()
+            .u64_observable_counter("switchboard.rate_limit.decisions")
+            .with_description("Rate-limit decisions, by rate class and decision (allowed or limited).")
+            .with_unit("{request}")
+            .with_callback(|observer| {
+                for class in RateClass::ALL {
+                    for (decision, count) in ["allowed", "limited"].into_iter().zip(&DECISIONS[class as usize]) {
+                        let labels = [KeyValue::new("class", class.name()), KeyValue::new("decision", decision)];
+                        observer.observe(count.load(Ordering::Relaxed), &labels);
+                    }
+                }
+            })
+            .build();
+    });
 }
 
 impl GatewayMetrics {
     pub fn new() -> Self {
+        observe_decisions();
         let meter = meter();
         Self {
             duration: meter
@@ -20,11 +49,6 @@ impl GatewayMetrics {
                 .with_description("Duration of HTTP requests answered by the gateway.")
                 .with_unit("s")
                 .with_boundaries(vec![0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0])
-                .build(),
-            rate_limit: meter
-                .u64_counter("switchboard.rate_limit.decisions")
-                .with_description("Rate-limit decisions, by rate class and decision (allowed or limited).")
-                .with_unit("{request}")
                 .build(),
         }
     }
@@ -42,9 +66,8 @@ impl GatewayMetrics {
         }
     }
 
-    pub fn rate_limit(&self, class: &'static str, allowed: bool) {
-        let decision = if allowed { "allowed" } else { "limited" };
-        self.rate_limit.add(1, &[KeyValue::new("class", class), KeyValue::new("decision", decision)]);
+    pub fn rate_limit(&self, class: RateClass, allowed: bool) {
+        DECISIONS[class as usize][usize::from(!allowed)].fetch_add(1, Ordering::Relaxed);
     }
 }
 

@@ -4,11 +4,13 @@
 //! API key, with `Range` support, from the conversations service. When recordings live in S3, the
 //! service's presigned URL is given instead and the bytes never pass through the gateway.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
 use hmac::{Hmac, Mac};
+use http::HeaderName;
 use pingora::http::RequestHeader;
 use sha2::Sha256;
 use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
@@ -21,9 +23,10 @@ use crate::services::Services;
 /// How long a playback URL works.
 pub const VALID_FOR: Duration = Duration::from_secs(15 * 60);
 
-/// The key that signs playback URLs; every gateway replica must have the same.
+/// The key that signs playback URLs; every gateway replica must have the same. Shared: every
+/// request's call carries it.
 #[derive(Clone)]
-pub struct UrlKey(Vec<u8>);
+pub struct UrlKey(Arc<[u8]>);
 
 impl std::fmt::Debug for UrlKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -33,7 +36,7 @@ impl std::fmt::Debug for UrlKey {
 
 impl UrlKey {
     pub fn new(secret: &[u8]) -> Self {
-        Self(secret.to_vec())
+        Self(secret.into())
     }
 
     /// A key of its own derived from another secret (the service token), so that replicas that
@@ -42,12 +45,12 @@ impl UrlKey {
         let mut mac =
             Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap_or_else(|_| unreachable!("HMAC takes any key"));
         mac.update(b"switchboard playback URLs");
-        Self(mac.finalize().into_bytes().to_vec())
+        Self(mac.finalize().into_bytes().as_slice().into())
     }
 
     /// A key for this process only: URLs it signs stop working when it restarts.
     pub fn random() -> Self {
-        Self(uuid::Uuid::new_v4().as_bytes().to_vec())
+        Self(uuid::Uuid::new_v4().as_bytes().as_slice().into())
     }
 
     fn mac(&self, team_id: &str, call_id: &str, expires: i64) -> Hmac<Sha256> {
@@ -75,10 +78,18 @@ impl UrlKey {
 /// Where the gateway is reached, as the client reached it: `X-Forwarded-Proto`/`-Host` from a
 /// proxy in front, else the `Host` header.
 pub fn public_base(header: &RequestHeader) -> String {
-    let value = |name: &str| header.headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
-    let scheme = value("x-forwarded-proto").and_then(|v| v.split(',').next()).unwrap_or("http");
-    let host = value("x-forwarded-host").or_else(|| value("host")).unwrap_or("localhost");
-    format!("{scheme}://{host}")
+    // Named ahead: a name given as text is parsed on every lookup, and this runs for every
+    // request.
+    static FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
+    static FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
+    let value = |name: &HeaderName| header.headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+    let scheme = value(&FORWARDED_PROTO).and_then(|v| v.split(',').next()).unwrap_or("http");
+    let host = value(&FORWARDED_HOST).or_else(|| value(&http::header::HOST)).unwrap_or("localhost");
+    let mut base = String::with_capacity(scheme.len() + 3 + host.len());
+    for part in [scheme, "://", host] {
+        base.push_str(part);
+    }
+    base
 }
 
 /// The call id of a playback path, `/v1/calls/{callId}/recording`.

@@ -14,12 +14,12 @@ use switchboard_proto::v1::{
 };
 
 use super::groups::CONTACTS;
-use crate::call::Call;
+use crate::call::{Call, Reply};
 use crate::endpoint::errors::FieldError;
 use crate::endpoint::input::read_item;
 use crate::endpoint::schema::inlined;
 use crate::endpoint::{
-    Answer, Created, Data, Endpoint, Feature, Id, IdList, Input, Json, List, Nothing, Patch, Updated,
+    Answer, Created, Data, Endpoint, Feature, Id, IdList, Input, Json, List, Nothing, Patch, Updated, serialized,
 };
 use crate::limits::RateClass;
 use switchboard_api::identity::User;
@@ -344,6 +344,10 @@ pub struct BoardIds {
 
 impl Answer for ContactPage {
     const STATUS: u16 = 200;
+
+    fn into_reply(self) -> Reply {
+        serialized(Self::STATUS, &self)
+    }
 }
 
 fn contact_ref(call: &Call, path: &ContactPath) -> ContactRef {

@@ -6,7 +6,7 @@ use switchboard_proto::v1::ListUsersRequest;
 
 use super::groups::IDENTITY;
 use crate::call::Call;
-use crate::endpoint::{Data, Endpoint, Feature, Input, List};
+use crate::endpoint::{Data, Endpoint, Feature, Input, List, Rendered};
 
 const TEAM_GONE: &str = "Team not found: the key's team, or the `teamId` subteam, has been deleted.";
 
@@ -33,10 +33,15 @@ pub fn endpoints() -> Vec<Endpoint> {
     ]
 }
 
-async fn me(call: Call, _: Input) -> ServiceResult<Data<Me>> {
+async fn me(call: Call, _: Input) -> ServiceResult<Rendered<Data<Me>>> {
     let identity = call.services.identity_of(call.team_id(), call.team_version).await?;
+    if let Some(answer) = call.principal.me.get(&identity) {
+        return Ok(answer);
+    }
     let user = call.principal.session().and_then(|session| session.user.as_ref());
-    Ok(Data::new(Me::new(&identity, call.principal.key(), user)))
+    let answer = Rendered::new(&Data::new(Me::new(&identity, call.principal.key(), user)))?;
+    call.principal.me.keep(identity, answer.clone());
+    Ok(answer)
 }
 
 async fn users(call: Call, _: Input) -> ServiceResult<List<User>> {

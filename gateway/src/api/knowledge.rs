@@ -17,8 +17,10 @@ use switchboard_proto::v1::{
 
 use super::agents::{AgentPath, fetch_agent};
 use super::groups::{AGENT_KNOWLEDGEBASE, KNOWLEDGEBASE};
-use crate::call::Call;
-use crate::endpoint::{Answer, Created, Data, Endpoint, Feature, Id, Input, Json, List, Nothing, Patch, Updated};
+use crate::call::{Call, Reply};
+use crate::endpoint::{
+    Answer, Created, Data, Endpoint, Feature, Id, Input, Json, List, Nothing, Patch, Updated, serialized,
+};
 use crate::limits::RateClass;
 
 const THROUGH_AGENT: &str = "Agent not found, Agent has no knowledgebase assigned, or Knowledgebase not found";
@@ -306,10 +308,18 @@ pub struct SearchQuery {
 
 impl Answer for SearchAnswer {
     const STATUS: u16 = 200;
+
+    fn into_reply(self) -> Reply {
+        serialized(Self::STATUS, &self)
+    }
 }
 
 impl Answer for AgentSearchAnswer {
     const STATUS: u16 = 200;
+
+    fn into_reply(self) -> Reply {
+        serialized(Self::STATUS, &self)
+    }
 }
 
 async fn fetch_knowledgebase(

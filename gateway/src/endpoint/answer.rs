@@ -2,6 +2,8 @@
 //! OpenAPI description says what is sent. Every answer schema is closed
 //! (`additionalProperties: false`): a member the type does not declare cannot be sent.
 
+use std::marker::PhantomData;
+
 use schemars::JsonSchema;
 use serde::Serialize;
 pub use switchboard_api::envelope::{Accepted, Created, Data, List, Page, Updated};
@@ -11,35 +13,86 @@ use crate::call::Reply;
 const JSON: &str = "application/json";
 
 /// A successful answer.
-pub trait Answer: Serialize + JsonSchema + Send + Sized + 'static {
+pub trait Answer: JsonSchema + Send + Sized + 'static {
     const STATUS: u16;
 
-    /// Serialized once, straight to the bytes sent: no intermediate `Value`.
-    fn into_reply(self) -> Reply {
-        match serde_json::to_vec(&self) {
-            Ok(body) => Reply::raw(Self::STATUS, JSON, bytes::Bytes::from(body)),
-            Err(error) => Reply::error(&switchboard_kit::ServiceError::internal(error)),
-        }
+    fn into_reply(self) -> Reply;
+}
+
+/// Serialized once, straight to the bytes sent: no intermediate `Value`.
+pub fn serialized(status: u16, answer: &impl Serialize) -> Reply {
+    match serde_json::to_vec(answer) {
+        Ok(body) => Reply::raw(status, JSON, bytes::Bytes::from(body)),
+        Err(error) => Reply::error(&switchboard_kit::ServiceError::internal(error)),
     }
 }
 
-impl<T: Serialize + JsonSchema + Send + 'static> Answer for Data<T> {
-    const STATUS: u16 = 200;
+/// The envelopes: each is serialized as it is.
+macro_rules! envelope_answers {
+    ($($envelope:ident => $status:literal),* $(,)?) => {$(
+        impl<T: Serialize + JsonSchema + Send + 'static> Answer for $envelope<T> {
+            const STATUS: u16 = $status;
+
+            fn into_reply(self) -> Reply {
+                serialized(Self::STATUS, &self)
+            }
+        }
+    )*};
 }
-impl<T: Serialize + JsonSchema + Send + 'static> Answer for List<T> {
-    const STATUS: u16 = 200;
+
+envelope_answers!(Data => 200, List => 200, Created => 201, Updated => 200, Accepted => 202, Page => 200);
+
+/// Wrappers of an answer `R` are described as `R`: the OpenAPI description names the bytes sent.
+macro_rules! described_as_inner {
+    ($wrapper:ident) => {
+        impl<R: JsonSchema> JsonSchema for $wrapper<R> {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                R::schema_name()
+            }
+
+            fn schema_id() -> std::borrow::Cow<'static, str> {
+                R::schema_id()
+            }
+
+            fn inline_schema() -> bool {
+                R::inline_schema()
+            }
+
+            fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                R::json_schema(generator)
+            }
+        }
+    };
 }
-impl<T: Serialize + JsonSchema + Send + 'static> Answer for Created<T> {
-    const STATUS: u16 = 201;
+
+/// An answer `R` serialized ahead, for a handler that keeps the bytes of an answer that has
+/// not changed and sends them again. Described as `R`.
+pub struct Rendered<R> {
+    body: bytes::Bytes,
+    answer: PhantomData<fn() -> R>,
 }
-impl<T: Serialize + JsonSchema + Send + 'static> Answer for Updated<T> {
-    const STATUS: u16 = 200;
+
+impl<R: Answer + Serialize> Rendered<R> {
+    pub fn new(answer: &R) -> Result<Self, switchboard_kit::ServiceError> {
+        let body = serde_json::to_vec(answer).map_err(switchboard_kit::ServiceError::internal)?;
+        Ok(Self { body: body.into(), answer: PhantomData })
+    }
 }
-impl<T: Serialize + JsonSchema + Send + 'static> Answer for Accepted<T> {
-    const STATUS: u16 = 202;
+
+impl<R> Clone for Rendered<R> {
+    fn clone(&self) -> Self {
+        Self { body: self.body.clone(), answer: PhantomData }
+    }
 }
-impl<T: Serialize + JsonSchema + Send + 'static> Answer for Page<T> {
-    const STATUS: u16 = 200;
+
+described_as_inner!(Rendered);
+
+impl<R: Answer> Answer for Rendered<R> {
+    const STATUS: u16 = R::STATUS;
+
+    fn into_reply(self) -> Reply {
+        Reply::raw(Self::STATUS, JSON, self.body)
+    }
 }
 
 /// An answer that also sets (or clears) the session cookie: the body and status are the inner
@@ -49,29 +102,7 @@ pub struct WithCookie<R> {
     pub cookie: String,
 }
 
-impl<R: Serialize> Serialize for WithCookie<R> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.answer.serialize(serializer)
-    }
-}
-
-impl<R: JsonSchema> JsonSchema for WithCookie<R> {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        R::schema_name()
-    }
-
-    fn schema_id() -> std::borrow::Cow<'static, str> {
-        R::schema_id()
-    }
-
-    fn inline_schema() -> bool {
-        R::inline_schema()
-    }
-
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        R::json_schema(generator)
-    }
-}
+described_as_inner!(WithCookie);
 
 impl<R: Answer> Answer for WithCookie<R> {
     const STATUS: u16 = R::STATUS;

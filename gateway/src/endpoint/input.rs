@@ -75,6 +75,21 @@ pub struct InputSchemas {
     pub path: Value,
     pub query: Value,
     pub body: Option<Value>,
+    /// Whether no parameters at all pass `path` / `query`, decided once: most requests send
+    /// none, and then there is nothing to check.
+    path_takes_none: bool,
+    query_takes_none: bool,
+}
+
+impl InputSchemas {
+    fn new(path: Value, query: Value, body: Option<Value>) -> Self {
+        let takes_none = |schema: &Value| {
+            let mut violations = Vec::new();
+            check(schema, &Value::Object(Map::new()), "", &mut violations);
+            violations.is_empty()
+        };
+        Self { path_takes_none: takes_none(&path), query_takes_none: takes_none(&query), path, query, body }
+    }
 }
 
 /// Path or query parameters: a struct whose members are the parameters.
@@ -298,6 +313,19 @@ pub fn read_item<T: DeserializeOwned>(schema: &Value, value: Value) -> Result<T,
     parse(Some(schema), value, "", &mut violations).ok_or(violations)
 }
 
+/// Reads path or query parameters `T` after checking them against `schema`.
+fn read_parameters<T: DeserializeOwned>(
+    schema: &Value,
+    takes_none: bool,
+    given: Map<String, Value>,
+    violations: &mut Vec<FieldViolation>,
+) -> Option<T> {
+    if given.is_empty() && takes_none {
+        return parse::<T>(None, Value::Object(given), "", violations);
+    }
+    parse::<T>(Some(schema), parameters(schema, given), "", violations)
+}
+
 /// Parameters as their schema wants them: text read as numbers or booleans where it says so.
 fn parameters(schema: &Value, mut given: Map<String, Value>) -> Value {
     for (name, property) in properties(schema) {
@@ -311,23 +339,31 @@ fn parameters(schema: &Value, mut given: Map<String, Value>) -> Value {
 
 impl<P: Params, Q: Params, B: RequestBody> Input<P, Q, B> {
     pub fn schemas() -> InputSchemas {
-        InputSchemas { path: inlined::<P>(), query: inlined::<Q>(), body: B::inlined() }
+        InputSchemas::new(inlined::<P>(), inlined::<Q>(), B::inlined())
     }
 
     /// Checks and reads the input: bad path parameters answer at once (the resource cannot be
     /// named); the query's and the body's problems are reported together.
     pub async fn extract(schemas: &InputSchemas, mut raw: RawInput, max_upload_bytes: usize) -> ServiceResult<Self> {
         let mut violations = Vec::new();
-        let path_value = parameters(&schemas.path, std::mem::take(&mut raw.path));
-        let path = parse::<P>(Some(&schemas.path), path_value, "", &mut violations);
+        let path = read_parameters::<P>(
+            &schemas.path,
+            schemas.path_takes_none,
+            std::mem::take(&mut raw.path),
+            &mut violations,
+        );
         let Some(path) = path else {
             return Err(ServiceError::validation(violations));
         };
         for name in std::mem::take(&mut raw.malformed_query) {
             violations.push(FieldViolation::new(name, "is not valid percent-encoded UTF-8"));
         }
-        let query_value = parameters(&schemas.query, std::mem::take(&mut raw.query));
-        let query = parse::<Q>(Some(&schemas.query), query_value, "", &mut violations);
+        let query = read_parameters::<Q>(
+            &schemas.query,
+            schemas.query_takes_none,
+            std::mem::take(&mut raw.query),
+            &mut violations,
+        );
         let body = B::extract(schemas.body.as_ref(), &mut raw, max_upload_bytes, &mut violations).await?;
         match (query, body) {
             (Some(query), Some(body)) if violations.is_empty() => Ok(Input { path, query, body }),

@@ -19,7 +19,7 @@ use schemars::Schema;
 use switchboard_kit::ServiceResult;
 use switchboard_proto::v1::AccessConfig;
 
-pub use answer::{Accepted, Answer, Created, Data, List, Page, Updated, WithCookie};
+pub use answer::{Accepted, Answer, Created, Data, List, Page, Rendered, Updated, WithCookie, serialized};
 pub use input::{BodyKind, Form, Id, IdList, Input, Json, NoBody, Nothing, Patch, RawInput, RequestBody};
 
 use crate::call::{Call, HandlerResult};

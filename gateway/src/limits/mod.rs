@@ -19,7 +19,7 @@ mod versions;
 use std::sync::Arc;
 
 pub use bucket::Decision;
-pub use headers::{rate_limit_headers, too_many_requests};
+pub use headers::too_many_requests;
 
 use crate::config::GatewayConfig;
 use switchboard_kit::redis_client::RedisClient;
@@ -95,6 +95,8 @@ impl RateLimits {
 
 pub struct RateLimiter {
     limits: RateLimits,
+    /// By class, in [`RateClass::ALL`]'s order.
+    policy_fields: Vec<headers::PolicyFields>,
     local: local::LocalBuckets,
     redis: Option<redis::RedisBuckets>,
 }
@@ -109,7 +111,21 @@ impl RateLimiter {
             let watch = config.redis_url.as_deref().map(versions::VersionWatch::start);
             redis::RedisBuckets::new(redis, watch, window_ms)
         });
-        Arc::new(Self { limits: config.rate_limits, local: local::LocalBuckets::default(), redis })
+        let limits = config.rate_limits;
+        let policy_fields = RateClass::ALL
+            .iter()
+            .map(|&class| headers::PolicyFields::new(class, limits.of(class), window_ms))
+            .collect();
+        Arc::new(Self { limits, policy_fields, local: local::LocalBuckets::default(), redis })
+    }
+
+    /// The `X-RateLimit-*` and `RateLimit*` fields of an answer `decision` admitted or refused.
+    pub fn headers(&self, decision: &Decision) -> [(&'static str, http::HeaderValue); 5] {
+        let class = RateClass::ALL.iter().position(|&class| class == decision.class).unwrap_or(0);
+        match self.policy_fields.get(class) {
+            Some(made) => headers::rate_limit_headers(decision, made),
+            None => headers::rate_limit_headers(decision, &headers::PolicyFields::new(decision.class, 0, 0)),
+        }
     }
 
     /// The team's current version, when this gateway follows versions and has heard it.
