@@ -302,3 +302,36 @@ impl Reply {
 }
 
 pub type HandlerResult = Result<Reply, ServiceError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rendered(identity: &Identity) -> Rendered<Data<Me>> {
+        Rendered::new(&Data::new(Me::new(identity, None, None))).unwrap()
+    }
+
+    fn bytes(answer: Rendered<Data<Me>>) -> bytes::Bytes {
+        use crate::endpoint::Answer;
+        answer.into_reply().raw.expect("a rendered answer is sent as bytes").1
+    }
+
+    #[test]
+    fn a_kept_me_answer_is_sent_only_for_the_identity_it_was_rendered_from() {
+        let kept = KeptMe::default();
+        let team = Team { id: "t1".into(), name: "First".into(), ..Default::default() };
+        let identity = Arc::new(Identity { team: Some(team), credit_balance: 5, ..Default::default() });
+        assert!(kept.get(&identity).is_none(), "nothing kept yet");
+
+        kept.keep(identity.clone(), rendered(&identity));
+        let sent = kept.get(&identity).expect("kept for the same identity");
+        assert_eq!(bytes(sent), bytes(rendered(&identity)));
+
+        let read_again = Arc::new(Identity { credit_balance: 4, ..(*identity).clone() });
+        assert!(kept.get(&read_again).is_none(), "another identity, even of the same team, is rendered again");
+        kept.keep(read_again.clone(), rendered(&read_again));
+        let sent = bytes(kept.get(&read_again).expect("the newer one is kept"));
+        assert!(String::from_utf8_lossy(&sent).contains(r#""balance":4"#), "{sent:?}");
+        assert!(kept.get(&identity).is_none(), "the older one is no longer kept");
+    }
+}

@@ -425,6 +425,36 @@ mod tests {
         assert!(RawInput::with_query(None).query.is_empty());
     }
 
+    #[derive(Debug, Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Needs {
+        limit: u32,
+    }
+
+    #[derive(Debug, Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Optional {
+        limit: Option<u32>,
+    }
+
+    /// Parameters that are left out are still checked when the schema wants some.
+    #[tokio::test]
+    async fn no_parameters_pass_only_where_none_are_required() {
+        let schemas = Input::<Nothing, Needs, NoBody>::schemas();
+        assert!(!schemas.query_takes_none && schemas.path_takes_none);
+        let refused = Input::<Nothing, Needs, NoBody>::extract(&schemas, RawInput::default(), 0).await.err();
+        let fields: Vec<String> = refused.expect("limit is required").details.iter().map(|v| v.field.clone()).collect();
+        assert_eq!(fields, ["limit"]);
+
+        let schemas = Input::<Nothing, Optional, NoBody>::schemas();
+        assert!(schemas.query_takes_none);
+        let input = Input::<Nothing, Optional, NoBody>::extract(&schemas, RawInput::default(), 0).await.unwrap();
+        assert_eq!(input.query.limit, None);
+        let given = RawInput::with_query(Some("limit=abc"));
+        let refused = Input::<Nothing, Optional, NoBody>::extract(&schemas, given, 0).await.err();
+        assert!(refused.is_some(), "a parameter that is sent is checked");
+    }
+
     /// The published pattern and the check agree on every kind of input.
     #[test]
     fn the_id_list_pattern_says_what_the_check_admits() {
