@@ -29,7 +29,7 @@ fn observe_decisions() {
             .with_unit("{request}")
             .with_callback(|observer| {
                 for class in RateClass::ALL {
-                    for (decision, count) in ["allowed", "limited"].into_iter().zip(&DECISIONS[class as usize]) {
+                    for (decision, count) in ["allowed", "limited"].into_iter().zip(&DECISIONS[class.index()]) {
                         let labels = [KeyValue::new("class", class.name()), KeyValue::new("decision", decision)];
                         observer.observe(count.load(Ordering::Relaxed), &labels);
                     }
@@ -67,7 +67,7 @@ impl GatewayMetrics {
     }
 
     pub fn rate_limit(&self, class: RateClass, allowed: bool) {
-        DECISIONS[class as usize][usize::from(!allowed)].fetch_add(1, Ordering::Relaxed);
+        DECISIONS[class.index()][usize::from(!allowed)].fetch_add(1, Ordering::Relaxed);
     }
 }
 

@@ -74,15 +74,11 @@ pub struct Leases {
     held: Mutex<[HashMap<String, Lease>; RateClass::ALL.len()]>,
 }
 
-fn slot(class: RateClass) -> usize {
-    RateClass::ALL.iter().position(|c| *c == class).unwrap_or(0)
-}
-
 impl Leases {
     /// A token from the team's lease of this class, if it holds one for this limit and window.
     pub fn take(&self, team_id: &str, class: RateClass, limit: u32, team_version: i64) -> Option<Decision> {
         let mut held = self.held.lock();
-        let lease = held[slot(class)].get_mut(team_id).filter(|lease| lease.limit == limit && lease.live())?;
+        let lease = held[class.index()].get_mut(team_id).filter(|lease| lease.limit == limit && lease.live())?;
         lease.tokens -= 1;
         Some(Decision {
             class,
@@ -99,7 +95,7 @@ impl Leases {
     /// Whether the team holds live tokens of this class: a script call then asks for no
     /// further lease (two leases of one bucket would number their tokens apart).
     pub fn holds(&self, team_id: &str, class: RateClass) -> bool {
-        self.held.lock()[slot(class)].get(team_id).is_some_and(Lease::live)
+        self.held.lock()[class.index()].get(team_id).is_some_and(Lease::live)
     }
 
     /// Keeps a lease a script call gave.
@@ -117,7 +113,7 @@ impl Leases {
             window_ms: granted.window_ms,
         };
         let mut held = self.held.lock();
-        let leases = &mut held[slot(class)];
+        let leases = &mut held[class.index()];
         if leases.len() > SWEEP_ABOVE {
             leases.retain(|_, lease| lease.live());
         }

@@ -43,6 +43,11 @@ impl RateClass {
     pub const ALL: [RateClass; 5] =
         [RateClass::Standard, RateClass::Write, RateClass::Search, RateClass::Bulk, RateClass::Auth];
 
+    /// Its place in [`RateClass::ALL`], for tables kept per class.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             RateClass::Standard => "standard",
@@ -95,8 +100,8 @@ impl RateLimits {
 
 pub struct RateLimiter {
     limits: RateLimits,
-    /// By class, in [`RateClass::ALL`]'s order.
-    policy_fields: Vec<headers::PolicyFields>,
+    /// By [`RateClass::index`].
+    policy_fields: [headers::PolicyFields; RateClass::ALL.len()],
     local: local::LocalBuckets,
     redis: Option<redis::RedisBuckets>,
 }
@@ -112,20 +117,13 @@ impl RateLimiter {
             redis::RedisBuckets::new(redis, watch, window_ms)
         });
         let limits = config.rate_limits;
-        let policy_fields = RateClass::ALL
-            .iter()
-            .map(|&class| headers::PolicyFields::new(class, limits.of(class), window_ms))
-            .collect();
+        let policy_fields = RateClass::ALL.map(|class| headers::PolicyFields::new(class, limits.of(class), window_ms));
         Arc::new(Self { limits, policy_fields, local: local::LocalBuckets::default(), redis })
     }
 
     /// The `X-RateLimit-*` and `RateLimit*` fields of an answer `decision` admitted or refused.
     pub fn headers(&self, decision: &Decision) -> [(&'static str, http::HeaderValue); 5] {
-        let class = RateClass::ALL.iter().position(|&class| class == decision.class).unwrap_or(0);
-        match self.policy_fields.get(class) {
-            Some(made) => headers::rate_limit_headers(decision, made),
-            None => headers::rate_limit_headers(decision, &headers::PolicyFields::new(decision.class, 0, 0)),
-        }
+        headers::rate_limit_headers(decision, &self.policy_fields[decision.class.index()])
     }
 
     /// The team's current version, when this gateway follows versions and has heard it.
@@ -142,5 +140,18 @@ impl RateLimiter {
             return decision;
         }
         self.local.take(team_id, class, limit, self.limits.window_ms, switchboard_kit::time::now_ms())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RateClass;
+
+    /// Tables kept per class are indexed by `index` and built from `ALL`: the two must agree.
+    #[test]
+    fn a_class_index_is_its_place_in_all() {
+        for (place, class) in RateClass::ALL.into_iter().enumerate() {
+            assert_eq!(class.index(), place, "{class:?}");
+        }
     }
 }
