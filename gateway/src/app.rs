@@ -376,19 +376,31 @@ impl App {
             other => HeaderValue::try_from(other.into_owned())
                 .map_err(|_| pingora::Error::new_str("a content type that is not a header value"))?,
         };
-        let mut header = ResponseHeader::build(reply.status, Some(12))?;
-        header.insert_header("Content-Type", content_type)?;
-        header.insert_header("Content-Length", HeaderValue::from(length))?;
-        header.insert_header("X-Request-Id", ctx.request_id.as_str())?;
-        header.insert_header("Cache-Control", HeaderValue::from_static("no-store"))?;
+        // Built as `http` parts, not with pingora's case-keeping builder, which parses every name
+        // from text and keeps a second map of their spellings (docs/api-decisions.md: names of
+        // our own fields go out in lower case).
+        let (mut parts, ()) = http::Response::new(()).into_parts();
+        parts.status = http::StatusCode::from_u16(reply.status)
+            .map_err(|_| pingora::Error::new_str("a status that is not an HTTP status"))?;
+        let headers = &mut parts.headers;
+        headers.reserve(12 + reply.headers.len());
+        headers.insert(http::header::CONTENT_TYPE, content_type);
+        headers.insert(http::header::CONTENT_LENGTH, HeaderValue::from(length));
+        headers.insert(X_REQUEST_ID, header_value(&ctx.request_id)?);
+        headers.insert(http::header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         if let Some(decision) = &ctx.decision {
             for (name, value) in self.limiter.headers(decision) {
-                header.insert_header(name, value)?;
+                headers.insert(name, value);
             }
         }
         for (name, value) in reply.headers {
-            header.insert_header(name.into_owned(), value)?;
+            let name = http::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| pingora::Error::new_str("a field name that is not a header name"))?;
+            let value = HeaderValue::try_from(value)
+                .map_err(|_| pingora::Error::new_str("a field value that is not a header value"))?;
+            headers.insert(name, value);
         }
+        let header = ResponseHeader::from(parts);
         if ctx.close {
             session.set_keepalive(None);
         }
@@ -413,6 +425,12 @@ impl App {
             }
         }
     }
+}
+
+const X_REQUEST_ID: http::HeaderName = http::HeaderName::from_static("x-request-id");
+
+fn header_value(text: &str) -> pingora::Result<HeaderValue> {
+    HeaderValue::from_str(text).map_err(|_| pingora::Error::new_str("a field value that is not a header value"))
 }
 
 /// What a response carries after its header.
@@ -455,16 +473,36 @@ fn idempotency_key(route: &Endpoint, header: &pingora::http::RequestHeader) -> R
 /// The client's address (the peer's: put the gateway behind a proxy that keeps one connection
 /// per client, or accept that every client of the proxy shares its limits) and user agent.
 pub(crate) fn client_of(session: &Session) -> Client {
-    let ip =
-        session.client_addr().and_then(|addr| addr.as_inet()).map(|addr| addr.ip().to_string()).unwrap_or_default();
+    let ip = session.client_addr().and_then(|addr| addr.as_inet()).map(|addr| ip_text(addr.ip())).unwrap_or_default();
+    // `to_str` passes visible ASCII only, so a byte is a character.
     let user_agent = session
         .req_header()
         .headers
-        .get("user-agent")
+        .get(http::header::USER_AGENT)
         .and_then(|value| value.to_str().ok())
-        .map(|value| value.chars().take(512).collect())
+        .map(|value| value[..value.len().min(512)].to_owned())
         .unwrap_or_default();
     Client { ip, user_agent }
+}
+
+/// An address as `Display` writes it; IPv4 without the formatting machinery, which cost more
+/// than the rest of `client_of` (this runs for every request).
+fn ip_text(ip: std::net::IpAddr) -> String {
+    let std::net::IpAddr::V4(v4) = ip else { return ip.to_string() };
+    let mut text = String::with_capacity(15);
+    for (index, octet) in v4.octets().into_iter().enumerate() {
+        if index > 0 {
+            text.push('.');
+        }
+        if octet >= 100 {
+            text.push(char::from(b'0' + octet / 100));
+        }
+        if octet >= 10 {
+            text.push(char::from(b'0' + octet / 10 % 10));
+        }
+        text.push(char::from(b'0' + octet % 10));
+    }
+    text
 }
 
 /// A request id from the client is kept when it is short and printable, so that callers
@@ -551,5 +589,28 @@ impl ProxyHttp for App {
             status,
             "request"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::IpAddr;
+
+    use super::ip_text;
+
+    #[test]
+    fn an_address_is_written_as_display_writes_it() {
+        for text in [
+            "0.0.0.0",
+            "127.0.0.1",
+            "10.9.99.100",
+            "255.255.255.255",
+            "::1",
+            "2001:db8::ff00:42:8329",
+            "::ffff:1.2.3.4",
+        ] {
+            let ip: IpAddr = text.parse().unwrap();
+            assert_eq!(ip_text(ip), ip.to_string());
+        }
     }
 }

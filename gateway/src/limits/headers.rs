@@ -2,7 +2,7 @@
 //! and the IETF `RateLimit` / `RateLimit-Policy` structured fields
 //! (draft-ietf-httpapi-ratelimit-headers).
 
-use http::HeaderValue;
+use http::{HeaderName, HeaderValue};
 use switchboard_kit::ErrorKind;
 
 use super::{Decision, RateClass};
@@ -28,8 +28,15 @@ impl PolicyFields {
     }
 }
 
+// Parsed once: a name given as text is parsed again for every response.
+const X_RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
+const X_RATELIMIT_REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
+const X_RATELIMIT_RESET: HeaderName = HeaderName::from_static("x-ratelimit-reset");
+const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
+const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
+
 /// The five fields of a response that `decision` admitted or refused; `made` are its class's.
-pub fn rate_limit_headers(decision: &Decision, made: &PolicyFields) -> [(&'static str, HeaderValue); 5] {
+pub fn rate_limit_headers(decision: &Decision, made: &PolicyFields) -> [(HeaderName, HeaderValue); 5] {
     let (x_limit, policy) = if (made.limit, made.window_ms) == (decision.limit, decision.window_ms) {
         (made.x_limit.clone(), made.policy.clone())
     } else {
@@ -42,11 +49,11 @@ pub fn rate_limit_headers(decision: &Decision, made: &PolicyFields) -> [(&'stati
     current.push_str(";t=");
     push_decimal(&mut current, decision.seconds_to_reset());
     [
-        ("X-RateLimit-Limit", x_limit),
-        ("X-RateLimit-Remaining", HeaderValue::from(decision.remaining)),
-        ("X-RateLimit-Reset", HeaderValue::from((decision.reset_at_ms + 999) / 1000)),
-        ("RateLimit-Policy", policy),
-        ("RateLimit", header_value(current)),
+        (X_RATELIMIT_LIMIT, x_limit),
+        (X_RATELIMIT_REMAINING, HeaderValue::from(decision.remaining)),
+        (X_RATELIMIT_RESET, HeaderValue::from((decision.reset_at_ms + 999) / 1000)),
+        (RATELIMIT_POLICY, policy),
+        (RATELIMIT, header_value(current)),
     ]
 }
 
@@ -120,7 +127,7 @@ mod tests {
         for (limit, window_ms, policy) in [(30, 60_000, "\"search\";q=30;w=60"), (7, 1_000, "\"search\";q=7;w=1")] {
             let fields = rate_limit_headers(&decision(limit, 0, window_ms), &made);
             let value =
-                |name: &str| fields.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_str().unwrap().to_owned());
+                |name: &str| fields.iter().find(|(n, _)| n == name).map(|(_, v)| v.to_str().unwrap().to_owned());
             assert_eq!(value("X-RateLimit-Limit").as_deref(), Some(limit.to_string().as_str()));
             assert_eq!(value("RateLimit-Policy").as_deref(), Some(policy));
             assert_eq!(value("RateLimit").as_deref(), Some("\"search\";r=0;t=43"));

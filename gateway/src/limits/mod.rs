@@ -122,7 +122,7 @@ impl RateLimiter {
     }
 
     /// The `X-RateLimit-*` and `RateLimit*` fields of an answer `decision` admitted or refused.
-    pub fn headers(&self, decision: &Decision) -> [(&'static str, http::HeaderValue); 5] {
+    pub fn headers(&self, decision: &Decision) -> [(http::HeaderName, http::HeaderValue); 5] {
         headers::rate_limit_headers(decision, &self.policy_fields[decision.class.index()])
     }
 

@@ -32,6 +32,9 @@ pub struct Subscriber {
     stream: std::net::TcpStream,
     /// Bytes read but not yet a whole frame.
     pending: Vec<u8>,
+    /// What `recv` reads into, kept: every request reads, nearly always nothing, and zeroing
+    /// a fresh buffer each time cost more than the read.
+    chunk: Box<[u8]>,
 }
 
 impl Subscriber {
@@ -64,22 +67,21 @@ impl Subscriber {
                 other => bail!("SUBSCRIBE answered {other:?}"),
             }
             // Still non-blocking once out of tokio's hands.
-            Ok(Self { stream: stream.into_std()?, pending })
+            Ok(Self { stream: stream.into_std()?, pending, chunk: vec![0; 8192].into_boxed_slice() })
         };
         tokio::time::timeout(timeout, connect).await.map_err(|_| anyhow!("no subscription within {timeout:?}"))?
     }
 
     /// Takes every whole message already received, without waiting.
     pub fn read(&mut self) -> Vec<Event> {
-        let mut chunk = [0_u8; 8192];
         let mut closed = false;
         loop {
-            match (&self.stream).read(&mut chunk) {
+            match (&self.stream).read(&mut self.chunk) {
                 Ok(0) => {
                     closed = true;
                     break;
                 }
-                Ok(read) => self.pending.extend_from_slice(&chunk[..read]),
+                Ok(read) => self.pending.extend_from_slice(&self.chunk[..read]),
                 Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(_) => {
                     closed = true;
