@@ -45,6 +45,7 @@ pub struct GatewayFile {
     pub auth_cache_ttl_ms: Option<u64>,
     pub redis_timeout_ms: Option<u64>,
     pub drain_timeout_ms: Option<u64>,
+    pub threads: Option<usize>,
     #[serde(default)]
     pub rate_limits: RateLimitsFile,
 }
@@ -190,6 +191,12 @@ pub fn gateway(file: &FileConfig, peers: Peers) -> anyhow::Result<GatewayConfig>
     if let Some(v) = env_parsed("SWITCHBOARD_DRAIN_TIMEOUT_MS")?.or(g.drain_timeout_ms) {
         config.drain_timeout = ms(v);
     }
+    config.threads = match env_parsed("SWITCHBOARD_GATEWAY_THREADS")?.or(g.threads) {
+        Some(threads) => threads,
+        // What the process may use: std counts the cgroup's CPU quota, as a pod's limit sets it.
+        None => std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
+    };
+    anyhow::ensure!(config.threads <= 1024, "SWITCHBOARD_GATEWAY_THREADS must be at most 1024");
     let file_limits = &g.rate_limits;
     for class in RateClass::ALL {
         let from_file = match class {

@@ -44,23 +44,24 @@ impl ProxyHttp for Fixed {
     }
 }
 
-/// Served as the gateway is (gateway/src/server.rs): a pingora service started on a
-/// multi-thread tokio runtime of as many workers as cores.
+/// Served as the gateway is (gateway/src/server.rs): pingora's no-steal runtime, one event loop
+/// per core, each accepted connection staying on one of them.
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let (Some(address), Some(body_file)) = (args.next(), args.next()) else {
         anyhow::bail!("usage: bare_pingora ADDRESS BODY_FILE");
     };
     let body = Bytes::from(std::fs::read(&body_file)?);
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(async move {
-        let conf = Arc::new(ServerConf::default());
-        let mut service = pingora::proxy::http_proxy_service(&conf, Fixed { body });
-        service.add_tcp(&address);
-        // Never stopped: the process is killed when the benchmark ends.
-        let (_stop, stopped) = tokio::sync::watch::channel(false);
-        println!("listening on {address}");
-        service.start_service(None, stopped, 1).await;
-    });
+    let threads = std::thread::available_parallelism()?.get();
+    let loops = pingora_runtime::Runtime::new_no_steal(threads, "bare");
+    let conf = Arc::new(ServerConf::default());
+    let mut service = pingora::proxy::http_proxy_service(&conf, Fixed { body });
+    service.add_tcp(&address);
+    // Never stopped: the process is killed when the benchmark ends.
+    let (_stop, stopped) = tokio::sync::watch::channel(false);
+    let listening = loops.get_handle().spawn(async move { service.start_service(None, stopped, 1).await });
+    println!("listening on {address}");
+    // A runtime of its own only to wait on: the listener runs on the loops' threads.
+    tokio::runtime::Builder::new_current_thread().build()?.block_on(listening)?;
     Ok(())
 }

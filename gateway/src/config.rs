@@ -32,6 +32,10 @@ pub struct GatewayConfig {
     pub redis_timeout: Duration,
     /// On SIGTERM: how long requests in flight get to finish.
     pub drain_timeout: Duration,
+    /// Event loops serving HTTP, each on a thread of its own, where an accepted connection stays
+    /// (as nginx's workers do); 0 serves on the caller's tokio runtime, whose workers steal
+    /// each other's tasks.
+    pub threads: usize,
 }
 
 impl Default for GatewayConfig {
@@ -52,6 +56,8 @@ impl Default for GatewayConfig {
             auth_cache_ttl: Duration::from_secs(2),
             redis_timeout: switchboard_kit::redis_client::DEFAULT_TIMEOUT,
             drain_timeout: Duration::from_secs(30),
+            // In-process gateways (tests) share their runtime; the binary sets one per CPU.
+            threads: 0,
         }
     }
 }

@@ -1,4 +1,5 @@
-//! Runs the gateway's pingora service on the caller's tokio runtime.
+//! Runs the gateway's pingora service: on event loops of its own, one per thread, or on the
+//! caller's tokio runtime.
 //!
 //! The listening socket is bound here and handed to pingora as an inherited descriptor, so
 //! that `:0` yields a known port with no bind race, and shutdown is ours: stop accepting,
@@ -24,9 +25,14 @@ pub struct RunningGateway {
     pub address: SocketAddr,
     shutdown: watch::Sender<bool>,
     task: JoinHandle<()>,
+    /// The gateway's own event loops, when it has them (`GatewayConfig::threads`).
+    loops: Option<pingora_runtime::Runtime>,
     in_flight: Arc<AtomicUsize>,
     drain_timeout: Duration,
 }
+
+/// How long the gateway's event loops get to end their last tasks once drained.
+const LOOPS_SHUTDOWN: Duration = Duration::from_secs(1);
 
 /// Binds `config.listen` and starts serving. Must be called inside a tokio runtime.
 pub async fn start(config: GatewayConfig) -> anyhow::Result<RunningGateway> {
@@ -40,18 +46,32 @@ pub async fn start(config: GatewayConfig) -> anyhow::Result<RunningGateway> {
     let fds: ListenFds = Arc::new(parking_lot::Mutex::new(fds));
 
     let in_flight = Arc::new(AtomicUsize::new(0));
-    let drain_timeout = config.drain_timeout;
+    let (drain_timeout, threads) = (config.drain_timeout, config.threads);
     let app = App::new(config, in_flight.clone())?;
     let server_conf = Arc::new(ServerConf::default());
     let mut service = pingora::proxy::http_proxy_service_with_name(&server_conf, app, "switchboard-gateway");
     service.add_tcp(&address.to_string());
 
     let (shutdown, shutdown_watch) = watch::channel(false);
-    let task = tokio::spawn(async move {
-        service.start_service(Some(fds), shutdown_watch, 1).await;
-    });
-    tracing::info!(%address, "gateway listening");
-    Ok(RunningGateway { address, shutdown, task, in_flight, drain_timeout })
+    let serve = async move { service.start_service(Some(fds), shutdown_watch, 1).await };
+    let (task, loops) = if threads == 0 {
+        (tokio::spawn(serve), None)
+    } else {
+        // pingora's no-steal runtime: one single-threaded tokio runtime per thread, and each
+        // accepted connection spawned on one of them (pingora's `current_handle`), where it
+        // stays. Measured against the shared work-stealing runtime (BENCHMARKS.md, issue 27):
+        // fewer wake-ups across threads, 5-9 % more requests per second.
+        let loops = pingora_runtime::Runtime::new_no_steal(threads, "gateway");
+        let listening = loops.get_handle().spawn(serve);
+        let task = tokio::spawn(async move {
+            if let Err(error) = listening.await {
+                tracing::warn!(%error, "gateway listener ended abnormally");
+            }
+        });
+        (task, Some(loops))
+    };
+    tracing::info!(%address, threads, "gateway listening");
+    Ok(RunningGateway { address, shutdown, task, loops, in_flight, drain_timeout })
 }
 
 impl RunningGateway {
@@ -70,6 +90,13 @@ impl RunningGateway {
             tracing::warn!(left, "drain timeout reached with requests still in flight");
         } else {
             tracing::info!("gateway drained");
+        }
+        if let Some(loops) = self.loops {
+            // Blocks until the loops' threads end; not on a runtime worker.
+            let stopped = tokio::task::spawn_blocking(move || loops.shutdown_timeout(LOOPS_SHUTDOWN)).await;
+            if let Err(error) = stopped {
+                tracing::warn!(%error, "the gateway's event loops did not stop cleanly");
+            }
         }
     }
 }
