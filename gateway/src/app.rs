@@ -373,8 +373,7 @@ impl App {
             Cow::Borrowed(text) if text.bytes().all(|byte| (b' '..=b'~').contains(&byte)) => {
                 HeaderValue::from_static(text)
             }
-            other => HeaderValue::try_from(other.into_owned())
-                .map_err(|_| pingora::Error::new_str("a content type that is not a header value"))?,
+            other => header_value(other.into_owned())?,
         };
         // Built as `http` parts, not with pingora's case-keeping builder, which parses every name
         // from text and keeps a second map of their spellings (docs/api-decisions.md: names of
@@ -386,7 +385,7 @@ impl App {
         headers.reserve(12 + reply.headers.len());
         headers.insert(http::header::CONTENT_TYPE, content_type);
         headers.insert(http::header::CONTENT_LENGTH, HeaderValue::from(length));
-        headers.insert(X_REQUEST_ID, header_value(&ctx.request_id)?);
+        headers.insert(X_REQUEST_ID, header_value(ctx.request_id.as_str())?);
         headers.insert(http::header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         if let Some(decision) = &ctx.decision {
             for (name, value) in self.limiter.headers(decision) {
@@ -396,9 +395,7 @@ impl App {
         for (name, value) in reply.headers {
             let name = http::HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| pingora::Error::new_str("a field name that is not a header name"))?;
-            let value = HeaderValue::try_from(value)
-                .map_err(|_| pingora::Error::new_str("a field value that is not a header value"))?;
-            headers.insert(name, value);
+            headers.insert(name, header_value(value)?);
         }
         let header = ResponseHeader::from(parts);
         if ctx.close {
@@ -429,8 +426,12 @@ impl App {
 
 const X_REQUEST_ID: http::HeaderName = http::HeaderName::from_static("x-request-id");
 
-fn header_value(text: &str) -> pingora::Result<HeaderValue> {
-    HeaderValue::from_str(text).map_err(|_| pingora::Error::new_str("a field value that is not a header value"))
+/// A field value from text; an owned `String` is taken over, not copied.
+fn header_value<T>(text: T) -> pingora::Result<HeaderValue>
+where
+    HeaderValue: TryFrom<T>,
+{
+    HeaderValue::try_from(text).map_err(|_| pingora::Error::new_str("a field value that is not a header value"))
 }
 
 /// What a response carries after its header.
