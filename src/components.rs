@@ -217,8 +217,11 @@ async fn webhooks(context: Context) -> anyhow::Result<Component> {
     let settings = switchboard_webhooks::Settings::from_env();
     let wake = Arc::new(Notify::new());
     let deliverer = Deliverer::new(store.clone(), settings.clone(), wake.clone())?;
-    let agents = AgentsServiceClient::new(context.channel(&AGENTS)?);
-    let routes = switchboard_webhooks::service::routes(store.clone(), settings, wake, agents);
+    let peers = switchboard_webhooks::service::Peers {
+        agents: AgentsServiceClient::new(context.channel(&AGENTS)?),
+        identity: IdentityServiceClient::new(context.channel(&IDENTITY)?),
+    };
+    let routes = switchboard_webhooks::service::routes(store.clone(), settings, wake, peers);
     Ok(Component {
         info: &WEBHOOKS,
         routes,

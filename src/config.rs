@@ -46,6 +46,10 @@ pub struct GatewayFile {
     pub redis_timeout_ms: Option<u64>,
     pub drain_timeout_ms: Option<u64>,
     pub threads: Option<usize>,
+    /// Where the platform is reached, e.g. `https://switchboard.example.com`.
+    pub public_url: Option<String>,
+    /// Proxies (CIDRs or addresses) whose X-Forwarded-For and X-Forwarded-Proto are believed.
+    pub trusted_proxies: Option<Vec<String>>,
     #[serde(default)]
     pub rate_limits: RateLimitsFile,
 }
@@ -160,6 +164,21 @@ pub fn redis(file: &FileConfig) -> anyhow::Result<(Option<String>, Duration)> {
     Ok((url, timeout))
 }
 
+/// `SWITCHBOARD_PUBLIC_URL` (else the gateway section's `public_url`): an absolute http(s) URL
+/// with no path, since every link the platform hands out starts with it.
+pub fn public_url(file: &FileConfig) -> anyhow::Result<Option<String>> {
+    let Some(text) = env("SWITCHBOARD_PUBLIC_URL").or_else(|| file.gateway.public_url.clone()) else {
+        return Ok(None);
+    };
+    let text = text.trim().trim_end_matches('/').to_owned();
+    let parsed = url::Url::parse(&text).map_err(|error| anyhow::anyhow!("SWITCHBOARD_PUBLIC_URL={text}: {error}"))?;
+    anyhow::ensure!(
+        matches!(parsed.scheme(), "http" | "https") && parsed.host_str().is_some() && parsed.path() == "/",
+        "SWITCHBOARD_PUBLIC_URL={text}: expected http(s)://host[:port], without a path"
+    );
+    Ok(Some(text))
+}
+
 pub fn gateway(file: &FileConfig, peers: Peers) -> anyhow::Result<GatewayConfig> {
     let g = &file.gateway;
     // Playback URLs of recordings: the variable's key, else one derived from the service token
@@ -178,6 +197,12 @@ pub fn gateway(file: &FileConfig, peers: Peers) -> anyhow::Result<GatewayConfig>
         config.listen = v;
     }
     (config.redis_url, config.redis_timeout) = redis(file)?;
+    config.public_url = public_url(file)?;
+    let trusted = env("SWITCHBOARD_TRUSTED_PROXIES").or_else(|| g.trusted_proxies.as_ref().map(|list| list.join(",")));
+    if let Some(trusted) = trusted {
+        config.trusted_proxies = switchboard_gateway::origin::parse_trusted(&trusted)
+            .map_err(|error| anyhow::anyhow!("SWITCHBOARD_TRUSTED_PROXIES: {error}"))?;
+    }
     if let Some(v) = env_parsed("SWITCHBOARD_MAX_BODY_BYTES")?.or(g.max_body_bytes) {
         config.max_body_bytes = v;
     }

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use switchboard_proto::v1 as proto;
 
-use crate::api_keys::ActorView;
+use crate::api_keys::{ActorView, TeamApiKey};
 use crate::id::Id;
 use crate::identity::User;
 use crate::time::Timestamp;
@@ -134,6 +134,76 @@ impl InvitationView {
             role: invitation.role.clone(),
             url: invite_url(public_base, &invitation.token),
             expires_at: Timestamp::from_ms(invitation.expires_at_ms),
+        }
+    }
+}
+
+/// An invitation that can still be accepted. Its link was shown once, to whoever made it.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct PendingInvitationView {
+    pub id: Id,
+    pub email: String,
+    #[schemars(extend("enum" = ["owner", "admin", "member", "viewer"]))]
+    pub role: String,
+    pub created_at: Timestamp,
+    pub expires_at: Timestamp,
+    /// Who made it: a key or a person; null for an operator's (`switchboard admin invite`) and a
+    /// subteam's first owner's.
+    pub created_by: Option<ActorView>,
+}
+
+impl From<&proto::Invitation> for PendingInvitationView {
+    fn from(invitation: &proto::Invitation) -> Self {
+        Self {
+            id: Id::stored(invitation.id.clone()),
+            email: invitation.email.clone(),
+            role: invitation.role.clone(),
+            created_at: Timestamp::from_ms(invitation.created_at_ms),
+            expires_at: Timestamp::from_ms(invitation.expires_at_ms),
+            created_by: invitation.created_by.as_ref().map(ActorView::from),
+        }
+    }
+}
+
+/// A member just removed, and what the removal ended or left.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct RemovedMemberView {
+    pub id: Id,
+    pub first_name: String,
+    pub last_name: String,
+    pub email: String,
+    #[schemars(extend("enum" = ["owner", "admin", "member", "viewer"]))]
+    pub role: String,
+    pub created_at: Timestamp,
+    pub can_sign_in: bool,
+    pub last_sign_in_at: Option<Timestamp>,
+    /// The pending invitations the member had made: they no longer let anyone in.
+    pub invitations_ended: i32,
+    /// The API keys the member made that were active: still working unless `apiKeysRevoked`
+    /// (ask with `?revokeKeys=true`, or revoke them one by one).
+    pub api_keys: Vec<TeamApiKey>,
+    pub api_keys_revoked: bool,
+}
+
+impl From<&proto::RemovedMember> for RemovedMemberView {
+    fn from(removed: &proto::RemovedMember) -> Self {
+        let member = MemberView::from(&removed.member.clone().unwrap_or_default());
+        Self {
+            id: member.id,
+            first_name: member.first_name,
+            last_name: member.last_name,
+            email: member.email,
+            role: member.role,
+            created_at: member.created_at,
+            can_sign_in: member.can_sign_in,
+            last_sign_in_at: member.last_sign_in_at,
+            invitations_ended: removed.invitations_ended,
+            api_keys: removed.keys.iter().map(TeamApiKey::from).collect(),
+            api_keys_revoked: removed.keys_revoked,
         }
     }
 }

@@ -6,6 +6,7 @@
 //! service renders event payloads with them, so a receiver reads exactly what the endpoints
 //! answer. Nothing here serves HTTP or gRPC: a service can depend on it without the edge.
 
+pub mod access;
 pub mod accounts;
 pub mod agency;
 pub mod agents;

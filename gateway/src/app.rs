@@ -54,6 +54,8 @@ pub struct App {
     openapi: Bytes,
     skill: Bytes,
     pub(crate) tools: mcp::Tools,
+    /// The public URL links point at, and the proxies whose forwarding headers are believed.
+    pub(crate) origins: crate::origin::Origins,
 }
 
 /// What admission decides: run the handler with this call, or answer at once (a 429).
@@ -117,6 +119,10 @@ impl App {
             metrics: crate::metrics::GatewayMetrics::new(),
             services: OnceCell::new(),
             in_flight,
+            origins: crate::origin::Origins::new(
+                config.public_url.as_deref().unwrap_or("http://localhost"),
+                config.trusted_proxies.clone(),
+            ),
             config,
         })
     }
@@ -182,8 +188,8 @@ impl App {
             services,
             principal,
             team_id,
-            public_base: playback::public_base(session.req_header()),
-            client: client_of(session),
+            public_base: self.origins.public_base().to_owned(),
+            client: self.origins.client(session),
             session_token,
         };
         let Some(key) = idempotency_key(route, session.req_header())? else {
@@ -198,7 +204,11 @@ impl App {
         self.read_body(route, session, ctx, &mut raw).await?;
         let path_and_query = session.req_header().uri.path_and_query().map_or(path.as_str(), |p| p.as_str());
         let fingerprint = idempotency::fingerprint(route.method.as_str(), path_and_query, &body_identity(&raw));
-        let claim = match Box::pin(self.idempotency.begin(&request.principal.team.id, &key, &fingerprint)).await {
+        // Every access check runs before a kept answer is looked at: a stored answer is only sent
+        // to a caller who may make this request now (and whose own it is: the slot is the caller's).
+        Box::pin(self.authorize(route, &request.services, &request.principal, request.team_id.as_deref())).await?;
+        let (team, caller) = (&request.principal.team.id, request.principal.caller_id());
+        let claim = match Box::pin(self.idempotency.begin(team, &caller, &key, &fingerprint)).await {
             // Neither the rate limit nor a service sees a replay.
             Begin::Replay(kept) => return Ok(kept.replay()),
             Begin::Refused(error) => return Err(error),
@@ -210,13 +220,13 @@ impl App {
             Err(error) => Err(error),
         };
         let reply = reply_of(answered, &ctx.request_id);
-        Box::pin(self.idempotency.finish(claim, idempotency::Kept::of(&reply))).await;
+        Box::pin(self.idempotency.finish(claim, idempotency::Kept::of(&reply, route.shows_secret))).await;
         Ok(reply)
     }
 
     /// Who a request is: a visitor on the routes that come before signing in; else the key in
-    /// `X-API-Key` (which wins when there is one), else the session cookie, whose writes must
-    /// carry the CSRF token.
+    /// `X-API-Key` (which wins when there is one), else the session cookie, whose writes (and
+    /// reads that spend credits) must carry the CSRF token.
     async fn principal(
         &self,
         header: &pingora::http::RequestHeader,
@@ -233,7 +243,8 @@ impl App {
             return self.auth.authenticate(services, key).await;
         };
         let principal = Box::pin(self.sessions.authenticate(services, token)).await?;
-        if route.method != Method::Get {
+        // A GET that spends credits too: the cookie rides along with a cross-site navigation.
+        if route.method != Method::Get || route.spends_credits {
             sessions::check_csrf(header, token)?;
         }
         Ok(principal)
@@ -336,13 +347,7 @@ impl App {
             }
             _ => principal,
         };
-        let team = if route.visitor {
-            principal.team.clone()
-        } else {
-            let team = self.scoper.effective_team(&services, &principal, team_id.as_deref()).await?;
-            scope::check_access(route, &principal)?;
-            team
-        };
+        let team = self.authorize(route, &services, &principal, team_id.as_deref()).await?;
         let team_version = decision.team_version.filter(|_| team.id == principal.team.id && !route.visitor);
         Ok(Admission::Continue(Box::new(Call {
             team_version,
@@ -356,6 +361,23 @@ impl App {
             session_token,
             gate: crate::call::Gate { sessions: self.sessions.clone(), throttle: self.throttle.clone() },
         })))
+    }
+
+    /// The team a request acts on, once `teamId` scoping and the access checks (role, key access,
+    /// `accessConfig`) have passed.
+    pub(crate) async fn authorize(
+        &self,
+        route: &Endpoint,
+        services: &Services,
+        principal: &Principal,
+        team_id: Option<&str>,
+    ) -> Result<Arc<switchboard_proto::v1::Team>, ServiceError> {
+        if route.visitor {
+            return Ok(principal.team.clone());
+        }
+        let team = self.scoper.effective_team(services, principal, team_id).await?;
+        scope::check_access(route, principal)?;
+        Ok(team)
     }
 
     async fn write(&self, session: &mut Session, ctx: &RequestCtx, reply: Reply) -> pingora::Result<()> {
@@ -471,41 +493,6 @@ fn idempotency_key(route: &Endpoint, header: &pingora::http::RequestHeader) -> R
     header.headers.get(idempotency::HEADER).map(|value| idempotency::parse_key(value.as_bytes())).transpose()
 }
 
-/// The client's address (the peer's: put the gateway behind a proxy that keeps one connection
-/// per client, or accept that every client of the proxy shares its limits) and user agent.
-pub(crate) fn client_of(session: &Session) -> Client {
-    let ip = session.client_addr().and_then(|addr| addr.as_inet()).map(|addr| ip_text(addr.ip())).unwrap_or_default();
-    // `to_str` passes visible ASCII only, so a byte is a character.
-    let user_agent = session
-        .req_header()
-        .headers
-        .get(http::header::USER_AGENT)
-        .and_then(|value| value.to_str().ok())
-        .map(|value| value[..value.len().min(512)].to_owned())
-        .unwrap_or_default();
-    Client { ip, user_agent }
-}
-
-/// An address as `Display` writes it; IPv4 without the formatting machinery, which cost more
-/// than the rest of `client_of` (this runs for every request).
-fn ip_text(ip: std::net::IpAddr) -> String {
-    let std::net::IpAddr::V4(v4) = ip else { return ip.to_string() };
-    let mut text = String::with_capacity(15);
-    for (index, octet) in v4.octets().into_iter().enumerate() {
-        if index > 0 {
-            text.push('.');
-        }
-        if octet >= 100 {
-            text.push(char::from(b'0' + octet / 100));
-        }
-        if octet >= 10 {
-            text.push(char::from(b'0' + octet / 10 % 10));
-        }
-        text.push(char::from(b'0' + octet % 10));
-    }
-    text
-}
-
 /// A request id from the client is kept when it is short and printable, so that callers
 /// can correlate; otherwise a new one is made.
 fn request_id(session: &Session) -> String {
@@ -590,28 +577,5 @@ impl ProxyHttp for App {
             status,
             "request"
         );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::net::IpAddr;
-
-    use super::ip_text;
-
-    #[test]
-    fn an_address_is_written_as_display_writes_it() {
-        for text in [
-            "0.0.0.0",
-            "127.0.0.1",
-            "10.9.99.100",
-            "255.255.255.255",
-            "::1",
-            "2001:db8::ff00:42:8329",
-            "::ffff:1.2.3.4",
-        ] {
-            let ip: IpAddr = text.parse().unwrap();
-            assert_eq!(ip_text(ip), ip.to_string());
-        }
     }
 }

@@ -141,6 +141,16 @@ impl Principal {
         }
     }
 
+    /// Who the caller is within its team, for what is kept per caller (idempotency keys): the
+    /// key's id, or the signed-in person's.
+    pub fn caller_id(&self) -> String {
+        match &self.credential {
+            Credential::Key(key) => format!("key:{}", key.id),
+            Credential::Session(session) => format!("user:{}", session.user.as_ref().map_or("", |user| &user.id)),
+            Credential::Visitor => "visitor".to_owned(),
+        }
+    }
+
     /// Who the audit log and `createdBy` say did it.
     pub fn actor(&self) -> Actor {
         match &self.credential {
@@ -155,11 +165,13 @@ impl Principal {
     }
 }
 
-/// Where a request came from: the peer's address and its `User-Agent`.
+/// Where a request came from: the client's address and `User-Agent` (`crate::origin`), and
+/// whether it reached the platform over https (cookies are then `Secure`).
 #[derive(Debug, Clone, Default)]
 pub struct Client {
     pub ip: String,
     pub user_agent: String,
+    pub https: bool,
 }
 
 impl From<&Client> for switchboard_proto::v1::Client {
@@ -174,7 +186,7 @@ pub struct Call {
     /// The team the request acts on: the key's own, or a client subteam chosen by `teamId`.
     pub team: Arc<Team>,
     pub max_upload_bytes: usize,
-    /// Scheme and host the client reached the gateway at, for links in answers.
+    /// Scheme and host of links in answers: the configured public URL, never a client's header.
     pub public_base: String,
     /// Signs the links to recordings.
     pub url_key: crate::playback::UrlKey,

@@ -14,6 +14,11 @@ pub struct GatewayConfig {
     pub listen: String,
     /// Where the services are and the token the gateway's calls to them carry.
     pub peers: Peers,
+    /// Where the platform is reached (scheme and host): every link it hands out starts with it.
+    /// `None`: the address the gateway listens on (`server::start` sets it).
+    pub public_url: Option<String>,
+    /// Peers whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed (`crate::origin`).
+    pub trusted_proxies: Vec<ipnet::IpNet>,
     /// Signs the playback URLs of recordings; the same on every replica.
     pub url_key: crate::playback::UrlKey,
     /// Rate-limit buckets live in this Redis when set, in process otherwise.
@@ -44,6 +49,8 @@ impl Default for GatewayConfig {
             listen: "127.0.0.1:8080".to_owned(),
             // The binary always says how calls are authenticated; a default config is for tests.
             peers: Peers::new(ServiceAccess::Trusted),
+            public_url: None,
+            trusted_proxies: Vec::new(),
             url_key: crate::playback::UrlKey::random(),
             redis_url: None,
             rate_limits: RateLimits::default(),

@@ -20,6 +20,7 @@ pub mod limits;
 mod mcp;
 mod metrics;
 pub mod openapi;
+pub mod origin;
 pub mod playback;
 pub mod portal;
 mod router;

@@ -10,7 +10,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::StreamExt;
 use hmac::{Hmac, Mac};
-use http::HeaderName;
 use pingora::http::RequestHeader;
 use sha2::Sha256;
 use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
@@ -73,23 +72,6 @@ impl UrlKey {
         };
         expires >= now_ms / 1000 && self.mac(team_id, call_id, expires).verify_slice(&signature).is_ok()
     }
-}
-
-/// Where the gateway is reached, as the client reached it: `X-Forwarded-Proto`/`-Host` from a
-/// proxy in front, else the `Host` header.
-pub fn public_base(header: &RequestHeader) -> String {
-    // Named ahead: a name given as text is parsed on every lookup, and this runs for every
-    // request.
-    static FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
-    static FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
-    let value = |name: &HeaderName| header.headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
-    let scheme = value(&FORWARDED_PROTO).and_then(|v| v.split(',').next()).unwrap_or("http");
-    let host = value(&FORWARDED_HOST).or_else(|| value(&http::header::HOST)).unwrap_or("localhost");
-    let mut base = String::with_capacity(scheme.len() + 3 + host.len());
-    for part in [scheme, "://", host] {
-        base.push_str(part);
-    }
-    base
 }
 
 /// The call id of a playback path, `/v1/calls/{callId}/recording`.

@@ -87,9 +87,8 @@ pub fn check_access(route: &Endpoint, principal: &Principal) -> ServiceResult<()
         return Err(ServiceError::forbidden("Only the team's owners and admins can do this")
             .with_hint("An owner or admin of the team can give you another role."));
     }
-    if let (Some(feature), Some(_parent), Some(access)) =
-        (route.feature, &principal.team.parent_team_id, &principal.team.access)
-        && !feature.allowed_by(access)
+    if let Some(feature) = route.feature
+        && !feature.allowed_for(&principal.team)
     {
         return Err(ServiceError::forbidden(format!(
             "This team's access configuration does not allow {}",

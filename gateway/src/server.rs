@@ -31,13 +31,29 @@ pub struct RunningGateway {
     drain_timeout: Duration,
 }
 
+/// The bound address as a client on this machine reaches it (an unspecified address is loopback).
+fn reachable(address: std::net::SocketAddr) -> std::net::SocketAddr {
+    match address.ip() {
+        std::net::IpAddr::V4(ip) if ip.is_unspecified() => (std::net::Ipv4Addr::LOCALHOST, address.port()).into(),
+        std::net::IpAddr::V6(ip) if ip.is_unspecified() => (std::net::Ipv6Addr::LOCALHOST, address.port()).into(),
+        _ => address,
+    }
+}
+
 /// How long the gateway's event loops get to end their last tasks once drained.
 const LOOPS_SHUTDOWN: Duration = Duration::from_secs(1);
 
 /// Binds `config.listen` and starts serving. Must be called inside a tokio runtime.
-pub async fn start(config: GatewayConfig) -> anyhow::Result<RunningGateway> {
+pub async fn start(mut config: GatewayConfig) -> anyhow::Result<RunningGateway> {
     let listener = std::net::TcpListener::bind(&config.listen).with_context(|| format!("binding {}", config.listen))?;
     let address = listener.local_addr().context("reading the bound address")?;
+    if config.public_url.is_none() {
+        let url = format!("http://{}", reachable(address));
+        if address.ip().is_unspecified() {
+            tracing::warn!(%url, "SWITCHBOARD_PUBLIC_URL is not set: links the platform hands out point at {url}");
+        }
+        config.public_url = Some(url);
+    }
     // pingora adopts the descriptor as is; a blocking one would stall a runtime worker in
     // accept().
     listener.set_nonblocking(true).context("making the listener non-blocking")?;

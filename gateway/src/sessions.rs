@@ -4,8 +4,13 @@
 //!
 //! CSRF: the cookie is `SameSite=Lax`, and every state-changing request authenticated by it
 //! must also carry `X-CSRF-Token`, a value derived from the session token that only a page of
-//! this origin can learn (from `GET /v1/auth/session`). Requests with `X-API-Key` carry no
-//! cookie a browser adds by itself, so they need none.
+//! this origin can learn (from `GET /v1/auth/session`); so must a GET that spends credits,
+//! since `Lax` still sends the cookie with a top-level cross-site navigation. `Strict` would
+//! stop that too, but then a link into the portal from an e-mail or a chat opens it signed out.
+//! Requests with `X-API-Key` carry no cookie a browser adds by itself, so they need none.
+//!
+//! Over https the cookie is `__Host-switchboard_session`: `Secure`, `Path=/` and no `Domain`,
+//! which browsers enforce for that prefix, so a sibling subdomain cannot set or shadow it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,24 +27,27 @@ use crate::services::Services;
 use std::sync::atomic::Ordering;
 
 pub const COOKIE: &str = "switchboard_session";
+/// The cookie's name when it is `Secure`.
+pub const SECURE_COOKIE: &str = "__Host-switchboard_session";
 pub const CSRF_HEADER: &str = "x-csrf-token";
 /// Tokens are 43 characters; anything much longer is not one.
 const MAX_TOKEN_LEN: usize = 128;
 
-/// The session token in the request's `Cookie` headers, if any.
+/// The session token in the request's `Cookie` headers, if any; the `__Host-` cookie wins.
 pub fn token(header: &RequestHeader) -> Option<String> {
-    header
-        .headers
-        .get_all("cookie")
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
-        .map(|(_, value)| value.trim().to_owned())
-        .filter(|value| {
-            !value.is_empty() && value.len() <= MAX_TOKEN_LEN && value.chars().all(|c| c.is_ascii_alphanumeric())
-        })
+    let pairs = || {
+        header
+            .headers
+            .get_all("cookie")
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .flat_map(|value| value.split(';'))
+            .filter_map(|pair| pair.trim().split_once('='))
+    };
+    let named = |wanted: &str| pairs().find(|(name, _)| *name == wanted).map(|(_, value)| value.trim().to_owned());
+    named(SECURE_COOKIE).or_else(|| named(COOKIE)).filter(|value| {
+        !value.is_empty() && value.len() <= MAX_TOKEN_LEN && value.chars().all(|c| c.is_ascii_alphanumeric())
+    })
 }
 
 /// The CSRF token of a session: a hash of its token under a label of its own, so that knowing
@@ -53,19 +61,29 @@ pub fn csrf_token(session_token: &str) -> String {
 pub fn check_csrf(header: &RequestHeader, session_token: &str) -> ServiceResult<()> {
     let sent = header.headers.get(CSRF_HEADER).and_then(|value| value.to_str().ok()).unwrap_or("");
     let expected = csrf_token(session_token);
-    // Both are fixed-length hex strings of the same derivation: comparing them byte by byte
-    // reveals no secret (the cookie is not derivable from the CSRF token).
-    if sent.trim() == expected {
+    if constant_time_eq(sent.trim().as_bytes(), expected.as_bytes()) {
         return Ok(());
     }
     Err(ServiceError::forbidden("Missing or wrong X-CSRF-Token header")
         .with_hint("A request signed in by the session cookie must send the csrfToken of GET /v1/auth/session."))
 }
 
+/// Whether two secrets are equal, in a time that depends on their length only: how far a
+/// guess matched is not told by when the answer comes.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let difference = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(difference) == 0
+}
+
 /// The `Set-Cookie` value that begins a session in the browser.
 pub fn set_cookie(token: &str, max_age_seconds: i64, secure: bool) -> String {
-    let secure = if secure { "; Secure" } else { "" };
-    format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age_seconds}{secure}")
+    if secure {
+        return format!("{SECURE_COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age_seconds}; Secure");
+    }
+    format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age_seconds}")
 }
 
 /// The `Set-Cookie` value that removes it.
@@ -187,9 +205,24 @@ mod tests {
     }
 
     #[test]
+    fn the_host_prefixed_cookie_wins() {
+        let both = request("switchboard_session=plain; __Host-switchboard_session=prefixed");
+        assert_eq!(token(&both).as_deref(), Some("prefixed"));
+        assert_eq!(token(&request("__Host-switchboard_session=abc")).as_deref(), Some("abc"));
+    }
+
+    #[test]
+    fn secrets_are_compared_whole() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"abcd"));
+        assert!(!constant_time_eq(b"", b"a"));
+    }
+
+    #[test]
     fn cookies_are_http_only_lax_and_secure_over_https() {
         let cookie = set_cookie("tok", 60, true);
-        assert_eq!(cookie, "switchboard_session=tok; Path=/; HttpOnly; SameSite=Lax; Max-Age=60; Secure");
+        assert_eq!(cookie, "__Host-switchboard_session=tok; Path=/; HttpOnly; SameSite=Lax; Max-Age=60; Secure");
         assert!(!set_cookie("tok", 60, false).contains("Secure"));
         assert!(clear_cookie(false).contains("Max-Age=0"));
     }

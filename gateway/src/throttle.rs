@@ -1,7 +1,19 @@
-//! Failed sign-ins: at most 10 per e-mail address and 50 per client address in 15 minutes; past
-//! that, sign-in answers 429 with `Retry-After` until the window that began with the first
-//! failure ends. The counts live in Redis when there is one, so every gateway replica sees the
-//! same; without Redis (or while it does not answer) each process counts its own.
+//! Failed password checks (sign-in, and the current password of a password change), counted in
+//! 15-minute windows that begin with the first failure:
+//!
+//! - per e-mail address **and** client address: 10. A guesser at one account is held up; its
+//!   owner, signing in from anywhere else, is not (NIST SP 800-63B 5.2.2: a lockout anyone who
+//!   knows an address can set off is a denial of service).
+//! - per e-mail address: 100, a ceiling for guessers who spread over many addresses. Past it, a
+//!   client that has failed for this address already waits; one that has not gets its try.
+//! - per client address: 50, over every e-mail it tries.
+//!
+//! A check **reserves** a failure before the password is looked at (every counter is taken in
+//! one atomic step, and given back at once when one is over its limit): so N concurrent wrong
+//! passwords get exactly as many 401s as the limit allows, never N. A check that then
+//! succeeds gives its reservation back. The counts live in Redis when there is one, so every
+//! gateway replica sees the same; without Redis (or while it does not answer) each process
+//! counts its own.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -11,95 +23,155 @@ use switchboard_kit::time::now_ms;
 use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
 
 pub const WINDOW_MS: i64 = 15 * 60 * 1000;
-pub const PER_EMAIL: i64 = 10;
-pub const PER_ADDRESS: i64 = 50;
+pub const PER_EMAIL_AND_CLIENT: i64 = 10;
+pub const PER_EMAIL: i64 = 100;
+pub const PER_CLIENT: i64 = 50;
 
-/// KEYS: the e-mail's counter, the address's. ARGV: the window (ms), and 1 to count a failure
-/// or 0 to read. Answers each counter's value and milliseconds left.
-const SCRIPT: &str = r"
-local out = {}
-for i = 1, 2 do
-  local key = KEYS[i]
-  if ARGV[2] == '1' then
-    if redis.call('INCR', key) == 1 then
-      redis.call('PEXPIRE', key, ARGV[1])
-    end
+/// KEYS: the counters of e-mail and client, e-mail, client. ARGV: the window (ms) and the three
+/// limits. Takes one of each; when one is over its limit gives them back. Answers the wait (ms)
+/// before a try is allowed again, 0 when this one is.
+const RESERVE: &str = r"
+local taken = {}
+for i = 1, 3 do
+  taken[i] = redis.call('INCR', KEYS[i])
+  if taken[i] == 1 then
+    redis.call('PEXPIRE', KEYS[i], ARGV[1])
   end
-  out[#out + 1] = tonumber(redis.call('GET', key) or '0')
-  out[#out + 1] = redis.call('PTTL', key)
 end
-return out
+local over = {taken[1] > tonumber(ARGV[2]), taken[2] > tonumber(ARGV[3]) and taken[1] > 1, taken[3] > tonumber(ARGV[4])}
+local wait = 0
+for i = 1, 3 do
+  if over[i] then
+    local left = redis.call('PTTL', KEYS[i])
+    if left > wait then wait = left end
+  end
+end
+if wait > 0 then
+  for i = 1, 3 do redis.call('DECR', KEYS[i]) end
+end
+return wait
+";
+
+/// KEYS: the three counters. Gives a reservation back (a check that succeeded).
+const RELEASE: &str = r"
+for i = 1, 3 do
+  if tonumber(redis.call('GET', KEYS[i]) or '0') > 0 then redis.call('DECR', KEYS[i]) end
+end
+return 0
 ";
 
 pub struct SignInThrottle {
     redis: Option<Arc<RedisClient>>,
-    script: redis::Script,
+    reserve: redis::Script,
+    release: redis::Script,
     /// By counter key: failures and when the window ends (ms).
     local: Mutex<HashMap<String, (i64, i64)>>,
 }
 
-fn keys(email: &str, address: &str) -> [String; 2] {
+/// A failure reserved for a password check: kept if the check fails, given back with
+/// [`SignInThrottle::succeeded`] if it does not.
+#[must_use]
+pub struct Reservation {
+    keys: [String; 3],
+    /// Where it was taken: the local counts, when Redis did not answer.
+    local: bool,
+}
+
+fn keys(email: &str, address: &str) -> [String; 3] {
     use sha2::Digest;
-    // Hashed: addresses are not kept in Redis in the clear.
-    let email = hex::encode(sha2::Sha256::digest(email.trim().to_lowercase().as_bytes()));
-    [format!("switchboard:signin:email:{email}"), format!("switchboard:signin:addr:{address}")]
+    // Hashed: e-mail and client addresses are not kept in Redis in the clear.
+    let hash = |text: &str| hex::encode(&sha2::Sha256::digest(text.as_bytes())[..16]);
+    let email = email.trim().to_lowercase();
+    [
+        format!("switchboard:signin:pair:{}", hash(&format!("{email}\n{address}"))),
+        format!("switchboard:signin:email:{}", hash(&email)),
+        format!("switchboard:signin:addr:{}", hash(address)),
+    ]
+}
+
+fn throttled(wait_ms: i64) -> ServiceError {
+    let mut error = ServiceError::new(ErrorKind::RateLimited, "Too many failed sign-ins; try again later").with_hint(
+        "After 10 failures for an e-mail address from one client (100 from all clients, 50 from one client for \
+         any address) in 15 minutes, tries wait.",
+    );
+    error.retry_at_ms = Some(now_ms() + wait_ms);
+    error
 }
 
 impl SignInThrottle {
     pub fn new(redis: Option<Arc<RedisClient>>) -> Self {
-        Self { redis, script: redis::Script::new(SCRIPT), local: Mutex::new(HashMap::new()) }
+        Self {
+            redis,
+            reserve: redis::Script::new(RESERVE),
+            release: redis::Script::new(RELEASE),
+            local: Mutex::new(HashMap::new()),
+        }
     }
 
-    /// 429 when the e-mail or the address has failed too often in its window.
-    pub async fn check(&self, email: &str, address: &str) -> ServiceResult<()> {
-        let [(email_failures, email_left), (address_failures, address_left)] = self.counts(email, address, false).await;
-        let mut wait_ms = 0;
-        if email_failures >= PER_EMAIL {
-            wait_ms = email_left;
-        }
-        if address_failures >= PER_ADDRESS {
-            wait_ms = wait_ms.max(address_left);
-        }
-        if wait_ms <= 0 {
-            return Ok(());
-        }
-        let mut error = ServiceError::new(ErrorKind::RateLimited, "Too many failed sign-ins; try again later")
-            .with_hint("After 10 failures for an e-mail address (50 from one client) in 15 minutes, sign-in waits.");
-        error.retry_at_ms = Some(now_ms() + wait_ms);
-        Err(error)
-    }
-
-    /// Counts a failed sign-in.
-    pub async fn failed(&self, email: &str, address: &str) {
-        self.counts(email, address, true).await;
-    }
-
-    async fn counts(&self, email: &str, address: &str, fail: bool) -> [(i64, i64); 2] {
+    /// Reserves a failure for a password check of `email` from `address`, or answers 429 with
+    /// the wait when one of the limits is spent.
+    pub async fn reserve(&self, email: &str, address: &str) -> ServiceResult<Reservation> {
         let keys = keys(email, address);
         if let Some(redis) = &self.redis {
-            let mut invocation = self.script.prepare_invoke();
-            invocation.key(&keys[0]).key(&keys[1]).arg(WINDOW_MS).arg(i64::from(fail));
-            if let Some(values) = redis.run::<Vec<i64>>(&invocation).await
-                && let [email_count, email_left, address_count, address_left] = values[..]
-            {
-                return [(email_count, email_left), (address_count, address_left)];
+            let mut invocation = self.reserve.prepare_invoke();
+            invocation.key(&keys[0]).key(&keys[1]).key(&keys[2]);
+            invocation.arg(WINDOW_MS).arg(PER_EMAIL_AND_CLIENT).arg(PER_EMAIL).arg(PER_CLIENT);
+            if let Some(wait_ms) = redis.run::<i64>(&invocation).await {
+                return if wait_ms > 0 { Err(throttled(wait_ms)) } else { Ok(Reservation { keys, local: false }) };
             }
         }
+        let wait_ms = self.reserve_locally(&keys);
+        if wait_ms > 0 { Err(throttled(wait_ms)) } else { Ok(Reservation { keys, local: true }) }
+    }
+
+    /// The check succeeded (or did not get to the password): its reservation is given back.
+    pub async fn succeeded(&self, reservation: Reservation) {
+        if !reservation.local
+            && let Some(redis) = &self.redis
+        {
+            let mut invocation = self.release.prepare_invoke();
+            for key in &reservation.keys {
+                invocation.key(key);
+            }
+            if redis.run::<i64>(&invocation).await.is_some() {
+                return;
+            }
+        }
+        let mut local = self.local.lock().unwrap_or_else(|e| e.into_inner());
+        for key in &reservation.keys {
+            if let Some(entry) = local.get_mut(key) {
+                entry.0 = (entry.0 - 1).max(0);
+            }
+        }
+    }
+
+    /// As the script does, under the lock: the wait (ms), 0 when reserved.
+    fn reserve_locally(&self, keys: &[String; 3]) -> i64 {
         let now = now_ms();
         let mut local = self.local.lock().unwrap_or_else(|e| e.into_inner());
         if local.len() > 100_000 {
             local.retain(|_, (_, ends)| *ends > now);
         }
-        keys.map(|key| {
-            let entry = local.entry(key).or_insert((0, now + WINDOW_MS));
+        let mut taken = [(0, 0); 3];
+        for (slot, key) in taken.iter_mut().zip(keys) {
+            let entry = local.entry(key.clone()).or_insert((0, now + WINDOW_MS));
             if entry.1 <= now {
                 *entry = (0, now + WINDOW_MS);
             }
-            if fail {
-                entry.0 += 1;
+            entry.0 += 1;
+            *slot = (entry.0, entry.1 - now);
+        }
+        let over =
+            [taken[0].0 > PER_EMAIL_AND_CLIENT, taken[1].0 > PER_EMAIL && taken[0].0 > 1, taken[2].0 > PER_CLIENT];
+        let wait = over.iter().zip(&taken).filter(|(over, _)| **over).map(|(_, (_, left))| *left).max().unwrap_or(0);
+        if wait > 0 {
+            for key in keys {
+                if let Some(entry) = local.get_mut(key) {
+                    entry.0 -= 1;
+                }
             }
-            (entry.0, entry.1 - now)
-        })
+        }
+        wait
     }
 }
 
@@ -108,15 +180,46 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn the_eleventh_try_for_an_email_waits_and_others_do_not() {
+    async fn the_eleventh_failure_from_one_client_waits_and_other_clients_do_not() {
         let throttle = SignInThrottle::new(None);
-        for _ in 0..PER_EMAIL {
-            throttle.check("Ada@example.com", "10.0.0.1").await.expect("not yet");
-            throttle.failed("ada@example.com", "10.0.0.1").await;
+        for _ in 0..PER_EMAIL_AND_CLIENT {
+            let _kept = throttle.reserve("Ada@example.com", "10.0.0.1").await.expect("not yet");
         }
-        let refused = throttle.check("ada@EXAMPLE.com", "10.0.0.2").await.expect_err("throttled");
+        let refused = throttle.reserve("ada@EXAMPLE.com", "10.0.0.1").await.err().expect("throttled");
         assert_eq!(refused.kind, ErrorKind::RateLimited);
         assert!(refused.retry_at_ms.is_some_and(|at| at > now_ms()));
-        throttle.check("grace@example.com", "10.0.0.1").await.expect("another address is not throttled");
+        // The owner, from elsewhere, is not locked out; another address from this client is not either.
+        let elsewhere = throttle.reserve("ada@example.com", "10.0.0.2").await.expect("another client");
+        throttle.succeeded(elsewhere).await;
+        let other = throttle.reserve("grace@example.com", "10.0.0.1").await.expect("another address");
+        throttle.succeeded(other).await;
+    }
+
+    #[tokio::test]
+    async fn a_success_gives_its_reservation_back() {
+        let throttle = SignInThrottle::new(None);
+        for _ in 0..PER_EMAIL_AND_CLIENT * 3 {
+            let reserved = throttle.reserve("ada@example.com", "10.0.0.1").await.expect("successes count nothing");
+            throttle.succeeded(reserved).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn past_the_address_ceiling_only_clients_that_failed_already_wait() {
+        let throttle = SignInThrottle::new(None);
+        for client in 0..PER_EMAIL {
+            let _kept = throttle.reserve("ada@example.com", &format!("10.1.{}.{}", client / 200, client % 200)).await;
+        }
+        let _kept = throttle.reserve("ada@example.com", "10.2.0.1").await.expect("a client's first try passes");
+        assert!(throttle.reserve("ada@example.com", "10.2.0.1").await.is_err(), "its second waits");
+    }
+
+    #[tokio::test]
+    async fn one_client_waits_after_fifty_failures_over_any_addresses() {
+        let throttle = SignInThrottle::new(None);
+        for n in 0..PER_CLIENT {
+            let _kept = throttle.reserve(&format!("user{n}@example.com"), "10.0.0.9").await.expect("not yet");
+        }
+        assert!(throttle.reserve("new@example.com", "10.0.0.9").await.is_err());
     }
 }

@@ -76,7 +76,8 @@ function withTeam(path) {
 export async function api(method, path, body, { scoped = true, full = false } = {}) {
   const headers = { Accept: 'application/json' };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
-  if (method !== 'GET' && state.session?.csrfToken) headers['X-CSRF-Token'] = state.session.csrfToken;
+  // On every request: writes need it, and so do reads that spend credits (searches).
+  if (state.session?.csrfToken) headers['X-CSRF-Token'] = state.session.csrfToken;
   let res;
   try {
     res = await fetch(scoped ? withTeam(path) : path, {

@@ -202,12 +202,20 @@ export function members(view) {
   const team = actingTeam();
   const fresh = h('div', { class: 'fresh' });
   let reload;
+  let reloadPending;
   const list = loader(async (again) => {
     reload = again;
     const items = await api('GET', '/v1/members');
     return table(['Name', 'Email', 'Role', 'Last sign-in', 'Joined', ACTIONS],
-      items.map((m) => memberRow(m, team, () => reload())),
+      items.map((m) => memberRow(m, team, fresh, () => { reload(); reloadPending?.(); })),
       { caption: 'Members', empty: 'No members yet.' });
+  });
+  const pending = loader(async (again) => {
+    reloadPending = again;
+    const items = await api('GET', '/v1/members/invitations');
+    return table(['Email', 'Role', 'Invited by', 'Expires', ACTIONS],
+      items.map((i) => invitationRow(i, () => reloadPending())),
+      { caption: 'Pending invitations', empty: 'No invitation is waiting to be accepted.' });
   });
   const invite = form({
     className: 'inline',
@@ -219,6 +227,7 @@ export function members(view) {
     onSubmit: async (v, f) => {
       const inv = await api('POST', '/v1/members/invitations', { email: v.email, role: v.role });
       f.reset();
+      reloadPending?.();
       result(fresh, `Invitation for ${inv.email} (${inv.role})`,
         copyField('Invitation link', absUrl(inv.url),
           ['Send this link to ', inv.email, '. It works once', inv.expiresAt ? [' and expires ', time(inv.expiresAt)] : '', '.']));
@@ -228,10 +237,63 @@ export function members(view) {
     h('p', { class: 'lead' }, 'People who can sign in to this portal for ', h('strong', null, team.name), '.'),
     section('Invite a member', invite),
     fresh,
+    section('Pending invitations', pending),
     section('Members', list));
 }
 
-function memberRow(m, team, reload) {
+function invitationRow(i, reload) {
+  const ownerOnly = i.role === 'owner' && state.session?.role !== 'owner';
+  return h('tr', null,
+    h('th', { scope: 'row' }, i.email),
+    h('td', null, badge(cap(i.role), i.role === 'owner' ? 'accent' : '')),
+    h('td', null, i.createdBy?.name || (i.createdBy ? cap(i.createdBy.type) : 'An operator')),
+    h('td', null, time(i.expiresAt)),
+    h('td', { class: 'actions' }, !ownerOnly && h('button', {
+      type: 'button', class: 'btn danger-quiet small', 'aria-label': `Revoke the invitation of ${i.email}`,
+      onclick: async () => {
+        const done = await confirmDialog({
+          title: `Revoke the invitation of ${i.email}?`,
+          body: 'Its link stops working at once. You can invite them again later.',
+          confirm: 'Revoke',
+          action: () => api('DELETE', `/v1/members/invitations/${encodeURIComponent(i.id)}`),
+        });
+        if (done) { toast(`Invitation of ${i.email} revoked`); reload(); focusTitle(); }
+      },
+    }, 'Revoke')));
+}
+
+/** After a removal: what it ended, and the keys the member made, with an offer to revoke them. */
+function removedResult(slot, m, removed) {
+  const keys = removed.apiKeys || [];
+  const ended = removed.invitationsEnded
+    ? h('p', null, `${removed.invitationsEnded} pending invitation${removed.invitationsEnded === 1 ? '' : 's'} they made no longer work.`)
+    : null;
+  if (!keys.length) {
+    if (ended) result(slot, `${fullName(m)} removed`, ended);
+    return;
+  }
+  const status = h('p', { role: 'status' });
+  const revoke = h('button', {
+    type: 'button', class: 'btn danger small',
+    onclick: async () => {
+      revoke.disabled = true;
+      const failed = [];
+      for (const k of keys) {
+        try { await api('DELETE', `/v1/api-keys/${encodeURIComponent(k.id)}`); } catch { failed.push(k.name); }
+      }
+      replace(status, failed.length ? `Not revoked: ${failed.join(', ')}` : `${keys.length} key${keys.length === 1 ? '' : 's'} revoked.`);
+      revoke.disabled = failed.length === 0;
+    },
+  }, keys.length === 1 ? 'Revoke this key' : `Revoke these ${keys.length} keys`);
+  result(slot, `${fullName(m)} removed`, [
+    ended,
+    h('p', null, `API keys ${fullName(m)} made keep working until they are revoked:`),
+    h('ul', null, keys.map((k) => h('li', null, h('strong', null, k.name), ` (${k.prefix}…, ${k.access === 'read_only' ? 'read-only' : 'full access'})`))),
+    status,
+  ], revoke);
+}
+
+function memberRow(m, team, fresh, reload) {
   const me = state.session?.user?.id === m.id;
   const locked = me || (m.role === 'owner' && state.session?.role !== 'owner');
   const rowError = h('div', { class: 'row-error', role: 'alert' });
@@ -267,13 +329,14 @@ function memberRow(m, team, reload) {
     h('td', { class: 'actions' }, !locked && h('button', {
       type: 'button', class: 'btn danger-quiet small', 'aria-label': `Remove ${fullName(m)}`,
       onclick: async () => {
+        let removed = {};
         const done = await confirmDialog({
           title: `Remove ${fullName(m)}?`,
-          body: `${m.email} will no longer be able to sign in to ${team.name}.`,
+          body: `${m.email} will no longer be able to sign in to ${team.name}, and the invitations they made stop working.`,
           confirm: 'Remove',
-          action: () => api('DELETE', `/v1/members/${encodeURIComponent(m.id)}`),
+          action: async () => { removed = await api('DELETE', `/v1/members/${encodeURIComponent(m.id)}`); },
         });
-        if (done) { toast(`${fullName(m)} removed`); reload(); focusTitle(); }
+        if (done) { toast(`${fullName(m)} removed`); reload(); removedResult(fresh, m, removed); if (!fresh.firstChild) focusTitle(); }
       },
     }, 'Remove')));
 }
@@ -338,8 +401,8 @@ export function subteams(view, { query }) {
 
 // The actions the API records (GET /v1/audit-log's description); others seen are added.
 const AUDIT_ACTIONS = ['auth.signed_in', 'auth.sign_in_failed', 'auth.signed_out', 'auth.signed_up',
-  'auth.password_changed', 'auth.password_reset', 'api_key.created', 'api_key.revoked', 'member.invited',
-  'member.joined', 'member.role_changed', 'member.removed', 'subteam.created', 'webhook.created',
+  'auth.password_changed', 'auth.password_change_failed', 'auth.password_reset', 'api_key.created', 'api_key.revoked', 'member.invited',
+  'member.invitation_revoked', 'member.joined', 'member.role_changed', 'member.removed', 'subteam.created', 'webhook.created',
   'webhook.deleted', 'instructions.replaced', 'instructions.restored'];
 
 export function auditLog(view, { query }) {

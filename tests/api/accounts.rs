@@ -8,10 +8,10 @@ use serde_json::{Value, json};
 use crate::auth::subteam_body;
 use crate::common::{Api, Response, Stack};
 
-const PASSWORD: &str = "correct horse battery";
+pub(crate) const PASSWORD: &str = "correct horse battery";
 
 /// The session token a response sets, after checking the cookie's attributes.
-fn cookie_token(response: &Response) -> String {
+pub(crate) fn cookie_token(response: &Response) -> String {
     let cookie = response.header("set-cookie").unwrap_or_else(|| panic!("no Set-Cookie: {}", response.text));
     for attribute in ["HttpOnly", "SameSite=Lax", "Path=/"] {
         assert!(cookie.contains(attribute), "{attribute} missing from {cookie}");
@@ -24,18 +24,18 @@ fn cookie_token(response: &Response) -> String {
 }
 
 /// A browser signed in by `response` (a sign-in, an accepted invitation, a reset).
-fn browser(stack: &Stack, response: &Response) -> Api {
+pub(crate) fn browser(stack: &Stack, response: &Response) -> Api {
     let token = cookie_token(response);
     let csrf = response.body["data"]["csrfToken"].as_str().expect("csrfToken").to_owned();
     Api::signed_in(&stack.base, &token, Some(&csrf))
 }
 
-fn token_of(url: &Value) -> String {
+pub(crate) fn token_of(url: &Value) -> String {
     url.as_str().and_then(|url| url.rsplit('/').next()).expect("a link").to_owned()
 }
 
 /// The first owner of a team, let in by `switchboard admin invite`.
-async fn owner(stack: &Stack, team_id: &str, email: &str) -> Api {
+pub(crate) async fn owner(stack: &Stack, team_id: &str, email: &str) -> Api {
     let invitation = stack.admin(&["invite", "--team", team_id, "--email", email]).await;
     assert_eq!(invitation["role"], "owner");
     let accept =
@@ -45,12 +45,12 @@ async fn owner(stack: &Stack, team_id: &str, email: &str) -> Api {
     browser(stack, &accepted)
 }
 
-async fn sign_in(stack: &Stack, email: &str, password: &str) -> Response {
+pub(crate) async fn sign_in(stack: &Stack, email: &str, password: &str) -> Response {
     stack.anonymous().post("/auth/sign-in", json!({ "email": email, "password": password })).await
 }
 
 /// Polls `request` until it answers `status`, for at most 10 s (the gateway caches sessions 2 s).
-async fn answers_within<F, Fut>(status: u16, what: &str, request: F)
+pub(crate) async fn answers_within<F, Fut>(status: u16, what: &str, request: F)
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Response>,

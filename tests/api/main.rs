@@ -32,6 +32,7 @@ mod replicas;
 mod scoping;
 mod sources;
 mod telemetry;
+mod trust;
 mod upload_limits;
 mod usage;
 mod webhooks;

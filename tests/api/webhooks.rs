@@ -558,3 +558,37 @@ async fn credits_low_is_told_once_when_the_balance_crosses_the_threshold() {
     let cleared = api.put("/credits/alert", json!({ "threshold": null })).await;
     assert_eq!(cleared.expect(200)["data"]["threshold"], Value::Null);
 }
+
+/// A subteam's webhooks receive only what its access configuration shows, whoever made them and
+/// whenever the setting changed: switched off after the subscription, the event is not sent.
+#[tokio::test]
+async fn a_subteam_receives_no_event_its_access_settings_hide() {
+    let stack = Stack::start_with(&FAST_RETRIES).await;
+    let receiver = Receiver::start().await;
+    let agency = stack.team("Agency", true, 1000).await;
+    let api = stack.client(&agency.key);
+    let subteam = api.post("/agency/subteams", crate::auth::subteam_body("Client")).await.expect(201)["data"].clone();
+    let subteam_id = subteam["id"].as_str().unwrap().to_owned();
+    let own = stack.client(&stack.key(&subteam_id, false).await);
+    let hook = json!({ "url": format!("{}/client", receiver.url), "events": ["agent.instructions.updated"] });
+    own.post("/webhooks", hook).await.expect(201);
+    let agent = own.post("/agents", json!({ "name": "Ava", "type": "phone" })).await.expect(201)["data"].clone();
+    let instructions = format!("/agents/{}/instructions?teamId={subteam_id}", agent["id"].as_str().unwrap());
+    let settings = format!("/agency/subteams/{subteam_id}");
+
+    // Switched off after the subscription: the agency's change is not told to the subteam.
+    api.put(&settings, json!({ "accessConfig": { "instructions": false } })).await.expect(200);
+    api.put(&instructions, json!({ "instructions": "The agency's secret playbook." })).await.expect(200);
+    // On again once the hidden event has been published (the outbox is relayed every 100 ms),
+    // so that it met the setting off: the next change is told. Events of one agent leave its
+    // outbox in order, so the hidden one would have arrived first.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    api.put(&settings, json!({ "accessConfig": { "instructions": true } })).await.expect(200);
+    api.put(&instructions, json!({ "instructions": "Be brief." })).await.expect(200);
+    let got = receiver.wait_for("/client", 1, "the instructions event after the setting came back").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let got = if got.len() == 1 { receiver.on("/client") } else { got };
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].json()["data"]["instructions"], "Be brief.");
+    assert!(got.iter().all(|request| !request.body.contains("secret playbook")), "{got:?}");
+}

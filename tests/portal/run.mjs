@@ -253,7 +253,63 @@ try {
       const list = (await (await page.request.get('/v1/members')).json()).data;
       const m = list.find((x) => x.firstName === XSS);
       ok(m?.role === 'viewer', `GET /v1/members shows the role ${m?.role}, not viewer`);
+    });
+
+    await step('a pending invitation is listed in /members and revoked there', async () => {
+      const { page } = owner;
+      const email = `pending-${rand}@example.com`;
+      await page.getByLabel('Email').fill(email);
+      await page.getByLabel('Role', { exact: true }).selectOption('admin');
+      await page.getByRole('button', { name: 'Create invitation' }).click();
+      const url = new URL(await (await visible(page.getByLabel('Invitation link'), 'the invitation link')).inputValue(), `${BASE}/`);
+      const row = page.getByRole('row').filter({ hasText: email });
+      await visible(row, 'the pending invitation row');
+      ok(!(await row.textContent()).includes(url.pathname.split('/').pop()), 'the pending list shows the link token');
+      await check(page, 'members-pending');
+      await page.getByRole('button', { name: `Revoke the invitation of ${email}` }).click();
+      const dialog = await visible(page.getByRole('dialog'), 'the revoke confirmation');
+      await dialog.getByRole('button', { name: 'Revoke' }).click();
+      await hidden(row, 'the revoked invitation row');
+      const token = decodeURIComponent(url.pathname.split('/').pop());
+      const res = await page.request.post('/v1/auth/accept-invite', { data: { token, password: password(), firstName: 'P', lastName: 'Q' } });
+      ok(res.status() === 404, `a revoked invitation answered ${res.status()} on accept`);
+    });
+
+    await step('removing a member lists the keys they made and offers to revoke them', async () => {
+      const { page } = owner;
+      const session = (await (await page.request.get('/v1/auth/session')).json()).data;
+      const list = (await (await page.request.get('/v1/members')).json()).data;
+      const m = list.find((x) => x.firstName === XSS);
+      const put = await page.request.put(`/v1/members/${m.id}`, { data: { role: 'admin' }, headers: { 'X-CSRF-Token': session.csrfToken, Origin: ORIGIN } });
+      ok(put.ok(), `making the member an admin answered ${put.status()}`);
+      // The member, now an admin (their session sees the role within 2 s), makes a key.
+      const theirs = (await (await memberPage.request.get('/v1/auth/session')).json()).data;
+      let made;
+      for (const until = Date.now() + 10000; ;) {
+        made = await memberPage.request.post('/v1/api-keys', { data: { name: `made-by-member-${rand}` }, headers: { 'X-CSRF-Token': theirs.csrfToken, Origin: ORIGIN } });
+        if (made.status() === 201) break;
+        ok(Date.now() < until, `the promoted member could not make a key within 10 s: ${made.status()}`);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      const key = (await made.json()).data.key;
       await memberPage.context().close();
+      await page.reload();
+      await settled(page);
+      await page.getByRole('button', { name: `Remove ${XSS} Tester ${rand}` }).click();
+      const dialog = await visible(page.getByRole('dialog'), 'the remove confirmation');
+      await dialog.getByRole('button', { name: 'Remove' }).click();
+      await hidden(page.getByRole('dialog'), 'the dialog');
+      await visible(page.getByText(`made-by-member-${rand}`), 'the key the removed member made');
+      ok((await me(key)).status === 200, 'the key stops working before it is revoked');
+      await page.getByRole('button', { name: 'Revoke this key' }).click();
+      await visible(page.getByRole('status').filter({ hasText: '1 key revoked.' }), 'the "1 key revoked." message');
+      ok(await page.locator('main img').count() === 0, 'an <img> was created from the removed member name');
+      await check(page, 'members-removed');
+      for (const until = Date.now() + 10000; ;) {
+        if ((await me(key)).status === 401) break;
+        ok(Date.now() < until, 'the revoked key still works 10 s after revoking it');
+        await new Promise((r) => setTimeout(r, 250));
+      }
     });
 
     await step('as the agency owner, create a subteam in /subteams; the invite link is shown', async () => {

@@ -32,6 +32,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(403, NOT_AGENCY)
             .fails(404, TEAM_GONE),
         Endpoint::post("/v1/agency/subteams", create)
+            .shows_secret_once()
             .for_admins()
             .audited("subteam.created")
             .creates("subteamId")

@@ -15,15 +15,12 @@ use switchboard_proto::v1::{
 
 use super::groups::AGENTS;
 use crate::call::Call;
-use crate::endpoint::{
-    Created, Data, Endpoint, Feature, Id, Input, Json, List, Method, Nothing, Patch, ToolHints, Updated,
-};
+use crate::endpoint::{Created, Data, Endpoint, Id, Input, Json, List, Method, Nothing, Patch, ToolHints, Updated};
 use crate::services::Services;
 
 const AGENT_GONE: &str = "Agent not found";
 
 pub fn endpoints() -> Vec<Endpoint> {
-    use Feature::{AgentConfiguration, AgentCreation, Instructions, InstructionsWrite};
     vec![
         Endpoint::get("/v1/agents", list)
             .doc("listAgents", AGENTS, "List agents, newest first")
@@ -37,7 +34,6 @@ pub fn endpoints() -> Vec<Endpoint> {
                 "Beyond the spec: instructions given here become version 1, and a prompt-optimisation job is \
                  queued either way. A `knowledgebaseId` must name one of the team's knowledge bases.",
             )
-            .feature(AgentCreation)
             .fails(404, "Knowledgebase not found (the `knowledgebaseId` is not one of the team's)."),
         Endpoint::get("/v1/agents/{agentId}", get)
             .doc("getAgent", AGENTS, "Get an agent")
@@ -49,7 +45,6 @@ pub fn endpoints() -> Vec<Endpoint> {
                 "Beyond the spec: a partial update of name, description and linked knowledge base; `null` clears \
                  the description or unlinks the knowledge base. Does not change the instructions.",
             )
-            .feature(AgentConfiguration)
             .fails(404, "Agent not found, or Knowledgebase not found (the `knowledgebaseId` is not one of the team's)."),
         Endpoint::delete("/v1/agents/{agentId}", delete)
             .doc("deleteAgent", AGENTS, "Delete an agent with its instructions history")
@@ -57,14 +52,12 @@ pub fn endpoints() -> Vec<Endpoint> {
                 "Beyond the spec: deletes the agent with its instructions history and runtime prompt; its knowledge \
                  base is kept. `data` is the agent as it was, with `knowledgebase` null.",
             )
-            .feature(AgentConfiguration)
             .fails(404, AGENT_GONE),
         Endpoint::get("/v1/agents/{agentId}/instructions", get_instructions)
             .doc("getAgentInstructions", AGENTS, "Get an agent's instructions (system prompt)")
             .about(
                 "The agent's current instructions with their version and the state of the prompt-optimisation job.",
             )
-            .feature(Instructions)
             .fails(404, AGENT_GONE)
             .tool("get_agent_instructions", "Reads an agent's current instructions (its prompt)."),
         Endpoint::put("/v1/agents/{agentId}/instructions", put_instructions)
@@ -75,7 +68,6 @@ pub fn endpoints() -> Vec<Endpoint> {
                  the newest 20 versions, the version goes up by one, and a prompt-optimisation job is queued so the \
                  change applies to upcoming conversations.",
             )
-            .feature(InstructionsWrite)
             .fails(404, AGENT_GONE)
             // A PUT, yet not idempotent: the same text sent twice adds two versions to the history
             // (and pushes the oldest out). Destructive: it replaces the text.
@@ -89,12 +81,10 @@ pub fn endpoints() -> Vec<Endpoint> {
             .doc("listAgentInstructionsHistory", AGENTS, "The last 20 versions of an agent's instructions, newest first")
             .gives("version", "/data/0/version")
             .about("Beyond the spec: the saved earlier versions (at most 20), each with when it was set and replaced.")
-            .feature(Instructions)
             .fails(404, AGENT_GONE),
         Endpoint::get("/v1/agents/{agentId}/instructions/history/{version}", history_version)
             .doc("getAgentInstructionsVersion", AGENTS, "One saved version of an agent's instructions")
             .about("Beyond the spec: a saved earlier version, as the history lists it.")
-            .feature(Instructions)
             .fails(404, "Agent not found, or Instructions version not found"),
         Endpoint::post("/v1/agents/{agentId}/instructions/history/{version}/restore", restore)
             .audited("instructions.restored")
@@ -103,7 +93,6 @@ pub fn endpoints() -> Vec<Endpoint> {
                 "Beyond the spec: makes a saved version current again as a new version (the text it replaces is \
                  saved too) and queues a prompt-optimisation job; takes no body.",
             )
-            .feature(InstructionsWrite)
             .fails(404, "Agent not found, or Instructions version not found"),
     ]
 }

@@ -27,6 +27,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .for_admins()
             .class(RateClass::Write),
         Endpoint::post("/v1/api-keys", create)
+            .shows_secret_once()
             .doc("createApiKey", IDENTITY, "Create an API key; the answer shows it once")
             .creates("keyId")
             .for_admins()

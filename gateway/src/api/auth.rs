@@ -30,9 +30,11 @@ pub fn endpoints() -> Vec<Endpoint> {
         Endpoint::post("/v1/auth/sign-in", sign_in)
             .doc("signIn", AUTH, "Sign in with e-mail and password; begins a session (cookie)")
             .about(
-                "Answers the session and sets the `switchboard_session` cookie (HttpOnly, SameSite=Lax, Secure over \
-                 https). A wrong e-mail and a wrong password get the same 401. After 10 failures for one e-mail \
-                 address (or 50 from one client address) in 15 minutes, sign-in answers 429 with Retry-After.",
+                "Answers the session and sets the `switchboard_session` cookie (HttpOnly, SameSite=Lax; over https \
+                 `__Host-switchboard_session`, Secure). A wrong e-mail and a wrong password get the same 401. In 15 \
+                 minutes, after 10 failures for one e-mail address from one client, 100 for one address from all \
+                 clients (then only clients that failed for it wait), or 50 from one client, sign-in answers 429 \
+                 with Retry-After. A correct password from a client with no failures is not held up.",
             )
             .for_visitors()
             .fails(401, "Invalid email or password.")
@@ -68,8 +70,13 @@ pub fn endpoints() -> Vec<Endpoint> {
             .about("The session is refused from then on, by every gateway once its cache of it expires (2 s)."),
         Endpoint::post("/v1/auth/password", change_password)
             .doc("changePassword", AUTH, "Change the signed-in user's password")
-            .about("Every session of the user ends, and a new one begins for this browser (a new cookie).")
-            .fails(400, "currentPassword is wrong, or newPassword breaks the rules."),
+            .about(
+                "Every session of the user ends, and a new one begins for this browser (a new cookie). A wrong \
+                 currentPassword counts as a failed sign-in (the same throttle) and is written to the audit log \
+                 (`auth.password_change_failed`).",
+            )
+            .fails(400, "currentPassword is wrong, or newPassword breaks the rules.")
+            .fails(429, "Too many wrong passwords for this user from this client (the sign-in throttle)."),
     ]
 }
 
@@ -154,9 +161,10 @@ fn created<T>(begun: WithCookie<T>, message: &'static str) -> WithCookie<Created
     WithCookie { answer: Created::new(begun.answer, message), cookie: begun.cookie }
 }
 
-/// Cookies are `Secure` whenever the platform is reached over https.
+/// Cookies are `Secure` whenever the platform is reached over https: its public URL says so, or
+/// a trusted proxy does (`crate::origin`), never a client's own header.
 fn secure(call: &Call) -> bool {
-    call.public_base.starts_with("https://")
+    call.client.https
 }
 
 async fn options(call: Call, _: Input) -> ServiceResult<Data<AuthOptions>> {
@@ -170,15 +178,19 @@ async fn sign_in(
 ) -> ServiceResult<WithCookie<Data<SessionView>>> {
     let Json(body) = input.body;
     let throttle = call.gate.throttle.clone();
-    throttle.check(&body.email, &call.client.ip).await?;
+    let reservation = throttle.reserve(&body.email, &call.client.ip).await?;
     let request =
         SignInRequest { email: body.email.clone(), password: body.password, client: Some((&call.client).into()) };
     match call.services.accounts.clone().sign_in(request).await {
-        Ok(signed_in) => Ok(data(begun(&call, signed_in.into_inner()))),
+        Ok(signed_in) => {
+            throttle.succeeded(reservation).await;
+            Ok(data(begun(&call, signed_in.into_inner())))
+        }
         Err(status) => {
             let error = ServiceError::from_status(&status);
-            if error.kind == ErrorKind::Unauthorized {
-                throttle.failed(&body.email, &call.client.ip).await;
+            // A wrong password keeps its reserved failure; anything else gives it back.
+            if error.kind != ErrorKind::Unauthorized {
+                throttle.succeeded(reservation).await;
             }
             Err(error)
         }
@@ -257,13 +269,27 @@ async fn change_password(
 ) -> ServiceResult<WithCookie<Data<SessionView>>> {
     let Json(body) = input.body;
     let token = session_token(&call)?.to_owned();
+    // Guessing the current password from a stolen session is held to the sign-in throttle.
+    let email = call.principal.session().and_then(|session| session.user.as_ref()).map_or("", |user| &user.email);
+    let throttle = call.gate.throttle.clone();
+    let reservation = throttle.reserve(email, &call.client.ip).await?;
     let request = ChangePasswordRequest {
         token_hash: hash_key(&token),
         current_password: body.current_password,
         new_password: body.new_password,
         client: Some((&call.client).into()),
     };
-    let signed_in = call.services.accounts.clone().change_password(request).await?.into_inner();
+    let signed_in = match call.services.accounts.clone().change_password(request).await {
+        Ok(signed_in) => signed_in.into_inner(),
+        Err(status) => {
+            let error = ServiceError::from_status(&status);
+            if !error.details.iter().any(|violation| violation.field == "currentPassword") {
+                throttle.succeeded(reservation).await;
+            }
+            return Err(error);
+        }
+    };
+    throttle.succeeded(reservation).await;
     call.gate.sessions.forget(&token);
     Ok(data(begun(&call, signed_in)))
 }

@@ -11,7 +11,7 @@ use switchboard_proto::v1::{
 
 use super::groups::BOARDS;
 use crate::call::Call;
-use crate::endpoint::{Created, Data, Endpoint, Feature, Id, Input, Json, List, Nothing, Updated};
+use crate::endpoint::{Created, Data, Endpoint, Id, Input, Json, List, Nothing, Updated};
 
 const BOARD_GONE: &str = "Board not found";
 
@@ -20,16 +20,13 @@ pub fn endpoints() -> Vec<Endpoint> {
         Endpoint::get("/v1/boards", list)
             .doc("listBoards", BOARDS, "The team's kanban boards with their stages")
             .lists("boardId")
-            .about("Every board of the team, oldest first, its stages in column order; not paged.")
-            .feature(Feature::Crm),
+            .about("Every board of the team, oldest first, its stages in column order; not paged."),
         Endpoint::post("/v1/boards", create)
             .doc("createBoard", BOARDS, "Create a board with its stages")
             .creates("boardId")
-            .about("Stages are the columns, in the order given; a stage without `color` gets one of a palette.")
-            .feature(Feature::Crm),
+            .about("Stages are the columns, in the order given; a stage without `color` gets one of a palette."),
         Endpoint::get("/v1/boards/{boardId}", get)
             .doc("getBoard", BOARDS, "A board with its stages")
-            .feature(Feature::Crm)
             .fails(404, BOARD_GONE),
         Endpoint::put("/v1/boards/{boardId}", update)
             .doc("updateBoard", BOARDS, "Rename a board, or change its stages")
@@ -38,13 +35,11 @@ pub fn endpoints() -> Vec<Endpoint> {
                  keeps it (and its contacts), one without an `id` is new, and a stage left out is removed. \
                  Removing a stage that still holds contacts is refused with 409; move them first.",
             )
-            .feature(Feature::Crm)
             .fails(404, "Board not found, or Stage not found (an `id` that is not one of this board's stages)")
             .fails(409, "A stage left out still holds contacts."),
         Endpoint::delete("/v1/boards/{boardId}", delete)
             .doc("deleteBoard", BOARDS, "Delete a board; its contacts leave it")
             .about("The contacts stay; they are only taken off this board.")
-            .feature(Feature::Crm)
             .fails(404, BOARD_GONE),
     ]
 }

@@ -11,7 +11,7 @@ use switchboard_proto::v1::{self as proto, GetCallRequest, ListAgentsRequest, Li
 
 use super::groups::CALLS;
 use crate::call::Call;
-use crate::endpoint::{Data, Endpoint, Feature, Id, Input, Json, Nothing, Page, Updated};
+use crate::endpoint::{Data, Endpoint, Id, Input, Json, Nothing, Page, Updated};
 use switchboard_api::paging::{DateBound, SortOrder, default_limit, descending, first_page, page_request};
 
 const CALL_GONE: &str = "Call not found";
@@ -26,22 +26,18 @@ pub fn endpoints() -> Vec<Endpoint> {
                  number, the transcript or the summary; `number` finds calls with that number on either side, \
                  written in any spelling of the same E.164 number.",
             )
-            .feature(Feature::Conversations)
             .fails(404, "Team not found: the key's team, or the `teamId` subteam, has been deleted.")
             .tool("list_calls", "Lists the team's phone calls with filters (number, agent, dates, duration, text)."),
         Endpoint::get("/v1/calls/{callId}", get)
             .doc("getCall", CALLS, "A call with its full transcript and timeline")
-            .feature(Feature::Conversations)
             .fails(404, CALL_GONE)
             .tool("get_call", "Reads one phone call: its transcript, timeline, summary and score."),
         Endpoint::patch("/v1/calls/{callId}", update)
             .doc("updateCall", CALLS, "Flag a call, mark it a favorite or spam")
             .about("Members left out keep their value.")
-            .feature(Feature::Conversations)
             .fails(404, CALL_GONE),
         Endpoint::delete("/v1/calls/{callId}", delete)
             .doc("deleteCall", CALLS, "Delete a call with its transcript, timeline and recording")
-            .feature(Feature::Conversations)
             .fails(404, CALL_GONE),
     ]
 }

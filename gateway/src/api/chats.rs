@@ -10,7 +10,7 @@ use switchboard_proto::v1::{GetChatRequest, ListChatsRequest};
 use super::calls::agent_names;
 use super::groups::CHATS;
 use crate::call::Call;
-use crate::endpoint::{Data, Endpoint, Feature, Id, Input, Nothing, Page, Updated};
+use crate::endpoint::{Data, Endpoint, Id, Input, Nothing, Page, Updated};
 use switchboard_api::paging::{DateBound, SortOrder, default_limit, descending, first_page, page_request};
 
 const CHAT_GONE: &str = "Chat not found";
@@ -24,7 +24,6 @@ pub fn endpoints() -> Vec<Endpoint> {
                 "Filters combine; every bound is inclusive. `search` finds a substring (case-insensitive) of a \
                  message, the contact's number or e-mail.",
             )
-            .feature(Feature::Conversations)
             .fails(404, "Team not found: the key's team, or the `teamId` subteam, has been deleted.")
             .tool("list_chats", "Lists the team's chats (web, web agent, voice widget, WhatsApp) with filters."),
         Endpoint::get("/v1/chats/{chatId}", get)
@@ -33,12 +32,10 @@ pub fn endpoints() -> Vec<Endpoint> {
                 "At most `messagesLimit` messages: the newest ones, or the newest before the message \
                  `messagesBefore` for older pages; always oldest first.",
             )
-            .feature(Feature::Conversations)
             .fails(404, CHAT_GONE)
             .tool("get_chat", "Reads one chat with its messages."),
         Endpoint::delete("/v1/chats/{chatId}", delete)
             .doc("deleteChat", CHATS, "Delete a chat with its messages")
-            .feature(Feature::Conversations)
             .fails(404, CHAT_GONE),
     ]
 }

@@ -19,7 +19,7 @@ use crate::endpoint::errors::FieldError;
 use crate::endpoint::input::read_item;
 use crate::endpoint::schema::inlined;
 use crate::endpoint::{
-    Answer, Created, Data, Endpoint, Feature, Id, IdList, Input, Json, List, Nothing, Patch, Updated, serialized,
+    Answer, Created, Data, Endpoint, Id, IdList, Input, Json, List, Nothing, Patch, Updated, serialized,
 };
 use crate::limits::RateClass;
 use switchboard_api::identity::User;
@@ -40,7 +40,6 @@ pub fn endpoints() -> Vec<Endpoint> {
                  value come last in either order. Unknown tag, board, stage or user ids match nothing. \
                  `number` finds the one contact with that number, however it is written.",
             )
-            .feature(Feature::Crm)
             .tool("find_contacts", "Finds the team's CRM contacts by name, e-mail or number part, or by tags."),
         Endpoint::post("/v1/contacts", create)
             .doc("createContact", CONTACTS, "Create a contact")
@@ -51,7 +50,6 @@ pub fn endpoints() -> Vec<Endpoint> {
                  are created (names match regardless of case); `note` becomes the first note; `boardIds` put \
                  the contact in each board's first stage. All of it is written or none.",
             )
-            .feature(Feature::Crm)
             .fails(404, "Tag not found, or Board not found (an id that is not the team's).")
             .fails(409, CONTACT_EXISTS)
             .tool("create_contact", "Creates a CRM contact from a phone number, with optional names, tags and a note."),
@@ -69,11 +67,9 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(
                 413,
                 "The body is larger than 16 MiB (or the gateway's limit, `SWITCHBOARD_MAX_BODY_BYTES`, if larger).",
-            )
-            .feature(Feature::Crm),
+            ),
         Endpoint::get("/v1/contacts/{contactId}", get)
             .doc("getContact", CONTACTS, "A contact")
-            .feature(Feature::Crm)
             .fails(404, CONTACT_GONE)
             .tool("get_contact", "Reads one CRM contact with its tags, custom fields and stage."),
         Endpoint::put("/v1/contacts/{contactId}", update)
@@ -84,47 +80,38 @@ pub fn endpoints() -> Vec<Endpoint> {
                  `tagNames`, when either is given, are together the contact's new tags. `crmStageId` moves the \
                  contact to that stage, adding its board if needed.",
             )
-            .feature(Feature::Crm)
             .fails(404, "Contact not found, or Tag not found, or Stage not found.")
             .fails(409, CONTACT_EXISTS),
         Endpoint::delete("/v1/contacts/{contactId}", delete)
             .doc("deleteContact", CONTACTS, "Delete a contact with its notes")
-            .feature(Feature::Crm)
             .fails(404, CONTACT_GONE),
         Endpoint::get("/v1/contacts/{contactId}/notes", list_notes)
             .doc("listContactNotes", CONTACTS, "A contact's notes, newest first")
             .lists("noteId")
-            .feature(Feature::Crm)
             .fails(404, CONTACT_GONE),
         Endpoint::post("/v1/contacts/{contactId}/notes", add_note)
             .doc("addContactNote", CONTACTS, "Add a note to a contact")
             .creates("noteId")
             .about("`createdBy` is the name of the API key that wrote it.")
-            .feature(Feature::Crm)
             .fails(404, CONTACT_GONE)
             .tool("add_contact_note", "Adds a note (general, info, warning or danger) to a CRM contact."),
         Endpoint::delete("/v1/contacts/{contactId}/notes/{noteId}", delete_note)
             .doc("deleteContactNote", CONTACTS, "Delete a note of a contact")
-            .feature(Feature::Crm)
             .fails(404, "Contact not found, or Note not found"),
         Endpoint::get("/v1/contacts/{contactId}/assignments", list_assignments)
             .doc("listContactAssignments", CONTACTS, "The team's users assigned to a contact")
-            .feature(Feature::Crm)
             .fails(404, CONTACT_GONE),
         Endpoint::post("/v1/contacts/{contactId}/assignments", add_assignments)
             .doc("addContactAssignments", CONTACTS, "Assign more users to a contact")
             .about("Users already assigned stay assigned. Each id must be a user of the team (`GET /users`).")
-            .feature(Feature::Crm)
             .fails(404, CONTACT_GONE),
         Endpoint::put("/v1/contacts/{contactId}/assignments", replace_assignments)
             .doc("replaceContactAssignments", CONTACTS, "Replace the users assigned to a contact")
             .about("An empty `userIds` unassigns everyone. Each id must be a user of the team (`GET /users`).")
-            .feature(Feature::Crm)
             .fails(404, CONTACT_GONE),
         Endpoint::post("/v1/contacts/{contactId}/boards", add_boards)
             .doc("addContactBoards", CONTACTS, "Put a contact on more boards")
             .about("On each board it was not on yet, the contact sits in the first stage; the others are unchanged.")
-            .feature(Feature::Crm)
             .fails(404, "Contact not found, or Board not found"),
         Endpoint::put("/v1/contacts/{contactId}/boards", replace_boards)
             .doc("replaceContactBoards", CONTACTS, "Set the boards a contact is on")
@@ -132,7 +119,6 @@ pub fn endpoints() -> Vec<Endpoint> {
                 "The contact leaves the boards not listed; on a board it was not on yet it sits in the first \
                  stage; on the others it keeps its stage.",
             )
-            .feature(Feature::Crm)
             .fails(404, "Contact not found, or Board not found"),
     ];
     endpoints.extend(super::custom_fields::endpoints());

@@ -11,7 +11,7 @@ use switchboard_proto::v1::{
 
 use super::groups::CONTACTS;
 use crate::call::Call;
-use crate::endpoint::{Created, Endpoint, Feature, Id, Input, Json, List, Nothing, Updated};
+use crate::endpoint::{Created, Endpoint, Id, Input, Json, List, Nothing, Updated};
 
 const FIELD_GONE: &str = "Custom field not found";
 
@@ -20,8 +20,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         Endpoint::get("/v1/contacts/custom-fields", list)
             .doc("listCustomFields", CONTACTS, "The team's custom contact fields")
             .lists("fieldId")
-            .about("Oldest first; not paged.")
-            .feature(Feature::Crm),
+            .about("Oldest first; not paged."),
         Endpoint::post("/v1/contacts/custom-fields", create)
             .doc("createCustomField", CONTACTS, "Define a custom contact field")
             .creates("fieldId")
@@ -32,7 +31,6 @@ pub fn endpoints() -> Vec<Endpoint> {
                  refused for the other types). A `required` field must be given when a contact is created. \
                  A team has at most 100 fields.",
             )
-            .feature(Feature::Crm)
             .fails(409, "A custom field with this name already exists, or the team has 100 fields."),
         Endpoint::put("/v1/contacts/custom-fields/{fieldId}", update)
             .doc("updateCustomField", CONTACTS, "Change a custom field's label, requirement or options")
@@ -40,11 +38,9 @@ pub fn endpoints() -> Vec<Endpoint> {
                 "Members left out keep their value. `name` and `type` cannot change (delete the field and \
                  create another). Options of a select may change; contacts keep the values they have.",
             )
-            .feature(Feature::Crm)
             .fails(404, FIELD_GONE),
         Endpoint::delete("/v1/contacts/custom-fields/{fieldId}", delete)
             .doc("deleteCustomField", CONTACTS, "Delete a custom field and its values on every contact")
-            .feature(Feature::Crm)
             .fails(404, FIELD_GONE),
     ]
 }

@@ -6,7 +6,7 @@ use switchboard_proto::v1::ListUsersRequest;
 
 use super::groups::IDENTITY;
 use crate::call::Call;
-use crate::endpoint::{Data, Endpoint, Feature, Input, List, Rendered};
+use crate::endpoint::{Data, Endpoint, Input, List, Rendered};
 
 const TEAM_GONE: &str = "Team not found: the key's team, or the `teamId` subteam, has been deleted.";
 
@@ -28,7 +28,6 @@ pub fn endpoints() -> Vec<Endpoint> {
         Endpoint::get("/v1/users", users)
             .doc("listUsers", IDENTITY, "The team's users (their ids are what contact assignments take)")
             .about("The users of the team acted on, oldest first (not paged).")
-            .feature(Feature::Users)
             .fails(404, TEAM_GONE),
     ]
 }

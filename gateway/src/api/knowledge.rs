@@ -18,9 +18,7 @@ use switchboard_proto::v1::{
 use super::agents::{AgentPath, fetch_agent};
 use super::groups::{AGENT_KNOWLEDGEBASE, KNOWLEDGEBASE};
 use crate::call::{Call, Reply};
-use crate::endpoint::{
-    Answer, Created, Data, Endpoint, Feature, Id, Input, Json, List, Nothing, Patch, Updated, serialized,
-};
+use crate::endpoint::{Answer, Created, Data, Endpoint, Id, Input, Json, List, Nothing, Patch, Updated, serialized};
 use crate::limits::RateClass;
 
 const THROUGH_AGENT: &str = "Agent not found, Agent has no knowledgebase assigned, or Knowledgebase not found";
@@ -31,17 +29,15 @@ const ANSWER_DESCRIPTION: &str = "Adds a Q&A reference to a knowledge base, give
     a knowledgebaseId; searchable at once.";
 
 pub fn endpoints() -> Vec<Endpoint> {
-    use Feature::KnowledgeBase;
-    let agent = |endpoint: Endpoint| endpoint.feature(KnowledgeBase);
     vec![
-        agent(Endpoint::get("/v1/agents/{agentId}/knowledgebase", get_through_agent))
+        Endpoint::get("/v1/agents/{agentId}/knowledgebase", get_through_agent)
             .doc("getAgentKnowledgebase", AGENT_KNOWLEDGEBASE, "The agent's knowledge base")
             .gives("referenceId", "/data/knowledgebase/references/0/id")
             .gives("webpageId", "/data/knowledgebase/webpages/0/id")
             .gives("documentId", "/data/knowledgebase/documents/0/id")
             .about("The agent (as a reference) and its linked knowledge base with its webpages, documents and manual references.")
             .fails(404, THROUGH_AGENT),
-        agent(Endpoint::get("/v1/agents/{agentId}/knowledgebase/search", search_through_agent))
+        Endpoint::get("/v1/agents/{agentId}/knowledgebase/search", search_through_agent)
             .doc("searchAgentKnowledgebase", AGENT_KNOWLEDGEBASE, "Semantic search in the agent's knowledge base (1 credit)")
             .about(
                 "Best match first: hybrid retrieval, the entries found by meaning (embeddings of the entries' \
@@ -51,49 +47,50 @@ pub fn endpoints() -> Vec<Endpoint> {
                  fails; `meta` also names the agent and its knowledge base.",
             )
             .class(RateClass::Search)
+            .spends_credits()
             .fails(402, "Insufficient credits: the team's balance has no credit left; nothing is charged.")
             .fails(404, THROUGH_AGENT)
             .tool("search_knowledge", SEARCH_DESCRIPTION),
-        agent(Endpoint::post("/v1/agents/{agentId}/knowledgebase/references", create_reference::<AgentPath>))
+        Endpoint::post("/v1/agents/{agentId}/knowledgebase/references", create_reference::<AgentPath>)
             .doc("createAgentReference", AGENT_KNOWLEDGEBASE, "Add a Q&A reference to the agent's knowledge base")
             .creates("referenceId")
             .about("A manual Q&A reference, embedded before the answer: searchable at once.")
             .fails(404, THROUGH_AGENT)
             .tool("add_knowledge_answer", ANSWER_DESCRIPTION),
-        agent(Endpoint::get("/v1/agents/{agentId}/knowledgebase/references/{referenceId}", get_reference::<AgentItem>))
+        Endpoint::get("/v1/agents/{agentId}/knowledgebase/references/{referenceId}", get_reference::<AgentItem>)
             .doc("getAgentReference", AGENT_KNOWLEDGEBASE, "Get a Q&A reference")
             .about("A manual reference, or an entry extracted from a webpage or document.")
             .fails(404, "Agent not found, Agent has no knowledgebase assigned, Knowledgebase not found, or Reference not found"),
-        agent(Endpoint::put("/v1/agents/{agentId}/knowledgebase/references/{referenceId}", update_reference::<AgentItem>))
+        Endpoint::put("/v1/agents/{agentId}/knowledgebase/references/{referenceId}", update_reference::<AgentItem>)
             .doc("updateAgentReference", AGENT_KNOWLEDGEBASE, "Update a Q&A reference")
             .about(UPDATE_REFERENCE)
             .fails(404, "Agent not found, Agent has no knowledgebase assigned, Knowledgebase not found, or Reference not found")
             .fails(409, CHANGE_EXTRACTED),
-        agent(Endpoint::delete("/v1/agents/{agentId}/knowledgebase/references/{referenceId}", delete_reference::<AgentItem>))
+        Endpoint::delete("/v1/agents/{agentId}/knowledgebase/references/{referenceId}", delete_reference::<AgentItem>)
             .doc("deleteAgentReference", AGENT_KNOWLEDGEBASE, "Delete a Q&A reference")
             .about(DELETE_REFERENCE)
             .fails(404, "Agent not found, Agent has no knowledgebase assigned, Knowledgebase not found, or Reference not found")
             .fails(409, "This entry was extracted from a webpage or document."),
-        agent(Endpoint::get("/v1/knowledgebase", list))
+        Endpoint::get("/v1/knowledgebase", list)
             .doc("listKnowledgebases", KNOWLEDGEBASE, "The team's knowledge bases")
             .lists("knowledgebaseId")
             .about("Beyond the spec: newest first, with counts of their webpages, documents and manual references; not paged."),
-        agent(Endpoint::post("/v1/knowledgebase", create))
+        Endpoint::post("/v1/knowledgebase", create)
             .doc("createKnowledgebase", KNOWLEDGEBASE, "Create a knowledge base")
             .creates("knowledgebaseId")
             .about("Beyond the spec: an empty knowledge base."),
-        agent(Endpoint::get("/v1/knowledgebase/{knowledgebaseId}", get))
+        Endpoint::get("/v1/knowledgebase/{knowledgebaseId}", get)
             .doc("getKnowledgebase", KNOWLEDGEBASE, "A knowledge base with its webpages, documents and manual references")
             .gives("referenceId", "/data/references/0/id")
             .gives("webpageId", "/data/webpages/0/id")
             .gives("documentId", "/data/documents/0/id")
             .about("Extracted entries are in each source's detail view.")
             .fails(404, KNOWLEDGEBASE_GONE),
-        agent(Endpoint::put("/v1/knowledgebase/{knowledgebaseId}", update))
+        Endpoint::put("/v1/knowledgebase/{knowledgebaseId}", update)
             .doc("updateKnowledgebase", KNOWLEDGEBASE, "Rename a knowledge base or change its description")
             .about("Beyond the spec: a partial update (`null` clears the description); answers with its content.")
             .fails(404, KNOWLEDGEBASE_GONE),
-        agent(Endpoint::delete("/v1/knowledgebase/{knowledgebaseId}", delete))
+        Endpoint::delete("/v1/knowledgebase/{knowledgebaseId}", delete)
             .doc("deleteKnowledgebase", KNOWLEDGEBASE, "Delete a knowledge base and all its content")
             .about(
                 "Beyond the spec: deletes the knowledge base with its references, webpages, documents and uploaded \
@@ -101,7 +98,7 @@ pub fn endpoints() -> Vec<Endpoint> {
                  agents service has done it). `data` is the knowledge base as it was, with empty content lists.",
             )
             .fails(404, KNOWLEDGEBASE_GONE),
-        agent(Endpoint::get("/v1/knowledgebase/{knowledgebaseId}/search", search))
+        Endpoint::get("/v1/knowledgebase/{knowledgebaseId}/search", search)
             .doc("searchKnowledgebase", KNOWLEDGEBASE, "Semantic search in a knowledge base (1 credit)")
             .about(
                 "Best match first: hybrid retrieval, the entries found by meaning (embeddings of the entries' \
@@ -110,25 +107,26 @@ pub fn endpoints() -> Vec<Endpoint> {
                  after the parameters and the knowledge base check out, and given back if the search fails.",
             )
             .class(RateClass::Search)
+            .spends_credits()
             .fails(402, "Insufficient credits: the team's balance has no credit left; nothing is charged.")
             .fails(404, KNOWLEDGEBASE_GONE)
             .tool("search_knowledge", SEARCH_DESCRIPTION),
-        agent(Endpoint::post("/v1/knowledgebase/{knowledgebaseId}/references", create_reference::<KnowledgebasePath>))
+        Endpoint::post("/v1/knowledgebase/{knowledgebaseId}/references", create_reference::<KnowledgebasePath>)
             .doc("createReference", KNOWLEDGEBASE, "Add a Q&A reference")
             .creates("referenceId")
             .about("A manual Q&A reference, embedded before the answer: searchable at once.")
             .fails(404, KNOWLEDGEBASE_GONE)
             .tool("add_knowledge_answer", ANSWER_DESCRIPTION),
-        agent(Endpoint::get("/v1/knowledgebase/{knowledgebaseId}/references/{referenceId}", get_reference::<KnowledgebaseItem>))
+        Endpoint::get("/v1/knowledgebase/{knowledgebaseId}/references/{referenceId}", get_reference::<KnowledgebaseItem>)
             .doc("getReference", KNOWLEDGEBASE, "Get a Q&A reference")
             .about("A manual reference, or an entry extracted from a webpage or document.")
             .fails(404, "Knowledgebase not found, or Reference not found"),
-        agent(Endpoint::put("/v1/knowledgebase/{knowledgebaseId}/references/{referenceId}", update_reference::<KnowledgebaseItem>))
+        Endpoint::put("/v1/knowledgebase/{knowledgebaseId}/references/{referenceId}", update_reference::<KnowledgebaseItem>)
             .doc("updateReference", KNOWLEDGEBASE, "Update a Q&A reference")
             .about(UPDATE_REFERENCE)
             .fails(404, "Knowledgebase not found, or Reference not found")
             .fails(409, CHANGE_EXTRACTED),
-        agent(Endpoint::delete("/v1/knowledgebase/{knowledgebaseId}/references/{referenceId}", delete_reference::<KnowledgebaseItem>))
+        Endpoint::delete("/v1/knowledgebase/{knowledgebaseId}/references/{referenceId}", delete_reference::<KnowledgebaseItem>)
             .doc("deleteReference", KNOWLEDGEBASE, "Delete a Q&A reference")
             .about(DELETE_REFERENCE)
             .fails(404, "Knowledgebase not found, or Reference not found")

@@ -5,17 +5,17 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use switchboard_api::accounts::{AuditEntryView, InvitationView, MemberView};
+use switchboard_api::accounts::{AuditEntryView, InvitationView, MemberView, PendingInvitationView, RemovedMemberView};
 use switchboard_api::paging::{default_limit, first_page};
 use switchboard_kit::{ServiceResult, limits};
 use switchboard_proto::v1::{
-    CreateInvitationRequest, ListAuditLogRequest, ListMembersRequest, PageRequest, RemoveMemberRequest,
-    UpdateMemberRequest,
+    CreateInvitationRequest, ListAuditLogRequest, ListInvitationsRequest, ListMembersRequest, PageRequest,
+    RemoveMemberRequest, RevokeInvitationRequest, UpdateMemberRequest,
 };
 
 use super::groups::MEMBERS;
 use crate::call::Call;
-use crate::endpoint::{Created, Endpoint, Id, Input, Json, List, Nothing, Page, Updated};
+use crate::endpoint::{Created, Data, Endpoint, Id, Input, Json, List, Nothing, Page, Updated};
 use crate::limits::RateClass;
 
 const MEMBER_GONE: &str = "Member not found (not a user of this team).";
@@ -39,13 +39,19 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(409, "The team would have no owner left."),
         Endpoint::delete("/v1/members/{userId}", remove)
             .doc("removeMember", MEMBERS, "Remove a member from the team")
-            .about("Their sessions end and their pending links with them.")
+            .about(
+                "Their sessions end, and their pending links with them: the invitations they made stop working \
+                 (`invitationsEnded`). The API keys they made keep working, since integrations may depend on them: \
+                 the answer lists the active ones in `apiKeys`, and `?revokeKeys=true` revokes them in the same \
+                 step (`apiKeysRevoked`).",
+            )
             .for_admins()
             .audited("member.removed")
             .fails(403, OWNERS)
             .fails(404, MEMBER_GONE)
             .fails(409, "The team would have no owner left."),
         Endpoint::post("/v1/members/invitations", invite)
+            .shows_secret_once()
             .doc("inviteMember", MEMBERS, "Invite someone into the team: a single-use link, valid 7 days")
             .about(
                 "The answer's `url` (the portal's `/invite/{token}`) is shown here once; whoever opens it sets a \
@@ -55,13 +61,28 @@ pub fn endpoints() -> Vec<Endpoint> {
             .audited("member.invited")
             .fails(403, "Only an owner can invite an owner.")
             .fails(409, "This person is a member already, or their address signs in to another team."),
+        Endpoint::get("/v1/members/invitations", invitations)
+            .doc("listInvitations", MEMBERS, "The team's pending invitations, newest first")
+            .about(
+                "Invitations not yet accepted, revoked or expired (not paged; a team has few). Their links were \
+                 shown once, to whoever made them, and are not shown here.",
+            )
+            .lists("invitationId")
+            .for_admins()
+            .class(RateClass::Write),
+        Endpoint::delete("/v1/members/invitations/{invitationId}", revoke_invitation)
+            .doc("revokeInvitation", MEMBERS, "Revoke a pending invitation: its link stops working at once")
+            .for_admins()
+            .audited("member.invitation_revoked")
+            .fails(403, "Only an owner can revoke an invitation as owner.")
+            .fails(404, "Invitation not found: unknown, used already, revoked or expired."),
         Endpoint::get("/v1/audit-log", audit_log)
             .doc("listAuditLog", MEMBERS, "What was done to the team, by whom, when and from where; newest first")
             .about(
                 "Kept 90 days. Actions: auth.signed_in, auth.sign_in_failed, auth.signed_out, auth.signed_up, \
-                 auth.password_changed, auth.password_reset, api_key.created, api_key.revoked, member.invited, \
-                 member.joined, member.role_changed, member.removed, subteam.created, webhook.created, \
-                 webhook.deleted, instructions.replaced, instructions.restored.",
+                 auth.password_changed, auth.password_change_failed, auth.password_reset, api_key.created, api_key.revoked, member.invited, \
+                 member.invitation_revoked, member.joined, member.role_changed, member.removed, subteam.created, \
+                 webhook.created, webhook.deleted, instructions.replaced, instructions.restored.",
             )
             .needs_full_access()
             .for_admins()
@@ -74,6 +95,21 @@ pub fn endpoints() -> Vec<Endpoint> {
 #[serde(rename_all = "camelCase")]
 pub struct MemberPath {
     pub user_id: Id,
+}
+
+/// An invitation's id in the path.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InvitationPath {
+    pub invitation_id: Id,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoveQuery {
+    /// Also revoke the API keys the member made that are still active.
+    #[serde(default)]
+    pub revoke_keys: bool,
 }
 
 /// What a member may do: `owner` everything, `admin` everything but owners, `member` the data
@@ -152,16 +188,33 @@ async fn update(
     Ok(Updated::new(MemberView::from(&member), "Member updated"))
 }
 
-async fn remove(call: Call, input: Input<MemberPath>) -> ServiceResult<Updated<MemberView>> {
+async fn remove(call: Call, input: Input<MemberPath, RemoveQuery>) -> ServiceResult<Updated<RemovedMemberView>> {
     let request = RemoveMemberRequest {
         team_id: call.team_id().to_owned(),
         user_id: input.path.user_id.into_string(),
         caller_role: call.principal.standing().caller_role().to_owned(),
         actor: Some(call.principal.actor()),
         client: Some((&call.client).into()),
+        revoke_keys: input.query.revoke_keys,
     };
-    let member = call.services.accounts.clone().remove_member(request).await?.into_inner();
-    Ok(Updated::new(MemberView::from(&member), "Member removed"))
+    let removed = call.services.accounts.clone().remove_member(request).await?.into_inner();
+    Ok(Updated::new(RemovedMemberView::from(&removed), "Member removed"))
+}
+
+async fn invitations(call: Call, _: Input) -> ServiceResult<List<PendingInvitationView>> {
+    let request = ListInvitationsRequest { team_id: call.team_id().to_owned() };
+    let invitations = call.services.accounts.clone().list_invitations(request).await?.into_inner().invitations;
+    Ok(List::new(invitations.iter().map(PendingInvitationView::from).collect()))
+}
+
+async fn revoke_invitation(call: Call, input: Input<InvitationPath>) -> ServiceResult<Data<PendingInvitationView>> {
+    let request = RevokeInvitationRequest {
+        team_id: call.team_id().to_owned(),
+        invitation_id: input.path.invitation_id.into_string(),
+        caller_role: call.principal.standing().caller_role().to_owned(),
+    };
+    let revoked = call.services.accounts.clone().revoke_invitation(request).await?.into_inner();
+    Ok(Data::new(PendingInvitationView::from(&revoked)))
 }
 
 async fn invite(call: Call, input: Input<Nothing, Nothing, Json<Invite>>) -> ServiceResult<Created<InvitationView>> {

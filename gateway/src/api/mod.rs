@@ -61,3 +61,40 @@ pub fn endpoints() -> Vec<Endpoint> {
     .flatten()
     .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use switchboard_api::access::{
+        TABLE, UNGOVERNED_OPERATIONS, covers, feature_of_operation, is_ungoverned_operation,
+    };
+
+    use super::endpoints;
+
+    /// A new endpoint must be placed in the table of what each `accessConfig` setting governs,
+    /// or named as governed by none, with a reason.
+    #[test]
+    fn every_operation_is_governed_by_a_setting_or_says_why_not() {
+        for endpoint in endpoints() {
+            let (method, path) = (endpoint.method.as_str(), endpoint.path);
+            let governed = feature_of_operation(method, path);
+            let ungoverned = is_ungoverned_operation(method, path);
+            assert!(
+                governed.is_some() != ungoverned,
+                "{method} {path}: governed by {governed:?}, listed as ungoverned {ungoverned}"
+            );
+            assert_eq!(endpoint.feature, governed, "{method} {path}");
+        }
+    }
+
+    #[test]
+    fn every_pattern_of_the_table_matches_a_declared_operation() {
+        let declared: Vec<(&str, &str)> = endpoints().iter().map(|e| (e.method.as_str(), e.path)).collect();
+        let patterns = TABLE.iter().flat_map(|governs| governs.operations.iter().copied());
+        for pattern in patterns.chain(UNGOVERNED_OPERATIONS.iter().map(|(pattern, _)| *pattern)) {
+            assert!(
+                declared.iter().any(|(method, path)| covers(pattern, method, path)),
+                "{pattern} matches no operation"
+            );
+        }
+    }
+}

@@ -14,7 +14,7 @@ use super::groups::{AGENT_KNOWLEDGEBASE, KNOWLEDGEBASE};
 use super::knowledge::{Address, Addressed, ItemPath, KnowledgebasePath, Target, target};
 use crate::call::Call;
 use crate::endpoint::input::Params;
-use crate::endpoint::{Created, Data, Endpoint, Feature, Form, Id, Input, Json, NoBody, Nothing, Patch, Updated};
+use crate::endpoint::{Created, Data, Endpoint, Form, Id, Input, Json, NoBody, Nothing, Patch, Updated};
 use switchboard_api::knowledge::Reference;
 
 const THROUGH_AGENT: &str = "Agent not found, Agent has no knowledgebase assigned, or Knowledgebase not found";
@@ -120,7 +120,6 @@ where
             .fails(429, REFRESH_429),
     ]
     .into_iter()
-    .map(|endpoint| endpoint.feature(Feature::KnowledgeBase))
     .collect()
 }
 
@@ -156,7 +155,6 @@ where
             .fails(404, family.item_missing),
     ]
     .into_iter()
-    .map(|endpoint| endpoint.feature(Feature::KnowledgeBase))
     .collect()
 }
 

@@ -9,7 +9,7 @@ use switchboard_proto::v1::{CreateTagRequest, ListTagsRequest, TagRef, UpdateTag
 
 use super::groups::TAGS;
 use crate::call::Call;
-use crate::endpoint::{Created, Endpoint, Feature, Id, Input, Json, List, Nothing, Updated};
+use crate::endpoint::{Created, Endpoint, Id, Input, Json, List, Nothing, Updated};
 
 const TAG_GONE: &str = "Tag not found";
 const TAG_TAKEN: &str = "A tag with this name already exists (names are compared regardless of case).";
@@ -19,23 +19,19 @@ pub fn endpoints() -> Vec<Endpoint> {
         Endpoint::get("/v1/tags", list)
             .doc("listTags", TAGS, "The team's tags, by name")
             .lists("tagId")
-            .about("Every tag of the team, sorted by name; not paged.")
-            .feature(Feature::Crm),
+            .about("Every tag of the team, sorted by name; not paged."),
         Endpoint::post("/v1/tags", create)
             .doc("createTag", TAGS, "Create a tag")
             .creates("tagId")
             .about("Without `color`, the tag is grey (`#6B7280`).")
-            .feature(Feature::Crm)
             .fails(409, TAG_TAKEN),
         Endpoint::put("/v1/tags/{tagId}", update)
             .doc("updateTag", TAGS, "Rename or recolour a tag")
             .about("Members left out keep their value; the contacts carrying the tag keep it.")
-            .feature(Feature::Crm)
             .fails(404, TAG_GONE)
             .fails(409, TAG_TAKEN),
         Endpoint::delete("/v1/tags/{tagId}", delete)
             .doc("deleteTag", TAGS, "Delete a tag; it is taken off its contacts")
-            .feature(Feature::Crm)
             .fails(404, TAG_GONE),
     ]
 }

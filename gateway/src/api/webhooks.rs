@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use switchboard_api::webhooks::{CreditsAlert, Delivery, DeliveryStatus, NewWebhook, Webhook};
 use switchboard_kit::outbox::EVENT_TYPES;
-use switchboard_kit::{ServiceResult, limits};
+use switchboard_kit::{ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{
     self as proto, CreateWebhookRequest, DeliveryRef, ListDeliveriesRequest, ListWebhooksRequest, UpdateWebhookRequest,
     WebhookRef,
@@ -19,6 +19,9 @@ use switchboard_api::paging::{default_limit, first_page};
 const WEBHOOK_GONE: &str = "Webhook not found";
 const DELIVERY_GONE: &str = "Webhook or delivery not found";
 const TOO_MANY: &str = "A team has at most 50 webhooks";
+const GOVERNED: &str = "An event type whose data the team's access configuration (a client subteam's) hides, e.g. \
+    agent.instructions.updated without `instructions`, contact.* without `crm`, call.ended and chat.ended without \
+    `conversations`, webpage.* and document.* without `knowledgeBase`.";
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -28,6 +31,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .lists("webhookId")
             .about("Every webhook endpoint of the team; not paged. Secrets are never shown again."),
         Endpoint::post("/v1/webhooks", create)
+            .shows_secret_once()
             .for_admins()
             .audited("webhook.created")
             .doc("createWebhook", WEBHOOKS, "Create a webhook")
@@ -37,6 +41,7 @@ pub fn endpoints() -> Vec<Endpoint> {
                  specification with the `secret` of this answer (`whsec_...`), which is shown this once. \
                  A private, loopback or link-local `url` is refused unless the operator allows it.",
             )
+            .fails(403, GOVERNED)
             .fails(409, TOO_MANY),
         Endpoint::get("/v1/webhooks/{webhookId}", get)
             .for_admins()
@@ -46,6 +51,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .for_admins()
             .doc("updateWebhook", WEBHOOKS, "Change a webhook's URL, events or description")
             .about("Members left out (or null) keep their value; `events` replaces the list. The secret stays.")
+            .fails(403, GOVERNED)
             .fails(404, WEBHOOK_GONE),
         Endpoint::delete("/v1/webhooks/{webhookId}", delete)
             .for_admins()
@@ -154,6 +160,24 @@ fn names(events: Vec<EventName>) -> Vec<String> {
     events.into_iter().map(|event| event.0).collect()
 }
 
+/// Refuses event types whose data the team's access configuration hides (a client subteam's):
+/// they would never be delivered to it ([`switchboard_api::access`]), whoever subscribes.
+fn check_governed(call: &Call, events: &[String]) -> ServiceResult<()> {
+    let refused = events.iter().find_map(|kind| {
+        switchboard_api::access::feature_of_event(kind)
+            .filter(|feature| !feature.allowed_for(&call.team))
+            .map(|feature| (kind, feature))
+    });
+    match refused {
+        None => Ok(()),
+        Some((kind, feature)) => Err(ServiceError::forbidden(format!(
+            "This team's access configuration does not allow {}, so its webhooks cannot take {kind}",
+            feature.name()
+        ))
+        .with_hint("The agency that manages this team can change its access configuration.")),
+    }
+}
+
 async fn list(call: Call, _: Input) -> ServiceResult<List<Webhook>> {
     let request = ListWebhooksRequest { team_id: call.team_id().to_owned() };
     let webhooks = call.services.webhooks.clone().list_webhooks(request).await?.into_inner().webhooks;
@@ -162,10 +186,12 @@ async fn list(call: Call, _: Input) -> ServiceResult<List<Webhook>> {
 
 async fn create(call: Call, input: Input<Nothing, Nothing, Json<CreateWebhook>>) -> ServiceResult<Created<NewWebhook>> {
     let body = input.body.0;
+    let events = names(body.events);
+    check_governed(&call, &events)?;
     let request = CreateWebhookRequest {
         team_id: call.team_id().to_owned(),
         url: body.url,
-        events: names(body.events),
+        events,
         description: body.description,
     };
     let webhook = call.services.webhooks.clone().create_webhook(request).await?.into_inner();
@@ -193,12 +219,15 @@ async fn update(
     input: Input<WebhookPath, Nothing, Json<UpdateWebhook>>,
 ) -> ServiceResult<Updated<Webhook>> {
     let body = input.body.0;
+    let replace_events = body.events.is_some();
+    let events = body.events.map(names).unwrap_or_default();
+    check_governed(&call, &events)?;
     let request = UpdateWebhookRequest {
         team_id: call.team_id().to_owned(),
         webhook_id: input.path.webhook_id.into_string(),
         url: body.url,
-        replace_events: body.events.is_some(),
-        events: body.events.map(names).unwrap_or_default(),
+        replace_events,
+        events,
         description: body.description,
     };
     let webhook = call.services.webhooks.clone().update_webhook(request).await?.into_inner();

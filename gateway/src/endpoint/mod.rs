@@ -17,7 +17,6 @@ use std::sync::Arc;
 
 use schemars::Schema;
 use switchboard_kit::ServiceResult;
-use switchboard_proto::v1::AccessConfig;
 
 pub use answer::{Accepted, Answer, Created, Data, List, Page, Rendered, Updated, WithCookie, serialized};
 pub use input::{BodyKind, Form, Id, IdList, Input, Json, NoBody, Nothing, Patch, RawInput, RequestBody};
@@ -70,50 +69,9 @@ impl Method {
     }
 }
 
-/// A feature that a client subteam's access configuration can switch off for its own keys.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Feature {
-    Users,
-    Instructions,
-    InstructionsWrite,
-    Testing,
-    KnowledgeBase,
-    AgentConfiguration,
-    AgentCreation,
-    Conversations,
-    Crm,
-}
-
-impl Feature {
-    /// The name used in `accessConfig`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Feature::Users => "users",
-            Feature::Instructions => "instructions",
-            Feature::InstructionsWrite => "instructionsWrite",
-            Feature::Testing => "testing",
-            Feature::KnowledgeBase => "knowledgeBase",
-            Feature::AgentConfiguration => "agentConfiguration",
-            Feature::AgentCreation => "agentCreation",
-            Feature::Conversations => "conversations",
-            Feature::Crm => "crm",
-        }
-    }
-
-    pub fn allowed_by(self, access: &AccessConfig) -> bool {
-        match self {
-            Feature::Users => access.users,
-            Feature::Instructions => access.instructions,
-            Feature::InstructionsWrite => access.instructions_write,
-            Feature::Testing => access.testing,
-            Feature::KnowledgeBase => access.knowledge_base,
-            Feature::AgentConfiguration => access.agent_configuration,
-            Feature::AgentCreation => access.agent_creation,
-            Feature::Conversations => access.conversations,
-            Feature::Crm => access.crm,
-        }
-    }
-}
+/// A setting of a client subteam's access configuration; what each governs is one table,
+/// [`switchboard_api::access::TABLE`].
+pub use switchboard_api::access::Feature;
 
 /// An error answer an operation documents beyond the ones every operation can give.
 #[derive(Debug, Clone)]
@@ -187,6 +145,7 @@ pub struct Endpoint {
     pub class: RateClass,
     /// Refused to read-only keys: every write, and the reads marked `needs_full_access`.
     pub write: bool,
+    /// The `accessConfig` setting that governs it, read off [`switchboard_api::access::TABLE`].
     pub feature: Option<Feature>,
     /// Accept `X-AGENCY-KEY` as well as `X-API-Key`.
     pub agency_key_header: bool,
@@ -198,6 +157,11 @@ pub struct Endpoint {
     pub admins_only: bool,
     /// Written to the team's audit log under this action when it succeeds.
     pub audit: Option<&'static str>,
+    /// Its success answers a secret that is shown once (a key, a link that lets someone in): an
+    /// `Idempotency-Key` replay must not show it again, so the answer is never kept.
+    pub shows_secret: bool,
+    /// Spends the team's credits: signed in by the cookie, even a GET needs the CSRF header.
+    pub spends_credits: bool,
     pub body: BodyKind,
     /// The largest JSON body it takes, when it needs more than the gateway's limit.
     pub body_limit: Option<usize>,
@@ -243,11 +207,14 @@ impl Endpoint {
             description: "",
             class: if write { RateClass::Write } else { RateClass::Standard },
             write,
-            feature: None,
+            // From the one table of what each setting governs, so that no declaration can forget it.
+            feature: switchboard_api::access::feature_of_operation(method.as_str(), path),
             agency_key_header: path.starts_with("/v1/agency/"),
             visitor: false,
             admins_only: false,
             audit: None,
+            shows_secret: false,
+            spends_credits: false,
             body: B::KIND,
             body_limit: None,
             failures: Vec::new(),
@@ -344,8 +311,15 @@ impl Endpoint {
         self
     }
 
-    pub fn feature(mut self, feature: Feature) -> Self {
-        self.feature = Some(feature);
+    /// Spends credits (see [`Endpoint::spends_credits`]).
+    pub fn spends_credits(mut self) -> Self {
+        self.spends_credits = true;
+        self
+    }
+
+    /// Its success answers a secret shown once (see [`Endpoint::shows_secret`]).
+    pub fn shows_secret_once(mut self) -> Self {
+        self.shows_secret = true;
         self
     }
 

@@ -77,7 +77,7 @@ mod tests {
         let store = MemoryStore::default();
         assert_eq!(store.claim("s", &running("a")), None);
         assert_eq!(store.claim("s", &running("b")), Some(running("a")));
-        let kept = Kept { status: 201, content_type: "application/json".into(), headers: vec![], body: "{}".into() };
+        let kept = Kept::created_for_tests();
         let done = Record::Done { fingerprint: "f".into(), kept };
         // Another claim's settlement changes nothing.
         store.settle("s", &running("b"), None);

@@ -1,14 +1,20 @@
 //! `Idempotency-Key` on writes: a retried `POST`, `PUT`, `PATCH` or `DELETE` gets the first
 //! request's answer instead of doing the work again.
 //!
-//! A key belongs to the key-owning team (like rate limits). The first request with a key
-//! claims it with the request's fingerprint (method, path with query, body); its answer is
-//! then kept for [`KEEP_FOR`]. A repeat with the same fingerprint gets the kept answer (plus
-//! `Idempotent-Replayed: true`) without reaching a service or the rate limiter; with another
-//! fingerprint it is 422 `IDEMPOTENCY_KEY_REUSED`; while the first is still being answered it
-//! is 409 `IDEMPOTENCY_KEY_IN_USE`. Answers of 5xx and 429 are not kept (the key is released:
-//! a retry does the work), every other answer is, errors included, as the outcome of that
-//! request.
+//! A key belongs to its caller: the API key, or the signed-in person, within the key-owning
+//! team (as Stripe scopes keys to the account and its key), so that one caller's kept answer is
+//! never another's. The first request with a key claims it with the request's fingerprint
+//! (method, path with query, body); its answer is then kept for [`KEEP_FOR`]. A repeat with the
+//! same fingerprint gets the kept answer (plus `Idempotent-Replayed: true`) without reaching a
+//! service or the rate limiter; with another fingerprint it is 422 `IDEMPOTENCY_KEY_REUSED`;
+//! while the first is still being answered it is 409 `IDEMPOTENCY_KEY_IN_USE`. Answers of 5xx
+//! and 429 are not kept (the key is released: a retry does the work), every other answer is,
+//! errors included, as the outcome of that request. A success that showed a secret once (a new
+//! key, a webhook secret, an invitation link) is kept as a marker only, never the secret: its
+//! repeat is 409 `IDEMPOTENCY_SECRET_SHOWN`.
+//!
+//! The caller's access is checked before a key's state is looked at (`app.rs`): a stored answer
+//! is only ever sent to a caller who may make the request now.
 //!
 //! Claims and answers live in Redis when configured (every gateway replica sees them), in
 //! process otherwise, and in process for as long as Redis does not answer in time.
@@ -83,23 +89,47 @@ pub struct Kept {
     pub headers: Vec<(String, String)>,
     /// The body as sent (UTF-8: writes answer JSON or nothing).
     pub body: String,
+    /// The answer showed a secret once: only this marker is kept, with no body or headers.
+    #[serde(default)]
+    pub shown_once: bool,
 }
 
 impl Kept {
-    /// `None` for answers that are not kept: 5xx, 429, and streamed bodies.
-    pub fn of(reply: &Reply) -> Option<Kept> {
+    /// A kept `201 {}`.
+    #[cfg(test)]
+    pub fn created_for_tests() -> Kept {
+        Kept::of(&Reply::raw(201, "application/json", bytes::Bytes::from_static(b"{}")), false)
+            .unwrap_or_else(|| unreachable!("a 201 is kept"))
+    }
+
+    /// `None` for answers that are not kept: 5xx, 429, and streamed bodies. A success of an
+    /// operation that `shows_secret` is kept as a marker without its body.
+    pub fn of(reply: &Reply, shows_secret: bool) -> Option<Kept> {
         if reply.status >= 500 || reply.status == 429 || reply.streamed.is_some() {
             return None;
+        }
+        if shows_secret && (200..300).contains(&reply.status) {
+            let content_type = "application/json".to_owned();
+            return Some(Kept {
+                status: reply.status,
+                content_type,
+                headers: Vec::new(),
+                body: String::new(),
+                shown_once: true,
+            });
         }
         let (content_type, body) = match &reply.raw {
             Some((content_type, bytes)) => (content_type.to_string(), String::from_utf8(bytes.to_vec()).ok()?),
             None => ("application/json".to_owned(), serde_json::to_string(&reply.body).ok()?),
         };
         let headers = reply.headers.iter().map(|(name, value)| (name.to_string(), value.clone())).collect();
-        Some(Kept { status: reply.status, content_type, headers, body })
+        Some(Kept { status: reply.status, content_type, headers, body, shown_once: false })
     }
 
     pub fn replay(self) -> Reply {
+        if self.shown_once {
+            return Reply::error(&secret_shown()).with_header(REPLAYED_HEADER, "true".to_owned());
+        }
         let mut reply = Reply::raw(self.status, self.content_type, bytes::Bytes::from(self.body));
         for (name, value) in self.headers {
             reply = reply.with_header(name, value);
@@ -147,6 +177,17 @@ fn reused() -> ServiceError {
         .with_hint("A key stands for one request (method, path and body); use a new key for a new request.")
 }
 
+fn secret_shown() -> ServiceError {
+    ServiceError::new(
+        ErrorKind::IdempotencySecretShown,
+        "The first request with this Idempotency-Key succeeded, and its answer showed a secret once",
+    )
+    .with_hint(
+        "The secret is not kept for replays. Find what was made in its list (GET), and revoke and make it again if \
+         the secret was lost.",
+    )
+}
+
 fn in_use() -> ServiceError {
     ServiceError::new(ErrorKind::IdempotencyKeyInUse, "A request with this Idempotency-Key is still being answered")
         .with_hint("Retry once the first request has been answered.")
@@ -180,9 +221,9 @@ impl Idempotency {
         Self { memory: memory::MemoryStore::default(), redis: redis.map(redis::RedisStore::new) }
     }
 
-    /// Claims `key` of `team_id` for a request with `fingerprint`, or says why not.
-    pub async fn begin(&self, team_id: &str, key: &str, fingerprint: &str) -> Begin {
-        let slot = slot(team_id, key);
+    /// Claims `key` of `caller` (of `team_id`) for a request with `fingerprint`, or says why not.
+    pub async fn begin(&self, team_id: &str, caller: &str, key: &str, fingerprint: &str) -> Begin {
+        let slot = slot(team_id, caller, key);
         let running =
             Record::Running { fingerprint: fingerprint.to_owned(), token: uuid::Uuid::new_v4().simple().to_string() };
         if let Some(redis) = &self.redis
@@ -213,10 +254,10 @@ impl Idempotency {
     }
 }
 
-/// Where a team's key is stored; the key is hashed so that any printable key makes a tidy name.
-fn slot(team_id: &str, key: &str) -> String {
+/// Where a caller's key is stored; the key is hashed so that any printable key makes a tidy name.
+fn slot(team_id: &str, caller: &str, key: &str) -> String {
     let digest = Sha256::digest(key.as_bytes());
-    format!("switchboard:idempotency:{team_id}:{}", hex::encode(digest))
+    format!("switchboard:idempotency:{team_id}:{caller}:{}", hex::encode(digest))
 }
 
 #[cfg(test)]
@@ -258,7 +299,7 @@ mod tests {
         let running = Record::Running { fingerprint: "f".into(), token: "t".into() };
         assert!(matches!(running.clone().outcome("f"), Begin::Refused(e) if e.kind == ErrorKind::IdempotencyKeyInUse));
         assert!(matches!(running.outcome("g"), Begin::Refused(e) if e.kind == ErrorKind::IdempotencyKeyReused));
-        let kept = Kept { status: 201, content_type: "application/json".into(), headers: vec![], body: "{}".into() };
+        let kept = Kept::created_for_tests();
         let done = Record::Done { fingerprint: "f".into(), kept };
         assert!(matches!(done.clone().outcome("f"), Begin::Replay(kept) if kept.status == 201));
         assert!(matches!(done.outcome("g"), Begin::Refused(e) if e.kind == ErrorKind::IdempotencyKeyReused));
@@ -266,19 +307,40 @@ mod tests {
 
     #[test]
     fn server_errors_and_rate_limits_are_not_kept() {
-        assert!(Kept::of(&Reply::json(500, serde_json::json!({}))).is_none());
-        assert!(Kept::of(&Reply::json(503, serde_json::json!({}))).is_none());
-        assert!(Kept::of(&Reply::json(429, serde_json::json!({}))).is_none());
-        let kept = Kept::of(&Reply::json(400, serde_json::json!({"code": "VALIDATION_ERROR"}))).unwrap();
+        assert!(Kept::of(&Reply::json(500, serde_json::json!({})), false).is_none());
+        assert!(Kept::of(&Reply::json(503, serde_json::json!({})), false).is_none());
+        assert!(Kept::of(&Reply::json(429, serde_json::json!({})), false).is_none());
+        let kept = Kept::of(&Reply::json(400, serde_json::json!({"code": "VALIDATION_ERROR"})), false).unwrap();
         assert_eq!((kept.status, kept.body.as_str()), (400, "{\"code\":\"VALIDATION_ERROR\"}"));
     }
 
     #[test]
     fn a_replay_is_the_kept_answer_marked_as_replayed() {
-        let kept = Kept::of(&Reply::json(201, serde_json::json!({"data": {"id": "c1"}}))).unwrap();
+        let kept = Kept::of(&Reply::json(201, serde_json::json!({"data": {"id": "c1"}})), false).unwrap();
         let reply = kept.replay();
         assert_eq!(reply.status, 201);
         assert!(reply.headers.iter().any(|(name, value)| name == REPLAYED_HEADER && value == "true"));
         assert_eq!(reply.raw.as_ref().map(|(_, body)| body.to_vec()), Some(b"{\"data\":{\"id\":\"c1\"}}".to_vec()));
+    }
+
+    #[test]
+    fn a_shown_secret_is_kept_as_a_marker_and_replayed_as_a_conflict() {
+        let answer = Reply::json(201, serde_json::json!({"data": {"key": "ew_secret"}}));
+        let kept = Kept::of(&answer, true).expect("a success is kept as a marker");
+        assert!(kept.shown_once);
+        assert!(!serde_json::to_string(&kept).unwrap().contains("ew_secret"), "the secret is not stored");
+        let reply = kept.replay();
+        assert_eq!(reply.status, 409);
+        assert_eq!(reply.body["code"], "IDEMPOTENCY_SECRET_SHOWN");
+        // A refusal of such an operation holds no secret: it is kept as it was.
+        let refused = Kept::of(&Reply::json(409, serde_json::json!({"code": "CONFLICT"})), true).unwrap();
+        assert!(!refused.shown_once);
+    }
+
+    #[test]
+    fn callers_of_one_team_have_their_own_slots() {
+        assert_ne!(slot("t", "key:1", "k"), slot("t", "key:2", "k"));
+        assert_ne!(slot("t", "key:1", "k"), slot("t", "user:1", "k"));
+        assert_ne!(slot("t", "key:1", "k"), slot("u", "key:1", "k"));
     }
 }

@@ -64,7 +64,7 @@ impl App {
             Ok(principal) => principal,
             Err(error) => return Ok(unauthorized(error)),
         };
-        let origin = (crate::playback::public_base(session.req_header()), crate::app::client_of(session));
+        let origin = (self.origins.public_base().to_owned(), self.origins.client(session));
         let message = match crate::body::read_json(session, self.config.max_body_bytes).await {
             Ok(Some(message)) => message,
             Ok(None) => return Ok(rpc_error(400, None, ErrorData::invalid_request("Empty body", None))),

@@ -196,10 +196,13 @@ fn operation(
         parameters.push(json!({
             "name": "Idempotency-Key", "in": "header", "required": false,
             "description": "Makes a retry safe: the first answer (status and body) to a request with this key is kept for \
-                24 hours per key-owning team, and a repeat with the same method, path and body gets it again, with \
-                `Idempotent-Replayed: true`, without doing the work, counting against the rate limit or charging \
-                credits. The same key with another request is 422 `IDEMPOTENCY_KEY_REUSED`; while the first request \
-                is being answered, 409 `IDEMPOTENCY_KEY_IN_USE`. Answers 5xx and 429 are not kept.",
+                24 hours per caller (the API key, or the signed-in person), and a repeat by the same caller with the \
+                same method, path and body gets it again, with `Idempotent-Replayed: true`, without doing the work, \
+                counting against the rate limit or charging credits. Access is checked before a repeat is answered. \
+                The same key with another request is 422 `IDEMPOTENCY_KEY_REUSED`; while the first request is being \
+                answered, 409 `IDEMPOTENCY_KEY_IN_USE`. Answers 5xx and 429 are not kept. An answer that showed a \
+                secret once (a new API key, a webhook secret, an invitation link) is not kept either: its repeat is \
+                409 `IDEMPOTENCY_SECRET_SHOWN`.",
             "schema": { "type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x20-\\x7E]*[\\x21-\\x7E][\\x20-\\x7E]*$" },
         }));
     }
@@ -216,6 +219,11 @@ fn operation(
     }
     if let Some(feature) = endpoint.feature {
         rules.push(format!("A subteam's own keys need the `{}` access feature.", feature.name()));
+    }
+    if endpoint.spends_credits && endpoint.method == crate::endpoint::Method::Get {
+        rules.push(
+            "Signed in by the session cookie, it needs `X-CSRF-Token` like a write: it spends credits.".to_owned(),
+        );
     }
     let description = [endpoint.description, &rules.join(" ")]
         .into_iter()
@@ -320,6 +328,13 @@ fn responses(
             status: 409,
             description: "IDEMPOTENCY_KEY_IN_USE: a request with the same `Idempotency-Key` is still being answered.",
         });
+        if endpoint.shows_secret {
+            failures.push(crate::endpoint::Failure {
+                status: 409,
+                description: "IDEMPOTENCY_SECRET_SHOWN: a repeat of a request with this `Idempotency-Key` whose \
+                    answer showed a secret once; the secret is not shown again.",
+            });
+        }
         failures.push(crate::endpoint::Failure {
             status: 422,
             description: "IDEMPOTENCY_KEY_REUSED: the `Idempotency-Key` was used with another method, path or body.",
@@ -331,17 +346,25 @@ fn responses(
             description: "A non-empty body whose Content-Type is not application/json (or another `+json` type).",
         });
     }
-    for failure in failures {
-        let key = failure.status.to_string();
+    // Failures of one status are one response, their descriptions joined in declaration order.
+    let mut by_status: Vec<(u16, Vec<&str>)> = Vec::new();
+    for failure in &failures {
+        match by_status.iter_mut().find(|(status, _)| *status == failure.status) {
+            Some((_, descriptions)) => descriptions.push(failure.description),
+            None => by_status.push((failure.status, vec![failure.description])),
+        }
+    }
+    for (status, descriptions) in by_status {
+        let key = status.to_string();
         if responses.contains_key(&key) {
             continue;
         }
-        let schema = if failure.status == 429 {
+        let schema = if status == 429 {
             json!({ "anyOf": [errors.error.clone(), errors.rate_limited.clone()] })
         } else {
             errors.error.clone()
         };
-        responses.insert(key, json_answer(failure.status, failure.description, schema));
+        responses.insert(key, json_answer(status, &descriptions.join(" "), schema));
     }
     // 404 too: an operation without ids still answers it once the team (the key's, or
     // `teamId`'s) has been deleted.

@@ -21,6 +21,12 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 - { name: SWITCHBOARD_CRM_URL, value: "http://{{ .Release.Name }}-crm:{{ .Values.crm.port }}" }
 - { name: SWITCHBOARD_WEBHOOKS_URL, value: "http://{{ .Release.Name }}-webhooks:{{ .Values.webhooks.port }}" }
 - { name: SWITCHBOARD_ADMIN_LISTEN, value: "0.0.0.0:{{ .Values.metrics.port }}" }
+- { name: SWITCHBOARD_PUBLIC_URL, value: {{ include "switchboard.publicUrl" . | quote }} }
+{{- end -}}
+
+{{/* Where people reach the platform: every link it hands out starts with it. */}}
+{{- define "switchboard.publicUrl" -}}
+{{- if .Values.publicUrl }}{{ .Values.publicUrl }}{{ else }}{{ ternary "https" "http" (not (empty .Values.ingress.tls)) }}://{{ .Values.ingress.host }}{{ end -}}
 {{- end -}}
 
 {{- define "switchboard.scrape" -}}

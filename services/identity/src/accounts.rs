@@ -14,7 +14,7 @@ use crate::mail::{self, Mailer};
 use crate::passwords;
 use crate::settings::AccountSettings;
 use crate::store::IdentityStore;
-use crate::store::links::Names;
+use crate::store::links::{INVITE, Names, RESET};
 use crate::store::members::OWNER;
 
 pub struct AccountsApi {
@@ -163,6 +163,8 @@ impl AccountService for AccountsApi {
         let user = session.user.unwrap_or_default();
         let current = self.store.password_hash(&user.id).await?;
         if !passwords::verify(current, &request.current_password).await? {
+            let client = request.client.as_ref();
+            self.audit(&user.team_id, "auth.password_change_failed", user_actor(&user), &user.email, client).await;
             return Err(ServiceError::invalid_field("currentPassword", "is not the current password").into());
         }
         check_password("newPassword", &request.new_password)?;
@@ -195,6 +197,7 @@ impl AccountService for AccountsApi {
 
     async fn accept_invitation(&self, request: Request<AcceptInvitationRequest>) -> Reply<SignedIn> {
         let request = request.into_inner();
+        self.store.check_link(INVITE, &request.token).await?;
         check_password("password", &request.password)?;
         let hash = passwords::hash(&request.password).await?;
         let client = request.client.unwrap_or_default();
@@ -211,6 +214,7 @@ impl AccountService for AccountsApi {
 
     async fn reset_password(&self, request: Request<ResetPasswordRequest>) -> Reply<SignedIn> {
         let request = request.into_inner();
+        self.store.check_link(RESET, &request.token).await?;
         check_password("password", &request.password)?;
         let hash = passwords::hash(&request.password).await?;
         let client = request.client.unwrap_or_default();
@@ -233,11 +237,25 @@ impl AccountService for AccountsApi {
         reply(Ok(member))
     }
 
-    async fn remove_member(&self, request: Request<RemoveMemberRequest>) -> Reply<Member> {
+    async fn remove_member(&self, request: Request<RemoveMemberRequest>) -> Reply<RemovedMember> {
         let request = request.into_inner();
-        let member = self.store.remove_member(&request.team_id, &request.user_id, &request.caller_role).await?;
+        let removed = self
+            .store
+            .remove_member(&request.team_id, &request.user_id, &request.caller_role, request.revoke_keys)
+            .await?;
+        // Also what makes every gateway look the team's keys up again (revoked ones refused).
         self.sessions_changed(&request.team_id).await;
-        reply(Ok(member))
+        reply(Ok(removed))
+    }
+
+    async fn list_invitations(&self, request: Request<ListInvitationsRequest>) -> Reply<ListInvitationsResponse> {
+        let team_id = request.into_inner().team_id;
+        reply(self.store.pending_invitations(&team_id).await.map(|invitations| ListInvitationsResponse { invitations }))
+    }
+
+    async fn revoke_invitation(&self, request: Request<RevokeInvitationRequest>) -> Reply<Invitation> {
+        let request = request.into_inner();
+        reply(self.store.revoke_invitation(&request.team_id, &request.invitation_id, &request.caller_role).await)
     }
 
     async fn record_audit(&self, request: Request<AuditEntry>) -> Reply<AuditEntry> {

@@ -9,12 +9,13 @@
 //! never stalls the service's other requests. The parameters travel inside each PHC string, so
 //! raising them later still verifies the hashes made before.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock};
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::{Algorithm, Argon2, Params, Version};
 use rand::RngCore;
-use switchboard_kit::{FieldViolation, ServiceError, ServiceResult};
+use switchboard_kit::{ErrorKind, FieldViolation, ServiceError, ServiceResult};
 use tokio::sync::Semaphore;
 
 pub const MIN_LEN: usize = 10;
@@ -23,7 +24,14 @@ const MEMORY_KIB: u32 = 64 * 1024;
 const PASSES: u32 = 2;
 const MOST_AT_ONCE: usize = 4;
 
+/// Hashes waiting for a permit beyond which a new one is refused (503 with `Retry-After`): a
+/// queue without end would let a burst of unauthenticated requests hold memory and make every
+/// later sign-in wait behind it.
+const MOST_WAITING: usize = 64;
+
 static HASHING: LazyLock<Arc<Semaphore>> = LazyLock::new(|| Arc::new(Semaphore::new(MOST_AT_ONCE)));
+/// Hashes admitted (running or waiting for a permit).
+static ADMITTED: AtomicUsize = AtomicUsize::new(0);
 
 /// Verified against when the e-mail matches no account, so that an unknown address costs what
 /// a wrong password costs and the answer's time tells nothing.
@@ -140,11 +148,35 @@ fn verify_now(hash: &str, password: &str) -> bool {
     PasswordHash::new(hash).is_ok_and(|parsed| argon2().verify_password(password.as_bytes(), &parsed).is_ok())
 }
 
-/// Runs `work` on the blocking pool, at most [`MOST_AT_ONCE`] at a time.
+/// Counts a hash as admitted for as long as it lives.
+struct Admitted;
+
+impl Admitted {
+    fn enter() -> ServiceResult<Admitted> {
+        if ADMITTED.fetch_add(1, Ordering::AcqRel) >= MOST_AT_ONCE + MOST_WAITING {
+            ADMITTED.fetch_sub(1, Ordering::AcqRel);
+            let mut busy = ServiceError::new(ErrorKind::Unavailable, "Too many password checks at once; try again")
+                .with_hint("Retry after the number of seconds in Retry-After.");
+            busy.retry_at_ms = Some(switchboard_kit::time::now_ms() + 1000);
+            return Err(busy);
+        }
+        Ok(Admitted)
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        ADMITTED.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Runs `work` on the blocking pool, at most [`MOST_AT_ONCE`] at a time and [`MOST_WAITING`]
+/// waiting; past that, refused at once (503).
 async fn bounded<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> ServiceResult<T> {
+    let admitted = Admitted::enter()?;
     let permit = HASHING.clone().acquire_owned().await.map_err(ServiceError::internal)?;
     let outcome = tokio::task::spawn_blocking(move || {
-        let _permit = permit;
+        let _held = (permit, admitted);
         work()
     })
     .await;
@@ -176,6 +208,16 @@ pub async fn verify(hash: Option<String>, password: &str) -> ServiceResult<bool>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn hashes_past_the_queue_are_refused_with_a_retry() {
+        let held: Vec<Admitted> = (0..MOST_AT_ONCE + MOST_WAITING).map(|_| Admitted::enter().expect("room")).collect();
+        let refused = Admitted::enter().err().expect("the queue is full");
+        assert_eq!(refused.kind, ErrorKind::Unavailable);
+        assert!(refused.retry_at_ms.is_some());
+        drop(held);
+        Admitted::enter().expect("room again");
+    }
 
     #[test]
     fn new_passwords_are_long_enough_and_not_common() {

@@ -36,6 +36,8 @@ pub enum ErrorKind {
     IdempotencyKeyInUse,
     /// An `Idempotency-Key` used before with another method, path or body.
     IdempotencyKeyReused,
+    /// A replay of a write whose answer held a secret shown once: the secret is not kept.
+    IdempotencySecretShown,
     PayloadTooLarge,
     UnsupportedMediaType,
     Unprocessable,
@@ -46,7 +48,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind, for lookups by code.
-    pub const ALL: [ErrorKind; 17] = [
+    pub const ALL: [ErrorKind; 18] = [
         ErrorKind::Validation,
         ErrorKind::MalformedJson,
         ErrorKind::Unauthorized,
@@ -58,6 +60,7 @@ impl ErrorKind {
         ErrorKind::ContactExists,
         ErrorKind::IdempotencyKeyInUse,
         ErrorKind::IdempotencyKeyReused,
+        ErrorKind::IdempotencySecretShown,
         ErrorKind::PayloadTooLarge,
         ErrorKind::UnsupportedMediaType,
         ErrorKind::Unprocessable,
@@ -81,6 +84,7 @@ impl ErrorKind {
             ErrorKind::ContactExists => ("CONTACT_EXISTS", 409, Code::AlreadyExists),
             ErrorKind::IdempotencyKeyInUse => ("IDEMPOTENCY_KEY_IN_USE", 409, Code::Aborted),
             ErrorKind::IdempotencyKeyReused => ("IDEMPOTENCY_KEY_REUSED", 422, Code::InvalidArgument),
+            ErrorKind::IdempotencySecretShown => ("IDEMPOTENCY_SECRET_SHOWN", 409, Code::Aborted),
             ErrorKind::PayloadTooLarge => ("PAYLOAD_TOO_LARGE", 413, Code::OutOfRange),
             ErrorKind::UnsupportedMediaType => ("UNSUPPORTED_MEDIA_TYPE", 415, Code::InvalidArgument),
             ErrorKind::Unprocessable => ("UNPROCESSABLE_ENTITY", 422, Code::InvalidArgument),

@@ -13,6 +13,7 @@ use switchboard_kit::outbox::{EVENT_TYPES, TEST_EVENT};
 use switchboard_kit::time::{iso_ms, now_ms};
 use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::agents_service_client::AgentsServiceClient;
+use switchboard_proto::v1::identity_service_client::IdentityServiceClient;
 use switchboard_proto::v1::webhooks_service_server::{WebhooksService, WebhooksServiceServer};
 use switchboard_proto::v1::*;
 use tokio::sync::Notify;
@@ -34,15 +35,19 @@ pub struct WebhooksApi {
     wake: Arc<Notify>,
     /// Names the agents of calls and chats in their events.
     agents: AgentsServiceClient<Channel>,
+    /// Tells whether a client subteam's access configuration lets its webhooks receive an event.
+    identity: IdentityServiceClient<Channel>,
 }
 
-pub fn routes(
-    store: WebhookStore,
-    settings: Settings,
-    wake: Arc<Notify>,
-    agents: AgentsServiceClient<Channel>,
-) -> Routes {
-    Routes::new(WebhooksServiceServer::new(WebhooksApi { store, settings, wake, agents }))
+/// The other services the webhooks service reads from.
+pub struct Peers {
+    pub agents: AgentsServiceClient<Channel>,
+    pub identity: IdentityServiceClient<Channel>,
+}
+
+pub fn routes(store: WebhookStore, settings: Settings, wake: Arc<Notify>, peers: Peers) -> Routes {
+    let Peers { agents, identity } = peers;
+    Routes::new(WebhooksServiceServer::new(WebhooksApi { store, settings, wake, agents, identity }))
 }
 
 /// One VALIDATION_ERROR with the violations of every check that failed, so that a client
@@ -134,6 +139,27 @@ impl WebhooksApi {
         };
         names.insert(key, name.clone());
         Ok(name)
+    }
+
+    /// Whether the event's team may receive it: a client subteam's webhooks get no event whose
+    /// data its access configuration hides (`switchboard_api::access`), whoever made the
+    /// webhook, since the subteam's own keys can point any of its webhooks elsewhere. Settings
+    /// read for one batch are kept in `teams`.
+    async fn team_receives(&self, event: &Event, teams: &mut HashMap<String, Team>) -> ServiceResult<bool> {
+        let Some(feature) = switchboard_api::access::feature_of_event(&event.r#type) else {
+            return Ok(true);
+        };
+        if !teams.contains_key(&event.team_id) {
+            let request = GetTeamRequest { team_id: event.team_id.clone() };
+            let team = match self.identity.clone().get_team(request).await {
+                Ok(team) => team.into_inner(),
+                // A team gone has no webhooks left to deliver to.
+                Err(status) if status.code() == tonic::Code::NotFound => Team::default(),
+                Err(status) => return Err(ServiceError::from_status(&status)),
+            };
+            teams.insert(event.team_id.clone(), team);
+        }
+        Ok(teams.get(&event.team_id).is_none_or(|team| feature.allowed_for(team)))
     }
 
     /// The stored form of a published event: its body rendered once.
@@ -270,7 +296,13 @@ impl WebhooksService for WebhooksApi {
     async fn publish(&self, request: Request<PublishRequest>) -> Reply<PublishResponse> {
         let mut stored = Vec::new();
         let mut names = HashMap::new();
+        let mut teams = HashMap::new();
         for event in &request.get_ref().events {
+            // Identity being down fails the batch too.
+            if !self.team_receives(event, &mut teams).await? {
+                tracing::debug!(event = %event.id, kind = %event.r#type, "not delivered: the team's access hides it");
+                continue;
+            }
             // The agents service being down fails the batch: the relay publishes it again.
             let agent_name = self.agent_name(event, &mut names).await?;
             match Self::stored(event, agent_name.as_deref()) {

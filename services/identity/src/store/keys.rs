@@ -12,7 +12,7 @@ use switchboard_proto::v1::{Actor, ApiKey, CreatedApiKey, KeyAccess, Team};
 use super::{IdentityStore, TEAM_COLUMNS, check_id, team_from_row};
 use crate::validate;
 
-const KEY_COLUMNS: &str = "k.id, k.team_id, k.name, k.prefix, k.access, k.created_at, k.last_used_at, k.revoked_at, \
+pub(super) const KEY_COLUMNS: &str = "k.id, k.team_id, k.name, k.prefix, k.access, k.created_at, k.last_used_at, k.revoked_at, \
      k.created_by_type, k.created_by_id, k.created_by_name";
 /// The most keys a team has that are not revoked: a key per integration, with room to rotate.
 pub const MAX_ACTIVE_KEYS: i64 = 100;
@@ -32,7 +32,7 @@ fn access_from_row(row: &AnyRow) -> Result<KeyAccess, sqlx::Error> {
     Ok(if access == "read_only" { KeyAccess::ReadOnly } else { KeyAccess::Full })
 }
 
-fn key_from_row(row: &AnyRow) -> Result<ApiKey, sqlx::Error> {
+pub(super) fn key_from_row(row: &AnyRow) -> Result<ApiKey, sqlx::Error> {
     Ok(ApiKey {
         id: row.try_get("id")?,
         team_id: row.try_get("team_id")?,

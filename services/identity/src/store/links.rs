@@ -10,6 +10,7 @@ use switchboard_kit::{ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{Actor, Client, Invitation, NewUser, SignedIn};
 
 use super::accounts::{SessionTimes, begin_session_in, new_token, set_password_in, user_in};
+use super::members::OWNER;
 use super::users::{insert_user, role_violation};
 use super::{IdentityStore, check_id};
 use crate::validate;
@@ -110,7 +111,128 @@ async fn mark_used(conn: &mut AnyConnection, kind: &str, link_id: &str) -> Servi
     Ok(())
 }
 
+const INVITATION_COLUMNS: &str =
+    "id, team_id, email, role, kind, created_at, expires_at, created_by_type, created_by_id, created_by_name";
+
+/// A stored link without its token, which only the answer that made it held.
+fn invitation_from_row(row: &AnyRow) -> Result<Invitation, sqlx::Error> {
+    let created_by = match row.try_get::<Option<String>, _>("created_by_type")? {
+        Some(kind) => Some(Actor {
+            r#type: kind,
+            id: row.try_get::<Option<String>, _>("created_by_id")?.unwrap_or_default(),
+            name: row.try_get::<Option<String>, _>("created_by_name")?.unwrap_or_default(),
+        }),
+        None => None,
+    };
+    Ok(Invitation {
+        id: row.try_get("id")?,
+        team_id: row.try_get("team_id")?,
+        email: row.try_get("email")?,
+        role: row.try_get("role")?,
+        token: String::new(),
+        expires_at_ms: row.try_get("expires_at")?,
+        kind: row.try_get("kind")?,
+        created_at_ms: row.try_get("created_at")?,
+        created_by,
+    })
+}
+
+fn invitation_gone() -> ServiceError {
+    ServiceError::not_found("Invitation not found: unknown, used already, revoked or expired")
+}
+
+/// Ends the pending invitations `user_id` made (within `conn`'s transaction); answers how many
+/// were still live. An invitation is only as good as its maker's standing.
+pub(super) async fn end_invitations_by(conn: &mut AnyConnection, user_id: &str) -> ServiceResult<i32> {
+    let live: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM link_tokens WHERE kind = $1 AND created_by_type = 'user' AND created_by_id = $2 \
+         AND used_at IS NULL AND expires_at > $3",
+    )
+    .bind(INVITE)
+    .bind(user_id)
+    .bind(now_ms())
+    .fetch_one(&mut *conn)
+    .await?;
+    sqlx::query(
+        "DELETE FROM link_tokens WHERE kind = $1 AND created_by_type = 'user' AND created_by_id = $2 AND used_at IS NULL",
+    )
+    .bind(INVITE)
+    .bind(user_id)
+    .execute(&mut *conn)
+    .await?;
+    Ok(i32::try_from(live).unwrap_or(i32::MAX))
+}
+
 impl IdentityStore {
+    /// Refuses a token that names no live link of `kind`: looked up before a new password is
+    /// hashed, so that a guessed token costs a lookup, not a hash. (Using the link checks again.)
+    pub async fn check_link(&self, kind: &str, token: &str) -> ServiceResult<()> {
+        let found: Option<String> = sqlx::query_scalar(
+            "SELECT id FROM link_tokens WHERE token_hash = $1 AND kind = $2 AND used_at IS NULL AND expires_at > $3",
+        )
+        .bind(hash_key(token))
+        .bind(kind)
+        .bind(now_ms())
+        .fetch_optional(self.db.pool())
+        .await?;
+        found.map(|_| ()).ok_or_else(|| link_gone(kind))
+    }
+
+    /// The team's invitations that can still be accepted, newest first.
+    pub async fn pending_invitations(&self, team_id: &str) -> ServiceResult<Vec<Invitation>> {
+        check_id("teamId", team_id)?;
+        let rows = sqlx::query(&format!(
+            "SELECT {INVITATION_COLUMNS} FROM link_tokens WHERE team_id = $1 AND kind = $2 AND used_at IS NULL \
+             AND expires_at > $3 ORDER BY created_at DESC, id"
+        ))
+        .bind(team_id)
+        .bind(INVITE)
+        .bind(now_ms())
+        .fetch_all(self.db.pool())
+        .await?;
+        Ok(rows.iter().map(invitation_from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Revokes a pending invitation of the team: its link stops working at once. Only an owner
+    /// revokes an invitation as owner (as only an owner makes one).
+    pub async fn revoke_invitation(
+        &self,
+        team_id: &str,
+        invitation_id: &str,
+        caller_role: &str,
+    ) -> ServiceResult<Invitation> {
+        check_id("teamId", team_id)?;
+        if uuid::Uuid::parse_str(invitation_id).is_err() {
+            return Err(invitation_gone());
+        }
+        let mut tx = self.db.begin_write().await?;
+        let row = sqlx::query(&format!(
+            "SELECT {INVITATION_COLUMNS} FROM link_tokens WHERE id = $1 AND team_id = $2 AND kind = $3 \
+             AND used_at IS NULL AND expires_at > $4"
+        ))
+        .bind(invitation_id)
+        .bind(team_id)
+        .bind(INVITE)
+        .bind(now_ms())
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(invitation_gone)?;
+        let invitation = invitation_from_row(&row)?;
+        if invitation.role == OWNER && caller_role != OWNER {
+            return Err(ServiceError::forbidden("Only an owner can revoke an invitation as owner"));
+        }
+        let deleted = sqlx::query("DELETE FROM link_tokens WHERE id = $1 AND used_at IS NULL")
+            .bind(invitation_id)
+            .execute(&mut *tx)
+            .await?;
+        // Accepted between our read and this write.
+        if deleted.rows_affected() == 0 {
+            return Err(invitation_gone());
+        }
+        tx.commit().await?;
+        Ok(invitation)
+    }
+
     /// An invitation of `email` into the team with `role`. Someone who is a member already, or
     /// whose address signs in elsewhere, cannot be invited (409).
     pub async fn invite(

@@ -3,15 +3,20 @@
 
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
+use switchboard_kit::time::now_ms;
 use switchboard_kit::{ServiceError, ServiceResult};
-use switchboard_proto::v1::Member;
+use switchboard_proto::v1::{ApiKey, Member, RemovedMember};
 
 use super::accounts::end_sessions_of;
+use super::keys::{KEY_COLUMNS, key_from_row};
+use super::links::end_invitations_by;
 use super::users::{USER_COLUMNS, role_violation, user_from_row};
 use super::{IdentityStore, check_id};
 use crate::validate;
 
 pub const OWNER: &str = "owner";
+/// The roles that manage members, and so make invitations.
+const MANAGERS: [&str; 2] = [OWNER, "admin"];
 
 fn member_from_row(row: &AnyRow) -> Result<Member, sqlx::Error> {
     Ok(Member {
@@ -52,6 +57,19 @@ async fn owner_count(conn: &mut AnyConnection, team_id: &str) -> ServiceResult<i
         .await?)
 }
 
+/// The active API keys of the team that `user_id` made.
+async fn keys_made_by(conn: &mut AnyConnection, team_id: &str, user_id: &str) -> ServiceResult<Vec<ApiKey>> {
+    let rows = sqlx::query(&format!(
+        "SELECT {KEY_COLUMNS} FROM api_keys k WHERE k.team_id = $1 AND k.created_by_type = 'user' \
+         AND k.created_by_id = $2 AND k.revoked_at IS NULL ORDER BY k.created_at DESC, k.id"
+    ))
+    .bind(team_id)
+    .bind(user_id)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.iter().map(key_from_row).collect::<Result<_, _>>()?)
+}
+
 fn role_of(member: &Member) -> &str {
     member.user.as_ref().map_or("", |user| user.role.as_str())
 }
@@ -82,13 +100,26 @@ impl IdentityStore {
             return Err(last_owner());
         }
         sqlx::query("UPDATE users SET role = $1 WHERE id = $2").bind(role).bind(user_id).execute(&mut *tx).await?;
+        // Invitations are only as good as their maker's standing: one who no longer manages
+        // members lets no one in.
+        if !MANAGERS.contains(&role) {
+            end_invitations_by(&mut tx, user_id).await?;
+        }
         let member = member_in(&mut tx, team_id, user_id).await?;
         tx.commit().await?;
         Ok(member)
     }
 
-    /// Removes a member: their sessions end and their pending links with them.
-    pub async fn remove_member(&self, team_id: &str, user_id: &str, caller_role: &str) -> ServiceResult<Member> {
+    /// Removes a member: their sessions end, and their pending links with them (the ones that let
+    /// them in and the invitations they made). Answers the API keys they made that are still
+    /// active, revoked too when `revoke_keys`.
+    pub async fn remove_member(
+        &self,
+        team_id: &str,
+        user_id: &str,
+        caller_role: &str,
+        revoke_keys: bool,
+    ) -> ServiceResult<RemovedMember> {
         check_id("userId", user_id)?;
         let mut tx = self.db.begin_write().await?;
         self.db.lock_scope(&mut tx, &format!("members:{team_id}")).await?;
@@ -104,8 +135,25 @@ impl IdentityStore {
         end_sessions_of(&mut tx, user_id).await?;
         sqlx::query("DELETE FROM sessions WHERE user_id = $1").bind(user_id).execute(&mut *tx).await?;
         sqlx::query("DELETE FROM link_tokens WHERE user_id = $1").bind(user_id).execute(&mut *tx).await?;
+        let invitations_ended = end_invitations_by(&mut tx, user_id).await?;
+        let mut keys = keys_made_by(&mut tx, team_id, user_id).await?;
+        if revoke_keys && !keys.is_empty() {
+            let now = now_ms();
+            sqlx::query(
+                "UPDATE api_keys SET revoked_at = $1 WHERE team_id = $2 AND created_by_type = 'user' \
+                 AND created_by_id = $3 AND revoked_at IS NULL",
+            )
+            .bind(now)
+            .bind(team_id)
+            .bind(user_id)
+            .execute(&mut *tx)
+            .await?;
+            for key in &mut keys {
+                key.revoked_at_ms = Some(now);
+            }
+        }
         sqlx::query("DELETE FROM users WHERE id = $1").bind(user_id).execute(&mut *tx).await?;
         tx.commit().await?;
-        Ok(member)
+        Ok(RemovedMember { member: Some(member), invitations_ended, keys, keys_revoked: revoke_keys })
     }
 }
