@@ -337,7 +337,8 @@ async fn forwarding_headers_of_untrusted_clients_are_ignored() {
     let stack = Stack::start_with(&[("SWITCHBOARD_PUBLIC_URL", "https://switchboard.example")]).await;
     let team = stack.team("Forged", false, 0).await;
     let invitation = stack.admin(&["invite", "--team", &team.id, "--email", "ada@forged.example"]).await;
-    let accept = json!({ "token": token_of(&invitation["url"]), "password": PASSWORD, "firstName": "A", "lastName": "B" });
+    let accept =
+        json!({ "token": token_of(&invitation["url"]), "password": PASSWORD, "firstName": "A", "lastName": "B" });
     stack.anonymous().post("/auth/accept-invite", accept).await.expect(201);
     // The team's key: a session here would need the https the public URL promises.
     let owner = stack.client(&team.key);
