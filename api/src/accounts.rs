@@ -70,6 +70,81 @@ impl SessionView {
     }
 }
 
+/// One of the signed-in person's own sessions.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct SessionItem {
+    pub id: Id,
+    /// The browser and system, as its user agent names them, e.g. `Chrome on Linux`.
+    pub device: String,
+    pub ip: String,
+    pub user_agent: String,
+    pub created_at: Timestamp,
+    /// To the minute.
+    pub last_seen_at: Timestamp,
+    pub expires_at: Timestamp,
+    /// The session of this request.
+    pub current: bool,
+}
+
+impl From<&proto::SessionInfo> for SessionItem {
+    fn from(session: &proto::SessionInfo) -> Self {
+        Self {
+            id: Id::stored(session.id.clone()),
+            device: device_of(&session.user_agent),
+            ip: session.ip.clone(),
+            user_agent: session.user_agent.clone(),
+            created_at: Timestamp::from_ms(session.created_at_ms),
+            last_seen_at: Timestamp::from_ms(session.last_seen_at_ms),
+            expires_at: Timestamp::from_ms(session.expires_at_ms),
+            current: session.current,
+        }
+    }
+}
+
+/// A short name of the browser and system a user agent names; good enough to tell one's own
+/// devices apart, not a fingerprint.
+pub fn device_of(user_agent: &str) -> String {
+    // Order matters: Edge and Opera say Chrome too, Chrome says Safari.
+    const BROWSERS: [(&str, &str); 7] = [
+        ("Edg/", "Edge"),
+        ("OPR/", "Opera"),
+        ("Firefox/", "Firefox"),
+        ("HeadlessChrome/", "Chrome (headless)"),
+        ("Chrome/", "Chrome"),
+        ("Safari/", "Safari"),
+        ("curl/", "curl"),
+    ];
+    const SYSTEMS: [(&str, &str); 7] = [
+        ("iPhone", "iPhone"),
+        ("iPad", "iPad"),
+        ("Android", "Android"),
+        ("Windows", "Windows"),
+        ("Mac OS X", "macOS"),
+        ("CrOS", "ChromeOS"),
+        ("Linux", "Linux"),
+    ];
+    let found = |table: &[(&str, &'static str)]| {
+        table.iter().find(|(mark, _)| user_agent.contains(mark)).map(|(_, name)| *name)
+    };
+    match (found(&BROWSERS), found(&SYSTEMS)) {
+        (Some(browser), Some(system)) => format!("{browser} on {system}"),
+        (Some(browser), None) => browser.to_owned(),
+        (None, Some(system)) => system.to_owned(),
+        (None, None) if user_agent.is_empty() => "Unknown device".to_owned(),
+        (None, None) => user_agent.split('/').next().unwrap_or(user_agent).chars().take(40).collect(),
+    }
+}
+
+/// How many sessions a request ended.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct SessionsEnded {
+    pub ended: i32,
+}
+
 /// The answer to signing out.
 #[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -237,5 +312,25 @@ impl From<&proto::AuditEntry> for AuditEntryView {
             user_agent: entry.user_agent.clone(),
             created_at: Timestamp::from_ms(entry.created_at_ms),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::device_of;
+
+    #[test]
+    fn devices_are_named_by_browser_and_system() {
+        let chrome =
+            "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0 Safari/537.36";
+        assert_eq!(device_of(chrome), "Chrome on Linux");
+        let safari =
+            "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 Version/17.0 Safari/604.1";
+        assert_eq!(device_of(safari), "Safari on iPhone");
+        let edge = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) Chrome/120.0 Safari/537.36 Edg/120.0";
+        assert_eq!(device_of(edge), "Edge on Windows");
+        assert_eq!(device_of("curl/8.4.0"), "curl");
+        assert_eq!(device_of("reqwest/0.12"), "reqwest");
+        assert_eq!(device_of(""), "Unknown device");
     }
 }

@@ -10,6 +10,7 @@ import * as calls from './pages-calls.js';
 import * as contacts from './pages-contacts.js';
 import * as boards from './pages-boards.js';
 import * as webhooks from './pages-webhooks.js';
+import * as security from './pages-security.js';
 
 // allow: the permission (api.js `can`) a page needs; nav: shown in the side navigation.
 const ROUTES = [
@@ -39,6 +40,7 @@ const ROUTES = [
   { path: '/members', title: 'Members', nav: 'Members', allow: 'members', page: team.members },
   { path: '/subteams', title: 'Subteams', nav: 'Subteams', allow: 'subteams', page: team.subteams, showDenied: true },
   { path: '/audit-log', title: 'Audit log', nav: 'Audit log', allow: 'audit', page: team.auditLog },
+  { path: '/settings/security', title: 'Security', nav: 'Security', page: security.security },
 ];
 const NOT_FOUND = { title: 'Page not found', page: notFound };
 

@@ -401,7 +401,7 @@ export function subteams(view, { query }) {
 
 // The actions the API records (GET /v1/audit-log's description); others seen are added.
 const AUDIT_ACTIONS = ['auth.signed_in', 'auth.sign_in_failed', 'auth.signed_out', 'auth.signed_up',
-  'auth.password_changed', 'auth.password_change_failed', 'auth.password_reset', 'api_key.created', 'api_key.revoked', 'member.invited',
+  'auth.password_changed', 'auth.password_change_failed', 'auth.session_ended', 'auth.signed_out_elsewhere', 'auth.password_reset', 'api_key.created', 'api_key.revoked', 'member.invited',
   'member.invitation_revoked', 'member.joined', 'member.role_changed', 'member.removed', 'subteam.created', 'webhook.created',
   'webhook.deleted', 'instructions.replaced', 'instructions.restored'];
 

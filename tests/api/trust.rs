@@ -464,3 +464,61 @@ async fn password_hashes_are_spent_on_real_tokens_and_queue_with_a_bound() {
     assert_eq!(busy[0].body["code"], "SERVICE_UNAVAILABLE");
     assert!(busy[0].header("retry-after").is_some(), "{:?}", busy[0].headers);
 }
+
+/// A browser signed in as `email` with this `User-Agent`.
+async fn browser_as(stack: &Stack, email: &str, user_agent: &str) -> Api {
+    let api = stack.anonymous();
+    let body = json!({ "email": email, "password": PASSWORD });
+    let request = api.request(reqwest::Method::POST, "/auth/sign-in").header("User-Agent", user_agent).json(&body);
+    browser(stack, &api.send(request).await)
+}
+
+/// A person sees where they are signed in, and ends one session or every other one.
+#[tokio::test]
+async fn people_list_and_end_their_own_sessions() {
+    let stack = Stack::start().await;
+    let team = stack.team("Sessions", false, 0).await;
+    let first = owner(&stack, &team.id, "ada@sessions.example").await;
+    let laptop =
+        browser_as(&stack, "ada@sessions.example", "Mozilla/5.0 (X11; Linux x86_64) Chrome/156.0 Safari/537.36").await;
+    let phone = browser_as(
+        &stack,
+        "ada@sessions.example",
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) Safari/604.1",
+    )
+    .await;
+
+    let listed = laptop.get("/auth/sessions").await.expect(200)["data"].clone();
+    let listed = listed.as_array().unwrap().clone();
+    assert_eq!(listed.len(), 3, "{listed:?}");
+    assert_eq!(listed.iter().filter(|s| s["current"] == true).count(), 1);
+    let current = listed.iter().find(|s| s["current"] == true).unwrap();
+    assert_eq!(current["device"], "Chrome on Linux");
+    assert_eq!(current["ip"], "127.0.0.1");
+    let phone_id = listed.iter().find(|s| s["device"] == "Safari on iPhone").expect("the phone")["id"].clone();
+    for member in ["createdAt", "lastSeenAt", "expiresAt", "userAgent"] {
+        assert!(current[member].is_string(), "{member}: {current}");
+    }
+
+    // Another person's session ids are not theirs to end; keys have no sessions.
+    let other = stack.team("Other", false, 0).await;
+    let stranger = owner(&stack, &other.id, "eve@other.example").await;
+    let path = format!("/auth/sessions/{}", phone_id.as_str().unwrap());
+    assert_eq!(stranger.delete(&path).await.error_code(404), "NOT_FOUND");
+    assert_eq!(stack.client(&team.key).get("/auth/sessions").await.error_code(401), "UNAUTHORIZED");
+    phone.get("/me").await.expect(200);
+
+    laptop.delete(&path).await.expect(200);
+    crate::accounts::answers_within(401, "the ended phone session", || phone.get("/me")).await;
+    assert_eq!(laptop.delete(&path).await.error_code(404), "NOT_FOUND", "ended already");
+
+    let ended = laptop.post("/auth/sessions/end-others", json!({})).await.expect(200)["data"]["ended"].clone();
+    assert_eq!(ended, 1, "the first browser's session");
+    crate::accounts::answers_within(401, "the session ended from elsewhere", || first.get("/me")).await;
+    laptop.get("/me").await.expect(200);
+    assert_eq!(laptop.get("/auth/sessions").await.expect(200)["data"].as_array().unwrap().len(), 1);
+    let log = laptop.get("/audit-log").await.expect(200)["data"].clone();
+    for action in ["auth.session_ended", "auth.signed_out_elsewhere"] {
+        assert!(log.as_array().unwrap().iter().any(|e| e["action"] == action), "{action} missing: {log}");
+    }
+}

@@ -312,6 +312,35 @@ try {
       }
     });
 
+    await step('/settings/security lists where the owner is signed in; "Sign out everywhere else" ends the others', async () => {
+      const { page } = owner;
+      // Another browser of the owner's: a sign-in through the API.
+      const other = await fetch(`${BASE}/v1/auth/sign-in`, {
+        method: 'POST', headers: { 'Content-Type': 'application/json', 'User-Agent': 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) Safari/604.1' },
+        body: JSON.stringify({ email: owner.email, password: ownerPassword }), signal: AbortSignal.timeout(T),
+      });
+      ok(other.status === 200, `signing in elsewhere answered ${other.status}`);
+      const cookie = other.headers.get('set-cookie').split(';')[0];
+      const otherMe = async () => (await fetch(`${BASE}/v1/me`, { headers: { Cookie: cookie }, signal: AbortSignal.timeout(T) })).status;
+      ok(await otherMe() === 200, 'the other session does not work');
+      await nav(page).getByRole('link', { name: 'Security' }).click();
+      await atPath(page, '/settings/security');
+      await settled(page);
+      await visible(page.getByText('This browser'), 'the current session marked');
+      await visible(page.getByRole('rowheader', { name: 'Safari on iPhone' }), 'the other session, by device');
+      await check(page, 'security');
+      await page.getByRole('button', { name: 'Sign out everywhere else' }).click();
+      const dialog = await visible(page.getByRole('dialog'), 'the confirmation');
+      await dialog.getByRole('button', { name: 'Sign out everywhere else' }).click();
+      await hidden(page.getByRole('dialog'), 'the dialog');
+      await hidden(page.getByRole('rowheader', { name: 'Safari on iPhone' }), 'the ended session row');
+      for (const until = Date.now() + 10000; ;) {
+        if (await otherMe() === 401) break;
+        ok(Date.now() < until, 'the other session still works 10 s after "Sign out everywhere else"');
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    });
+
     await step('as the agency owner, create a subteam in /subteams; the invite link is shown', async () => {
       const { page } = owner;
       await nav(page).getByRole('link', { name: 'Subteams' }).click();

@@ -6,18 +6,18 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use switchboard_api::accounts::{AuthOptions, SessionView, SignedOut};
+use switchboard_api::accounts::{AuthOptions, SessionItem, SessionView, SessionsEnded, SignedOut};
 use switchboard_kit::apikey::hash_key;
 use switchboard_kit::time::now_ms;
 use switchboard_kit::{ErrorKind, ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{
-    AcceptInvitationRequest, ChangePasswordRequest, EndSessionRequest, GetAccountOptionsRequest, ResetPasswordRequest,
-    SignInRequest, SignUpRequest, SignedIn,
+    AcceptInvitationRequest, ChangePasswordRequest, EndSessionRequest, EndUserSessionsRequest,
+    GetAccountOptionsRequest, ListSessionsRequest, ResetPasswordRequest, SignInRequest, SignUpRequest, SignedIn,
 };
 
 use super::groups::AUTH;
 use crate::call::Call;
-use crate::endpoint::{Created, Data, Endpoint, Input, Json, Nothing, WithCookie};
+use crate::endpoint::{Created, Data, Endpoint, Id, Input, Json, List, Nothing, WithCookie};
 use crate::limits::RateClass;
 use crate::sessions;
 
@@ -68,6 +68,19 @@ pub fn endpoints() -> Vec<Endpoint> {
         Endpoint::post("/v1/auth/sign-out", sign_out)
             .doc("signOut", AUTH, "End the session and clear its cookie")
             .about("The session is refused from then on, by every gateway once its cache of it expires (2 s)."),
+        Endpoint::get("/v1/auth/sessions", sessions)
+            .doc("listSessions", AUTH, "The signed-in person's own sessions: device, address, when used")
+            .about("Live sessions, newest first; `current` is this request's. Needs the session cookie.")
+            .lists("sessionId")
+            .fails(401, "Not signed in, or the session has ended."),
+        Endpoint::delete("/v1/auth/sessions/{sessionId}", end_session)
+            .doc("endSession", AUTH, "End one of the signed-in person's own sessions")
+            .about("That browser is signed out at its next request. Ending the current one signs this one out.")
+            .fails(401, "Not signed in, or the session has ended.")
+            .fails(404, "Session not found: not one of yours, or ended already."),
+        Endpoint::post("/v1/auth/sessions/end-others", end_other_sessions)
+            .doc("endOtherSessions", AUTH, "Sign out everywhere else: end every session of this person but this one")
+            .fails(401, "Not signed in, or the session has ended."),
         Endpoint::post("/v1/auth/password", change_password)
             .doc("changePassword", AUTH, "Change the signed-in user's password")
             .about(
@@ -261,6 +274,38 @@ async fn sign_out(call: Call, _: Input) -> ServiceResult<WithCookie<Data<SignedO
     let ended = call.services.accounts.clone().end_session(request).await?.into_inner().ended;
     call.gate.sessions.forget(&token);
     Ok(WithCookie { answer: Data::new(SignedOut { signed_out: ended }), cookie: sessions::clear_cookie(secure(&call)) })
+}
+
+/// A session's id in the path.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionPath {
+    pub session_id: Id,
+}
+
+async fn sessions(call: Call, _: Input) -> ServiceResult<List<SessionItem>> {
+    let request = ListSessionsRequest { token_hash: hash_key(session_token(&call)?) };
+    let sessions = call.services.accounts.clone().list_sessions(request).await?.into_inner().sessions;
+    Ok(List::new(sessions.iter().map(SessionItem::from).collect()))
+}
+
+/// Ends `session_id` of the caller's user, or every session but the caller's.
+async fn end_sessions(call: &Call, session_id: String) -> ServiceResult<Data<SessionsEnded>> {
+    let token = session_token(call)?;
+    let request =
+        EndUserSessionsRequest { token_hash: hash_key(token), session_id, client: Some((&call.client).into()) };
+    let ended = call.services.accounts.clone().end_user_sessions(request).await?.into_inner().ended;
+    // This gateway looks the caller's session up again at once, in case it was the one ended.
+    call.gate.sessions.forget(token);
+    Ok(Data::new(SessionsEnded { ended }))
+}
+
+async fn end_session(call: Call, input: Input<SessionPath>) -> ServiceResult<Data<SessionsEnded>> {
+    end_sessions(&call, input.path.session_id.into_string()).await
+}
+
+async fn end_other_sessions(call: Call, _: Input) -> ServiceResult<Data<SessionsEnded>> {
+    end_sessions(&call, String::new()).await
 }
 
 async fn change_password(

@@ -80,9 +80,10 @@ pub fn endpoints() -> Vec<Endpoint> {
             .doc("listAuditLog", MEMBERS, "What was done to the team, by whom, when and from where; newest first")
             .about(
                 "Kept 90 days. Actions: auth.signed_in, auth.sign_in_failed, auth.signed_out, auth.signed_up, \
-                 auth.password_changed, auth.password_change_failed, auth.password_reset, api_key.created, api_key.revoked, member.invited, \
-                 member.invitation_revoked, member.joined, member.role_changed, member.removed, subteam.created, \
-                 webhook.created, webhook.deleted, instructions.replaced, instructions.restored.",
+                 auth.password_changed, auth.password_change_failed, auth.session_ended, auth.signed_out_elsewhere, \
+                 auth.password_reset, api_key.created, api_key.revoked, member.invited, member.invitation_revoked, \
+                 member.joined, member.role_changed, member.removed, subteam.created, webhook.created, \
+                 webhook.deleted, instructions.replaced, instructions.restored.",
             )
             .needs_full_access()
             .for_admins()

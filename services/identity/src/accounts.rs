@@ -176,6 +176,24 @@ impl AccountService for AccountsApi {
         reply(Ok(signed_in))
     }
 
+    async fn list_sessions(&self, request: Request<ListSessionsRequest>) -> Reply<ListSessionsResponse> {
+        let token_hash = request.into_inner().token_hash;
+        let sessions = self.store.user_sessions(&token_hash, self.settings.sessions).await?;
+        reply(Ok(ListSessionsResponse { sessions }))
+    }
+
+    async fn end_user_sessions(&self, request: Request<EndUserSessionsRequest>) -> Reply<EndUserSessionsResponse> {
+        let request = request.into_inner();
+        let one = Some(request.session_id.as_str()).filter(|id| !id.is_empty());
+        let (caller, ended) = self.store.end_user_sessions(&request.token_hash, one, self.settings.sessions).await?;
+        if let Some(user) = caller.user.as_ref().filter(|_| ended > 0) {
+            self.sessions_changed(&user.team_id).await;
+            let action = if one.is_some() { "auth.session_ended" } else { "auth.signed_out_elsewhere" };
+            self.audit(&user.team_id, action, user_actor(user), &user.email, request.client.as_ref()).await;
+        }
+        reply(Ok(EndUserSessionsResponse { ended }))
+    }
+
     async fn create_invitation(&self, request: Request<CreateInvitationRequest>) -> Reply<Invitation> {
         let request = request.into_inner();
         let role = if request.role.is_empty() { "member" } else { request.role.as_str() };

@@ -7,6 +7,7 @@ mod credits;
 mod keys;
 pub mod links;
 pub mod members;
+mod sessions;
 mod subteams;
 mod teams;
 mod users;
