@@ -42,17 +42,20 @@ pub struct FieldError {
     pub field: String,
     /// What is wrong, e.g. "is required", "must be 1 to 255 characters", "must be a UUID".
     pub message: String,
+    /// What to do about it, when there is advice, e.g. how to make a password harder to guess.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
 }
 
 impl From<&switchboard_kit::FieldViolation> for FieldError {
     fn from(violation: &switchboard_kit::FieldViolation) -> Self {
-        Self { field: violation.field.clone(), message: violation.message.clone() }
+        Self { field: violation.field.clone(), message: violation.message.clone(), hint: violation.hint.clone() }
     }
 }
 
 impl From<switchboard_proto::v1::FieldViolation> for FieldError {
     fn from(violation: switchboard_proto::v1::FieldViolation) -> Self {
-        Self { field: violation.field, message: violation.message }
+        Self { field: violation.field, message: violation.message, hint: None }
     }
 }
 

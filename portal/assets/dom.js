@@ -185,7 +185,9 @@ export function showFormError(formEl, err) {
     const control = formEl.elements.namedItem(name) || formEl.elements.namedItem(name.split(/[./]/).pop());
     if (control && control.getAttribute && control.getAttribute('aria-describedby')) {
       const label = formEl.querySelector(`label[for="${control.id}"]`)?.textContent;
-      setFieldError(control, label && /^[a-z]/.test(d.message) ? `${label} ${d.message}` : d.message);
+      const message = label && /^[a-z]/.test(d.message) ? `${label} ${d.message}` : d.message;
+      // The API's advice for this field (how to make a password harder to guess), after the message.
+      setFieldError(control, d.hint ? `${message}. ${d.hint}` : message);
       first ||= control;
     } else rest.push(d.field ? `${d.field}: ${d.message}` : d.message);
   }

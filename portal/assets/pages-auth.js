@@ -2,7 +2,7 @@
 import { h, field, form, alertBox, navigate, replace } from './dom.js';
 import { api, state, startSession, safeNext } from './api.js';
 
-const PASSWORD_HINT = '10 to 256 characters. Very common passwords are refused.';
+const PASSWORD_HINT = '10 to 256 characters, hard to guess: a few unrelated words work well.';
 
 const newPassword = (label = 'Password') => field({
   name: 'password', label, type: 'password', autocomplete: 'new-password',

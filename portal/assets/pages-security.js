@@ -34,7 +34,7 @@ export function security(view) {
       field({ name: 'currentPassword', label: 'Current password', type: 'password', autocomplete: 'current-password', required: true }),
       field({
         name: 'newPassword', label: 'New password', type: 'password', autocomplete: 'new-password',
-        required: true, minlength: 10, maxlength: 256, hint: '10 to 256 characters. Very common passwords are refused.',
+        required: true, minlength: 10, maxlength: 256, hint: '10 to 256 characters, hard to guess: a few unrelated words work well.',
       }),
     ],
     submit: 'Change password',

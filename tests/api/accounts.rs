@@ -92,16 +92,25 @@ async fn invited_owner(stack: &Stack) {
     let token = token_of(&invitation["url"]);
     let visitor = stack.anonymous();
 
-    // The password rules, with the field named.
-    for weak in ["short", "Password123"] {
+    // The password rules, with the field named: long enough, and not easy to guess (a common
+    // password, or the person's own address), with advice in the detail's hint.
+    for weak in ["short", "Password123", "ada@acme.example", "AdaLovelace"] {
         let refused = visitor
             .post(
                 "/auth/accept-invite",
-                json!({ "token": token, "password": weak, "firstName": "Ada", "lastName": "L" }),
+                json!({ "token": token, "password": weak, "firstName": "Ada", "lastName": "Lovelace" }),
             )
             .await;
         assert_eq!(refused.error_code(400), "VALIDATION_ERROR");
         assert_eq!(refused.fields(), vec!["password"], "{}", refused.text);
+        if weak != "short" {
+            assert_eq!(refused.body["details"][0]["message"], "is too easy to guess", "{weak}");
+            assert!(
+                refused.body["details"][0]["hint"].as_str().is_some_and(|hint| !hint.is_empty()),
+                "{}",
+                refused.text
+            );
+        }
     }
     let accept = json!({ "token": token, "password": PASSWORD, "firstName": "Ada", "lastName": "Lovelace" });
     let accepted = visitor.post("/auth/accept-invite", accept.clone()).await;

@@ -109,7 +109,8 @@ pub struct SignUp {
     /// Signs in to this team only: one account per address on the platform.
     #[schemars(length(min = limits::EMAIL.min, max = limits::EMAIL.max), extend("pattern" = limits::EMAIL_PATTERN))]
     pub email: String,
-    /// 10 to 256 characters, not one of the most common passwords.
+    /// 10 to 256 characters, hard to guess: a zxcvbn score of 3 or more (else 400, with advice in
+    /// `details[].hint`).
     #[schemars(length(min = 10, max = 256))]
     pub password: String,
     #[schemars(length(min = limits::PERSON_NAME.min, max = limits::PERSON_NAME.max))]
@@ -127,7 +128,8 @@ pub struct AcceptInvite {
     /// The last segment of the invitation's URL.
     #[schemars(length(min = 1, max = 128))]
     pub token: String,
-    /// 10 to 256 characters, not one of the most common passwords.
+    /// 10 to 256 characters, hard to guess: a zxcvbn score of 3 or more (else 400, with advice in
+    /// `details[].hint`).
     #[schemars(length(min = 10, max = 256))]
     pub password: String,
     #[schemars(length(min = limits::PERSON_NAME.min, max = limits::PERSON_NAME.max))]
@@ -142,7 +144,8 @@ pub struct Reset {
     /// The last segment of the reset link.
     #[schemars(length(min = 1, max = 128))]
     pub token: String,
-    /// 10 to 256 characters, not one of the most common passwords.
+    /// 10 to 256 characters, hard to guess: a zxcvbn score of 3 or more (else 400, with advice in
+    /// `details[].hint`).
     #[schemars(length(min = 10, max = 256))]
     pub password: String,
 }
@@ -153,7 +156,8 @@ pub struct Reset {
 pub struct ChangePassword {
     #[schemars(length(min = 1, max = 256))]
     pub current_password: String,
-    /// 10 to 256 characters, not one of the most common passwords.
+    /// 10 to 256 characters, hard to guess: a zxcvbn score of 3 or more (else 400, with advice in
+    /// `details[].hint`).
     #[schemars(length(min = 10, max = 256))]
     pub new_password: String,
 }

@@ -44,8 +44,9 @@ fn user_actor(user: &User) -> Actor {
     Actor { r#type: "user".to_owned(), id: user.id.clone(), name }
 }
 
-fn check_password(field: &str, password: &str) -> ServiceResult<()> {
-    switchboard_kit::validate([passwords::check_new(field, password)])
+/// `about_user`: the person's e-mail, names and team, which a guesser tries first.
+fn check_password(field: &str, password: &str, about_user: &[&str]) -> ServiceResult<()> {
+    switchboard_kit::validate([passwords::check_new(field, password, about_user)])
 }
 
 impl AccountsApi {
@@ -120,7 +121,8 @@ impl AccountService for AccountsApi {
                 .with_hint("Ask its operator or a team owner for an invitation.")
                 .into());
         }
-        check_password("password", &request.password)?;
+        let about = [request.email.as_str(), &request.first_name, &request.last_name, &request.team_name];
+        check_password("password", &request.password, &about)?;
         let password_hash = passwords::hash(&request.password).await?;
         let team = crate::store::NewTeam {
             name: request.team_name,
@@ -167,7 +169,7 @@ impl AccountService for AccountsApi {
             self.audit(&user.team_id, "auth.password_change_failed", user_actor(&user), &user.email, client).await;
             return Err(ServiceError::invalid_field("currentPassword", "is not the current password").into());
         }
-        check_password("newPassword", &request.new_password)?;
+        check_password("newPassword", &request.new_password, &[&user.email, &user.first_name, &user.last_name])?;
         let hash = passwords::hash(&request.new_password).await?;
         let client = request.client.unwrap_or_default();
         let signed_in = self.store.set_password(&user.id, &hash, &client, self.settings.sessions).await?;
@@ -215,8 +217,8 @@ impl AccountService for AccountsApi {
 
     async fn accept_invitation(&self, request: Request<AcceptInvitationRequest>) -> Reply<SignedIn> {
         let request = request.into_inner();
-        self.store.check_link(INVITE, &request.token).await?;
-        check_password("password", &request.password)?;
+        let email = self.store.check_link(INVITE, &request.token).await?;
+        check_password("password", &request.password, &[&email, &request.first_name, &request.last_name])?;
         let hash = passwords::hash(&request.password).await?;
         let client = request.client.unwrap_or_default();
         let names = Names { first_name: &request.first_name, last_name: &request.last_name };
@@ -232,8 +234,8 @@ impl AccountService for AccountsApi {
 
     async fn reset_password(&self, request: Request<ResetPasswordRequest>) -> Reply<SignedIn> {
         let request = request.into_inner();
-        self.store.check_link(RESET, &request.token).await?;
-        check_password("password", &request.password)?;
+        let email = self.store.check_link(RESET, &request.token).await?;
+        check_password("password", &request.password, &[&email])?;
         let hash = passwords::hash(&request.password).await?;
         let client = request.client.unwrap_or_default();
         let signed_in = self.store.reset_password(&request.token, &hash, &client, self.settings.sessions).await?;

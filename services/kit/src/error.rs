@@ -132,12 +132,25 @@ impl ErrorKind {
 pub struct FieldViolation {
     pub field: String,
     pub message: String,
+    /// What to do about it, when there is advice (how to make a password harder to guess).
+    pub hint: Option<String>,
 }
 
 impl FieldViolation {
     pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { field: field.into(), message: message.into() }
+        Self { field: field.into(), message: message.into(), hint: None }
     }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+/// The `ErrorInfo` metadata key of the hint of violation `index` (`BadRequest` has no place for
+/// advice of its own).
+fn violation_hint_key(index: usize) -> String {
+    format!("details.{index}.hint")
 }
 
 /// An error as a client may see it, plus (for internal errors) a cause that is logged and
@@ -214,6 +227,11 @@ impl ServiceError {
         if let Some(hint) = &self.hint {
             metadata.insert("hint".to_owned(), hint.clone());
         }
+        for (index, violation) in self.details.iter().enumerate() {
+            if let Some(hint) = &violation.hint {
+                metadata.insert(violation_hint_key(index), hint.clone());
+            }
+        }
         let mut details = ErrorDetails::with_error_info(self.kind.code(), ERROR_DOMAIN, metadata);
         if !self.details.is_empty() {
             details.set_bad_request(
@@ -267,7 +285,11 @@ impl ServiceError {
             error.details = bad_request
                 .field_violations
                 .iter()
-                .map(|v| FieldViolation::new(v.field.clone(), v.description.clone()))
+                .enumerate()
+                .map(|(index, v)| FieldViolation {
+                    hint: info.metadata.get(&violation_hint_key(index)).cloned(),
+                    ..FieldViolation::new(v.field.clone(), v.description.clone())
+                })
                 .collect();
         }
         if let Some(delay) = details.and_then(ErrorDetails::retry_info).and_then(|retry| retry.retry_delay) {
@@ -370,7 +392,7 @@ mod tests {
     fn field_violations_survive_the_trip() {
         let original = ServiceError::validation(vec![
             FieldViolation::new("question", "must be 1 to 5000 characters"),
-            FieldViolation::new("answer", "is required"),
+            FieldViolation::new("answer", "is required").with_hint("Say what the caller should hear."),
         ]);
         let status = original.to_status();
         // Plain gRPC clients (grpcurl) read which fields are wrong off the message.

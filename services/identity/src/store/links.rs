@@ -164,18 +164,19 @@ pub(super) async fn end_invitations_by(conn: &mut AnyConnection, user_id: &str) 
 }
 
 impl IdentityStore {
-    /// Refuses a token that names no live link of `kind`: looked up before a new password is
-    /// hashed, so that a guessed token costs a lookup, not a hash. (Using the link checks again.)
-    pub async fn check_link(&self, kind: &str, token: &str) -> ServiceResult<()> {
+    /// The e-mail of the live link of `kind` with this token, or 404: looked up before a new
+    /// password is hashed, so that a guessed token costs a lookup, not a hash. (Using the link
+    /// checks again.)
+    pub async fn check_link(&self, kind: &str, token: &str) -> ServiceResult<String> {
         let found: Option<String> = sqlx::query_scalar(
-            "SELECT id FROM link_tokens WHERE token_hash = $1 AND kind = $2 AND used_at IS NULL AND expires_at > $3",
+            "SELECT email FROM link_tokens WHERE token_hash = $1 AND kind = $2 AND used_at IS NULL AND expires_at > $3",
         )
         .bind(hash_key(token))
         .bind(kind)
         .bind(now_ms())
         .fetch_optional(self.db.pool())
         .await?;
-        found.map(|_| ()).ok_or_else(|| link_gone(kind))
+        found.ok_or_else(|| link_gone(kind))
     }
 
     /// The team's invitations that can still be accepted, newest first.
