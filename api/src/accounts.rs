@@ -53,6 +53,9 @@ pub struct SessionView {
     pub csrf_token: String,
     /// The session ends then at the latest (and after 12 hours without a request).
     pub expires_at: Timestamp,
+    /// The team requires a second factor and this person has none yet: until they set one up
+    /// (`/v1/auth/second-factors`), only `/v1/auth/*` answers; everything else is 403.
+    pub second_factor_needed: bool,
 }
 
 impl SessionView {
@@ -66,8 +69,87 @@ impl SessionView {
             team: SessionTeam::from(&team),
             csrf_token,
             expires_at: Timestamp::from_ms(session.expires_at_ms),
+            second_factor_needed: session.second_factor_needed,
         }
     }
+}
+
+/// A sign-in that passed the password and waits for a second factor: send `challenge` with a
+/// code to `POST /v1/auth/sign-in/verify` before `expiresAt`.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct SecondFactorChallengeView {
+    /// A secret of this sign-in; at most 5 codes are tried with it.
+    pub challenge: String,
+    /// What the person may enter: `totp` (an authenticator app's 6 digits), `recovery_code`.
+    pub methods: Vec<String>,
+    pub expires_at: Timestamp,
+}
+
+impl From<&proto::SecondFactorChallenge> for SecondFactorChallengeView {
+    fn from(challenge: &proto::SecondFactorChallenge) -> Self {
+        Self {
+            challenge: challenge.token.clone(),
+            methods: challenge.methods.clone(),
+            expires_at: Timestamp::from_ms(challenge.expires_at_ms),
+        }
+    }
+}
+
+/// The signed-in person's second factors.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct SecondFactorsView {
+    /// An authenticator app (TOTP) is set up.
+    pub totp: bool,
+    pub totp_enabled_at: Option<Timestamp>,
+    /// Unused recovery codes.
+    pub recovery_codes_left: i32,
+    /// The team requires a second factor.
+    pub required: bool,
+}
+
+impl From<&proto::SecondFactors> for SecondFactorsView {
+    fn from(factors: &proto::SecondFactors) -> Self {
+        Self {
+            totp: factors.totp,
+            totp_enabled_at: Timestamp::option(factors.totp_confirmed_at_ms),
+            recovery_codes_left: factors.recovery_codes_left,
+            required: factors.required,
+        }
+    }
+}
+
+/// An authenticator app being set up: not used until a code from it is confirmed.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct TotpEnrolmentView {
+    /// The secret in base32, for typing into the app.
+    pub secret: String,
+    /// The `otpauth://` URI the QR code holds.
+    pub uri: String,
+    /// The URI as a QR code: an SVG image as a `data:` URL.
+    pub qr_code: String,
+}
+
+/// Recovery codes: each signs in once instead of a code of the app. Shown this once.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct RecoveryCodesView {
+    pub codes: Vec<String>,
+}
+
+/// The team's sign-in requirements.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct SecurityPolicyView {
+    /// Every person of the team needs a second factor: without one, a session may only set one up.
+    pub require_second_factor: bool,
 }
 
 /// One of the signed-in person's own sessions.

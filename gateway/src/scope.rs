@@ -71,9 +71,14 @@ impl Scoper {
     }
 }
 
-/// Read-only keys and viewers may not write; members and viewers may not manage the team; a
+/// People who must set up a second factor do nothing else; read-only keys and viewers may not write; members and viewers may not manage the team; a
 /// subteam's own keys and people may not use what its access flags switch off.
 pub fn check_access(route: &Endpoint, principal: &Principal) -> ServiceResult<()> {
+    // A person whose team requires a second factor, and who has none, may only set one up.
+    if principal.session().is_some_and(|session| session.second_factor_needed) && !route.path.starts_with("/v1/auth/") {
+        return Err(ServiceError::forbidden("Your team requires a second factor; set one up first")
+            .with_hint("Add an authenticator app at /settings/security (POST /v1/auth/second-factors/totp)."));
+    }
     let standing = principal.standing();
     if route.write && standing == Standing::ReadOnlyKey {
         return Err(ServiceError::forbidden("This API key is read-only")

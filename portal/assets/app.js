@@ -78,6 +78,8 @@ function render({ focus = false } = {}) {
     const here = path + location.search;
     return navigate(here === '/' ? '/sign-in' : `/sign-in?next=${encodeURIComponent(here)}`, { replace: true });
   }
+  // A team that requires a second factor lets a person without one only set one up.
+  if (s.secondFactorNeeded && path !== '/settings/security') return navigate('/settings/security', { replace: true });
   return appShell(route || NOT_FOUND, { params, query, signal }, focus);
 }
 

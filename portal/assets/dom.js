@@ -3,6 +3,8 @@
 // `<img src=x onerror=...>` is shown as text.
 
 const UNSAFE = new Set(['innerHTML', 'outerHTML', 'style', 'srcdoc']);
+// The one data: URL let through: an image in an <img> (a QR code), which cannot run script there.
+const IMAGE_DATA = /^data:image\/(png|svg\+xml);base64,[A-Za-z0-9+/=]+$/;
 
 export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
@@ -14,7 +16,8 @@ export function h(tag, attrs, ...children) {
     else if (k === 'class') el.className = Array.isArray(v) ? v.filter(Boolean).join(' ') : v;
     else if (k === 'value') value = v; // after the children, so that a <select> has its options
     else if (k === 'checked' || k === 'selected') el[k] = Boolean(v);
-    else if ((k === 'href' || k === 'src' || k === 'action') && /^\s*(javascript|data|vbscript):/i.test(String(v)))
+    else if ((k === 'href' || k === 'src' || k === 'action') && /^\s*(javascript|data|vbscript):/i.test(String(v))
+      && !(tag === 'img' && k === 'src' && IMAGE_DATA.test(String(v))))
       throw new Error(`h(): refused URL in "${k}"`);
     else el.setAttribute(k, v === true ? '' : String(v));
   }

@@ -33,13 +33,16 @@ export function signIn(view, { query }) {
       ],
       submit: 'Sign in',
       onSubmit: async ({ email, password }) => {
+        let answer;
         try {
-          startSession(await api('POST', '/v1/auth/sign-in', { email, password }));
+          answer = await api('POST', '/v1/auth/sign-in', { email, password });
         } catch (err) {
           if (err.status === 429 && !err.retryAfter) err.message = 'Too many sign-in attempts. Wait a minute and try again.';
           throw err;
         }
-        navigate(next, { replace: true });
+        // 202: the password was right and a second factor is asked for.
+        if (answer?.challenge) return secondStep(view, answer, next);
+        signedIn(answer, next);
       },
     }),
     links,
@@ -47,6 +50,33 @@ export function signIn(view, { query }) {
   api('GET', '/v1/auth/options').then((o) => {
     if (o?.signUp === 'open') replace(links, 'New to Switchboard? ', h('a', { href: '/sign-up' }, 'Create a team'));
   }).catch(() => { /* no link then */ });
+}
+
+/** Where a new session goes: its page, or the set-up of a second factor the team requires. */
+function signedIn(session, next) {
+  startSession(session);
+  if (session?.secondFactorNeeded) {
+    state.notice = 'Your team requires a second factor. Set up an authenticator app to continue.';
+    navigate('/settings/security', { replace: true });
+  } else navigate(next, { replace: true });
+}
+
+/** The second step of a sign-in: a code of the authenticator app, or a recovery code. */
+function secondStep(view, challenge, next) {
+  replace(view,
+    h('p', null, 'Enter the 6-digit code from your authenticator app, or one of your recovery codes.'),
+    form({
+      fields: [field({
+        name: 'code', label: 'Code', autocomplete: 'one-time-code', inputmode: 'text', required: true, maxlength: 32,
+        hint: 'A recovery code looks like xxxxx-xxxxx and works once.',
+      })],
+      submit: 'Verify',
+      onSubmit: async ({ code }) => {
+        signedIn(await api('POST', '/v1/auth/sign-in/verify', { challenge: challenge.challenge, code }), next);
+      },
+    }),
+    h('p', { class: 'auth-links' }, h('a', { href: '/sign-in' }, 'Start again')));
+  view.querySelector('input')?.focus();
 }
 
 export function signUp(view) {

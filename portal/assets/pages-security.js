@@ -1,9 +1,15 @@
 // The signed-in person's own security: their password and their sessions (each device they are
 // signed in on, ended one by one or all but this one).
-import { h, field, form, loader, table, badge, time, section, toast, confirmDialog, ACTIONS, replace } from './dom.js';
-import { api, startSession } from './api.js';
+import {
+  h, field, form, loader, table, badge, time, section, toast, confirmDialog, ACTIONS, replace, alertBox, copyField,
+} from './dom.js';
+import { api, state, startSession, loadSession, actingTeam } from './api.js';
 
 export function security(view) {
+  if (state.notice) {
+    view.append(alertBox(state.notice, { kind: 'info' }));
+    state.notice = null;
+  }
   let reload;
   const sessions = loader(async (again) => {
     reload = again;
@@ -49,7 +55,9 @@ export function security(view) {
   });
 
   view.append(
-    h('p', { class: 'lead' }, 'Your password, and where you are signed in.'),
+    h('p', { class: 'lead' }, 'Your password, your second factor, and where you are signed in.'),
+    section('Two-step sign-in', secondFactor()),
+    state.session?.role === 'owner' && !actingTeam().isSubteam && section('Team requirement', teamRequirement()),
     section('Password', password),
     section('Where you are signed in', h('div', null, sessions, h('div', { class: 'form-actions after-table' }, elsewhere), status)),
   );
@@ -73,4 +81,100 @@ function sessionRow(s, reload) {
         if (done) { toast(`${s.device} signed out`); reload(); }
       },
     }, 'Sign out')));
+}
+
+/** Recovery codes, shown once, with a way to copy them all. */
+function recoveryCodes(codes) {
+  return h('div', { class: 'card success' },
+    h('h3', { tabindex: '-1' }, 'Your recovery codes'),
+    h('p', null, 'Each signs you in once if you lose your authenticator app. Keep them somewhere safe: they are shown only now.'),
+    h('ul', { class: 'codes mono', 'aria-label': 'Recovery codes' }, codes.map((c) => h('li', null, c))),
+    copyField('All recovery codes', codes.join(' ')));
+}
+
+function secondFactor() {
+  const slot = h('div');
+  const show = async (fresh) => {
+    const f = await api('GET', '/v1/auth/second-factors');
+    if (!f.totp) {
+      replace(slot,
+        h('p', null, 'Signing in asks only for your password. Add an authenticator app (1Password, Google Authenticator, Authy, …) so that a stolen password is not enough.'),
+        f.required && alertBox('Your team requires a second factor.', { kind: 'info' }),
+        h('button', { type: 'button', class: 'btn primary', onclick: () => enrol().catch(failed) }, 'Set up an authenticator app'));
+      return;
+    }
+    replace(slot,
+      h('p', null, badge('On', 'accent'), ' Signing in asks for a code of your authenticator app',
+        f.totpEnabledAt ? [' (since ', time(f.totpEnabledAt), ')'] : '', '.'),
+      h('p', { class: 'muted' }, `${f.recoveryCodesLeft} recovery code${f.recoveryCodesLeft === 1 ? '' : 's'} left.`),
+      fresh,
+      h('div', { class: 'form-actions' },
+        h('button', {
+          type: 'button', class: 'btn secondary',
+          onclick: () => api('POST', '/v1/auth/second-factors/recovery-codes').then((r) => show(recoveryCodes(r.codes))).catch(failed),
+        }, 'New recovery codes'),
+        !f.required && h('button', {
+          type: 'button', class: 'btn danger-quiet',
+          onclick: async () => {
+            const done = await confirmDialog({
+              title: 'Remove the authenticator app?',
+              body: 'Signing in will ask only for your password, and your recovery codes stop working.',
+              confirm: 'Remove',
+              action: () => api('DELETE', '/v1/auth/second-factors/totp'),
+            });
+            if (done) { toast('Authenticator app removed'); show(); }
+          },
+        }, 'Remove the authenticator app')));
+  };
+  const failed = (err) => slot.append(alertBox(err.message));
+  const enrol = async () => {
+    const e = await api('POST', '/v1/auth/second-factors/totp');
+    replace(slot,
+      h('p', null, 'Scan this code with your authenticator app, or type the secret into it. Then enter the 6-digit code it shows.'),
+      h('img', { src: e.qrCode, alt: 'QR code of the authenticator set-up link', width: 200, height: 200, class: 'qr' }),
+      copyField('Secret', e.secret),
+      form({
+        className: 'stack narrow',
+        fields: [field({ name: 'code', label: 'Code from the app', autocomplete: 'one-time-code', required: true, maxlength: 16 })],
+        submit: 'Turn on two-step sign-in',
+        onSubmit: async ({ code }) => {
+          const r = await api('POST', '/v1/auth/second-factors/totp/confirm', { code });
+          toast('Two-step sign-in is on');
+          // A session that could only set up a factor is a whole one now.
+          if (state.session?.secondFactorNeeded) await loadSession();
+          await show(recoveryCodes(r.codes));
+          slot.querySelector('h3')?.focus();
+        },
+      }));
+    slot.querySelector('img')?.focus();
+  };
+  show().catch((err) => replace(slot, alertBox(err.message)));
+  return slot;
+}
+
+function teamRequirement() {
+  const team = actingTeam();
+  return loader(async (again) => {
+    const p = await api('GET', '/v1/members/security');
+    const on = p.requireSecondFactor;
+    return h('div', null,
+      h('p', null, on
+        ? `Everyone in ${team.name} needs a second factor: people without one can only set one up.`
+        : `People of ${team.name} may sign in with a password alone.`),
+      h('p', { class: 'muted' }, 'API keys are not affected.'),
+      h('button', {
+        type: 'button', class: on ? 'btn secondary' : 'btn primary',
+        onclick: async (ev) => {
+          ev.target.disabled = true;
+          try {
+            await api('PUT', '/v1/members/security', { requireSecondFactor: !on });
+            toast(on ? 'A second factor is no longer required' : 'A second factor is now required');
+            again();
+          } catch (err) {
+            ev.target.disabled = false;
+            toast(err.message);
+          }
+        },
+      }, on ? 'Stop requiring a second factor' : `Require a second factor for everyone in ${team.name}`));
+  });
 }

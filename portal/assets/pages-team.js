@@ -403,7 +403,9 @@ export function subteams(view, { query }) {
 const AUDIT_ACTIONS = ['auth.signed_in', 'auth.sign_in_failed', 'auth.signed_out', 'auth.signed_up',
   'auth.password_changed', 'auth.password_change_failed', 'auth.session_ended', 'auth.signed_out_elsewhere', 'auth.password_reset', 'api_key.created', 'api_key.revoked', 'member.invited',
   'member.invitation_revoked', 'member.joined', 'member.role_changed', 'member.removed', 'subteam.created', 'webhook.created',
-  'webhook.deleted', 'instructions.replaced', 'instructions.restored'];
+  'webhook.deleted', 'instructions.replaced', 'instructions.restored', 'auth.second_factor_enabled',
+  'auth.second_factor_removed', 'auth.second_factor_failed', 'auth.recovery_code_used', 'auth.recovery_codes_renewed',
+  'team.security_changed'];
 
 export function auditLog(view, { query }) {
   if (!can('audit')) return noAccess(view);

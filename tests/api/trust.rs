@@ -522,3 +522,121 @@ async fn people_list_and_end_their_own_sessions() {
         assert!(log.as_array().unwrap().iter().any(|e| e["action"] == action), "{action} missing: {log}");
     }
 }
+
+/// The code an authenticator app shows at `unix_seconds` for a base32 `secret`.
+fn totp_code(secret: &str, unix_seconds: u64) -> String {
+    let key = totp_rs::Secret::Encoded(secret.to_owned()).to_bytes().expect("a base32 secret");
+    totp_rs::TOTP::new_unchecked(totp_rs::Algorithm::SHA1, 6, 1, 30, key).generate(unix_seconds)
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+}
+
+async fn challenge_for(stack: &Stack, email: &str) -> String {
+    let answered = stack.anonymous().post("/auth/sign-in", json!({ "email": email, "password": PASSWORD })).await;
+    let body = answered.expect(202);
+    assert!(answered.header("set-cookie").is_none(), "no session before the second factor");
+    assert_eq!(body["data"]["methods"], json!(["totp", "recovery_code"]));
+    body["data"]["challenge"].as_str().unwrap().to_owned()
+}
+
+async fn verify(stack: &Stack, challenge: &str, code: &str) -> Response {
+    stack.anonymous().post("/auth/sign-in/verify", json!({ "challenge": challenge, "code": code })).await
+}
+
+/// An authenticator app (TOTP) as a person sets it up and signs in with it, recovery codes,
+/// the bounds on guessing, and a team that requires a second factor.
+async fn second_factors(stack: &Stack) {
+    let team = stack.team("Two steps", false, 0).await;
+    let owner = owner(stack, &team.id, "ada@twostep.example").await;
+    let member = person(stack, &owner, "mia@twostep.example", "member").await;
+    assert_eq!(owner.get("/auth/second-factors").await.expect(200)["data"]["totp"], false);
+
+    let enrolment = owner.post("/auth/second-factors/totp", json!({})).await.expect(201)["data"].clone();
+    let secret = enrolment["secret"].as_str().unwrap().to_owned();
+    assert!(enrolment["uri"].as_str().unwrap().starts_with("otpauth://totp/Switchboard"), "{enrolment}");
+    assert!(enrolment["qrCode"].as_str().unwrap().starts_with("data:image/svg+xml;base64,"));
+    let wrong = owner.post("/auth/second-factors/totp/confirm", json!({ "code": "000000" })).await;
+    assert_eq!(wrong.fields(), ["code"], "{}", wrong.text);
+    let now = unix_now();
+    let confirmed = owner.post("/auth/second-factors/totp/confirm", json!({ "code": totp_code(&secret, now) })).await;
+    let codes: Vec<String> = serde_json::from_value(confirmed.expect(200)["data"]["codes"].clone()).unwrap();
+    assert_eq!(codes.len(), 10);
+    let factors = owner.get("/auth/second-factors").await.expect(200)["data"].clone();
+    assert_eq!((factors["totp"].as_bool(), factors["recoveryCodesLeft"].as_i64()), (Some(true), Some(10)));
+
+    // Signing in asks for a code; the code of the step used already is refused, the next works.
+    let challenge = challenge_for(stack, "ada@twostep.example").await;
+    assert_eq!(verify(stack, &challenge, "123456").await.error_code(401), "UNAUTHORIZED");
+    assert_eq!(verify(stack, &challenge, &totp_code(&secret, now)).await.status, 401, "a code works once");
+    let signed_in = verify(stack, &challenge, &totp_code(&secret, now + 30)).await;
+    let session = browser(stack, &signed_in);
+    session.get("/me").await.expect(200);
+    assert_eq!(verify(stack, &challenge, &totp_code(&secret, now + 30)).await.status, 401, "a challenge is used once");
+
+    // A recovery code, typed loosely, works once.
+    let challenge = challenge_for(stack, "ada@twostep.example").await;
+    let typed = codes[0].to_uppercase().replace('-', " ");
+    browser(stack, &verify(stack, &challenge, &typed).await).get("/me").await.expect(200);
+    let challenge = challenge_for(stack, "ada@twostep.example").await;
+    assert_eq!(verify(stack, &challenge, &codes[0]).await.status, 401, "a recovery code works once");
+    assert_eq!(session.get("/auth/second-factors").await.expect(200)["data"]["recoveryCodesLeft"], 9);
+
+    // Guessing is bounded: 5 codes per challenge, 10 wrong ones per person in 15 minutes.
+    let challenge = challenge_for(stack, "ada@twostep.example").await;
+    for _ in 0..5 {
+        assert_eq!(verify(stack, &challenge, "111111").await.status, 401);
+    }
+    let spent = verify(stack, &challenge, &codes[1]).await;
+    assert_eq!(spent.status, 401, "a sixth try is over the challenge's bound: {}", spent.text);
+    // Wrong codes so far: 2 + 1 + 5 = 8 (the spent challenge's sixth try was refused uncounted).
+    let challenge = challenge_for(stack, "ada@twostep.example").await;
+    for _ in 0..2 {
+        assert_eq!(verify(stack, &challenge, "222222").await.status, 401);
+    }
+    let throttled = verify(stack, &challenge, &codes[1]).await;
+    assert_eq!(throttled.error_code(429), "RATE_LIMITED");
+    assert!(throttled.header("retry-after").is_some());
+    let audit = session.get("/audit-log?action=auth.second_factor_failed&limit=50").await.expect(200).clone();
+    assert!(audit["pagination"]["totalCount"].as_u64().unwrap() >= 8, "{audit}");
+
+    // The team requires a second factor: a member without one may only set one up.
+    assert_eq!(member.put("/members/security", json!({ "requireSecondFactor": true })).await.status, 403);
+    let key = stack.client(&team.key);
+    assert_eq!(key.put("/members/security", json!({ "requireSecondFactor": true })).await.error_code(403), "FORBIDDEN");
+    session.put("/members/security", json!({ "requireSecondFactor": true })).await.expect(200);
+    assert_eq!(session.get("/members/security").await.expect(200)["data"]["requireSecondFactor"], true);
+    crate::accounts::answers_within(403, "a member without a second factor", || member.get("/agents")).await;
+    let limited = member.get("/auth/session").await.expect(200)["data"].clone();
+    assert_eq!(limited["secondFactorNeeded"], true);
+    key.get("/agents").await.expect(200);
+    let theirs = member.post("/auth/second-factors/totp", json!({})).await.expect(201)["data"]["secret"].clone();
+    let code = totp_code(theirs.as_str().unwrap(), unix_now());
+    member.post("/auth/second-factors/totp/confirm", json!({ "code": code })).await.expect(200);
+    crate::accounts::answers_within(200, "the member, with a second factor now", || member.get("/agents")).await;
+    assert_eq!(member.delete("/auth/second-factors/totp").await.error_code(409), "CONFLICT", "required");
+    session.put("/members/security", json!({ "requireSecondFactor": false })).await.expect(200);
+    member.delete("/auth/second-factors/totp").await.expect(200);
+
+    // An owner without a second factor cannot require one; keys have no second factors.
+    let other = stack.team("One step", false, 0).await;
+    let plain_owner = crate::accounts::owner(stack, &other.id, "bo@onestep.example").await;
+    let refused = plain_owner.put("/members/security", json!({ "requireSecondFactor": true })).await;
+    assert_eq!(refused.error_code(409), "CONFLICT");
+    assert_eq!(key.get("/auth/second-factors").await.error_code(401), "UNAUTHORIZED");
+}
+
+#[tokio::test]
+async fn an_authenticator_app_guards_sign_in() {
+    second_factors(&Stack::start().await).await;
+}
+
+#[tokio::test]
+async fn an_authenticator_app_guards_sign_in_on_postgres() {
+    let Some(stack) = Stack::serve_on_postgres(&["identity", "agents"], &[]).await else {
+        eprintln!("NOTE: an_authenticator_app_guards_sign_in_on_postgres skipped: no TEST_DATABASE_URL");
+        return;
+    };
+    second_factors(&stack).await;
+}

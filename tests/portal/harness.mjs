@@ -138,6 +138,19 @@ export async function newContext(browser, label) {
 export const password = () => `Sb-${crypto.randomBytes(12).toString('base64url')}-pw`;
 export const rand = crypto.randomBytes(3).toString('hex');
 
+/** The code an authenticator app shows at `seconds` (Unix time) for a base32 secret (RFC 6238). */
+export function totp(secret, seconds = Date.now() / 1000) {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+  let bits = '';
+  for (const c of secret.replace(/=+$/, '')) bits += alphabet.indexOf(c).toString(2).padStart(5, '0');
+  const key = Buffer.from((bits.match(/.{8}/g) || []).map((b) => parseInt(b, 2)));
+  const counter = Buffer.alloc(8);
+  counter.writeBigUInt64BE(BigInt(Math.floor(seconds / 30)));
+  const mac = crypto.createHmac('sha1', key).update(counter).digest();
+  const at = mac[mac.length - 1] & 15;
+  return String((mac.readUInt32BE(at) & 0x7fffffff) % 1e6).padStart(6, '0');
+}
+
 export async function me(key) {
   const res = await fetch(`${BASE}/v1/me`, { headers: { 'X-API-Key': key }, signal: AbortSignal.timeout(T) });
   return { status: res.status, body: await res.json().catch(() => null) };

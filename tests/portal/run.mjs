@@ -19,7 +19,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   T, mock, BASE, ORIGIN, INVITE, SHOTS, results, problems, axeNotes, Failure, fail, ok, step, visible, hidden, atPath,
-  settled, check, newContext, password, rand, me, nav, track,
+  settled, check, newContext, password, rand, me, nav, track, totp,
 } from './harness.mjs';
 import { workspace } from './workspace/index.mjs';
 
@@ -339,6 +339,36 @@ try {
         ok(Date.now() < until, 'the other session still works 10 s after "Sign out everywhere else"');
         await new Promise((r) => setTimeout(r, 250));
       }
+    });
+
+    await step('turn on two-step sign-in with an authenticator app; signing in then asks for its code', async () => {
+      const { page } = owner;
+      await page.getByRole('button', { name: 'Set up an authenticator app' }).click();
+      await visible(page.getByRole('img', { name: 'QR code of the authenticator set-up link' }), 'the QR code');
+      const secret = await page.getByLabel('Secret').inputValue();
+      ok(/^[A-Z2-7]{32}$/.test(secret), `the secret is not base32: ${secret}`);
+      await check(page, 'security-totp-setup');
+      const now = Date.now() / 1000;
+      await page.getByLabel('Code from the app').fill(totp(secret, now));
+      await page.getByRole('button', { name: 'Turn on two-step sign-in' }).click();
+      const codes = await visible(page.getByRole('list', { name: 'Recovery codes' }), 'the recovery codes');
+      ok((await codes.getByRole('listitem').count()) === 10, 'not 10 recovery codes');
+      await check(page, 'security-totp-on');
+      await page.getByRole('banner').getByRole('button', { name: 'Sign out', exact: true }).click();
+      await atPath(page, '/sign-in');
+      await page.getByLabel('Email').fill(owner.email);
+      await page.getByLabel('Password').fill(ownerPassword);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      const code = await visible(page.getByLabel('Code'), 'the second step of sign-in');
+      await check(page, 'sign-in-second-factor');
+      await code.fill('000000');
+      await page.getByRole('button', { name: 'Verify' }).click();
+      await visible(page.getByText('Invalid code'), 'the error of a wrong code');
+      // The code of the step the set-up used is spent: the next step's code (one step of skew).
+      await code.fill(totp(secret, now + 30));
+      await page.getByRole('button', { name: 'Verify' }).click();
+      await atPath(page, '/', 'the overview after the second factor');
+      await visible(page.getByRole('heading', { level: 1, name: 'Overview' }), 'the Overview heading');
     });
 
     await step('as the agency owner, create a subteam in /subteams; the invite link is shown', async () => {

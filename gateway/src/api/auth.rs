@@ -6,18 +6,22 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use switchboard_api::accounts::{AuthOptions, SessionItem, SessionView, SessionsEnded, SignedOut};
+use switchboard_api::accounts::{
+    AuthOptions, SecondFactorChallengeView, SessionItem, SessionView, SessionsEnded, SignedOut,
+};
 use switchboard_kit::apikey::hash_key;
 use switchboard_kit::time::now_ms;
 use switchboard_kit::{ErrorKind, ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{
     AcceptInvitationRequest, ChangePasswordRequest, EndSessionRequest, EndUserSessionsRequest,
     GetAccountOptionsRequest, ListSessionsRequest, ResetPasswordRequest, SignInRequest, SignUpRequest, SignedIn,
+    VerifySecondFactorRequest,
 };
 
 use super::groups::AUTH;
 use crate::call::Call;
-use crate::endpoint::{Created, Data, Endpoint, Id, Input, Json, List, Nothing, WithCookie};
+use crate::call::Reply;
+use crate::endpoint::{Accepted, Answer, Created, Data, Endpoint, Id, Input, Json, List, Nothing, WithCookie};
 use crate::limits::RateClass;
 use crate::sessions;
 
@@ -37,8 +41,22 @@ pub fn endpoints() -> Vec<Endpoint> {
                  with Retry-After. A correct password from a client with no failures is not held up.",
             )
             .for_visitors()
+            .also_answers::<Accepted<SecondFactorChallengeView>>(
+                "The password was right and the person has a second factor: no session yet. Send the \
+                 challenge with a code to POST /v1/auth/sign-in/verify.",
+            )
             .fails(401, "Invalid email or password.")
             .fails(429, "Too many sign-ins, or too many failed ones, from this client or for this e-mail."),
+        Endpoint::post("/v1/auth/sign-in/verify", verify)
+            .doc("verifySecondFactor", AUTH, "Finish a sign-in with a second factor; begins a session (cookie)")
+            .about(
+                "`code` is the current 6-digit code of the person's authenticator app, or one of their recovery \
+                 codes (each works once). A challenge takes at most 5 codes and lasts 5 minutes; after 10 wrong \
+                 codes for one person in 15 minutes, tries answer 429 with Retry-After.",
+            )
+            .for_visitors()
+            .fails(401, "Invalid code, or the challenge expired, was used or took 5 codes already.")
+            .fails(429, "Too many wrong codes for this person, or too many requests from this client."),
         Endpoint::post("/v1/auth/sign-up", sign_up)
             .doc("signUp", AUTH, "Create a team and its owner, and sign in (when sign-up is open)")
             .about(
@@ -100,6 +118,49 @@ pub struct SignIn {
     pub email: String,
     #[schemars(length(min = 1, max = 256))]
     pub password: String,
+}
+
+/// Other members are ignored.
+#[derive(Deserialize, JsonSchema)]
+pub struct Verify {
+    /// The `challenge` of the sign-in's 202 answer.
+    #[schemars(length(min = 1, max = 128))]
+    pub challenge: String,
+    /// A 6-digit code of the authenticator app, or a recovery code (`xxxxx-xxxxx`).
+    #[schemars(length(min = 1, max = 32))]
+    pub code: String,
+}
+
+/// A sign-in's answer: a session, or (the person has a second factor) a challenge for it.
+/// Described as the session; the challenge's 202 is declared beside it (`also_answers`).
+pub enum SignInAnswer {
+    Session(Box<WithCookie<Data<SessionView>>>),
+    Challenge(Accepted<SecondFactorChallengeView>),
+}
+
+impl JsonSchema for SignInAnswer {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        <Data<SessionView>>::schema_name()
+    }
+
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        <Data<SessionView>>::schema_id()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        <Data<SessionView>>::json_schema(generator)
+    }
+}
+
+impl Answer for SignInAnswer {
+    const STATUS: u16 = 200;
+
+    fn into_reply(self) -> Reply {
+        match self {
+            SignInAnswer::Session(session) => (*session).into_reply(),
+            SignInAnswer::Challenge(challenge) => challenge.into_reply(),
+        }
+    }
 }
 
 /// Other members are ignored.
@@ -189,10 +250,7 @@ async fn options(call: Call, _: Input) -> ServiceResult<Data<AuthOptions>> {
     Ok(Data::new(AuthOptions { sign_up: if options.signup_open { "open" } else { "closed" } }))
 }
 
-async fn sign_in(
-    call: Call,
-    input: Input<Nothing, Nothing, Json<SignIn>>,
-) -> ServiceResult<WithCookie<Data<SessionView>>> {
+async fn sign_in(call: Call, input: Input<Nothing, Nothing, Json<SignIn>>) -> ServiceResult<SignInAnswer> {
     let Json(body) = input.body;
     let throttle = call.gate.throttle.clone();
     let reservation = throttle.reserve(&body.email, &call.client.ip).await?;
@@ -201,7 +259,12 @@ async fn sign_in(
     match call.services.accounts.clone().sign_in(request).await {
         Ok(signed_in) => {
             throttle.succeeded(reservation).await;
-            Ok(data(begun(&call, signed_in.into_inner())))
+            let signed_in = signed_in.into_inner();
+            if let Some(challenge) = &signed_in.challenge {
+                let view = SecondFactorChallengeView::from(challenge);
+                return Ok(SignInAnswer::Challenge(Accepted::new(view, "Enter a code of your second factor")));
+            }
+            Ok(SignInAnswer::Session(Box::new(data(begun(&call, signed_in)))))
         }
         Err(status) => {
             let error = ServiceError::from_status(&status);
@@ -212,6 +275,17 @@ async fn sign_in(
             Err(error)
         }
     }
+}
+
+async fn verify(
+    call: Call,
+    input: Input<Nothing, Nothing, Json<Verify>>,
+) -> ServiceResult<WithCookie<Data<SessionView>>> {
+    let Json(body) = input.body;
+    let request =
+        VerifySecondFactorRequest { challenge: body.challenge, code: body.code, client: Some((&call.client).into()) };
+    let signed_in = call.services.accounts.clone().verify_second_factor(request).await?.into_inner();
+    Ok(data(begun(&call, signed_in)))
 }
 
 async fn sign_up(

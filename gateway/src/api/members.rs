@@ -5,12 +5,14 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use switchboard_api::accounts::{AuditEntryView, InvitationView, MemberView, PendingInvitationView, RemovedMemberView};
+use switchboard_api::accounts::{
+    AuditEntryView, InvitationView, MemberView, PendingInvitationView, RemovedMemberView, SecurityPolicyView,
+};
 use switchboard_api::paging::{default_limit, first_page};
 use switchboard_kit::{ServiceResult, limits};
 use switchboard_proto::v1::{
     CreateInvitationRequest, ListAuditLogRequest, ListInvitationsRequest, ListMembersRequest, PageRequest,
-    RemoveMemberRequest, RevokeInvitationRequest, UpdateMemberRequest,
+    RemoveMemberRequest, RevokeInvitationRequest, SecurityPolicyRequest, SetSecurityPolicyRequest, UpdateMemberRequest,
 };
 
 use super::groups::MEMBERS;
@@ -76,6 +78,21 @@ pub fn endpoints() -> Vec<Endpoint> {
             .audited("member.invitation_revoked")
             .fails(403, "Only an owner can revoke an invitation as owner.")
             .fails(404, "Invitation not found: unknown, used already, revoked or expired."),
+        Endpoint::get("/v1/members/security", security)
+            .doc("getSecurityPolicy", MEMBERS, "The team's sign-in requirements")
+            .for_admins()
+            .class(RateClass::Write),
+        Endpoint::put("/v1/members/security", set_security)
+            .doc("setSecurityPolicy", MEMBERS, "Require a second factor of every person of the team, or not")
+            .about(
+                "Owners only. Required, a person without a second factor may only set one up (every other \
+                 operation is 403 until then, sessions already begun included); API keys are not affected. An \
+                 owner must have a second factor to require one (409).",
+            )
+            .for_admins()
+            .audited("team.security_changed")
+            .fails(403, "Only an owner changes the team's sign-in requirements.")
+            .fails(409, "Set up your own second factor before requiring one."),
         Endpoint::get("/v1/audit-log", audit_log)
             .doc("listAuditLog", MEMBERS, "What was done to the team, by whom, when and from where; newest first")
             .about(
@@ -83,7 +100,9 @@ pub fn endpoints() -> Vec<Endpoint> {
                  auth.password_changed, auth.password_change_failed, auth.session_ended, auth.signed_out_elsewhere, \
                  auth.password_reset, api_key.created, api_key.revoked, member.invited, member.invitation_revoked, \
                  member.joined, member.role_changed, member.removed, subteam.created, webhook.created, \
-                 webhook.deleted, instructions.replaced, instructions.restored.",
+                 webhook.deleted, instructions.replaced, instructions.restored, auth.second_factor_enabled, \
+                 auth.second_factor_removed, auth.second_factor_failed, auth.recovery_code_used, \
+                 auth.recovery_codes_renewed, team.security_changed.",
             )
             .needs_full_access()
             .for_admins()
@@ -96,6 +115,13 @@ pub fn endpoints() -> Vec<Endpoint> {
 #[serde(rename_all = "camelCase")]
 pub struct MemberPath {
     pub user_id: Id,
+}
+
+/// Other members are ignored.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SecurityPolicyBody {
+    pub require_second_factor: bool,
 }
 
 /// An invitation's id in the path.
@@ -245,4 +271,27 @@ async fn audit_log(call: Call, input: Input<Nothing, AuditQuery>) -> ServiceResu
         data: answer.entries.iter().map(AuditEntryView::from).collect(),
         pagination: answer.page.unwrap_or_default().into(),
     })
+}
+
+async fn security(call: Call, _: Input) -> ServiceResult<Data<SecurityPolicyView>> {
+    let request = SecurityPolicyRequest { team_id: call.team_id().to_owned() };
+    let policy = call.services.accounts.clone().get_security_policy(request).await?.into_inner();
+    Ok(Data::new(SecurityPolicyView { require_second_factor: policy.require_second_factor }))
+}
+
+async fn set_security(
+    call: Call,
+    input: Input<Nothing, Nothing, Json<SecurityPolicyBody>>,
+) -> ServiceResult<Updated<SecurityPolicyView>> {
+    let Json(body) = input.body;
+    let request = SetSecurityPolicyRequest {
+        team_id: call.team_id().to_owned(),
+        require_second_factor: body.require_second_factor,
+        caller_role: call.principal.standing().caller_role().to_owned(),
+        actor: Some(call.principal.actor()),
+        client: Some((&call.client).into()),
+    };
+    let policy = call.services.accounts.clone().set_security_policy(request).await?.into_inner();
+    let view = SecurityPolicyView { require_second_factor: policy.require_second_factor };
+    Ok(Updated::new(view, "Sign-in requirements updated"))
 }

@@ -14,6 +14,7 @@ pub mod custom_fields;
 pub mod identity;
 pub mod knowledge;
 pub mod members;
+pub mod second_factors;
 pub mod sources;
 pub mod tags;
 pub mod usage;
@@ -43,6 +44,7 @@ pub fn endpoints() -> Vec<Endpoint> {
     [
         identity::endpoints(),
         auth::endpoints(),
+        second_factors::endpoints(),
         members::endpoints(),
         api_keys::endpoints(),
         agents::endpoints(),

@@ -125,6 +125,19 @@ impl ToolHints {
 pub type HandlerFuture = Pin<Box<dyn Future<Output = HandlerResult> + Send>>;
 type Runner = Arc<dyn Fn(Call, RawInput) -> HandlerFuture + Send + Sync>;
 
+/// A success an operation gives besides its main answer, with its own status and schema (a
+/// sign-in that asks for a second factor answers 202, not 200).
+#[derive(Clone)]
+pub struct AlsoAnswer {
+    pub status: u16,
+    pub description: &'static str,
+    pub schema: fn(&mut Generators) -> Schema,
+}
+
+fn answer_schema<R: Answer>(generators: &mut Generators) -> Schema {
+    generators.answer::<R>()
+}
+
 /// What the OpenAPI document says of an endpoint's body and answer.
 pub struct Described {
     pub request: Option<Schema>,
@@ -166,6 +179,7 @@ pub struct Endpoint {
     /// The largest JSON body it takes, when it needs more than the gateway's limit.
     pub body_limit: Option<usize>,
     pub failures: Vec<Failure>,
+    pub also_answers: Vec<AlsoAnswer>,
     pub tool: Option<Tool>,
     pub gives: Vec<Gives>,
     pub inputs: Arc<InputSchemas>,
@@ -218,6 +232,7 @@ impl Endpoint {
             body: B::KIND,
             body_limit: None,
             failures: Vec::new(),
+            also_answers: Vec::new(),
             tool: None,
             gives: Vec::new(),
             inputs,
@@ -333,6 +348,12 @@ impl Endpoint {
     /// An error answer of this operation, e.g. `404` with the texts it can carry.
     pub fn fails(mut self, status: u16, description: &'static str) -> Self {
         self.failures.push(Failure { status, description });
+        self
+    }
+
+    /// Also answers `R` (with its own status) when `description` says so.
+    pub fn also_answers<R: Answer>(mut self, description: &'static str) -> Self {
+        self.also_answers.push(AlsoAnswer { status: R::STATUS, description, schema: answer_schema::<R> });
         self
     }
 

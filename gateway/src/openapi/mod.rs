@@ -241,6 +241,12 @@ fn operation(
         "responses": responses(endpoint, described.status, Value::from(described.answer), links(endpoint, endpoints), errors)?,
         "x-rate-class": endpoint.class.name(),
     });
+    for also in &endpoint.also_answers {
+        let schema = Value::from((also.schema)(generators));
+        let answer =
+            json!({ "description": also.description, "content": { "application/json": { "schema": schema } } });
+        operation["responses"][also.status.to_string()] = answer;
+    }
     if let Some(feature) = endpoint.feature {
         operation["x-access-feature"] = json!(feature.name());
     }

@@ -18,8 +18,8 @@ use crate::store::links::{INVITE, Names, RESET};
 use crate::store::members::OWNER;
 
 pub struct AccountsApi {
-    store: IdentityStore,
-    settings: AccountSettings,
+    pub(crate) store: IdentityStore,
+    pub(crate) settings: AccountSettings,
     mailer: Option<Mailer>,
     /// A session that ends or changes gives its team a new version: every gateway then looks
     /// its sessions up again at their next request.
@@ -39,7 +39,7 @@ fn wrong_credentials() -> ServiceError {
     ServiceError::new(ErrorKind::Unauthorized, "Invalid email or password")
 }
 
-fn user_actor(user: &User) -> Actor {
+pub(crate) fn user_actor(user: &User) -> Actor {
     let name = format!("{} {}", user.first_name, user.last_name).trim().to_owned();
     Actor { r#type: "user".to_owned(), id: user.id.clone(), name }
 }
@@ -51,7 +51,7 @@ fn check_password(field: &str, password: &str, about_user: &[&str]) -> ServiceRe
 
 impl AccountsApi {
     /// After sessions of `team_id` ended or changed: a new team version, before the answer.
-    async fn sessions_changed(&self, team_id: &str) {
+    pub(crate) async fn sessions_changed(&self, team_id: &str) {
         announce(self.versions.as_ref(), &[team_id]).await;
     }
 
@@ -62,7 +62,7 @@ impl AccountsApi {
     }
 
     /// Writes an entry; a failure to write is logged, never the caller's failure.
-    async fn audit(&self, team_id: &str, action: &str, actor: Actor, target: &str, client: Option<&Client>) {
+    pub(crate) async fn audit(&self, team_id: &str, action: &str, actor: Actor, target: &str, client: Option<&Client>) {
         let client = client.cloned().unwrap_or_default();
         let entry = AuditEntry {
             team_id: team_id.to_owned(),
@@ -78,7 +78,7 @@ impl AccountsApi {
         }
     }
 
-    async fn audit_signed_in(&self, action: &str, signed_in: &SignedIn, client: Option<&Client>) {
+    pub(crate) async fn audit_signed_in(&self, action: &str, signed_in: &SignedIn, client: Option<&Client>) {
         if let Some(user) = signed_in.session.as_ref().and_then(|s| s.user.as_ref()) {
             self.audit(&user.team_id, action, user_actor(user), &user.email, client).await;
         }
@@ -109,9 +109,43 @@ impl AccountService for AccountsApi {
             None => return Err(wrong_credentials().into()),
         };
         let client = request.client.unwrap_or_default();
-        let signed_in = self.store.begin_session(&user, &client, self.settings.sessions).await?;
-        self.audit_signed_in("auth.signed_in", &signed_in, Some(&client)).await;
-        reply(Ok(signed_in))
+        reply(self.signed_in_or_challenged(&user, &client).await)
+    }
+
+    async fn verify_second_factor(&self, request: Request<VerifySecondFactorRequest>) -> Reply<SignedIn> {
+        reply(AccountsApi::verify_second_factor(self, request.into_inner()).await)
+    }
+
+    async fn get_second_factors(&self, request: Request<SessionTokenRequest>) -> Reply<SecondFactors> {
+        reply(self.second_factors_of(&request.into_inner().token_hash).await)
+    }
+
+    async fn begin_totp(&self, request: Request<SessionTokenRequest>) -> Reply<TotpEnrolment> {
+        reply(AccountsApi::begin_totp(self, &request.into_inner().token_hash).await)
+    }
+
+    async fn confirm_totp(&self, request: Request<ConfirmTotpRequest>) -> Reply<RecoveryCodes> {
+        reply(AccountsApi::confirm_totp(self, request.into_inner()).await)
+    }
+
+    async fn remove_totp(&self, request: Request<SessionTokenRequest>) -> Reply<SecondFactors> {
+        let request = request.into_inner();
+        reply(AccountsApi::remove_totp(self, &request.token_hash, request.client.as_ref()).await)
+    }
+
+    async fn new_recovery_codes(&self, request: Request<SessionTokenRequest>) -> Reply<RecoveryCodes> {
+        let request = request.into_inner();
+        reply(self.renew_recovery_codes(&request.token_hash, request.client.as_ref()).await)
+    }
+
+    async fn get_security_policy(&self, request: Request<SecurityPolicyRequest>) -> Reply<SecurityPolicy> {
+        let team_id = request.into_inner().team_id;
+        let require_second_factor = self.store.requires_second_factor(&team_id).await?;
+        reply(Ok(SecurityPolicy { require_second_factor }))
+    }
+
+    async fn set_security_policy(&self, request: Request<SetSecurityPolicyRequest>) -> Reply<SecurityPolicy> {
+        reply(AccountsApi::set_security_policy(self, request.into_inner()).await)
     }
 
     async fn sign_up(&self, request: Request<SignUpRequest>) -> Reply<SignedIn> {

@@ -6,6 +6,7 @@ pub mod allowances;
 pub mod keys;
 pub mod mail;
 pub mod passwords;
+pub mod second_factor;
 pub mod service;
 pub mod settings;
 pub mod store;

@@ -66,8 +66,15 @@ fn session_from_row(row: &AnyRow) -> Result<Session, sqlx::Error> {
         team: Some(team_from_row(row)?),
         expires_at_ms: row.try_get("expires_at")?,
         created_at_ms: row.try_get("session_created_at")?,
+        second_factor_needed: row.try_get::<i64, _>("require_second_factor")? != 0
+            && row.try_get::<i64, _>("factor_count")? == 0,
     })
 }
+
+/// The columns [`session_from_row`] reads beyond the session's, user's and team's: whether the
+/// user still has to set up a second factor their team requires.
+const SECOND_FACTOR_COLUMNS: &str = "t.require_second_factor, \
+     (SELECT COUNT(*) FROM totp_factors f WHERE f.user_id = u.id AND f.confirmed_at IS NOT NULL) AS factor_count";
 
 impl IdentityStore {
     /// The account that signs in with `email` (compared ignoring case), if there is one.
@@ -105,7 +112,7 @@ impl IdentityStore {
         let row = sqlx::query(&format!(
             "SELECT s.id AS session_id, s.created_at AS session_created_at, s.expires_at, s.last_seen_at, \
              u.id AS user_id, u.team_id AS user_team_id, u.first_name, u.last_name, u.email, u.role, \
-             u.created_at AS user_created_at, {TEAM_COLUMNS} \
+             u.created_at AS user_created_at, {TEAM_COLUMNS}, {SECOND_FACTOR_COLUMNS} \
              FROM sessions s JOIN users u ON u.id = s.user_id JOIN teams t ON t.id = u.team_id \
              WHERE s.token_hash = $1 AND s.ended_at IS NULL AND s.expires_at > $2 AND s.last_seen_at > $3 \
              AND u.password_hash IS NOT NULL AND t.deleted_at IS NULL"
@@ -208,12 +215,18 @@ pub(super) async fn begin_session_in(
     client: &Client,
     times: SessionTimes,
 ) -> ServiceResult<SignedIn> {
-    let row = sqlx::query(&format!("SELECT {TEAM_COLUMNS} FROM teams t WHERE t.id = $1 AND t.deleted_at IS NULL"))
-        .bind(&user.team_id)
-        .fetch_optional(&mut *conn)
-        .await?
-        .ok_or_else(|| ServiceError::new(ErrorKind::Unauthorized, "Invalid email or password"))?;
+    let row = sqlx::query(&format!(
+        "SELECT {TEAM_COLUMNS}, {SECOND_FACTOR_COLUMNS} FROM teams t JOIN users u ON u.team_id = t.id \
+         WHERE t.id = $1 AND u.id = $2 AND t.deleted_at IS NULL"
+    ))
+    .bind(&user.team_id)
+    .bind(&user.id)
+    .fetch_optional(&mut *conn)
+    .await?
+    .ok_or_else(|| ServiceError::new(ErrorKind::Unauthorized, "Invalid email or password"))?;
     let team: Team = team_from_row(&row)?;
+    let second_factor_needed =
+        row.try_get::<i64, _>("require_second_factor")? != 0 && row.try_get::<i64, _>("factor_count")? == 0;
     let token = new_token();
     let now = now_ms();
     let session = Session {
@@ -222,6 +235,7 @@ pub(super) async fn begin_session_in(
         team: Some(team),
         expires_at_ms: now + times.max_ms,
         created_at_ms: now,
+        second_factor_needed,
     };
     sqlx::query(
         "INSERT INTO sessions (id, token_hash, user_id, team_id, created_at, last_seen_at, expires_at, ip, user_agent) \
@@ -242,7 +256,7 @@ pub(super) async fn begin_session_in(
         .bind(&user.id)
         .execute(&mut *conn)
         .await?;
-    Ok(SignedIn { token, session: Some(session) })
+    Ok(SignedIn { token, session: Some(session), challenge: None })
 }
 
 /// The user with this id in `conn`'s view.

@@ -7,6 +7,7 @@ mod credits;
 mod keys;
 pub mod links;
 pub mod members;
+pub mod second_factor;
 mod sessions;
 mod subteams;
 mod teams;

@@ -1,0 +1,300 @@
+//! Second factors: TOTP codes (RFC 6238: HMAC-SHA-1, 6 digits, 30-second steps, one step of
+//! clock skew either way, each step accepted once) and single-use recovery codes, and the
+//! `AccountService` calls that set them up and check them at sign-in.
+//!
+//! A sign-in whose user has a second factor does not begin a session: it answers a challenge
+//! (`store::second_factor`), which `VerifySecondFactor` turns into a session with a code. A
+//! team can require a second factor; its people without one then get sessions that may only
+//! set one up (`Session.second_factor_needed`, enforced by the gateway).
+
+use rand::RngCore;
+use switchboard_kit::apikey::hash_key;
+use switchboard_kit::time::now_ms;
+use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
+use switchboard_proto::v1::{
+    Client, ConfirmTotpRequest, RecoveryCodes, SecondFactorChallenge, SecondFactors, SecurityPolicy,
+    SetSecurityPolicyRequest, SignedIn, TotpEnrolment, User, VerifySecondFactorRequest,
+};
+
+use crate::accounts::{AccountsApi, user_actor};
+use crate::store::members::OWNER;
+
+const STEP_SECONDS: u64 = 30;
+const DIGITS: usize = 6;
+/// 160 bits, as RFC 4226 recommends.
+const SECRET_BYTES: usize = 20;
+const RECOVERY_CODES: usize = 10;
+/// Shown in authenticator apps beside the account.
+const ISSUER: &str = "Switchboard";
+pub const TOTP: &str = "totp";
+pub const RECOVERY_CODE: &str = "recovery_code";
+
+/// A new TOTP secret, base32 without padding (what apps take).
+fn new_secret() -> String {
+    let mut secret = [0u8; SECRET_BYTES];
+    rand::rng().fill_bytes(&mut secret);
+    base32(&secret)
+}
+
+/// RFC 4648 base32, upper case, without padding.
+fn base32(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 32] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    let mut out = String::with_capacity(bytes.len().div_ceil(5) * 8);
+    let (mut buffer, mut bits) = (0u32, 0u32);
+    for byte in bytes {
+        buffer = (buffer << 8) | u32::from(*byte);
+        bits += 8;
+        while bits >= 5 {
+            bits -= 5;
+            out.push(char::from(ALPHABET[((buffer >> bits) & 31) as usize]));
+        }
+    }
+    if bits > 0 {
+        out.push(char::from(ALPHABET[((buffer << (5 - bits)) & 31) as usize]));
+    }
+    out
+}
+
+fn decode_base32(text: &str) -> Option<Vec<u8>> {
+    let (mut buffer, mut bits, mut out) = (0u32, 0u32, Vec::new());
+    for c in text.bytes() {
+        let value = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'2'..=b'7' => c - b'2' + 26,
+            _ => return None,
+        };
+        buffer = (buffer << 5) | u32::from(value);
+        bits += 5;
+        if bits >= 8 {
+            bits -= 8;
+            out.push(((buffer >> bits) & 0xff) as u8);
+        }
+    }
+    Some(out)
+}
+
+/// The `otpauth://` URI authenticator apps read from a QR code.
+fn otpauth_uri(secret: &str, account: &str) -> String {
+    use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+    let label = utf8_percent_encode(&format!("{ISSUER}:{account}"), NON_ALPHANUMERIC).to_string();
+    format!(
+        "otpauth://totp/{label}?secret={secret}&issuer={ISSUER}&algorithm=SHA1&digits={DIGITS}&period={STEP_SECONDS}"
+    )
+}
+
+/// The time step `code` was made for, within one step of `now_seconds`, if it is one.
+fn matching_step(secret: &str, code: &str, now_seconds: u64) -> Option<i64> {
+    let key = decode_base32(secret)?;
+    let totp = totp_rs::TOTP::new_unchecked(totp_rs::Algorithm::SHA1, DIGITS, 1, STEP_SECONDS, key);
+    let now_step = now_seconds / STEP_SECONDS;
+    // Every candidate is compared, so that the time does not tell which matched.
+    let mut found = None;
+    for step in [now_step.saturating_sub(1), now_step, now_step + 1] {
+        let expected = totp.generate(step * STEP_SECONDS);
+        let same = expected.len() == code.len()
+            && expected.bytes().zip(code.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0;
+        if same {
+            found = i64::try_from(step).ok();
+        }
+    }
+    found
+}
+
+/// Ten recovery codes of 10 base32 characters (50 bits each), shown as `xxxxx-xxxxx`.
+fn new_recovery_codes() -> Vec<String> {
+    (0..RECOVERY_CODES)
+        .map(|_| {
+            let mut bytes = [0u8; 7];
+            rand::rng().fill_bytes(&mut bytes);
+            let text = base32(&bytes)[..10].to_lowercase();
+            format!("{}-{}", &text[..5], &text[5..])
+        })
+        .collect()
+}
+
+/// A code as typed: spaces and dashes dropped, recovery codes compared in lower case.
+fn normalized(code: &str) -> String {
+    code.chars().filter(|c| !c.is_whitespace() && *c != '-').collect::<String>().to_lowercase()
+}
+
+fn recovery_hash(code: &str) -> String {
+    hash_key(&normalized(code))
+}
+
+fn wrong_code() -> ServiceError {
+    ServiceError::new(ErrorKind::Unauthorized, "Invalid code")
+        .with_hint("Enter the current 6-digit code of your authenticator app, or one of your recovery codes.")
+}
+
+fn now_seconds() -> u64 {
+    u64::try_from(now_ms() / 1000).unwrap_or_default()
+}
+
+impl AccountsApi {
+    /// What `SignIn` answers for a user whose password was right: a session, or a challenge
+    /// when they have a second factor.
+    pub(crate) async fn signed_in_or_challenged(&self, user: &User, client: &Client) -> ServiceResult<SignedIn> {
+        if !self.store.has_second_factor(&user.id).await? {
+            let signed_in = self.store.begin_session(user, client, self.settings.sessions).await?;
+            self.audit_signed_in("auth.signed_in", &signed_in, Some(client)).await;
+            return Ok(signed_in);
+        }
+        let (token, expires_at_ms) = self.store.create_challenge(user, client).await?;
+        let methods = vec![TOTP.to_owned(), RECOVERY_CODE.to_owned()];
+        Ok(SignedIn { challenge: Some(SecondFactorChallenge { token, expires_at_ms, methods }), ..SignedIn::default() })
+    }
+
+    pub(crate) async fn verify_second_factor(&self, request: VerifySecondFactorRequest) -> ServiceResult<SignedIn> {
+        let challenge = self.store.challenge(&request.challenge).await?;
+        let user = challenge.user;
+        let client = request.client.unwrap_or_default();
+        let code = normalized(&request.code);
+        let accepted = if code.len() == DIGITS && code.bytes().all(|b| b.is_ascii_digit()) {
+            match self.store.totp_factor(&user.id).await? {
+                Some(factor) if factor.confirmed => match matching_step(&factor.secret, &code, now_seconds()) {
+                    Some(step) if step > factor.last_step => self.store.accept_totp_step(&user.id, step, None).await?,
+                    _ => false,
+                },
+                _ => false,
+            }
+        } else {
+            let used = self.store.use_recovery_code(&user.id, &recovery_hash(&code)).await?;
+            if used {
+                self.audit(&user.team_id, "auth.recovery_code_used", user_actor(&user), &user.email, Some(&client))
+                    .await;
+            }
+            used
+        };
+        if !accepted {
+            self.audit(&user.team_id, "auth.second_factor_failed", user_actor(&user), &user.email, Some(&client)).await;
+            return Err(wrong_code());
+        }
+        self.store.finish_challenge(&challenge.id).await?;
+        let signed_in = self.store.begin_session(&user, &client, self.settings.sessions).await?;
+        self.audit_signed_in("auth.signed_in", &signed_in, Some(&client)).await;
+        Ok(signed_in)
+    }
+
+    /// The user of a session, for the calls a person makes about their own second factors.
+    async fn session_user(&self, token_hash: &str) -> ServiceResult<User> {
+        let session = self.store.session(token_hash, self.settings.sessions).await?;
+        session.user.ok_or_else(|| ServiceError::new(ErrorKind::Unauthorized, "Not signed in"))
+    }
+
+    pub(crate) async fn second_factors_of(&self, token_hash: &str) -> ServiceResult<SecondFactors> {
+        let user = self.session_user(token_hash).await?;
+        self.store.second_factors(&user).await
+    }
+
+    pub(crate) async fn begin_totp(&self, token_hash: &str) -> ServiceResult<TotpEnrolment> {
+        let user = self.session_user(token_hash).await?;
+        let secret = new_secret();
+        self.store.begin_totp(&user.id, &secret).await?;
+        Ok(TotpEnrolment { uri: otpauth_uri(&secret, &user.email), secret })
+    }
+
+    pub(crate) async fn confirm_totp(&self, request: ConfirmTotpRequest) -> ServiceResult<RecoveryCodes> {
+        let user = self.session_user(&request.token_hash).await?;
+        let pending = self.store.totp_factor(&user.id).await?.filter(|factor| !factor.confirmed);
+        let pending = pending.ok_or_else(|| {
+            ServiceError::conflict("No authenticator app is being set up")
+                .with_hint("Start with POST /v1/auth/second-factors/totp.")
+        })?;
+        let step = matching_step(&pending.secret, &normalized(&request.code), now_seconds())
+            .ok_or_else(|| ServiceError::invalid_field("code", "is not the app's current code"))?;
+        let codes = new_recovery_codes();
+        let hashes: Vec<String> = codes.iter().map(|code| recovery_hash(code)).collect();
+        if !self.store.accept_totp_step(&user.id, step, Some(&hashes)).await? {
+            return Err(ServiceError::invalid_field("code", "is not the app's current code"));
+        }
+        let client = request.client.as_ref();
+        self.audit(&user.team_id, "auth.second_factor_enabled", user_actor(&user), &user.email, client).await;
+        // A session that was limited to setting one up is a whole session now.
+        self.sessions_changed(&user.team_id).await;
+        Ok(RecoveryCodes { codes })
+    }
+
+    pub(crate) async fn remove_totp(&self, token_hash: &str, client: Option<&Client>) -> ServiceResult<SecondFactors> {
+        let user = self.session_user(token_hash).await?;
+        self.store.remove_totp(&user).await?;
+        self.audit(&user.team_id, "auth.second_factor_removed", user_actor(&user), &user.email, client).await;
+        self.store.second_factors(&user).await
+    }
+
+    pub(crate) async fn renew_recovery_codes(
+        &self,
+        token_hash: &str,
+        client: Option<&Client>,
+    ) -> ServiceResult<RecoveryCodes> {
+        let user = self.session_user(token_hash).await?;
+        let codes = new_recovery_codes();
+        let hashes: Vec<String> = codes.iter().map(|code| recovery_hash(code)).collect();
+        self.store.renew_recovery_codes(&user.id, &hashes).await?;
+        self.audit(&user.team_id, "auth.recovery_codes_renewed", user_actor(&user), &user.email, client).await;
+        Ok(RecoveryCodes { codes })
+    }
+
+    pub(crate) async fn set_security_policy(&self, request: SetSecurityPolicyRequest) -> ServiceResult<SecurityPolicy> {
+        if request.caller_role != OWNER {
+            return Err(ServiceError::forbidden("Only an owner can change the team's sign-in requirements"));
+        }
+        // An owner who turns it on has a second factor: they do not lock themselves to set-up.
+        if request.require_second_factor
+            && let Some(actor) = request.actor.as_ref().filter(|actor| actor.r#type == "user")
+            && !self.store.has_second_factor(&actor.id).await?
+        {
+            return Err(ServiceError::conflict("Set up your own second factor before requiring one")
+                .with_hint("Add an authenticator app at /settings/security."));
+        }
+        self.store.set_requires_second_factor(&request.team_id, request.require_second_factor).await?;
+        // The gateway writes `team.security_changed` (the operation is audited there).
+        // Every session of the team is looked up again: some are now limited to set-up.
+        self.sessions_changed(&request.team_id).await;
+        Ok(SecurityPolicy { require_second_factor: request.require_second_factor })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base32_round_trips_and_matches_rfc_4648() {
+        assert_eq!(base32(b"foobar"), "MZXW6YTBOI");
+        assert_eq!(decode_base32("MZXW6YTBOI").as_deref(), Some(&b"foobar"[..]));
+        assert_eq!(new_secret().len(), 32);
+        assert!(decode_base32("not base32!").is_none());
+    }
+
+    #[test]
+    fn codes_match_the_rfc_6238_vectors() {
+        // RFC 6238 appendix B, SHA-1 seed "12345678901234567890", 8 digits shown; the 6 low ones.
+        let secret = base32(b"12345678901234567890");
+        assert_eq!(matching_step(&secret, "287082", 59), Some(1));
+        assert_eq!(matching_step(&secret, "081804", 1_111_111_109), Some(1_111_111_109 / 30));
+        assert_eq!(matching_step(&secret, "081804", 1_111_111_109 + 30), Some(1_111_111_109 / 30), "one step late");
+        assert_eq!(matching_step(&secret, "081804", 1_111_111_109 + 61), None, "two steps late");
+        assert_eq!(matching_step(&secret, "000000", 59), None);
+    }
+
+    #[test]
+    fn recovery_codes_are_ten_distinct_and_typed_loosely() {
+        let codes = new_recovery_codes();
+        assert_eq!(codes.len(), 10);
+        assert!(codes.iter().all(|code| code.len() == 11 && code.as_bytes()[5] == b'-'));
+        let mut unique = codes.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), 10);
+        assert_eq!(recovery_hash(&codes[0]), recovery_hash(&codes[0].to_uppercase().replace('-', " ")));
+    }
+
+    #[test]
+    fn the_uri_names_the_issuer_and_account() {
+        let uri = otpauth_uri("ABC", "ada@example.com");
+        assert_eq!(
+            uri,
+            "otpauth://totp/Switchboard%3Aada%40example%2Ecom?secret=ABC&issuer=Switchboard&algorithm=SHA1&digits=6&period=30"
+        );
+    }
+}
