@@ -166,6 +166,18 @@ ensure_portal_tests() {
   export CHROMIUM="${CHROMIUM:-$(command -v chromium)}"
 }
 
+# A real OpenID Connect provider (npm oidc-provider) for the single sign-on tests.
+ensure_sso_provider() {
+  command -v npm >/dev/null || ensure_packages nodejs npm
+  local dir="$SWITCHBOARD_ROOT/tests/sso"
+  local stamp="$dir/node_modules/.switchboard-lock"
+  if ! cmp -s "$dir/package-lock.json" "$stamp" 2>/dev/null; then
+    echo "installing the OpenID provider of the SSO tests (npm ci)" >&2
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >&2) && cp "$dir/package-lock.json" "$stamp"
+  fi
+  export SWITCHBOARD_TEST_SSO_PROVIDER="$dir/provider.mjs"
+}
+
 imports_aiosmtpd() { "$1/bin/python" -c 'import aiosmtpd'; }
 
 # A local SMTP sink (aiosmtpd), to which the tests send invitation mail. Exports

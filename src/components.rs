@@ -141,6 +141,7 @@ async fn identity(context: Context) -> anyhow::Result<Component> {
             versions,
             settings,
             switchboard_identity::mail::Mailer::from_env()?,
+            switchboard_identity::sso::SsoHttp::from_env()?,
         ),
         background: vec![
             context.relay(store.db())?,

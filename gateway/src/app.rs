@@ -73,6 +73,7 @@ pub(crate) struct Admit<'a> {
     pub public_base: String,
     pub client: Client,
     pub session_token: Option<String>,
+    pub sso_binding: Option<String>,
 }
 
 /// Per-request state.
@@ -191,6 +192,7 @@ impl App {
             public_base: self.origins.public_base().to_owned(),
             client: self.origins.client(session),
             session_token,
+            sso_binding: sessions::sso_binding(session.req_header()),
         };
         let Some(key) = idempotency_key(route, session.req_header())? else {
             // Admitted before the body is read: a client over its limit is not read a large upload.
@@ -329,7 +331,7 @@ impl App {
     /// rate limit (a 429 answer when spent), `teamId` scoping and the access checks. The input
     /// is checked by the endpoint itself.
     pub(crate) async fn admit(&self, request: Admit<'_>, ctx: &mut RequestCtx) -> Result<Admission, ServiceError> {
-        let Admit { route, services, principal, team_id, public_base, client, session_token } = request;
+        let Admit { route, services, principal, team_id, public_base, client, session_token, sso_binding } = request;
         // Visitors have no team: their bucket is their address's.
         let bucket =
             if route.visitor { Cow::Owned(format!("addr:{}", client.ip)) } else { Cow::Borrowed(&*principal.team.id) };
@@ -359,6 +361,7 @@ impl App {
             url_key: self.config.url_key.clone(),
             client,
             session_token,
+            sso_binding,
             gate: crate::call::Gate { sessions: self.sessions.clone(), throttle: self.throttle.clone() },
         })))
     }

@@ -197,6 +197,8 @@ pub struct Call {
     pub client: Client,
     /// The session cookie's token, when the request carries one (sign-out ends it).
     pub session_token: Option<String>,
+    /// The single sign-on binding cookie, on `/v1/auth/sso/*`.
+    pub sso_binding: Option<String>,
     pub gate: Gate,
 }
 

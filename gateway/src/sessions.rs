@@ -33,21 +33,39 @@ pub const CSRF_HEADER: &str = "x-csrf-token";
 /// Tokens are 43 characters; anything much longer is not one.
 const MAX_TOKEN_LEN: usize = 128;
 
+/// The value of the cookie `wanted`, when it has a token's shape.
+fn cookie(header: &RequestHeader, wanted: &str) -> Option<String> {
+    header
+        .headers
+        .get_all("cookie")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == wanted)
+        .map(|(_, value)| value.trim().to_owned())
+        .filter(|value| {
+            !value.is_empty() && value.len() <= MAX_TOKEN_LEN && value.chars().all(|c| c.is_ascii_alphanumeric())
+        })
+}
+
 /// The session token in the request's `Cookie` headers, if any; the `__Host-` cookie wins.
 pub fn token(header: &RequestHeader) -> Option<String> {
-    let pairs = || {
-        header
-            .headers
-            .get_all("cookie")
-            .iter()
-            .filter_map(|value| value.to_str().ok())
-            .flat_map(|value| value.split(';'))
-            .filter_map(|pair| pair.trim().split_once('='))
-    };
-    let named = |wanted: &str| pairs().find(|(name, _)| *name == wanted).map(|(_, value)| value.trim().to_owned());
-    named(SECURE_COOKIE).or_else(|| named(COOKIE)).filter(|value| {
-        !value.is_empty() && value.len() <= MAX_TOKEN_LEN && value.chars().all(|c| c.is_ascii_alphanumeric())
-    })
+    cookie(header, SECURE_COOKIE).or_else(|| cookie(header, COOKIE))
+}
+
+/// The cookie that binds a single sign-on to the browser that started it.
+pub const SSO_COOKIE: &str = "switchboard_sso";
+
+/// The single sign-on binding of the request, on the routes that read it.
+pub fn sso_binding(header: &RequestHeader) -> Option<String> {
+    header.uri.path().starts_with("/v1/auth/sso/").then(|| cookie(header, SSO_COOKIE)).flatten()
+}
+
+/// The `Set-Cookie` value of a single sign-on's binding: sent back only to its own routes.
+pub fn set_sso_cookie(binding: &str, secure: bool) -> String {
+    let secure = if secure { "; Secure" } else { "" };
+    format!("{SSO_COOKIE}={binding}; Path=/v1/auth/sso; HttpOnly; SameSite=Lax; Max-Age=600{secure}")
 }
 
 /// The CSRF token of a session: a hash of its token under a label of its own, so that knowing

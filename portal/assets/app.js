@@ -16,6 +16,8 @@ import * as security from './pages-security.js';
 const ROUTES = [
   { path: '/sign-in', title: 'Sign in', public: true, guestOnly: true, page: auth.signIn },
   { path: '/sign-up', title: 'Create a team', public: true, guestOnly: true, page: auth.signUp },
+  { path: '/sign-in/sso', title: 'Single sign-on', public: true, guestOnly: true, page: auth.ssoSignIn },
+  { path: '/sso/callback', title: 'Signing in', public: true, page: auth.ssoCallback },
   { path: /^\/invite\/([^/]+)$/, title: 'Accept your invitation', public: true, page: auth.invite },
   { path: /^\/reset\/([^/]+)$/, title: 'Choose a new password', public: true, page: auth.reset },
   { path: '/', title: 'Overview', nav: 'Overview', page: team.overview },

@@ -83,7 +83,8 @@ export function alertBox(message, { kind = 'error', action } = {}) {
 export function errorText(err) {
   if (!err) return '';
   const base = err.message || 'Something went wrong.';
-  return err.hint ? `${base} ${err.hint}` : base;
+  if (!err.hint) return base;
+  return `${/[.!?]$/.test(base) ? base : `${base}.`} ${err.hint}`;
 }
 
 /** A section that shows "Loading…", then what load() built, or the error with a retry. */

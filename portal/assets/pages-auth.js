@@ -1,5 +1,5 @@
 // Pages that need no session: sign in, sign up, accept an invitation, reset a password.
-import { h, field, form, alertBox, navigate, replace } from './dom.js';
+import { h, field, form, alertBox, errorText, navigate, replace } from './dom.js';
 import { api, state, startSession, safeNext } from './api.js';
 
 const PASSWORD_HINT = '10 to 256 characters, hard to guess: a few unrelated words work well.';
@@ -45,11 +45,47 @@ export function signIn(view, { query }) {
         signedIn(answer, next);
       },
     }),
+    h('p', { class: 'auth-links' }, h('a', { href: `/sign-in/sso${next === '/' ? '' : `?next=${encodeURIComponent(next)}`}` }, 'Sign in with single sign-on')),
     links,
   );
   api('GET', '/v1/auth/options').then((o) => {
     if (o?.signUp === 'open') replace(links, 'New to Switchboard? ', h('a', { href: '/sign-up' }, 'Create a team'));
   }).catch(() => { /* no link then */ });
+}
+
+/** Single sign-on: the e-mail picks the team, whose identity provider the browser goes to. */
+export function ssoSignIn(view, { query }) {
+  notice(view);
+  const next = safeNext(query.get('next'));
+  view.append(
+    h('p', null, 'Enter your work e-mail: you continue at your organisation’s sign-in page.'),
+    form({
+      fields: [field({ name: 'email', label: 'Email', type: 'email', autocomplete: 'username', required: true })],
+      submit: 'Continue',
+      onSubmit: async ({ email }) => {
+        const started = await api('POST', '/v1/auth/sso/start', { email });
+        sessionStorage.setItem('switchboard.sso.next', next);
+        location.assign(started.url);
+      },
+    }),
+    h('p', { class: 'auth-links' }, h('a', { href: '/sign-in' }, 'Sign in with a password')));
+}
+
+/** Back from the identity provider: the code it sent is turned into a session. */
+export function ssoCallback(view, { query }) {
+  const next = safeNext(sessionStorage.getItem('switchboard.sso.next'));
+  sessionStorage.removeItem('switchboard.sso.next');
+  const retry = h('p', { class: 'auth-links' }, h('a', { href: '/sign-in/sso' }, 'Try again'), ' · ', h('a', { href: '/sign-in' }, 'Sign in with a password'));
+  const error = query.get('error');
+  if (error || !query.get('code') || !query.get('state')) {
+    view.append(alertBox(`Your identity provider did not sign you in${error ? ` (${error})` : ''}.`), retry);
+    return;
+  }
+  const status = h('p', { class: 'muted', role: 'status' }, 'Signing you in…');
+  view.append(status);
+  api('POST', '/v1/auth/sso/finish', { code: query.get('code'), state: query.get('state') })
+    .then((session) => signedIn(session, next))
+    .catch((err) => replace(view, alertBox(errorText(err)), retry));
 }
 
 /** Where a new session goes: its page, or the set-up of a second factor the team requires. */

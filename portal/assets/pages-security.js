@@ -58,6 +58,7 @@ export function security(view) {
     h('p', { class: 'lead' }, 'Your password, your second factor, and where you are signed in.'),
     section('Two-step sign-in', secondFactor()),
     state.session?.role === 'owner' && !actingTeam().isSubteam && section('Team requirement', teamRequirement()),
+    state.session?.role === 'owner' && !actingTeam().isSubteam && section('Single sign-on', singleSignOn()),
     section('Password', password),
     section('Where you are signed in', h('div', null, sessions, h('div', { class: 'form-actions after-table' }, elsewhere), status)),
   );
@@ -176,5 +177,61 @@ function teamRequirement() {
           }
         },
       }, on ? 'Stop requiring a second factor' : `Require a second factor for everyone in ${team.name}`));
+  });
+}
+
+function singleSignOn() {
+  const team = actingTeam();
+  return loader(async (again) => {
+    let config = null;
+    try {
+      config = await api('GET', '/v1/members/sso');
+    } catch (err) {
+      if (err.status !== 404) throw err;
+    }
+    const roles = [['member', 'Member'], ['viewer', 'Viewer'], ['admin', 'Admin']];
+    const f = form({
+      className: 'stack narrow',
+      fields: [
+        field({ name: 'issuer', label: 'Issuer URL', type: 'url', required: true, value: config?.issuer || '', placeholder: 'https://login.example.com' }),
+        field({ name: 'clientId', label: 'Client ID', required: true, value: config?.clientId || '', autocomplete: 'off' }),
+        field({
+          name: 'clientSecret', label: 'Client secret', type: 'password', autocomplete: 'off', required: !config,
+          hint: config ? 'Stored and never shown; leave empty to keep it.' : undefined,
+        }),
+        field({ name: 'domains', label: 'E-mail domains', required: true, value: (config?.domains || []).join(', '), hint: 'Comma-separated, e.g. acme.example, eu.acme.example' }),
+        field({ name: 'defaultRole', label: 'Role of people new to the team', type: 'select', value: config?.defaultRole || 'member', options: roles }),
+      ],
+      submit: config ? 'Save single sign-on' : 'Turn on single sign-on',
+      onSubmit: async (v) => {
+        const body = {
+          issuer: v.issuer, clientId: v.clientId, defaultRole: v.defaultRole,
+          domains: v.domains.split(',').map((d) => d.trim()).filter(Boolean),
+        };
+        if (v.clientSecret) body.clientSecret = v.clientSecret;
+        await api('PUT', '/v1/members/sso', body);
+        toast('Single sign-on saved');
+        again();
+      },
+    });
+    const remove = config && h('button', {
+      type: 'button', class: 'btn danger-quiet',
+      onclick: async () => {
+        const done = await confirmDialog({
+          title: 'Remove single sign-on?',
+          body: `People of ${team.name} who only ever signed in through it can no longer sign in.`,
+          confirm: 'Remove',
+          action: () => api('DELETE', '/v1/members/sso'),
+        });
+        if (done) { toast('Single sign-on removed'); again(); }
+      },
+    }, 'Remove single sign-on');
+    return h('div', null,
+      h('p', null, config
+        ? `People with an address in ${config.domains.join(', ')} sign in through ${config.issuer}.`
+        : `Let people of ${team.name} sign in through your OpenID Connect provider (Okta, Entra ID, Google Workspace, Keycloak, …).`),
+      copyField('Redirect URI to register at the provider', `${location.origin}/sso/callback`),
+      f,
+      remove && h('div', { class: 'form-actions after-table' }, remove));
   });
 }

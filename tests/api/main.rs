@@ -31,6 +31,7 @@ mod portal;
 mod replicas;
 mod scoping;
 mod sources;
+mod sso;
 mod telemetry;
 mod trust;
 mod upload_limits;

@@ -224,14 +224,14 @@ pub struct ChangePassword {
 }
 
 /// The session view of a session just begun, with the cookie that carries it.
-fn begun(call: &Call, signed_in: SignedIn) -> WithCookie<SessionView> {
+pub(super) fn begun(call: &Call, signed_in: SignedIn) -> WithCookie<SessionView> {
     let session = signed_in.session.unwrap_or_default();
     let max_age = ((session.expires_at_ms - now_ms()) / 1000).max(0);
     let cookie = sessions::set_cookie(&signed_in.token, max_age, secure(call));
     WithCookie { answer: SessionView::new(&session, sessions::csrf_token(&signed_in.token)), cookie }
 }
 
-fn data<T>(begun: WithCookie<T>) -> WithCookie<Data<T>> {
+pub(super) fn data<T>(begun: WithCookie<T>) -> WithCookie<Data<T>> {
     WithCookie { answer: Data::new(begun.answer), cookie: begun.cookie }
 }
 

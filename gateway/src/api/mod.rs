@@ -16,6 +16,7 @@ pub mod knowledge;
 pub mod members;
 pub mod second_factors;
 pub mod sources;
+pub mod sso;
 pub mod tags;
 pub mod usage;
 pub mod webhooks;
@@ -45,6 +46,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         identity::endpoints(),
         auth::endpoints(),
         second_factors::endpoints(),
+        sso::endpoints(),
         members::endpoints(),
         api_keys::endpoints(),
         agents::endpoints(),

@@ -152,6 +152,7 @@ impl App {
             public_base: base,
             client,
             session_token: None,
+            sso_binding: None,
         };
         match self.admit(request, ctx).await? {
             crate::app::Admission::Continue(call) => self.run(endpoint, *call, raw).await,

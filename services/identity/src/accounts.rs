@@ -21,6 +21,8 @@ pub struct AccountsApi {
     pub(crate) store: IdentityStore,
     pub(crate) settings: AccountSettings,
     mailer: Option<Mailer>,
+    /// Reaches the teams' identity providers (single sign-on).
+    pub(crate) sso_http: crate::sso::SsoHttp,
     /// A session that ends or changes gives its team a new version: every gateway then looks
     /// its sessions up again at their next request.
     versions: Option<TeamVersions>,
@@ -31,8 +33,9 @@ pub fn server(
     settings: AccountSettings,
     mailer: Option<Mailer>,
     versions: Option<TeamVersions>,
+    sso_http: crate::sso::SsoHttp,
 ) -> AccountServiceServer<AccountsApi> {
-    AccountServiceServer::new(AccountsApi { store, settings, mailer, versions })
+    AccountServiceServer::new(AccountsApi { store, settings, mailer, versions, sso_http })
 }
 
 fn wrong_credentials() -> ServiceError {
@@ -146,6 +149,41 @@ impl AccountService for AccountsApi {
 
     async fn set_security_policy(&self, request: Request<SetSecurityPolicyRequest>) -> Reply<SecurityPolicy> {
         reply(AccountsApi::set_security_policy(self, request.into_inner()).await)
+    }
+
+    async fn get_sso_config(&self, request: Request<SsoConfigRequest>) -> Reply<SsoConfig> {
+        let team_id = request.into_inner().team_id;
+        let stored = self.store.sso(&team_id).await?;
+        reply(
+            stored
+                .map(|stored| stored.config)
+                .ok_or_else(|| ServiceError::not_found("This team has no single sign-on")),
+        )
+    }
+
+    async fn set_sso_config(&self, request: Request<SetSsoConfigRequest>) -> Reply<SsoConfig> {
+        reply(self.set_sso(request.into_inner()).await)
+    }
+
+    async fn delete_sso_config(&self, request: Request<SsoConfigRequest>) -> Reply<SsoConfig> {
+        let request = request.into_inner();
+        if request.caller_role != OWNER {
+            return Err(ServiceError::forbidden("Only an owner changes the team's single sign-on").into());
+        }
+        let stored = self.store.sso(&request.team_id).await?;
+        let config = stored
+            .map(|stored| stored.config)
+            .ok_or_else(|| ServiceError::not_found("This team has no single sign-on"))?;
+        self.store.delete_sso(&request.team_id).await?;
+        reply(Ok(config))
+    }
+
+    async fn start_sso(&self, request: Request<StartSsoRequest>) -> Reply<SsoStart> {
+        reply(AccountsApi::start_sso(self, request.into_inner()).await)
+    }
+
+    async fn finish_sso(&self, request: Request<FinishSsoRequest>) -> Reply<SignedIn> {
+        reply(AccountsApi::finish_sso(self, request.into_inner()).await)
     }
 
     async fn sign_up(&self, request: Request<SignUpRequest>) -> Reply<SignedIn> {

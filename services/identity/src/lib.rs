@@ -9,6 +9,7 @@ pub mod passwords;
 pub mod second_factor;
 pub mod service;
 pub mod settings;
+pub mod sso;
 pub mod store;
 mod validate;
 

@@ -30,10 +30,11 @@ pub fn routes(
     versions: Option<TeamVersions>,
     settings: AccountSettings,
     mailer: Option<Mailer>,
+    sso_http: crate::sso::SsoHttp,
 ) -> Routes {
     let identity = IdentityApi { store: store.clone(), versions: versions.clone(), settings, mailer: mailer.clone() };
     Routes::new(IdentityServiceServer::new(identity))
-        .add_service(crate::accounts::server(store, settings, mailer, versions))
+        .add_service(crate::accounts::server(store, settings, mailer, versions, sso_http))
 }
 
 impl IdentityApi {

@@ -67,12 +67,15 @@ fn session_from_row(row: &AnyRow) -> Result<Session, sqlx::Error> {
         expires_at_ms: row.try_get("expires_at")?,
         created_at_ms: row.try_get("session_created_at")?,
         second_factor_needed: row.try_get::<i64, _>("require_second_factor")? != 0
-            && row.try_get::<i64, _>("factor_count")? == 0,
+            && row.try_get::<i64, _>("factor_count")? == 0
+            && row.try_get::<String, _>("method")? != SSO_METHOD,
     })
 }
 
 /// The columns [`session_from_row`] reads beyond the session's, user's and team's: whether the
 /// user still has to set up a second factor their team requires.
+/// A session begun through the team's own identity provider is its business: the second
+/// factor is the provider's to ask for.
 const SECOND_FACTOR_COLUMNS: &str = "t.require_second_factor, \
      (SELECT COUNT(*) FROM totp_factors f WHERE f.user_id = u.id AND f.confirmed_at IS NOT NULL) AS factor_count";
 
@@ -112,10 +115,10 @@ impl IdentityStore {
         let row = sqlx::query(&format!(
             "SELECT s.id AS session_id, s.created_at AS session_created_at, s.expires_at, s.last_seen_at, \
              u.id AS user_id, u.team_id AS user_team_id, u.first_name, u.last_name, u.email, u.role, \
-             u.created_at AS user_created_at, {TEAM_COLUMNS}, {SECOND_FACTOR_COLUMNS} \
+             u.created_at AS user_created_at, {TEAM_COLUMNS}, {SECOND_FACTOR_COLUMNS}, s.method \
              FROM sessions s JOIN users u ON u.id = s.user_id JOIN teams t ON t.id = u.team_id \
              WHERE s.token_hash = $1 AND s.ended_at IS NULL AND s.expires_at > $2 AND s.last_seen_at > $3 \
-             AND u.password_hash IS NOT NULL AND t.deleted_at IS NULL"
+             AND (u.password_hash IS NOT NULL OR u.sso_subject IS NOT NULL) AND t.deleted_at IS NULL"
         ))
         .bind(token_hash)
         .bind(now)
@@ -209,11 +212,25 @@ pub(super) async fn end_sessions_of(conn: &mut AnyConnection, user_id: &str) -> 
     Ok(())
 }
 
+/// How a session began through single sign-on (`sessions.method`).
+pub const SSO_METHOD: &str = "sso";
+
 pub(super) async fn begin_session_in(
     conn: &mut AnyConnection,
     user: &User,
     client: &Client,
     times: SessionTimes,
+) -> ServiceResult<SignedIn> {
+    begin_session_with(conn, user, client, times, "password").await
+}
+
+/// Begins a session of `user`, as `method` (`password` or [`SSO_METHOD`]) began it.
+pub(super) async fn begin_session_with(
+    conn: &mut AnyConnection,
+    user: &User,
+    client: &Client,
+    times: SessionTimes,
+    method: &str,
 ) -> ServiceResult<SignedIn> {
     let row = sqlx::query(&format!(
         "SELECT {TEAM_COLUMNS}, {SECOND_FACTOR_COLUMNS} FROM teams t JOIN users u ON u.team_id = t.id \
@@ -225,8 +242,9 @@ pub(super) async fn begin_session_in(
     .await?
     .ok_or_else(|| ServiceError::new(ErrorKind::Unauthorized, "Invalid email or password"))?;
     let team: Team = team_from_row(&row)?;
-    let second_factor_needed =
-        row.try_get::<i64, _>("require_second_factor")? != 0 && row.try_get::<i64, _>("factor_count")? == 0;
+    let second_factor_needed = row.try_get::<i64, _>("require_second_factor")? != 0
+        && row.try_get::<i64, _>("factor_count")? == 0
+        && method != SSO_METHOD;
     let token = new_token();
     let now = now_ms();
     let session = Session {
@@ -238,8 +256,8 @@ pub(super) async fn begin_session_in(
         second_factor_needed,
     };
     sqlx::query(
-        "INSERT INTO sessions (id, token_hash, user_id, team_id, created_at, last_seen_at, expires_at, ip, user_agent) \
-         VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $8)",
+        "INSERT INTO sessions (id, token_hash, user_id, team_id, created_at, last_seen_at, expires_at, ip, user_agent, \
+         method) VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $8, $9)",
     )
     .bind(&session.id)
     .bind(hash_key(&token))
@@ -249,6 +267,7 @@ pub(super) async fn begin_session_in(
     .bind(session.expires_at_ms)
     .bind(&client.ip)
     .bind(&client.user_agent)
+    .bind(method)
     .execute(&mut *conn)
     .await?;
     sqlx::query("UPDATE users SET last_sign_in_at = $1 WHERE id = $2")

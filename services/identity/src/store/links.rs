@@ -249,7 +249,8 @@ impl IdentityStore {
         let email_key = email.trim().to_lowercase();
         let mut tx = self.db.begin_write().await?;
         let taken = sqlx::query(
-            "SELECT team_id, password_hash FROM users WHERE email_key = $1 AND (team_id = $2 OR password_hash IS NOT NULL)",
+            "SELECT team_id, password_hash FROM users WHERE email_key = $1 \
+             AND (team_id = $2 OR password_hash IS NOT NULL OR sso_subject IS NOT NULL)",
         )
         .bind(&email_key)
         .bind(team_id)

@@ -21,7 +21,8 @@ const MANAGERS: [&str; 2] = [OWNER, "admin"];
 fn member_from_row(row: &AnyRow) -> Result<Member, sqlx::Error> {
     Ok(Member {
         user: Some(user_from_row(row)?),
-        can_sign_in: row.try_get::<Option<String>, _>("password_hash")?.is_some(),
+        can_sign_in: row.try_get::<Option<String>, _>("password_hash")?.is_some()
+            || row.try_get::<Option<String>, _>("sso_subject")?.is_some(),
         last_sign_in_at_ms: row.try_get("last_sign_in_at")?,
     })
 }
@@ -40,7 +41,7 @@ fn last_owner() -> ServiceError {
 
 async fn member_in(conn: &mut AnyConnection, team_id: &str, user_id: &str) -> ServiceResult<Member> {
     let row = sqlx::query(&format!(
-        "SELECT {USER_COLUMNS}, password_hash, last_sign_in_at FROM users WHERE id = $1 AND team_id = $2"
+        "SELECT {USER_COLUMNS}, password_hash, sso_subject, last_sign_in_at FROM users WHERE id = $1 AND team_id = $2"
     ))
     .bind(user_id)
     .bind(team_id)
@@ -78,7 +79,8 @@ impl IdentityStore {
     pub async fn members(&self, team_id: &str) -> ServiceResult<Vec<Member>> {
         check_id("teamId", team_id)?;
         let rows = sqlx::query(&format!(
-            "SELECT {USER_COLUMNS}, password_hash, last_sign_in_at FROM users WHERE team_id = $1 ORDER BY created_at, id"
+            "SELECT {USER_COLUMNS}, password_hash, sso_subject, last_sign_in_at FROM users WHERE team_id = $1 \
+             ORDER BY created_at, id"
         ))
         .bind(team_id)
         .fetch_all(self.db.pool())

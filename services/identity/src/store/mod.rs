@@ -9,6 +9,7 @@ pub mod links;
 pub mod members;
 pub mod second_factor;
 mod sessions;
+pub mod sso;
 mod subteams;
 mod teams;
 mod users;
