@@ -82,7 +82,8 @@ impl SessionView {
 pub struct SecondFactorChallengeView {
     /// A secret of this sign-in; at most 5 codes are tried with it.
     pub challenge: String,
-    /// What the person may enter: `totp` (an authenticator app's 6 digits), `recovery_code`.
+    /// What the person may use: `totp` (an authenticator app's 6 digits), `passkey`
+    /// (POST /v1/auth/sign-in/passkey-options), `recovery_code`.
     pub methods: Vec<String>,
     pub expires_at: Timestamp,
 }
@@ -109,6 +110,7 @@ pub struct SecondFactorsView {
     pub recovery_codes_left: i32,
     /// The team requires a second factor.
     pub required: bool,
+    pub passkeys: Vec<PasskeyView>,
 }
 
 impl From<&proto::SecondFactors> for SecondFactorsView {
@@ -118,6 +120,29 @@ impl From<&proto::SecondFactors> for SecondFactorsView {
             totp_enabled_at: Timestamp::option(factors.totp_confirmed_at_ms),
             recovery_codes_left: factors.recovery_codes_left,
             required: factors.required,
+            passkeys: factors.passkeys.iter().map(PasskeyView::from).collect(),
+        }
+    }
+}
+
+/// One of the signed-in person's passkeys.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct PasskeyView {
+    pub id: Id,
+    pub name: String,
+    pub created_at: Timestamp,
+    pub last_used_at: Option<Timestamp>,
+}
+
+impl From<&proto::PasskeyInfo> for PasskeyView {
+    fn from(info: &proto::PasskeyInfo) -> Self {
+        Self {
+            id: Id::stored(info.id.clone()),
+            name: info.name.clone(),
+            created_at: Timestamp::from_ms(info.created_at_ms),
+            last_used_at: Timestamp::option(info.last_used_at_ms),
         }
     }
 }

@@ -38,6 +38,7 @@ const FILES: &[(&str, &str, &[u8])] = &[
     ("pages-boards.css", "text/css; charset=utf-8", include_bytes!("../../portal/assets/pages-boards.css")),
     ("pages-webhooks.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/pages-webhooks.js")),
     ("pages-webhooks.css", "text/css; charset=utf-8", include_bytes!("../../portal/assets/pages-webhooks.css")),
+    ("passkeys.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/passkeys.js")),
     ("pages-security.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/pages-security.js")),
     ("charts.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/charts.js")),
     ("logo.svg", "image/svg+xml", include_bytes!("../../portal/assets/logo.svg")),

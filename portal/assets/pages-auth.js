@@ -1,6 +1,7 @@
 // Pages that need no session: sign in, sign up, accept an invitation, reset a password.
 import { h, field, form, alertBox, errorText, navigate, replace } from './dom.js';
 import { api, state, startSession, safeNext } from './api.js';
+import { passkeysSupported, usePasskey } from './passkeys.js';
 
 const PASSWORD_HINT = '10 to 256 characters, hard to guess: a few unrelated words work well.';
 
@@ -45,12 +46,34 @@ export function signIn(view, { query }) {
         signedIn(answer, next);
       },
     }),
+    passkeysSupported() && passkeyButton(next),
     h('p', { class: 'auth-links' }, h('a', { href: `/sign-in/sso${next === '/' ? '' : `?next=${encodeURIComponent(next)}`}` }, 'Sign in with single sign-on')),
     links,
   );
   api('GET', '/v1/auth/options').then((o) => {
     if (o?.signUp === 'open') replace(links, 'New to Switchboard? ', h('a', { href: '/sign-up' }, 'Create a team'));
   }).catch(() => { /* no link then */ });
+}
+
+/** "Sign in with a passkey": no e-mail, no password; the passkey names its person. */
+function passkeyButton(next) {
+  const slot = h('div', { class: 'form-alert' });
+  const button = h('button', {
+    type: 'button', class: 'btn secondary',
+    onclick: async () => {
+      button.disabled = true;
+      replace(slot);
+      try {
+        const options = await api('POST', '/v1/auth/passkey/options');
+        const credential = await usePasskey(options.options);
+        signedIn(await api('POST', '/v1/auth/passkey', { ceremony: options.ceremony, credential }), next);
+      } catch (err) {
+        replace(slot, alertBox(err.name === 'NotAllowedError' ? 'The passkey was not used.' : errorText(err)));
+        button.disabled = false;
+      }
+    },
+  }, 'Sign in with a passkey');
+  return h('div', { class: 'passkey-sign-in' }, button, slot);
 }
 
 /** Single sign-on: the e-mail picks the team, whose identity provider the browser goes to. */
@@ -99,7 +122,24 @@ function signedIn(session, next) {
 
 /** The second step of a sign-in: a code of the authenticator app, or a recovery code. */
 function secondStep(view, challenge, next) {
+  const withPasskey = challenge.methods.includes('passkey') && passkeysSupported();
+  const passkeyError = h('div', { class: 'form-alert' });
+  const passkey = withPasskey && h('button', {
+    type: 'button', class: 'btn primary',
+    onclick: async () => {
+      replace(passkeyError);
+      try {
+        const options = await api('POST', '/v1/auth/sign-in/passkey-options', { challenge: challenge.challenge });
+        const credential = await usePasskey(options.options);
+        const body = { challenge: challenge.challenge, passkey: { ceremony: options.ceremony, credential } };
+        signedIn(await api('POST', '/v1/auth/sign-in/verify', body), next);
+      } catch (err) {
+        replace(passkeyError, alertBox(err.name === 'NotAllowedError' ? 'The passkey was not used.' : errorText(err)));
+      }
+    },
+  }, 'Use a passkey');
   replace(view,
+    withPasskey && h('div', null, passkey, passkeyError, h('p', { class: 'muted' }, 'Or:')),
     h('p', null, 'Enter the 6-digit code from your authenticator app, or one of your recovery codes.'),
     form({
       fields: [field({

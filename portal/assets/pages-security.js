@@ -4,6 +4,7 @@ import {
   h, field, form, loader, table, badge, time, section, toast, confirmDialog, ACTIONS, replace, alertBox, copyField,
 } from './dom.js';
 import { api, state, startSession, loadSession, actingTeam } from './api.js';
+import { createPasskey, passkeysSupported } from './passkeys.js';
 
 export function security(view) {
   if (state.notice) {
@@ -57,6 +58,7 @@ export function security(view) {
   view.append(
     h('p', { class: 'lead' }, 'Your password, your second factor, and where you are signed in.'),
     section('Two-step sign-in', secondFactor()),
+    section('Passkeys', passkeys()),
     state.session?.role === 'owner' && !actingTeam().isSubteam && section('Team requirement', teamRequirement()),
     state.session?.role === 'owner' && !actingTeam().isSubteam && section('Single sign-on', singleSignOn()),
     section('Password', password),
@@ -99,7 +101,9 @@ function secondFactor() {
     const f = await api('GET', '/v1/auth/second-factors');
     if (!f.totp) {
       replace(slot,
-        h('p', null, 'Signing in asks only for your password. Add an authenticator app (1Password, Google Authenticator, Authy, …) so that a stolen password is not enough.'),
+        h('p', null, f.passkeys.length
+          ? 'Signing in with your password asks for one of your passkeys. You can add an authenticator app too.'
+          : 'Signing in asks only for your password. Add an authenticator app (1Password, Google Authenticator, Authy, …) or a passkey so that a stolen password is not enough.'),
         f.required && alertBox('Your team requires a second factor.', { kind: 'info' }),
         h('button', { type: 'button', class: 'btn primary', onclick: () => enrol().catch(failed) }, 'Set up an authenticator app'));
       return;
@@ -193,7 +197,7 @@ function singleSignOn() {
     const f = form({
       className: 'stack narrow',
       fields: [
-        field({ name: 'issuer', label: 'Issuer URL', type: 'url', required: true, value: config?.issuer || '', placeholder: 'https://login.example.com' }),
+        field({ name: 'issuer', label: 'Issuer URL', type: 'url', required: true, value: config?.issuer || '', hint: 'As your provider names it, e.g. its Okta or Entra ID issuer.' }),
         field({ name: 'clientId', label: 'Client ID', required: true, value: config?.clientId || '', autocomplete: 'off' }),
         field({
           name: 'clientSecret', label: 'Client secret', type: 'password', autocomplete: 'off', required: !config,
@@ -234,4 +238,55 @@ function singleSignOn() {
       f,
       remove && h('div', { class: 'form-actions after-table' }, remove));
   });
+}
+
+function passkeys() {
+  const slot = h('div');
+  const status = h('div', { class: 'form-alert' });
+  const show = async () => {
+    const f = await api('GET', '/v1/auth/second-factors');
+    const rows = f.passkeys.map((p) => h('tr', null,
+      h('th', { scope: 'row' }, p.name),
+      h('td', null, time(p.createdAt, { day: true })),
+      h('td', null, time(p.lastUsedAt, { empty: 'Never' })),
+      h('td', { class: 'actions' }, h('button', {
+        type: 'button', class: 'btn danger-quiet small', 'aria-label': `Remove the passkey ${p.name}`,
+        onclick: async () => {
+          const done = await confirmDialog({
+            title: `Remove the passkey ${p.name}?`,
+            body: 'It will no longer sign you in.',
+            confirm: 'Remove',
+            action: () => api('DELETE', `/v1/auth/second-factors/passkeys/${encodeURIComponent(p.id)}`),
+          });
+          if (done) { toast(`Passkey ${p.name} removed`); show(); }
+        },
+      }, 'Remove'))));
+    replace(slot,
+      h('p', null, 'A passkey signs you in with your fingerprint, face or device PIN, without a password, and counts as your second factor.'),
+      table(['Name', 'Added', 'Last used', ACTIONS], rows, { caption: 'Your passkeys', empty: 'No passkey yet.' }),
+      passkeysSupported()
+        ? form({
+          className: 'inline',
+          fields: [field({ name: 'name', label: 'Passkey name', required: true, maxlength: 60, placeholder: 'Laptop' })],
+          submit: 'Add a passkey',
+          onSubmit: async ({ name }, f) => {
+            const options = await api('POST', '/v1/auth/second-factors/passkeys/options');
+            let credential;
+            try {
+              credential = await createPasskey(options.options);
+            } catch (err) {
+              throw new Error(err.name === 'NotAllowedError' ? 'The passkey was not created.' : err.message);
+            }
+            await api('POST', '/v1/auth/second-factors/passkeys', { ceremony: options.ceremony, name, credential });
+            f.reset();
+            toast(`Passkey ${name} added`);
+            if (state.session?.secondFactorNeeded) await loadSession();
+            show();
+          },
+        })
+        : alertBox('This browser cannot create passkeys.', { kind: 'info' }),
+      status);
+  };
+  show().catch((err) => replace(slot, alertBox(err.message)));
+  return slot;
 }

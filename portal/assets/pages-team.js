@@ -405,7 +405,8 @@ const AUDIT_ACTIONS = ['auth.signed_in', 'auth.sign_in_failed', 'auth.signed_out
   'member.invitation_revoked', 'member.joined', 'member.role_changed', 'member.removed', 'subteam.created', 'webhook.created',
   'webhook.deleted', 'instructions.replaced', 'instructions.restored', 'auth.second_factor_enabled',
   'auth.second_factor_removed', 'auth.second_factor_failed', 'auth.recovery_code_used', 'auth.recovery_codes_renewed',
-  'auth.signed_in_sso', 'team.security_changed', 'team.sso_changed', 'team.sso_removed'];
+  'auth.signed_in_sso', 'auth.passkey_added', 'auth.passkey_removed', 'auth.signed_in_passkey',
+  'team.security_changed', 'team.sso_changed', 'team.sso_removed'];
 
 export function auditLog(view, { query }) {
   if (!can('audit')) return noAccess(view);

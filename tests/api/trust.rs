@@ -640,3 +640,36 @@ async fn an_authenticator_app_guards_sign_in_on_postgres() {
     };
     second_factors(&stack).await;
 }
+
+/// Passkeys over the API (their ceremonies with a real authenticator are in the browser test):
+/// options only for a person, each ceremony once, a forged credential refused.
+#[tokio::test]
+async fn passkey_ceremonies_are_a_persons_and_used_once() {
+    let stack = Stack::start().await;
+    let team = stack.team("Passkeys", false, 0).await;
+    let owner = owner(&stack, &team.id, "ada@passkeys.example").await;
+    let key = stack.client(&team.key);
+    let path = "/auth/second-factors/passkeys/options";
+    assert_eq!(key.post(path, json!({})).await.error_code(401), "UNAUTHORIZED");
+    let options = owner.post(path, json!({})).await.expect(200)["data"].clone();
+    let public_key = &options["options"]["publicKey"];
+    assert_eq!(public_key["rp"]["id"], "localhost", "a loopback public URL is localhost to WebAuthn: {options}");
+    assert!(public_key["challenge"].as_str().is_some_and(|c| c.len() >= 16), "{options}");
+    assert_eq!(public_key["authenticatorSelection"]["userVerification"], "required");
+    let forged = json!({ "ceremony": options["ceremony"], "name": "Laptop", "credential": { "id": "AAAA", "type": "public-key" } });
+    assert_eq!(owner.post("/auth/second-factors/passkeys", forged.clone()).await.fields(), ["credential"]);
+    let again = owner.post("/auth/second-factors/passkeys", forged).await;
+    assert_eq!(again.error_code(401), "UNAUTHORIZED", "a ceremony is taken once: {}", again.text);
+    assert_eq!(owner.get("/auth/second-factors").await.expect(200)["data"]["passkeys"], json!([]));
+
+    let sign_in = stack.anonymous().post("/auth/passkey/options", json!({})).await.expect(200)["data"].clone();
+    assert!(sign_in["options"]["publicKey"]["allowCredentials"].as_array().is_none_or(Vec::is_empty), "{sign_in}");
+    let forged = json!({ "ceremony": sign_in["ceremony"], "credential": { "id": "AAAA", "type": "public-key" } });
+    let refused = stack.anonymous().post("/auth/passkey", forged).await;
+    assert!(matches!(refused.status, 400 | 401), "{}", refused.text);
+    assert!(refused.header("set-cookie").is_none());
+    let unknown = stack.anonymous().post("/auth/sign-in/passkey-options", json!({ "challenge": "no-such" })).await;
+    assert_eq!(unknown.error_code(401), "UNAUTHORIZED");
+    let both = json!({ "challenge": "c", "code": "123456", "passkey": { "ceremony": "x", "credential": {} } });
+    assert_eq!(stack.anonymous().post("/auth/sign-in/verify", both).await.fields(), ["code"]);
+}

@@ -40,6 +40,19 @@ try {
 }
 const ownerPassword = password();
 let owner; // {page, email, agency}
+let totpSecret; // the owner's authenticator secret, once two-step sign-in is on
+let totpStep = 0; // the last time step whose code was accepted: each step's code works once
+
+/** A code of a step after the last one used, within the one step of skew the platform allows. */
+async function nextCode() {
+  // At most one step ahead of now: wait (at most 35 s) for the clock to reach the step used.
+  for (const until = Date.now() + 35000; Math.floor(Date.now() / 30000) < totpStep;) {
+    ok(Date.now() < until, 'the clock did not reach the last TOTP step used within 35 s');
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  totpStep = Math.max(totpStep, Math.floor(Date.now() / 30000)) + 1;
+  return totp(totpSecret, totpStep * 30);
+}
 let memberUrl;
 const XSS = '<img src=x onerror=window.__xss=1>';
 const subteamName = `Client ${rand}`;
@@ -116,7 +129,7 @@ try {
       track(page);
       await page.getByRole('button', { name: 'Sign out' }).click();
       await atPath(page, '/sign-in');
-      await visible(page.getByRole('button', { name: 'Sign in' }), 'the sign-in form');
+      await visible(page.getByRole('button', { name: 'Sign in', exact: true }), 'the sign-in form');
       const res = await page.request.get('/v1/auth/session');
       ok(res.status() === 401, `GET /v1/auth/session after signing out answers ${res.status()}, not 401`);
     });
@@ -128,7 +141,7 @@ try {
       ok(new URL(page.url()).searchParams.get('next') === '/keys', `next is not /keys: ${page.url()}`);
       await page.getByLabel('Email').fill(owner.email);
       await page.getByLabel('Password').fill('not-the-right-password');
-      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('button', { name: 'Sign in', exact: true }).click();
       const alert = await visible(page.getByRole('alert').filter({ hasText: 'Invalid email or password' }), 'the "Invalid email or password" alert');
       ok(await alert.isVisible(), 'the error is not visible');
       await check(page, 'sign-in-error');
@@ -137,7 +150,7 @@ try {
     await step('sign in goes back to /keys', async () => {
       const { page } = owner;
       await page.getByLabel('Password').fill(ownerPassword);
-      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('button', { name: 'Sign in', exact: true }).click();
       await atPath(page, '/keys', '/keys (the next of sign-in)');
       await visible(page.getByRole('heading', { level: 1, name: 'API keys' }), 'the API keys heading');
     });
@@ -345,7 +358,8 @@ try {
       const { page } = owner;
       await page.getByRole('button', { name: 'Set up an authenticator app' }).click();
       await visible(page.getByRole('img', { name: 'QR code of the authenticator set-up link' }), 'the QR code');
-      const secret = await page.getByLabel('Secret').inputValue();
+      const secret = await page.getByLabel('Secret', { exact: true }).inputValue();
+      totpSecret = secret;
       ok(/^[A-Z2-7]{32}$/.test(secret), `the secret is not base32: ${secret}`);
       await check(page, 'security-totp-setup');
       const now = Date.now() / 1000;
@@ -358,7 +372,7 @@ try {
       await atPath(page, '/sign-in');
       await page.getByLabel('Email').fill(owner.email);
       await page.getByLabel('Password').fill(ownerPassword);
-      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('button', { name: 'Sign in', exact: true }).click();
       const code = await visible(page.getByLabel('Code'), 'the second step of sign-in');
       await check(page, 'sign-in-second-factor');
       await code.fill('000000');
@@ -366,9 +380,52 @@ try {
       await visible(page.getByText('Invalid code'), 'the error of a wrong code');
       // The code of the step the set-up used is spent: the next step's code (one step of skew).
       await code.fill(totp(secret, now + 30));
+      totpStep = Math.floor((now + 30) / 30);
       await page.getByRole('button', { name: 'Verify' }).click();
       await atPath(page, '/', 'the overview after the second factor');
       await visible(page.getByRole('heading', { level: 1, name: 'Overview' }), 'the Overview heading');
+    });
+
+    await step('add a passkey (a virtual authenticator) and sign in with it alone, and as the second factor', async () => {
+      // WebAuthn takes no IP address as the relying party: the platform's loopback address is
+      // `localhost` to it, so this browser goes there.
+      const local = BASE.replace('//127.0.0.1', '//localhost');
+      const ctx = await browser.newContext({ baseURL: local });
+      const page = track(await ctx.newPage());
+      const cdp = await ctx.newCDPSession(page);
+      await cdp.send('WebAuthn.enable');
+      await cdp.send('WebAuthn.addVirtualAuthenticator', { options: {
+        protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true,
+        isUserVerified: true, automaticPresenceSimulation: true,
+      } });
+      const signInWithPassword = async () => {
+        await page.goto('/sign-in');
+        await page.getByLabel('Email').fill(owner.email);
+        await page.getByLabel('Password').fill(ownerPassword);
+        await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+      };
+      await signInWithPassword();
+      await page.getByLabel('Code').fill(await nextCode());
+      await page.getByRole('button', { name: 'Verify' }).click();
+      await atPath(page, '/', 'the overview (password and code)');
+      await page.goto('/settings/security');
+      await settled(page);
+      await page.getByLabel('Passkey name').fill('Laptop');
+      await page.getByRole('button', { name: 'Add a passkey' }).click();
+      await visible(page.getByRole('rowheader', { name: 'Laptop' }), 'the new passkey in the list');
+      await check(page, 'security-passkey');
+      await page.getByRole('banner').getByRole('button', { name: 'Sign out', exact: true }).click();
+      await atPath(page, '/sign-in');
+      await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+      await atPath(page, '/', 'the overview after a passkey alone');
+      await visible(page.getByRole('heading', { level: 1, name: 'Overview' }), 'the Overview heading');
+      await page.getByRole('banner').getByRole('button', { name: 'Sign out', exact: true }).click();
+      await atPath(page, '/sign-in');
+      await signInWithPassword();
+      await page.getByRole('button', { name: 'Use a passkey' }).click();
+      await atPath(page, '/', 'the overview after a password and a passkey');
+      await check(page, 'overview-after-passkey');
+      await ctx.close();
     });
 
     await step('as the agency owner, create a subteam in /subteams; the invite link is shown', async () => {
@@ -456,7 +513,7 @@ try {
     const ctx = await newContext(browser, 'visitor');
     const page = track(await ctx.newPage());
     await page.goto('/sign-in');
-    await visible(page.getByRole('button', { name: 'Sign in' }), 'the sign-in form');
+    await visible(page.getByRole('button', { name: 'Sign in', exact: true }), 'the sign-in form');
     const { signUp } = (await (await page.request.get('/v1/auth/options')).json()).data;
     if (signUp === 'open') await visible(page.getByRole('link', { name: 'Create a team' }), 'the "Create a team" link (sign-up is open)');
     else {

@@ -128,7 +128,9 @@ pub struct Verify {
     pub challenge: String,
     /// A 6-digit code of the authenticator app, or a recovery code (`xxxxx-xxxxx`).
     #[schemars(length(min = 1, max = 32))]
-    pub code: String,
+    pub code: Option<String>,
+    /// Instead of a code: a passkey's answer to POST /v1/auth/sign-in/passkey-options.
+    pub passkey: Option<super::passkeys::Assertion>,
 }
 
 /// A sign-in's answer: a session, or (the person has a second factor) a challenge for it.
@@ -282,8 +284,19 @@ async fn verify(
     input: Input<Nothing, Nothing, Json<Verify>>,
 ) -> ServiceResult<WithCookie<Data<SessionView>>> {
     let Json(body) = input.body;
-    let request =
-        VerifySecondFactorRequest { challenge: body.challenge, code: body.code, client: Some((&call.client).into()) };
+    let (passkey_ceremony, passkey_credential) = match (&body.code, body.passkey) {
+        (None, Some(assertion)) => (assertion.ceremony, assertion.credential.to_string()),
+        (Some(_), None) => (String::new(), String::new()),
+        _ => return Err(ServiceError::invalid_field("code", "send a code or a passkey, one of them")),
+    };
+    let request = VerifySecondFactorRequest {
+        challenge: body.challenge,
+        code: body.code.unwrap_or_default(),
+        client: Some((&call.client).into()),
+        passkey_ceremony,
+        passkey_credential,
+        origin: call.public_base.clone(),
+    };
     let signed_in = call.services.accounts.clone().verify_second_factor(request).await?.into_inner();
     Ok(data(begun(&call, signed_in)))
 }

@@ -102,8 +102,8 @@ pub fn endpoints() -> Vec<Endpoint> {
                  member.joined, member.role_changed, member.removed, subteam.created, webhook.created, \
                  webhook.deleted, instructions.replaced, instructions.restored, auth.second_factor_enabled, \
                  auth.second_factor_removed, auth.second_factor_failed, auth.recovery_code_used, \
-                 auth.recovery_codes_renewed, auth.signed_in_sso, team.security_changed, team.sso_changed, \
-                 team.sso_removed.",
+                 auth.recovery_codes_renewed, auth.signed_in_sso, auth.passkey_added, auth.passkey_removed, \
+                 auth.signed_in_passkey, team.security_changed, team.sso_changed, team.sso_removed.",
             )
             .needs_full_access()
             .for_admins()

@@ -14,6 +14,7 @@ pub mod custom_fields;
 pub mod identity;
 pub mod knowledge;
 pub mod members;
+pub mod passkeys;
 pub mod second_factors;
 pub mod sources;
 pub mod sso;
@@ -46,6 +47,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         identity::endpoints(),
         auth::endpoints(),
         second_factors::endpoints(),
+        passkeys::endpoints(),
         sso::endpoints(),
         members::endpoints(),
         api_keys::endpoints(),

@@ -186,6 +186,30 @@ impl AccountService for AccountsApi {
         reply(AccountsApi::finish_sso(self, request.into_inner()).await)
     }
 
+    async fn begin_passkey_registration(&self, request: Request<PasskeyCeremonyRequest>) -> Reply<PasskeyCeremony> {
+        reply(AccountsApi::begin_passkey_registration(self, request.into_inner()).await)
+    }
+
+    async fn finish_passkey_registration(&self, request: Request<FinishPasskeyRequest>) -> Reply<PasskeyInfo> {
+        reply(AccountsApi::finish_passkey_registration(self, request.into_inner()).await)
+    }
+
+    async fn remove_passkey(&self, request: Request<RemovePasskeyRequest>) -> Reply<SecondFactors> {
+        reply(AccountsApi::remove_passkey(self, request.into_inner()).await)
+    }
+
+    async fn begin_passkey_second_factor(&self, request: Request<PasskeyCeremonyRequest>) -> Reply<PasskeyCeremony> {
+        reply(AccountsApi::begin_passkey_second_factor(self, request.into_inner()).await)
+    }
+
+    async fn begin_passkey_sign_in(&self, request: Request<PasskeyCeremonyRequest>) -> Reply<PasskeyCeremony> {
+        reply(AccountsApi::begin_passkey_sign_in(self, request.into_inner()).await)
+    }
+
+    async fn finish_passkey_sign_in(&self, request: Request<FinishPasskeyRequest>) -> Reply<SignedIn> {
+        reply(AccountsApi::finish_passkey_sign_in(self, request.into_inner()).await)
+    }
+
     async fn sign_up(&self, request: Request<SignUpRequest>) -> Reply<SignedIn> {
         let request = request.into_inner();
         if !self.settings.signup_open {

@@ -5,6 +5,7 @@ pub mod accounts;
 pub mod allowances;
 pub mod keys;
 pub mod mail;
+pub mod passkeys;
 pub mod passwords;
 pub mod second_factor;
 pub mod service;

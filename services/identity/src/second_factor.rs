@@ -28,6 +28,7 @@ const RECOVERY_CODES: usize = 10;
 const ISSUER: &str = "Switchboard";
 pub const TOTP: &str = "totp";
 pub const RECOVERY_CODE: &str = "recovery_code";
+pub const PASSKEY: &str = "passkey";
 
 /// A new TOTP secret, base32 without padding (what apps take).
 fn new_secret() -> String {
@@ -140,7 +141,15 @@ impl AccountsApi {
             return Ok(signed_in);
         }
         let (token, expires_at_ms) = self.store.create_challenge(user, client).await?;
-        let methods = vec![TOTP.to_owned(), RECOVERY_CODE.to_owned()];
+        let factors = self.store.second_factors(user).await?;
+        let mut methods = Vec::new();
+        if factors.totp {
+            methods.push(TOTP.to_owned());
+        }
+        if !factors.passkeys.is_empty() {
+            methods.push(PASSKEY.to_owned());
+        }
+        methods.push(RECOVERY_CODE.to_owned());
         Ok(SignedIn { challenge: Some(SecondFactorChallenge { token, expires_at_ms, methods }), ..SignedIn::default() })
     }
 
@@ -149,7 +158,11 @@ impl AccountsApi {
         let user = challenge.user;
         let client = request.client.unwrap_or_default();
         let code = normalized(&request.code);
-        let accepted = if code.len() == DIGITS && code.bytes().all(|b| b.is_ascii_digit()) {
+        let accepted = if !request.passkey_ceremony.is_empty() {
+            let assertion =
+                (request.passkey_ceremony.as_str(), request.passkey_credential.as_str(), request.origin.as_str());
+            self.passkey_second_factor(&user, &challenge.id, assertion).await?
+        } else if code.len() == DIGITS && code.bytes().all(|b| b.is_ascii_digit()) {
             match self.store.totp_factor(&user.id).await? {
                 Some(factor) if factor.confirmed => match matching_step(&factor.secret, &code, now_seconds()) {
                     Some(step) if step > factor.last_step => self.store.accept_totp_step(&user.id, step, None).await?,
@@ -176,25 +189,25 @@ impl AccountsApi {
     }
 
     /// The user of a session, for the calls a person makes about their own second factors.
-    async fn session_user(&self, token_hash: &str) -> ServiceResult<User> {
+    pub(crate) async fn user_of_session(&self, token_hash: &str) -> ServiceResult<User> {
         let session = self.store.session(token_hash, self.settings.sessions).await?;
         session.user.ok_or_else(|| ServiceError::new(ErrorKind::Unauthorized, "Not signed in"))
     }
 
     pub(crate) async fn second_factors_of(&self, token_hash: &str) -> ServiceResult<SecondFactors> {
-        let user = self.session_user(token_hash).await?;
+        let user = self.user_of_session(token_hash).await?;
         self.store.second_factors(&user).await
     }
 
     pub(crate) async fn begin_totp(&self, token_hash: &str) -> ServiceResult<TotpEnrolment> {
-        let user = self.session_user(token_hash).await?;
+        let user = self.user_of_session(token_hash).await?;
         let secret = new_secret();
         self.store.begin_totp(&user.id, &secret).await?;
         Ok(TotpEnrolment { uri: otpauth_uri(&secret, &user.email), secret })
     }
 
     pub(crate) async fn confirm_totp(&self, request: ConfirmTotpRequest) -> ServiceResult<RecoveryCodes> {
-        let user = self.session_user(&request.token_hash).await?;
+        let user = self.user_of_session(&request.token_hash).await?;
         let pending = self.store.totp_factor(&user.id).await?.filter(|factor| !factor.confirmed);
         let pending = pending.ok_or_else(|| {
             ServiceError::conflict("No authenticator app is being set up")
@@ -215,7 +228,7 @@ impl AccountsApi {
     }
 
     pub(crate) async fn remove_totp(&self, token_hash: &str, client: Option<&Client>) -> ServiceResult<SecondFactors> {
-        let user = self.session_user(token_hash).await?;
+        let user = self.user_of_session(token_hash).await?;
         self.store.remove_totp(&user).await?;
         self.audit(&user.team_id, "auth.second_factor_removed", user_actor(&user), &user.email, client).await;
         self.store.second_factors(&user).await
@@ -226,7 +239,7 @@ impl AccountsApi {
         token_hash: &str,
         client: Option<&Client>,
     ) -> ServiceResult<RecoveryCodes> {
-        let user = self.session_user(token_hash).await?;
+        let user = self.user_of_session(token_hash).await?;
         let codes = new_recovery_codes();
         let hashes: Vec<String> = codes.iter().map(|code| recovery_hash(code)).collect();
         self.store.renew_recovery_codes(&user.id, &hashes).await?;

@@ -77,7 +77,8 @@ fn session_from_row(row: &AnyRow) -> Result<Session, sqlx::Error> {
 /// A session begun through the team's own identity provider is its business: the second
 /// factor is the provider's to ask for.
 const SECOND_FACTOR_COLUMNS: &str = "t.require_second_factor, \
-     (SELECT COUNT(*) FROM totp_factors f WHERE f.user_id = u.id AND f.confirmed_at IS NOT NULL) AS factor_count";
+     (SELECT COUNT(*) FROM totp_factors f WHERE f.user_id = u.id AND f.confirmed_at IS NOT NULL) \
+     + (SELECT COUNT(*) FROM passkeys p WHERE p.user_id = u.id) AS factor_count";
 
 impl IdentityStore {
     /// The account that signs in with `email` (compared ignoring case), if there is one.
@@ -99,6 +100,32 @@ impl IdentityStore {
             .fetch_optional(self.db.pool())
             .await?;
         Ok(row.map(|row| row.try_get("password_hash")).transpose()?.flatten())
+    }
+
+    /// Begins a session for `user` who signed in with a passkey alone (user verification made
+    /// it two factors).
+    pub async fn begin_passkey_session(
+        &self,
+        user: &User,
+        client: &Client,
+        times: SessionTimes,
+    ) -> ServiceResult<SignedIn> {
+        let mut tx = self.db.begin_write().await?;
+        let signed_in = begin_session_with(&mut tx, user, client, times, "passkey").await?;
+        tx.commit().await?;
+        Ok(signed_in)
+    }
+
+    /// The user with this id, if they can sign in.
+    pub async fn user(&self, user_id: &str) -> ServiceResult<User> {
+        let row = sqlx::query(&format!(
+            "SELECT {USER_COLUMNS} FROM users WHERE id = $1 AND (password_hash IS NOT NULL OR sso_subject IS NOT NULL)"
+        ))
+        .bind(user_id)
+        .fetch_optional(self.db.pool())
+        .await?
+        .ok_or_else(unauthenticated)?;
+        Ok(user_from_row(&row)?)
     }
 
     /// Begins a session for `user`, whose team must be live.

@@ -7,6 +7,7 @@ mod credits;
 mod keys;
 pub mod links;
 pub mod members;
+pub mod passkeys;
 pub mod second_factor;
 mod sessions;
 pub mod sso;

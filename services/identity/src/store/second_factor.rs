@@ -13,6 +13,10 @@ use super::IdentityStore;
 use super::accounts::new_token;
 use super::users::{USER_COLUMNS, user_from_row};
 
+/// The user's second factors, `$1` the user's id: the SQL expression every count of them uses.
+pub const FACTOR_COUNT: &str = "(SELECT COUNT(*) FROM totp_factors WHERE user_id = $1 AND confirmed_at IS NOT NULL) \
+     + (SELECT COUNT(*) FROM passkeys WHERE user_id = $1)";
+
 /// How long a sign-in waits for its second factor.
 pub const CHALLENGE_FOR_MS: i64 = 5 * 60 * 1000;
 /// Codes tried on one challenge before it is spent.
@@ -71,17 +75,33 @@ impl IdentityStore {
             totp_confirmed_at_ms: totp.map(|row| row.try_get("confirmed_at")).transpose()?,
             recovery_codes_left: i32::try_from(left).unwrap_or(i32::MAX),
             required: self.requires_second_factor(&user.team_id).await?,
+            passkeys: self.passkey_infos(&user.id).await?,
         })
     }
 
-    /// Whether the user has a second factor that sign-in asks for.
+    /// Whether the user has a second factor that sign-in asks for: an authenticator app, or a
+    /// passkey.
     pub async fn has_second_factor(&self, user_id: &str) -> ServiceResult<bool> {
         let found: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM totp_factors WHERE user_id = $1 AND confirmed_at IS NOT NULL")
-                .bind(user_id)
-                .fetch_one(self.db.pool())
-                .await?;
+            sqlx::query_scalar(&format!("SELECT {FACTOR_COUNT}")).bind(user_id).fetch_one(self.db.pool()).await?;
         Ok(found > 0)
+    }
+
+    /// The pending sign-in with this token, without counting a try (a passkey ceremony is
+    /// counted when its assertion comes back).
+    pub async fn peek_challenge(&self, token: &str) -> ServiceResult<Challenge> {
+        let columns = USER_COLUMNS.split(", ").map(|column| format!("u.{column}")).collect::<Vec<_>>().join(", ");
+        let row = sqlx::query(&format!(
+            "SELECT c.id AS challenge_id, {columns} FROM sign_in_challenges c JOIN users u ON u.id = c.user_id \
+             WHERE c.token_hash = $1 AND c.used_at IS NULL AND c.expires_at > $2 AND c.attempts < $3"
+        ))
+        .bind(hash_key(token))
+        .bind(now_ms())
+        .bind(ATTEMPTS_PER_CHALLENGE)
+        .fetch_optional(self.db.pool())
+        .await?
+        .ok_or_else(challenge_gone)?;
+        Ok(Challenge { id: row.try_get("challenge_id")?, user: user_from_row(&row)? })
     }
 
     /// Keeps a new pending TOTP secret for the user (replacing a pending one); 409 when one is
@@ -160,13 +180,20 @@ impl IdentityStore {
     /// Removes the user's TOTP secret and recovery codes. 409 when their team requires a
     /// second factor and this is their only one.
     pub async fn remove_totp(&self, user: &User) -> ServiceResult<()> {
-        if self.requires_second_factor(&user.team_id).await? {
+        let passkeys: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM passkeys WHERE user_id = $1")
+            .bind(&user.id)
+            .fetch_one(self.db.pool())
+            .await?;
+        if passkeys == 0 && self.requires_second_factor(&user.team_id).await? {
             return Err(ServiceError::conflict("Your team requires a second factor")
                 .with_hint("An owner can lift the requirement; until then the authenticator app stays."));
         }
         let mut tx = self.db.begin_write().await?;
         sqlx::query("DELETE FROM totp_factors WHERE user_id = $1").bind(&user.id).execute(&mut *tx).await?;
-        sqlx::query("DELETE FROM recovery_codes WHERE user_id = $1").bind(&user.id).execute(&mut *tx).await?;
+        // Recovery codes go with the last second factor.
+        if passkeys == 0 {
+            sqlx::query("DELETE FROM recovery_codes WHERE user_id = $1").bind(&user.id).execute(&mut *tx).await?;
+        }
         tx.commit().await?;
         Ok(())
     }
