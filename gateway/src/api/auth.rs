@@ -285,7 +285,7 @@ async fn verify(
 ) -> ServiceResult<WithCookie<Data<SessionView>>> {
     let Json(body) = input.body;
     let (passkey_ceremony, passkey_credential) = match (&body.code, body.passkey) {
-        (None, Some(assertion)) => (assertion.ceremony, assertion.credential.to_string()),
+        (None, Some(assertion)) => (assertion.ceremony, serde_json::Value::Object(assertion.credential).to_string()),
         (Some(_), None) => (String::new(), String::new()),
         _ => return Err(ServiceError::invalid_field("code", "send a code or a passkey, one of them")),
     };

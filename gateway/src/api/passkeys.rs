@@ -88,7 +88,7 @@ pub struct Register {
     #[schemars(length(min = 1, max = 60))]
     pub name: String,
     /// `navigator.credentials.create(...)`'s credential, `toJSON()`.
-    pub credential: Value,
+    pub credential: serde_json::Map<String, Value>,
 }
 
 /// Other members are ignored.
@@ -106,7 +106,7 @@ pub struct Assertion {
     #[schemars(length(min = 1, max = 64))]
     pub ceremony: String,
     /// `navigator.credentials.get(...)`'s credential, `toJSON()`.
-    pub credential: Value,
+    pub credential: serde_json::Map<String, Value>,
 }
 
 fn session_token_hash(call: &Call) -> ServiceResult<String> {
@@ -136,7 +136,7 @@ async fn register(call: Call, input: Input<Nothing, Nothing, Json<Register>>) ->
     let request = FinishPasskeyRequest {
         token_hash: session_token_hash(&call)?,
         ceremony: body.ceremony,
-        credential: body.credential.to_string(),
+        credential: Value::Object(body.credential).to_string(),
         name: body.name,
         origin: call.public_base.clone(),
         client: Some((&call.client).into()),
@@ -188,7 +188,7 @@ async fn sign_in(
     let request = FinishPasskeyRequest {
         token_hash: String::new(),
         ceremony: body.ceremony,
-        credential: body.credential.to_string(),
+        credential: Value::Object(body.credential).to_string(),
         name: String::new(),
         origin: call.public_base.clone(),
         client: Some((&call.client).into()),
