@@ -111,10 +111,12 @@ def throttle(binary, data, _team, base, n):
         subprocess.run([binary, "admin", "--data-dir", data, "create-team", "--name", "Throttle"], check=True,
                        capture_output=True, text=True, timeout=60).stdout
     )["id"]
-    person(binary, data, team, base, "guessed@bench.example")
+    # A person of their own per run: runs may share a platform.
+    email = f"guessed-{n}@bench.example"
+    person(binary, data, team, base, email)
 
     def guess(k):
-        return call("POST", f"{base}/auth/sign-in", {"email": "guessed@bench.example", "password": f"wrong guess {k}"})[0]
+        return call("POST", f"{base}/auth/sign-in", {"email": email, "password": f"wrong guess {k}"})[0]
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=n) as pool:
         statuses = list(pool.map(guess, range(n)))
