@@ -1,3 +1,6 @@
+//! The `switchboard admin` commands an operator runs: teams, keys and credits managed from the
+//! shell, each answering JSON that scripts can read.
+
 use crate::common::Stack;
 
 #[tokio::test]

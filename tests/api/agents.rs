@@ -1,3 +1,7 @@
+//! Agents over HTTP: the CRUD and list order, body validation, instructions in their published
+//! shape with length edges and a history of twenty versions, and that another team's or a
+//! read-only key never reaches them.
+
 use std::time::Duration;
 
 use serde_json::{Value, json};

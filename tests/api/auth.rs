@@ -1,3 +1,7 @@
+//! API keys at the door: a missing, malformed, unknown or revoked key is 401 with the published
+//! body, a read-only key cannot write, `/me` never shows the key, and the agency header is taken
+//! on agency routes only.
+
 use std::time::Duration;
 
 use serde_json::json;

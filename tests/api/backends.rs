@@ -9,10 +9,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 
 use crate::agents::id;
+use crate::common::multipart::{self, Part};
+use crate::common::web::{Reply, Request, WebServer};
 use crate::common::{Stack, free_port};
 use crate::knowledgebase::create_knowledgebase;
 use crate::sources::{ENV, REPAIRS, RETURNS, SHIPPING, Site, add_webpage, near, settle, texts, upload_file};
@@ -140,10 +140,8 @@ async fn an_unreachable_bucket_fails_the_upload_and_keeps_nothing() {
     let team = stack.team("Acme", false, 100).await;
     let api = stack.client(&team.key);
     let base = format!("/knowledgebase/{}", id(&create_knowledgebase(&api, "Support").await));
-    let content_type = "multipart/form-data; boundary=b";
-    let body =
-        b"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n\r\nSome text.\r\n--b--\r\n";
-    let failed = api.raw("POST", &format!("{base}/documents"), Some(content_type), body.to_vec()).await;
+    let (content_type, body) = multipart::form(&[Part::file("file", "a.txt", b"Some text.")]);
+    let failed = api.raw("POST", &format!("{base}/documents"), Some(&content_type), body).await;
     assert_eq!(failed.error_code(503), "SERVICE_UNAVAILABLE");
     assert_eq!(failed.body["error"], "File storage is unavailable");
     assert_eq!(api.get(&base).await.expect(200)["data"]["documents"], json!([]), "no document without its file");
@@ -161,42 +159,18 @@ struct ChatLog {
 /// Serves `POST /v1/chat/completions`. Each section's pairs are one question the "model"
 /// makes up and the section's own text as the answer; a section that mentions `fail_on`
 /// gets a 500, as a flaky provider would answer.
-async fn chat_model(fail_on: &'static str) -> (String, Arc<ChatLog>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://127.0.0.1:{}/v1", listener.local_addr().unwrap().port());
+async fn chat_model(fail_on: &'static str) -> (WebServer, Arc<ChatLog>) {
     let log = Arc::new(ChatLog::default());
     let shared = log.clone();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            tokio::spawn(answer_chat(stream, shared.clone(), fail_on));
-        }
-    });
-    (url, log)
+    let server = WebServer::start(move |request| std::future::ready(answer_chat(&request, &shared, fail_on))).await;
+    (server, log)
 }
 
-async fn answer_chat(mut stream: TcpStream, log: Arc<ChatLog>, fail_on: &str) {
-    let mut request = Vec::new();
-    let mut buffer = [0u8; 8192];
-    let (head, body) = loop {
-        match stream.read(&mut buffer).await {
-            Ok(0) | Err(_) => return,
-            Ok(read) => request.extend_from_slice(&buffer[..read]),
-        }
-        let Some(end) = request.windows(4).position(|w| w == b"\r\n\r\n") else { continue };
-        let head = String::from_utf8_lossy(&request[..end]).into_owned();
-        let length: usize = head
-            .lines()
-            .find_map(|line| line.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned()))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        if request.len() >= end + 4 + length {
-            break (head, request[end + 4..end + 4 + length].to_vec());
-        }
-    };
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    log.requests.lock().unwrap().push((head.clone(), body.clone()));
+fn answer_chat(request: &Request, log: &ChatLog, fail_on: &str) -> Reply {
+    let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+    log.requests.lock().unwrap().push((request.head.clone(), body.clone()));
     let user = body["messages"][1]["content"].as_str().unwrap_or_default().to_owned();
-    let (status, reply) = if !head.starts_with("POST /v1/chat/completions ") {
+    let (status, reply) = if !request.head.starts_with("POST /v1/chat/completions ") {
         (404, json!({ "error": { "message": "no such route" } }))
     } else if user.contains(fail_on) {
         (500, json!({ "error": { "message": "the model is overloaded" } }))
@@ -208,20 +182,14 @@ async fn answer_chat(mut stream: TcpStream, log: Arc<ChatLog>, fail_on: &str) {
         let content = format!("```json\n{pairs}\n```");
         (200, json!({ "choices": [{ "index": 0, "message": { "role": "assistant", "content": content } }] }))
     };
-    let reply = reply.to_string();
-    let head = format!(
-        "HTTP/1.1 {status} X\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-        reply.len()
-    );
-    let _ = stream.write_all(head.as_bytes()).await;
-    let _ = stream.write_all(reply.as_bytes()).await;
-    let _ = stream.shutdown().await;
+    Reply::new(status).header("Content-Type", "application/json").body(reply.to_string())
 }
 
 #[tokio::test]
 async fn a_configured_chat_model_writes_the_pairs_and_a_failed_section_keeps_its_heading() {
     let site = Site::start().await;
-    let (url, log) = chat_model("repair workshop").await;
+    let (model, log) = chat_model("repair workshop").await;
+    let url = model.url("/v1");
     let mut env = ENV.to_vec();
     env.extend([
         ("SWITCHBOARD_LLM_URL", url.as_str()),

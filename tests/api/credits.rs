@@ -1,3 +1,6 @@
+//! Credits stay exact under concurrency: subteams created at once never overdraw their agency,
+//! and `/me` shows a change to the team's credits as soon as it is made.
+
 use crate::auth::subteam_body;
 use crate::common::Stack;
 

@@ -1,3 +1,7 @@
+//! How the API fails: JSON for unknown routes and wrong methods, 400/413/415 for bad bodies,
+//! every invalid field listed at once, length edges, a 503 rather than a hang when a service is
+//! down, and the client's request id echoed.
+
 use serde_json::json;
 
 use crate::auth::subteam_body;

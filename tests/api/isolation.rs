@@ -1,3 +1,5 @@
+//! One team never sees another's data, whichever endpoint it asks.
+
 use crate::auth::subteam_body;
 use crate::common::Stack;
 

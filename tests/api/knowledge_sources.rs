@@ -5,9 +5,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::agents::{create_agent, id};
+use crate::common::multipart::{self, Part};
+use crate::common::web::{Reply, WebServer};
 use crate::common::{Api, Stack};
 use crate::knowledgebase::create_knowledgebase;
 
@@ -31,30 +32,14 @@ pub const FAQ: &str = r#"<html><head><title>Acme FAQ</title><script>var hidden =
 /// `path → (status, content type, body)`; tests change it between scrapes.
 pub type Pages = Arc<Mutex<HashMap<String, (u16, String, String)>>>;
 
-/// A small HTTP/1.1 server on loopback serving `pages`; anything else is a 404.
-pub async fn web_server(pages: Pages) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut socket, _)) = listener.accept().await else { return };
-            let pages = pages.clone();
-            tokio::spawn(async move {
-                let mut request = vec![0; 8192];
-                let read = socket.read(&mut request).await.unwrap_or(0);
-                let head = String::from_utf8_lossy(&request[..read]).to_string();
-                let path = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
-                let (status, content_type, body) =
-                    pages.lock().unwrap().get(&path).cloned().unwrap_or((404, "text/plain".into(), "not found".into()));
-                let response = format!(
-                    "HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = socket.write_all(response.as_bytes()).await;
-            });
-        }
-    });
-    format!("http://{address}")
+/// The test web server serving `pages` by request target; anything else is a 404.
+pub async fn web_server(pages: Pages) -> WebServer {
+    WebServer::start(move |request| {
+        let found = pages.lock().unwrap().get(&request.target).cloned();
+        let (status, content_type, body) = found.unwrap_or((404, "text/plain".into(), "not found".into()));
+        std::future::ready(Reply::new(status).header("Content-Type", &content_type).body(body))
+    })
+    .await
 }
 
 pub fn page(pages: &Pages, path: &str, status: u16, content_type: &str, body: &str) {
@@ -71,26 +56,6 @@ pub async fn settled(api: &Api, path: &str) -> Value {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("{path} kept updating");
-}
-
-fn multipart(file_name: &str, content: &[u8], extra: &[(&str, &str)]) -> (String, Vec<u8>) {
-    let boundary = "switchboard-test-boundary";
-    let mut body = Vec::new();
-    for (name, value) in extra {
-        body.extend_from_slice(
-            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").as_bytes(),
-        );
-    }
-    body.extend_from_slice(
-        format!(
-            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{file_name}\"\r\n\
-             Content-Type: application/octet-stream\r\n\r\n"
-        )
-        .as_bytes(),
-    );
-    body.extend_from_slice(content);
-    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
-    (format!("multipart/form-data; boundary={boundary}"), body)
 }
 
 async fn search(api: &Api, base: &str, query: &str) -> Value {
@@ -199,7 +164,8 @@ async fn documents_are_uploaded_extracted_searchable_and_deleted() {
     let documents = format!("{base}/documents");
 
     let text = b"The blue parrot named Captain lives in the lobby of our Lisbon office and greets every visitor.";
-    let (content_type, body) = multipart("parrot.txt", text, &[("notes", "Lobby facts")]);
+    let (content_type, body) =
+        multipart::form(&[Part::field("notes", b"Lobby facts"), Part::file("file", "parrot.txt", text)]);
     let uploaded = api.raw("POST", &documents, Some(&content_type), body).await;
     let document = uploaded.expect(201)["data"].clone();
     assert_eq!(document["fileName"], "parrot.txt");
@@ -213,7 +179,8 @@ async fn documents_are_uploaded_extracted_searchable_and_deleted() {
     assert_eq!(hits[0]["reference"]["source"]["id"], document["id"]);
 
     let csv = b"question,answer\nDo you open on Sundays?,We open from 10 to 16 on Sundays.\n";
-    let (content_type, body) = multipart("faq.csv", csv, &[("name", "Opening FAQ")]);
+    let (content_type, body) =
+        multipart::form(&[Part::field("name", b"Opening FAQ"), Part::file("file", "faq.csv", csv)]);
     let faq = api.raw("POST", &documents, Some(&content_type), body).await.expect(201)["data"].clone();
     let faq = settled(&api, &format!("{documents}/{}", id(&faq))).await;
     assert_eq!(faq["content"][0]["question"], "Do you open on Sundays?");
@@ -223,15 +190,15 @@ async fn documents_are_uploaded_extracted_searchable_and_deleted() {
     assert_eq!(renamed.body["data"]["notes"], Value::Null);
 
     // Rejections store nothing.
-    let (content_type, body) = multipart("virus.exe", b"MZ\0\0", &[]);
+    let (content_type, body) = multipart::form(&[Part::file("file", "virus.exe", b"MZ\0\0")]);
     let unsupported = api.raw("POST", &documents, Some(&content_type), body).await;
     assert_eq!(unsupported.error_code(415), "UNSUPPORTED_MEDIA_TYPE");
     assert!(unsupported.body["hint"].as_str().unwrap().contains(".pdf"));
-    let (content_type, body) = multipart("fake.pdf", b"this is not a pdf", &[]);
+    let (content_type, body) = multipart::form(&[Part::file("file", "fake.pdf", b"this is not a pdf")]);
     let unreadable = api.raw("POST", &documents, Some(&content_type), body).await;
     assert_eq!(unreadable.error_code(422), "UNPROCESSABLE_ENTITY");
     assert!(unreadable.body["hint"].is_string());
-    let (content_type, body) = multipart("big.txt", &vec![b'a'; 21 * 1024 * 1024], &[]);
+    let (content_type, body) = multipart::form(&[Part::file("file", "big.txt", &vec![b'a'; 21 * 1024 * 1024])]);
     assert_eq!(api.raw("POST", &documents, Some(&content_type), body).await.status, 413);
     let not_multipart = api.raw("POST", &documents, Some("application/json"), b"{}".to_vec()).await;
     assert_eq!(not_multipart.error_code(415), "UNSUPPORTED_MEDIA_TYPE");

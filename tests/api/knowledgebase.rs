@@ -1,3 +1,8 @@
+//! Knowledge bases and their references over HTTP: CRUD in the spec's shape on both paths,
+//! length edges, 404 for another team's or a missing base, and search: paraphrases ranked
+//! first, one credit a search, 402 without credits, edits found at once, the same answers
+//! after a rebuild.
+
 use futures::StreamExt;
 use serde_json::{Value, json};
 

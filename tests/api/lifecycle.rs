@@ -1,3 +1,7 @@
+//! The process's life: `dev` prints its demo key once and keeps its data across restarts,
+//! SIGTERM lets the request in flight finish and exits 0, and the components run as separate
+//! services on PostgreSQL.
+
 use std::time::Duration;
 
 use serde_json::json;

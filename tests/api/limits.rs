@@ -1,3 +1,8 @@
+//! Rate limits stay exact: the limit per class and team, the headers, leases taken from a
+//! shared Redis bucket by several gateways, bursts across gateways and teams, and Redis going
+//! away and coming back; a change to a team reaches every gateway at once, a revoked key within
+//! the cache time.
+
 use std::time::Duration;
 
 use crate::auth::subteam_body;

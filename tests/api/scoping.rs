@@ -1,3 +1,7 @@
+//! Agency scoping: an agency key acts on its subteams with `teamId`, which is refused for
+//! others' subteams, non-agencies and bad ids; access flags bind a subteam's own keys only; a
+//! deleted team is 404.
+
 use serde_json::json;
 
 use crate::auth::subteam_body;

@@ -7,13 +7,12 @@ use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-
 use crate::agents::{create_agent, id};
+use crate::common::multipart::{self, Part};
+use crate::common::web::{Reply, Request, WebServer};
 use crate::common::{Api, Response, Stack};
 use crate::knowledgebase::create_knowledgebase;
+use serde_json::{Value, json};
 
 /// Limits lifted, loopback pages allowed, and jobs, timeouts and sizes small enough for tests.
 pub(crate) const ENV: &[(&str, &str)] = &[
@@ -88,7 +87,7 @@ fn faq_page(shipping: &str) -> String {
 }
 
 // ---------------------------------------------------------------------------------------
-// The website: hand-rolled HTTP/1.1, one request per connection.
+// The website, on the shared test web server.
 
 struct SiteState {
     faq: Mutex<String>,
@@ -99,14 +98,12 @@ struct SiteState {
 }
 
 pub(crate) struct Site {
-    origin: String,
+    server: WebServer,
     state: Arc<SiteState>,
 }
 
 impl Site {
     pub(crate) async fn start() -> Site {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let origin = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
         let state = Arc::new(SiteState {
             faq: Mutex::new(faq_page(SHIPPING)),
             faq_status: AtomicU16::new(200),
@@ -115,16 +112,12 @@ impl Site {
             hits: Mutex::new(HashMap::new()),
         });
         let shared = state.clone();
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                tokio::spawn(serve(stream, shared.clone()));
-            }
-        });
-        Site { origin, state }
+        let server = WebServer::start(move |request| answer(request, shared.clone())).await;
+        Site { server, state }
     }
 
     pub(crate) fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.origin)
+        self.server.url(path)
     }
 
     fn set_faq(&self, html: String) {
@@ -165,49 +158,21 @@ impl Site {
     }
 }
 
-fn reason_phrase(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        301 => "Moved Permanently",
-        302 => "Found",
-        404 => "Not Found",
-        500 => "Internal Server Error",
-        503 => "Service Unavailable",
-        _ => "Status",
-    }
-}
-
-async fn respond(stream: &mut TcpStream, status: u16, headers: &[(&str, &str)], body: &[u8]) {
-    let mut head = format!("HTTP/1.1 {status} {}\r\nConnection: close\r\n", reason_phrase(status));
-    for (name, value) in headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
-    let _ = stream.write_all(head.as_bytes()).await;
-    let _ = stream.write_all(body).await;
-    let _ = stream.shutdown().await;
-}
-
 const HTML: (&str, &str) = ("Content-Type", "text/html; charset=utf-8");
 
-async fn serve(mut stream: TcpStream, state: Arc<SiteState>) {
-    let mut request = Vec::new();
-    let mut buffer = [0u8; 4096];
-    while !request.windows(4).any(|w| w == b"\r\n\r\n") && request.len() < 65_536 {
-        match stream.read(&mut buffer).await {
-            Ok(0) | Err(_) => return,
-            Ok(read) => request.extend_from_slice(&buffer[..read]),
-        }
-    }
-    let head = String::from_utf8_lossy(&request).into_owned();
-    let target = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
-    let path = target.split('?').next().unwrap_or("/").to_owned();
+/// A reply with these headers and body.
+fn reply(status: u16, headers: &[(&str, &str)], body: impl Into<Vec<u8>>) -> Reply {
+    headers.iter().fold(Reply::new(status), |reply, (name, value)| reply.header(name, value)).body(body)
+}
+
+async fn answer(request: Request, state: Arc<SiteState>) -> Reply {
+    let path = request.path().to_owned();
     *state.hits.lock().unwrap().entry(path.clone()).or_default() += 1;
     match path.as_str() {
         "/robots.txt" => {
             let status = state.robots_status.load(Ordering::SeqCst);
             let robots = if status == 200 { "User-agent: *\nDisallow: /private\n" } else { "down" };
-            respond(&mut stream, status, &[("Content-Type", "text/plain")], robots.as_bytes()).await;
+            reply(status, &[("Content-Type", "text/plain")], robots)
         }
         "/faq" => {
             let delay = state.faq_delay_ms.load(Ordering::SeqCst);
@@ -217,55 +182,44 @@ async fn serve(mut stream: TcpStream, state: Arc<SiteState>) {
             let status = state.faq_status.load(Ordering::SeqCst);
             if status == 200 {
                 let page = state.faq.lock().unwrap().clone();
-                respond(&mut stream, 200, &[HTML], page.as_bytes()).await;
+                reply(200, &[HTML], page)
             } else {
-                respond(&mut stream, status, &[HTML], b"<html><body><h1>Something broke</h1></body></html>").await;
+                reply(status, &[HTML], "<html><body><h1>Something broke</h1></body></html>")
             }
         }
-        "/moved" => respond(&mut stream, 301, &[("Location", "/faq"), HTML], b"").await,
-        "/moved-private" => respond(&mut stream, 301, &[("Location", "/private/page"), HTML], b"").await,
-        "/loop" => respond(&mut stream, 302, &[("Location", "/loop"), HTML], b"").await,
+        "/moved" => reply(301, &[("Location", "/faq"), HTML], ""),
+        "/moved-private" => reply(301, &[("Location", "/private/page"), HTML], ""),
+        "/loop" => reply(302, &[("Location", "/loop"), HTML], ""),
         "/latin1" => {
             let page = "<html><body><h2>Lager</h2><p>Lageret i Tromsø sender pakker på tirsdager.</p></body></html>";
             let latin1: Vec<u8> = page.chars().map(|c| u8::try_from(u32::from(c)).unwrap()).collect();
-            respond(&mut stream, 200, &[("Content-Type", "text/html; charset=iso-8859-1")], &latin1).await;
+            reply(200, &[("Content-Type", "text/html; charset=iso-8859-1")], latin1)
         }
         "/notes.txt" => {
             let text = "Gift wrapping is free for orders above 50 euros.\n\nWe wrap with recycled paper.\n";
-            respond(&mut stream, 200, &[("Content-Type", "text/plain; charset=utf-8")], text.as_bytes()).await;
+            reply(200, &[("Content-Type", "text/plain; charset=utf-8")], text)
         }
         "/slow" => {
             tokio::time::sleep(Duration::from_secs(5)).await;
-            respond(&mut stream, 200, &[HTML], faq_page(SHIPPING).as_bytes()).await;
+            reply(200, &[HTML], faq_page(SHIPPING))
         }
-        "/missing" => respond(&mut stream, 404, &[HTML], b"<html><body><p>No such page</p></body></html>").await,
+        "/missing" => reply(404, &[HTML], "<html><body><p>No such page</p></body></html>"),
         "/huge" => {
             let body = format!("<html><body><main><p>{}</p></main></body></html>", "lorem ipsum ".repeat(100_000));
-            respond(&mut stream, 200, &[HTML], body.as_bytes()).await;
+            reply(200, &[HTML], body)
         }
+        // No Content-Length: the body ends when the connection closes.
         "/huge-stream" => {
-            // No Content-Length: the body ends when the connection closes.
-            let head = "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: text/html\r\n\r\n<html><body><p>";
-            if stream.write_all(head.as_bytes()).await.is_ok() {
-                let chunk = "dolor sit amet ".repeat(10_000);
-                for _ in 0..10 {
-                    if stream.write_all(chunk.as_bytes()).await.is_err() {
-                        return;
-                    }
-                }
-                let _ = stream.write_all(b"</p></body></html>").await;
-            }
-            let _ = stream.shutdown().await;
+            let body = format!("<html><body><p>{}</p></body></html>", "dolor sit amet ".repeat(100_000));
+            reply(200, &[("Content-Type", "text/html")], body).until_close()
         }
         "/data.json" => {
-            let body = br#"{"shipping": "Our warehouse ships orders every Tuesday."}"#;
-            respond(&mut stream, 200, &[("Content-Type", "application/json")], body).await;
+            let body = r#"{"shipping": "Our warehouse ships orders every Tuesday."}"#;
+            reply(200, &[("Content-Type", "application/json")], body)
         }
-        "/blank" => respond(&mut stream, 200, &[HTML], b"<html><body><main>  </main></body></html>").await,
-        "/private/page" | "/other" => {
-            respond(&mut stream, 200, &[HTML], faq_page("Private things.").as_bytes()).await;
-        }
-        _ => respond(&mut stream, 404, &[HTML], b"not found").await,
+        "/blank" => reply(200, &[HTML], "<html><body><main>  </main></body></html>"),
+        "/private/page" | "/other" => reply(200, &[HTML], faq_page("Private things.")),
+        _ => reply(404, &[HTML], "not found"),
     }
 }
 
@@ -388,39 +342,14 @@ fn stored_files(stack: &Stack) -> usize {
     count(&stack.data_path().join("objects"))
 }
 
-const BOUNDARY: &str = "switchboard-test-7MA4YWxkTrZu0gW";
-
-/// A multipart/form-data body: `(field, file name, content)`.
-fn multipart(parts: &[(&str, Option<&str>, &[u8])]) -> Vec<u8> {
-    let mut body = Vec::new();
-    for (field, file_name, content) in parts {
-        body.extend_from_slice(format!("--{BOUNDARY}\r\n").as_bytes());
-        match file_name {
-            Some(file_name) => body.extend_from_slice(
-                format!(
-                    "Content-Disposition: form-data; name=\"{field}\"; filename=\"{file_name}\"\r\n\
-                     Content-Type: application/octet-stream\r\n\r\n"
-                )
-                .as_bytes(),
-            ),
-            None => {
-                body.extend_from_slice(format!("Content-Disposition: form-data; name=\"{field}\"\r\n\r\n").as_bytes())
-            }
-        }
-        body.extend_from_slice(content);
-        body.extend_from_slice(b"\r\n");
-    }
-    body.extend_from_slice(format!("--{BOUNDARY}--\r\n").as_bytes());
-    body
-}
-
-pub(crate) async fn upload(api: &Api, base: &str, parts: &[(&str, Option<&str>, &[u8])]) -> Response {
-    let content_type = format!("multipart/form-data; boundary={BOUNDARY}");
-    api.raw("POST", &format!("{base}/documents"), Some(&content_type), multipart(parts)).await
+/// Uploads a document made of these parts.
+pub(crate) async fn upload(api: &Api, base: &str, parts: &[Part<'_>]) -> Response {
+    let (content_type, body) = multipart::form(parts);
+    api.raw("POST", &format!("{base}/documents"), Some(&content_type), body).await
 }
 
 pub(crate) async fn upload_file(api: &Api, base: &str, file_name: &str, content: &[u8]) -> Value {
-    upload(api, base, &[("file", Some(file_name), content)]).await.expect(201)["data"].clone()
+    upload(api, base, &[Part::file("file", file_name, content)]).await.expect(201)["data"].clone()
 }
 
 /// A one-page PDF 1.4 with `sentence` in Helvetica; the xref offsets are computed here.
@@ -636,7 +565,7 @@ async fn webpage_bodies_and_paths_are_validated() {
     // An agent without a knowledge base has no sources.
     let agent = create_agent(&api, "Ava", json!({})).await;
     let agent_base = format!("/agents/{}/knowledgebase", id(&agent));
-    let file = [("file", Some("notes.txt"), &b"Some text."[..])];
+    let file = [Part::file("file", "notes.txt", &b"Some text."[..])];
     let responses = [
         api.post(&format!("{agent_base}/webpages"), json!({ "name": "FAQ", "url": site.url("/faq") })).await,
         api.get(&format!("{agent_base}/webpages/{unknown}")).await,
@@ -995,7 +924,7 @@ async fn loopback_pages_are_refused_unless_the_operator_allows_them() {
     let team = stack.team("Acme", false, 10).await;
     let api = stack.client(&team.key);
     let base = format!("/knowledgebase/{}", id(&create_knowledgebase(&api, "Support").await));
-    let port = site.origin.rsplit(':').next().unwrap().to_owned();
+    let port = site.server.origin().rsplit(':').next().unwrap().to_owned();
     let urls = [
         site.url("/faq"),
         format!("http://localhost:{port}/faq"),
@@ -1073,9 +1002,9 @@ async fn documents_of_every_supported_type_become_searchable() {
         &api,
         &base,
         &[
-            ("name", None, b"Bike rental prices"),
-            ("notes", None, b"From the 2025 flyer"),
-            ("file", Some("prices.txt"), txt),
+            Part::field("name", b"Bike rental prices"),
+            Part::field("notes", b"From the 2025 flyer"),
+            Part::file("file", "prices.txt", txt),
         ],
     )
     .await;
@@ -1249,30 +1178,31 @@ async fn unusable_uploads_are_refused_and_nothing_is_stored() {
     let base = format!("/knowledgebase/{}", id(&create_knowledgebase(&api, "Support").await));
 
     for file_name in ["setup.exe", "logo.png", "README"] {
-        let response = upload(&api, &base, &[("file", Some(file_name), b"MZ\x90\x00binary")]).await;
+        let response = upload(&api, &base, &[Part::file("file", file_name, b"MZ\x90\x00binary")]).await;
         assert_eq!(response.error_code(415), "UNSUPPORTED_MEDIA_TYPE", "{file_name}");
         let hint = response.body["hint"].as_str().expect("hint");
         for supported in [".txt", ".md", ".html", ".pdf", ".docx", ".csv"] {
             assert!(hint.contains(supported), "{hint}");
         }
     }
-    let fake_pdf = upload(&api, &base, &[("file", Some("report.pdf"), b"this is not a PDF at all")]).await;
+    let fake_pdf = upload(&api, &base, &[Part::file("file", "report.pdf", b"this is not a PDF at all")]).await;
     assert_eq!(fake_pdf.error_code(422), "UNPROCESSABLE_ENTITY");
     assert!(!fake_pdf.body["hint"].as_str().expect("hint").is_empty());
-    let fake_docx = upload(&api, &base, &[("file", Some("letter.docx"), b"plain text, no archive")]).await;
+    let fake_docx = upload(&api, &base, &[Part::file("file", "letter.docx", b"plain text, no archive")]).await;
     assert_eq!(fake_docx.status, 422, "{}", fake_docx.text);
-    let not_utf8 = upload(&api, &base, &[("file", Some("notes.txt"), b"\xff\xfe\x00\x01")]).await;
+    let not_utf8 = upload(&api, &base, &[Part::file("file", "notes.txt", b"\xff\xfe\x00\x01")]).await;
     assert_eq!(not_utf8.status, 422, "{}", not_utf8.text);
-    let empty = upload(&api, &base, &[("file", Some("empty.md"), b"")]).await;
+    let empty = upload(&api, &base, &[Part::file("file", "empty.md", b"")]).await;
     assert_eq!(empty.status, 422, "{}", empty.text);
 
     let long_name = "n".repeat(256);
     for name in ["   ", long_name.as_str()] {
-        let bad_name = upload(&api, &base, &[("name", None, name.as_bytes()), ("file", Some("a.txt"), b"Text.")]).await;
+        let bad_name =
+            upload(&api, &base, &[Part::field("name", name.as_bytes()), Part::file("file", "a.txt", b"Text.")]).await;
         assert_eq!(bad_name.error_code(400), "VALIDATION_ERROR");
         assert_eq!(bad_name.fields(), ["name"]);
     }
-    let no_file = upload(&api, &base, &[("name", None, b"Just a name")]).await;
+    let no_file = upload(&api, &base, &[Part::field("name", b"Just a name")]).await;
     assert_eq!(no_file.error_code(400), "VALIDATION_ERROR");
     assert_eq!(no_file.fields(), ["file"]);
     let json_body = api.post(&format!("{base}/documents"), json!({ "file": "hello" })).await;
@@ -1282,10 +1212,10 @@ async fn unusable_uploads_are_refused_and_nothing_is_stored() {
 
     // Over the 20 MiB limit: refused before reading it all, and just over the limit too.
     let huge = vec![b'a'; 21 * 1024 * 1024];
-    let too_large = upload(&api, &base, &[("file", Some("big.txt"), &huge)]).await;
+    let too_large = upload(&api, &base, &[Part::file("file", "big.txt", &huge)]).await;
     assert_eq!(too_large.error_code(413), "PAYLOAD_TOO_LARGE");
     let just_over = vec![b'a'; 20 * 1024 * 1024 + 1];
-    let too_large = upload(&api, &base, &[("file", Some("big.txt"), &just_over)]).await;
+    let too_large = upload(&api, &base, &[Part::file("file", "big.txt", &just_over)]).await;
     assert_eq!(too_large.error_code(413), "PAYLOAD_TOO_LARGE");
 
     assert_eq!(api.get(&base).await.expect(200)["data"]["documents"], json!([]), "nothing was stored");
@@ -1344,7 +1274,7 @@ async fn another_teams_webpages_and_documents_are_404() {
         (api.get(&document_path).await, "Knowledgebase not found"),
         (api.put(&document_path, json!({ "name": "Mine" })).await, "Knowledgebase not found"),
         (api.delete(&document_path).await, "Knowledgebase not found"),
-        (upload(&api, &base, &[("file", Some("x.txt"), b"text")]).await, "Knowledgebase not found"),
+        (upload(&api, &base, &[Part::file("file", "x.txt", b"text")]).await, "Knowledgebase not found"),
         (api.get(&crossed_page).await, "Webpage not found"),
         (api.put(&crossed_page, json!({ "name": "Mine" })).await, "Webpage not found"),
         (api.delete(&crossed_page).await, "Webpage not found"),
@@ -1367,7 +1297,7 @@ async fn another_teams_webpages_and_documents_are_404() {
         api.get(&format!("{agent_base}/webpages/{}", id(&page))).await,
         api.raw("POST", &format!("{agent_base}/webpages/{}/refresh", id(&page)), None, Vec::new()).await,
         api.delete(&format!("{agent_base}/documents/{}", id(&document))).await,
-        upload(&api, &agent_base, &[("file", Some("x.txt"), b"text")]).await,
+        upload(&api, &agent_base, &[Part::file("file", "x.txt", b"text")]).await,
     ];
     for response in through_agent {
         assert_eq!(response.status, 404, "{}", response.text);
@@ -1379,7 +1309,7 @@ async fn another_teams_webpages_and_documents_are_404() {
     read_only.get(&page_path).await.expect(200);
     assert_eq!(read_only.raw("POST", &format!("{page_path}/refresh"), None, Vec::new()).await.status, 403);
     assert_eq!(read_only.delete(&document_path).await.status, 403);
-    assert_eq!(upload(&read_only, &base, &[("file", Some("x.txt"), b"text")]).await.status, 403);
+    assert_eq!(upload(&read_only, &base, &[Part::file("file", "x.txt", b"text")]).await.status, 403);
 
     // Nothing changed for the owner.
     let still = owner_api.get(&page_path).await.expect(200)["data"].clone();
@@ -1399,15 +1329,10 @@ async fn a_file_without_a_known_extension_is_read_by_its_content_type() {
     let api = stack.client(&team.key);
     let base = format!("/knowledgebase/{}", id(&create_knowledgebase(&api, "Support").await));
     let typed = |file_name: &str, content_type: &str, content: &str| {
-        let body = format!(
-            "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{file_name}\"\r\n\
-             Content-Type: {content_type}\r\n\r\n{content}\r\n--{BOUNDARY}--\r\n"
-        );
+        let part = Part::file("file", file_name, content.as_bytes()).typed(content_type);
+        let (content_type, body) = multipart::form(&[part]);
         let (api, path) = (api.clone(), format!("{base}/documents"));
-        async move {
-            let multipart = format!("multipart/form-data; boundary={BOUNDARY}");
-            api.raw("POST", &path, Some(&multipart), body.into_bytes()).await
-        }
+        async move { api.raw("POST", &path, Some(&content_type), body).await }
     };
     let notes = typed("returns", "text/plain; charset=utf-8", "Returns\n\nFree within 30 days.").await;
     let notes = notes.expect(201)["data"].clone();

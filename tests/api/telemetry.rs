@@ -6,58 +6,30 @@ use std::time::Duration;
 
 use prost::Message;
 use serde_json::json;
-
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 use crate::agents::{create_agent, id};
+use crate::common::web::{Reply, WebServer};
 use crate::common::{Api, Stack};
 use crate::knowledgebase::create_knowledgebase;
 
-/// Accepts OTLP/HTTP posts and hands on (path, body); answers 200 to each.
-async fn receiver() -> (String, mpsc::UnboundedReceiver<(String, Vec<u8>)>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+/// Accepts OTLP/HTTP posts and hands on (path, body); answers 200 to each, keeping the
+/// connection open for the next export as a collector does.
+async fn receiver() -> (WebServer, mpsc::UnboundedReceiver<(String, Vec<u8>)>) {
     let (sender, received) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            let sender = sender.clone();
-            tokio::spawn(async move {
-                let mut request = Vec::new();
-                let mut chunk = [0u8; 64 * 1024];
-                loop {
-                    let Ok(read) = socket.read(&mut chunk).await else { return };
-                    if read == 0 {
-                        return;
-                    }
-                    request.extend_from_slice(&chunk[..read]);
-                    let Some(end) = request.windows(4).position(|w| w == b"\r\n\r\n") else { continue };
-                    let head = String::from_utf8_lossy(&request[..end]).to_lowercase();
-                    let length: usize = head
-                        .lines()
-                        .find_map(|line| line.strip_prefix("content-length:"))
-                        .and_then(|value| value.trim().parse().ok())
-                        .unwrap_or(0);
-                    if request.len() < end + 4 + length {
-                        continue;
-                    }
-                    let path = head.split_whitespace().nth(1).unwrap_or_default().to_owned();
-                    let _ = sender.send((path, request[end + 4..end + 4 + length].to_vec()));
-                    let _ = socket.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n").await;
-                    request.clear();
-                }
-            });
-        }
-    });
-    (endpoint, received)
+    let server = WebServer::start(move |request| {
+        let _ = sender.send((request.target.to_lowercase(), request.body));
+        std::future::ready(Reply::new(200).keep_alive())
+    })
+    .await;
+    (server, received)
 }
 
 #[tokio::test]
 async fn requests_are_exported_as_traces_even_with_quiet_logs() {
     let (endpoint, mut received) = receiver().await;
     let env =
-        [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()), ("RUST_LOG", "warn"), ("OTEL_BSP_SCHEDULE_DELAY", "200")];
+        [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.origin()), ("RUST_LOG", "warn"), ("OTEL_BSP_SCHEDULE_DELAY", "200")];
     let stack = Stack::start_with(&env).await;
     let team = stack.team("Traced", false, 0).await;
     stack.client(&team.key).get("/me").await.expect(200);
@@ -163,7 +135,7 @@ impl Span {
 async fn a_knowledge_search_is_one_trace_across_gateway_identity_agents_and_knowledgebase() {
     let (endpoint, mut received) = receiver().await;
     let env = [
-        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.origin()),
         ("OTEL_BSP_SCHEDULE_DELAY", "200"),
         ("SWITCHBOARD_RATE_LIMIT_SEARCH", "1000"),
     ];
@@ -250,7 +222,7 @@ pub fn sample(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
 #[tokio::test]
 async fn metrics_are_served_on_the_admin_port_and_exported_over_otlp() {
     let (endpoint, mut received) = receiver().await;
-    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()), ("OTEL_METRIC_EXPORT_INTERVAL", "300")];
+    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.origin()), ("OTEL_METRIC_EXPORT_INTERVAL", "300")];
     let (stack, api, path) = searchable(&env).await;
     api.get("/me").await.expect(200);
     api.get(&path).await.expect(200);

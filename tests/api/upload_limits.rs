@@ -11,6 +11,7 @@ use switchboard_knowledgebase::sources::bounded::{
 };
 
 use crate::agents::id;
+use crate::common::multipart::{self, Part};
 use crate::common::{Api, Response, Stack};
 use crate::knowledgebase::create_knowledgebase;
 
@@ -192,17 +193,8 @@ fn bombs() -> Vec<Bomb> {
     ]
 }
 
-const BOUNDARY: &str = "switchboard-upload-limits-boundary";
-
 async fn upload(api: &Api, base: &str, file_name: &str, content: &[u8]) -> Response {
-    let mut body = format!(
-        "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{file_name}\"\r\n\
-         Content-Type: application/octet-stream\r\n\r\n"
-    )
-    .into_bytes();
-    body.extend_from_slice(content);
-    body.extend_from_slice(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
-    let content_type = format!("multipart/form-data; boundary={BOUNDARY}");
+    let (content_type, body) = multipart::form(&[Part::file("file", file_name, content)]);
     api.raw("POST", &format!("{base}/documents"), Some(&content_type), body).await
 }
 

@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use tokio::io::AsyncWriteExt;
 
+use crate::common::web::{Reply, WebServer};
 use crate::common::{Api, Stack};
 
 /// A request the receiver got.
@@ -36,31 +36,22 @@ struct Receiver {
     url: String,
     status: Arc<AtomicU16>,
     received: Arc<Mutex<Vec<Received>>>,
-    task: tokio::task::JoinHandle<()>,
+    /// Stops accepting when the receiver is dropped.
+    _server: WebServer,
 }
 
 impl Receiver {
     async fn start() -> Receiver {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
         let status = Arc::new(AtomicU16::new(200));
         let received = Arc::new(Mutex::new(Vec::new()));
         let (answer, log) = (status.clone(), received.clone());
-        let task = tokio::spawn(async move {
-            loop {
-                let Ok((mut socket, _)) = listener.accept().await else { return };
-                let (answer, log) = (answer.clone(), log.clone());
-                tokio::spawn(async move {
-                    if let Some(request) = read_request(&mut socket).await {
-                        log.lock().unwrap().push(request);
-                    }
-                    let status = answer.load(Ordering::SeqCst);
-                    let reply = format!("HTTP/1.1 {status} X\r\ncontent-length: 2\r\nconnection: close\r\n\r\nno");
-                    let _ = socket.write_all(reply.as_bytes()).await;
-                });
-            }
-        });
-        Receiver { url, status, received, task }
+        let server = WebServer::start(move |request| {
+            let body = String::from_utf8_lossy(&request.body).into_owned();
+            log.lock().unwrap().push(Received { path: request.target, headers: request.headers, body });
+            std::future::ready(Reply::new(answer.load(Ordering::SeqCst)).body("no"))
+        })
+        .await;
+        Receiver { url: server.origin().to_owned(), status, received, _server: server }
     }
 
     fn answer(&self, status: u16) {
@@ -83,44 +74,6 @@ impl Receiver {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Received> {
-    let mut data = Vec::new();
-    let mut buffer = [0u8; 8192];
-    let head_end = loop {
-        let read = tokio::time::timeout(Duration::from_secs(5), socket.read(&mut buffer)).await.ok()?.ok()?;
-        if read == 0 {
-            return None;
-        }
-        data.extend_from_slice(&buffer[..read]);
-        if let Some(at) = data.windows(4).position(|window| window == b"\r\n\r\n") {
-            break at;
-        }
-    };
-    let head = String::from_utf8_lossy(&data[..head_end]).to_string();
-    let mut lines = head.split("\r\n");
-    let path = lines.next()?.split(' ').nth(1)?.to_owned();
-    let headers: HashMap<String, String> = lines
-        .filter_map(|line| line.split_once(':'))
-        .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_owned()))
-        .collect();
-    let length: usize = headers.get("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
-    let mut body = data[head_end + 4..].to_vec();
-    while body.len() < length {
-        let read = tokio::time::timeout(Duration::from_secs(5), socket.read(&mut buffer)).await.ok()?.ok()?;
-        if read == 0 {
-            break;
-        }
-        body.extend_from_slice(&buffer[..read]);
-    }
-    Some(Received { path, headers, body: String::from_utf8_lossy(&body).to_string() })
 }
 
 /// Verifies every request with the reference library, as a receiver would; panics naming

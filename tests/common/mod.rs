@@ -4,6 +4,8 @@
 #![allow(dead_code)]
 
 mod contract;
+pub mod multipart;
+pub mod web;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
