@@ -1,6 +1,7 @@
 //! People who sign in: sessions, members, invitations and the audit log (`/auth`, `/members`,
 //! `/audit-log`).
 
+use crate::role::Role;
 use schemars::JsonSchema;
 use serde::Serialize;
 use switchboard_proto::v1 as proto;
@@ -44,9 +45,7 @@ impl From<&proto::Team> for SessionTeam {
 pub struct SessionView {
     pub user: User,
     pub team: SessionTeam,
-    /// `owner`, `admin`, `member` or `viewer`.
-    #[schemars(extend("enum" = ["owner", "admin", "member", "viewer"]))]
-    pub role: String,
+    pub role: Role,
     /// The teams the session may act on: its own (an agency's subteams are reached with `teamId`).
     pub teams: Vec<SessionTeam>,
     /// Send it as `X-CSRF-Token` with every POST, PUT, PATCH and DELETE made with the cookie.
@@ -63,7 +62,7 @@ impl SessionView {
         let user = session.user.clone().unwrap_or_default();
         let team = session.team.clone().unwrap_or_default();
         Self {
-            role: user.role.clone(),
+            role: Role::of_stored(&user.role),
             user: User::from(&user),
             teams: vec![SessionTeam::from(&team)],
             team: SessionTeam::from(&team),
@@ -270,8 +269,7 @@ pub struct MemberView {
     pub first_name: String,
     pub last_name: String,
     pub email: String,
-    #[schemars(extend("enum" = ["owner", "admin", "member", "viewer"]))]
-    pub role: String,
+    pub role: Role,
     pub created_at: Timestamp,
     /// Has set a password: can sign in to the portal.
     pub can_sign_in: bool,
@@ -286,7 +284,7 @@ impl From<&proto::Member> for MemberView {
             first_name: user.first_name,
             last_name: user.last_name,
             email: user.email,
-            role: user.role,
+            role: Role::of_stored(&user.role),
             created_at: Timestamp::from_ms(user.created_at_ms),
             can_sign_in: member.can_sign_in,
             last_sign_in_at: Timestamp::option(member.last_sign_in_at_ms),
@@ -301,8 +299,7 @@ impl From<&proto::Member> for MemberView {
 pub struct InvitationView {
     pub id: Id,
     pub email: String,
-    #[schemars(extend("enum" = ["owner", "admin", "member", "viewer"]))]
-    pub role: String,
+    pub role: Role,
     /// The portal page that accepts it (`/invite/{token}`); valid once, for 7 days.
     pub url: String,
     pub expires_at: Timestamp,
@@ -313,7 +310,7 @@ impl InvitationView {
         Self {
             id: Id::stored(invitation.id.clone()),
             email: invitation.email.clone(),
-            role: invitation.role.clone(),
+            role: Role::of_stored(&invitation.role),
             url: invite_url(public_base, &invitation.token),
             expires_at: Timestamp::from_ms(invitation.expires_at_ms),
         }
@@ -327,8 +324,7 @@ impl InvitationView {
 pub struct PendingInvitationView {
     pub id: Id,
     pub email: String,
-    #[schemars(extend("enum" = ["owner", "admin", "member", "viewer"]))]
-    pub role: String,
+    pub role: Role,
     pub created_at: Timestamp,
     pub expires_at: Timestamp,
     /// Who made it: a key or a person; null for an operator's (`switchboard admin invite`) and a
@@ -341,7 +337,7 @@ impl From<&proto::Invitation> for PendingInvitationView {
         Self {
             id: Id::stored(invitation.id.clone()),
             email: invitation.email.clone(),
-            role: invitation.role.clone(),
+            role: Role::of_stored(&invitation.role),
             created_at: Timestamp::from_ms(invitation.created_at_ms),
             expires_at: Timestamp::from_ms(invitation.expires_at_ms),
             created_by: invitation.created_by.as_ref().map(ActorView::from),
@@ -358,8 +354,7 @@ pub struct RemovedMemberView {
     pub first_name: String,
     pub last_name: String,
     pub email: String,
-    #[schemars(extend("enum" = ["owner", "admin", "member", "viewer"]))]
-    pub role: String,
+    pub role: Role,
     pub created_at: Timestamp,
     pub can_sign_in: bool,
     pub last_sign_in_at: Option<Timestamp>,

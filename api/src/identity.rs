@@ -1,5 +1,6 @@
 //! Who is calling (`/me`) and the team's users.
 
+use crate::role::Role;
 use schemars::JsonSchema;
 use serde::Serialize;
 use switchboard_proto::v1::{self as proto, KeyAccess};
@@ -99,8 +100,7 @@ pub struct User {
     /// Stored lower-case.
     #[schemars(extend("pattern" = switchboard_kit::limits::EMAIL_PATTERN))]
     pub email: String,
-    #[schemars(extend("enum" = ["owner", "admin", "member", "viewer"]))]
-    pub role: String,
+    pub role: Role,
     pub created_at: Timestamp,
 }
 
@@ -128,7 +128,7 @@ impl From<&proto::User> for User {
             first_name: user.first_name.clone(),
             last_name: user.last_name.clone(),
             email: user.email.clone(),
-            role: user.role.clone(),
+            role: Role::of_stored(&user.role),
             created_at: Timestamp::from_ms(user.created_at_ms),
         }
     }

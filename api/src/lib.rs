@@ -23,6 +23,7 @@ pub mod id;
 pub mod identity;
 pub mod knowledge;
 pub mod paging;
+pub mod role;
 pub mod sources;
 pub mod tags;
 pub mod time;

@@ -1,6 +1,7 @@
-//! The request pipeline. pingora calls `request_filter` for every request; each step either
-//! passes the request on or answers it, and every answer, error or not, leaves through
-//! [`App::write`] with the same headers.
+//! The REST transport: pingora glue. pingora calls `request_filter` for every request; it is
+//! routed, its body read and its operation handed to the admission pipeline (`pipeline.rs`),
+//! which MCP (`mcp/`) shares. Every answer, error or not, leaves through [`App::write`] with
+//! the same headers.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -16,20 +17,16 @@ use pingora::prelude::HttpPeer;
 use pingora::proxy::{ProxyHttp, Session};
 use serde_json::Value;
 use switchboard_kit::{ErrorKind, ServiceError};
-use tokio::sync::OnceCell;
 
-use crate::auth::{self, Authenticator};
-use crate::call::{Call, Client, HandlerResult, Principal, Reply};
 use crate::config::GatewayConfig;
 use crate::endpoint::{BodyKind, Endpoint, Method, RawInput};
-use crate::idempotency::{self, Begin, Idempotency};
-use crate::limits::{self, Decision, RateLimiter};
+use crate::idempotency;
+use crate::limits::Decision;
+use crate::pipeline::{Admission, Admit, Once, Pipeline};
+use crate::reply::{HandlerResult, Reply};
 use crate::router::{Match, Router};
-use crate::scope::{self, Scoper};
-use crate::services::Services;
-use crate::sessions::{self, SessionAuthenticator};
-use crate::throttle::SignInThrottle;
-use crate::{audit, mcp, openapi, playback, portal};
+use crate::sessions;
+use crate::{mcp, openapi, playback, portal};
 
 /// Liveness, at the root (where probes look) and under `/v1` (where the description puts it).
 const HEALTH_PATH: &str = "/healthz";
@@ -38,48 +35,21 @@ const HEALTH_PATH: &str = "/healthz";
 const UPLOAD_ENVELOPE_BYTES: usize = 64 * 1024;
 
 pub struct App {
-    pub(crate) config: GatewayConfig,
+    config: GatewayConfig,
     router: Router,
-    pub(crate) auth: Authenticator,
-    pub(crate) sessions: Arc<SessionAuthenticator>,
-    throttle: Arc<SignInThrottle>,
-    pub(crate) scoper: Scoper,
-    pub(crate) limiter: Arc<RateLimiter>,
-    idempotency: Idempotency,
+    pipeline: Pipeline,
     metrics: crate::metrics::GatewayMetrics,
-    /// Created on the first request, on the runtime that serves requests.
-    services: OnceCell<Arc<Services>>,
     in_flight: Arc<AtomicUsize>,
     /// The OpenAPI description and the skill file, built from the endpoints at start.
     openapi: Bytes,
     skill: Bytes,
-    pub(crate) tools: mcp::Tools,
-    /// The public URL links point at, and the proxies whose forwarding headers are believed.
-    pub(crate) origins: crate::origin::Origins,
-}
-
-/// What admission decides: run the handler with this call, or answer at once (a 429).
-pub(crate) enum Admission {
-    Continue(Box<Call>),
-    Respond(Reply),
-}
-
-/// A request to admit: its route, the key's principal and the `teamId` it names.
-pub(crate) struct Admit<'a> {
-    pub route: &'a Endpoint,
-    pub services: Arc<Services>,
-    pub principal: Arc<Principal>,
-    pub team_id: Option<String>,
-    pub public_base: String,
-    pub client: Client,
-    pub session_token: Option<String>,
-    pub sso_binding: Option<String>,
+    mcp: mcp::Server,
 }
 
 /// Per-request state.
 pub struct RequestCtx {
     request_id: String,
-    pub(crate) decision: Option<Decision>,
+    decision: Option<Decision>,
     /// Close the connection after answering (the body was not read to its end).
     close: bool,
     _in_flight: InFlight,
@@ -97,44 +67,16 @@ impl Drop for InFlight {
 impl App {
     pub fn new(config: GatewayConfig, in_flight: Arc<AtomicUsize>) -> anyhow::Result<Self> {
         let endpoints = crate::api::endpoints();
-        let redis = config
-            .redis_url
-            .as_deref()
-            .map(|url| {
-                let fallback = "rate limits and idempotency keys fall back to this process";
-                switchboard_kit::redis_client::RedisClient::connect(url, config.redis_timeout, fallback)
-            })
-            .transpose()?;
-        let limiter = RateLimiter::new(&config, redis.clone());
         Ok(Self {
             openapi: openapi::document_bytes()?,
             skill: Bytes::from(openapi::skill(&endpoints)),
-            tools: mcp::Tools::build(&endpoints)?,
+            mcp: mcp::Server::new(mcp::Tools::build(&endpoints)?, config.max_body_bytes),
             router: Router::new(endpoints),
-            auth: Authenticator::new(config.auth_cache_ttl, limiter.clone()),
-            sessions: Arc::new(SessionAuthenticator::new(config.auth_cache_ttl)),
-            throttle: Arc::new(SignInThrottle::new(redis.clone())),
-            scoper: Scoper::new(config.auth_cache_ttl),
-            limiter,
-            idempotency: Idempotency::new(redis),
+            pipeline: Pipeline::new(&config)?,
             metrics: crate::metrics::GatewayMetrics::new(),
-            services: OnceCell::new(),
             in_flight,
-            origins: crate::origin::Origins::new(
-                config.public_url.as_deref().unwrap_or("http://localhost"),
-                config.trusted_proxies.clone(),
-            ),
             config,
         })
-    }
-
-    /// Shared, not cloned per request: a request only clones the clients it calls.
-    pub(crate) async fn services(&self) -> Result<Arc<Services>, ServiceError> {
-        self.services
-            .get_or_try_init(|| async { Services::connect(&self.config).map(Arc::new) })
-            .await
-            .cloned()
-            .map_err(ServiceError::internal)
     }
 
     /// Answers a request; `found` is the router's answer for its method and path.
@@ -147,7 +89,7 @@ impl App {
         // The rarer branches are boxed: inline, their futures would make every request's
         // future (moved several times per request) as large as the largest of them.
         if mcp::PATHS.contains(&path.as_str()) {
-            return Box::pin(self.mcp(session, ctx)).await;
+            return Box::pin(self.mcp.serve(&self.pipeline, session, &mut ctx.decision)).await;
         }
         if let Some(answer) = portal::serve(header.method.as_str(), header) {
             return answer;
@@ -160,7 +102,7 @@ impl App {
                 .query()
                 .map(|q| url::form_urlencoded::parse(q.as_bytes()).into_owned().collect())
                 .unwrap_or_default();
-            let services = self.services().await?;
+            let services = self.pipeline.services().await?;
             return Box::pin(playback::serve(&self.config.url_key, &services, session.req_header(), call_id, &query))
                 .await;
         }
@@ -180,88 +122,34 @@ impl App {
         raw.path = params.into_iter().map(|(name, value)| (name.to_owned(), Value::String(value))).collect();
         let team_id = raw.query.get("teamId").and_then(Value::as_str).map(str::to_owned);
 
-        let services = self.services().await?;
+        let services = self.pipeline.services().await?;
         let session_token = sessions::token(session.req_header());
-        let principal = self.principal(session.req_header(), route, &services, session_token.as_deref()).await?;
+        let principal =
+            self.pipeline.principal(session.req_header(), route, &services, session_token.as_deref()).await?;
         tracing::Span::current().record("switchboard.team_id", principal.team.id.as_str());
         let request = Admit {
             route,
             services,
             principal,
             team_id,
-            public_base: self.origins.public_base().to_owned(),
-            client: self.origins.client(session),
+            client: self.pipeline.origins.client(session),
             session_token,
             sso_binding: sessions::sso_binding(session.req_header()),
         };
         let Some(key) = idempotency_key(route, session.req_header())? else {
             // Admitted before the body is read: a client over its limit is not read a large upload.
-            let call = match self.admit(request, ctx).await? {
+            let call = match self.pipeline.admit(request, &mut ctx.decision).await? {
                 Admission::Continue(call) => call,
                 Admission::Respond(reply) => return Ok(reply),
             };
             self.read_body(route, session, ctx, &mut raw).await?;
-            return self.run(route, *call, raw).await;
+            return self.pipeline.run(route, *call, raw).await;
         };
         self.read_body(route, session, ctx, &mut raw).await?;
         let path_and_query = session.req_header().uri.path_and_query().map_or(path.as_str(), |p| p.as_str());
         let fingerprint = idempotency::fingerprint(route.method.as_str(), path_and_query, &body_identity(&raw));
-        // Every access check runs before a kept answer is looked at: a stored answer is only sent
-        // to a caller who may make this request now (and whose own it is: the slot is the caller's).
-        Box::pin(self.authorize(route, &request.services, &request.principal, request.team_id.as_deref())).await?;
-        let (team, caller) = (&request.principal.team.id, request.principal.caller_id());
-        let claim = match Box::pin(self.idempotency.begin(team, &caller, &key, &fingerprint)).await {
-            // Neither the rate limit nor a service sees a replay.
-            Begin::Replay(kept) => return Ok(kept.replay()),
-            Begin::Refused(error) => return Err(error),
-            Begin::Claimed(claim) => claim,
-        };
-        let answered = match self.admit(request, ctx).await {
-            Ok(Admission::Continue(call)) => Box::pin(self.run(route, *call, raw)).await,
-            Ok(Admission::Respond(reply)) => Ok(reply),
-            Err(error) => Err(error),
-        };
-        let reply = reply_of(answered, &ctx.request_id);
-        Box::pin(self.idempotency.finish(claim, idempotency::Kept::of(&reply, route.shows_secret))).await;
-        Ok(reply)
-    }
-
-    /// Who a request is: a visitor on the routes that come before signing in; else the key in
-    /// `X-API-Key` (which wins when there is one), else the session cookie, whose writes (and
-    /// reads that spend credits) must carry the CSRF token.
-    async fn principal(
-        &self,
-        header: &pingora::http::RequestHeader,
-        route: &Endpoint,
-        services: &Services,
-        session_token: Option<&str>,
-    ) -> Result<Arc<Principal>, ServiceError> {
-        if route.visitor {
-            let visitor = Principal::new(Default::default(), crate::call::Credential::Visitor);
-            return Ok(Arc::new(visitor));
-        }
-        let key = auth::presented_key(header, route)?;
-        let Some(token) = session_token.filter(|_| key.is_none()) else {
-            return self.auth.authenticate(services, key).await;
-        };
-        let principal = Box::pin(self.sessions.authenticate(services, token)).await?;
-        // A GET that spends credits too: the cookie rides along with a cross-site navigation.
-        if route.method != Method::Get || route.spends_credits {
-            sessions::check_csrf(header, token)?;
-        }
-        Ok(principal)
-    }
-
-    /// Runs an admitted operation, and writes it to the audit log when it is audited and
-    /// succeeds.
-    pub(crate) async fn run(&self, route: &Endpoint, call: Call, raw: RawInput) -> HandlerResult {
-        let pending = audit::pending(route, &call, &raw);
-        let services = call.services.clone();
-        let answered = route.run(call, raw).await;
-        if let (Some(pending), Ok(reply)) = (pending, &answered) {
-            audit::record(services, pending, reply);
-        }
-        answered
+        let once = Once { key: &key, fingerprint: &fingerprint, request_id: &ctx.request_id };
+        Box::pin(self.pipeline.run_once(request, raw, once, &mut ctx.decision)).await
     }
 
     /// Reads the body the route takes into `raw`.
@@ -327,62 +215,6 @@ impl App {
         Some(Reply::error(&error).with_header("Allow", "GET, HEAD".to_owned()))
     }
 
-    /// What every operation passes before its handler, over REST or MCP: the key-owning team's
-    /// rate limit (a 429 answer when spent), `teamId` scoping and the access checks. The input
-    /// is checked by the endpoint itself.
-    pub(crate) async fn admit(&self, request: Admit<'_>, ctx: &mut RequestCtx) -> Result<Admission, ServiceError> {
-        let Admit { route, services, principal, team_id, public_base, client, session_token, sso_binding } = request;
-        // Visitors have no team: their bucket is their address's.
-        let bucket =
-            if route.visitor { Cow::Owned(format!("addr:{}", client.ip)) } else { Cow::Borrowed(&*principal.team.id) };
-        let decision = self.limiter.check(&bucket, route.class).await;
-        drop(bucket);
-        self.metrics.rate_limit(route.class, decision.allowed);
-        ctx.decision = Some(decision);
-        if !decision.allowed {
-            let (body, retry_after) = limits::too_many_requests(&decision);
-            return Ok(Admission::Respond(Reply::json(429, body).with_header(retry_after.0, retry_after.1)));
-        }
-        let principal = match &session_token {
-            Some(token) if principal.session().is_some() && !route.visitor => {
-                Box::pin(self.sessions.current(&services, principal, token, decision.team_version)).await?
-            }
-            _ => principal,
-        };
-        let team = self.authorize(route, &services, &principal, team_id.as_deref()).await?;
-        let team_version = decision.team_version.filter(|_| team.id == principal.team.id && !route.visitor);
-        Ok(Admission::Continue(Box::new(Call {
-            team_version,
-            services,
-            principal,
-            team,
-            max_upload_bytes: self.config.max_upload_bytes,
-            public_base,
-            url_key: self.config.url_key.clone(),
-            client,
-            session_token,
-            sso_binding,
-            gate: crate::call::Gate { sessions: self.sessions.clone(), throttle: self.throttle.clone() },
-        })))
-    }
-
-    /// The team a request acts on, once `teamId` scoping and the access checks (role, key access,
-    /// `accessConfig`) have passed.
-    pub(crate) async fn authorize(
-        &self,
-        route: &Endpoint,
-        services: &Services,
-        principal: &Principal,
-        team_id: Option<&str>,
-    ) -> Result<Arc<switchboard_proto::v1::Team>, ServiceError> {
-        if route.visitor {
-            return Ok(principal.team.clone());
-        }
-        let team = self.scoper.effective_team(services, principal, team_id).await?;
-        scope::check_access(route, principal)?;
-        Ok(team)
-    }
-
     async fn write(&self, session: &mut Session, ctx: &RequestCtx, reply: Reply) -> pingora::Result<()> {
         let head_only = session.req_header().method == http::Method::HEAD;
         let (content_type, length, body) = match (reply.streamed, reply.raw) {
@@ -413,7 +245,7 @@ impl App {
         headers.insert(X_REQUEST_ID, header_value(ctx.request_id.as_str())?);
         headers.insert(http::header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         if let Some(decision) = &ctx.decision {
-            for (name, value) in self.limiter.headers(decision) {
+            for (name, value) in self.pipeline.limiter.headers(decision) {
                 headers.insert(name, value);
             }
         }
@@ -462,17 +294,7 @@ where
 /// What a response carries after its header.
 enum Body {
     Whole(Bytes),
-    Stream(crate::call::BodyStream),
-}
-
-/// The answer to a request, errors included.
-fn reply_of(answered: HandlerResult, request_id: &str) -> Reply {
-    answered.unwrap_or_else(|error| {
-        if error.kind == ErrorKind::Internal || error.kind == ErrorKind::Unavailable {
-            tracing::warn!(request_id, %error, "request failed");
-        }
-        Reply::error(&error)
-    })
+    Stream(crate::reply::BodyStream),
 }
 
 /// The bytes that tell a request's body apart from another for an `Idempotency-Key`: the JSON
@@ -555,7 +377,7 @@ impl ProxyHttp for App {
         // Cloning a standard method allocates nothing.
         let (started, method) = (std::time::Instant::now(), header.method.clone());
         let pipeline = tracing::Instrument::instrument(self.pipeline(session, ctx, found), span.clone());
-        let reply = reply_of(pipeline.await, &ctx.request_id);
+        let reply = Reply::of(pipeline.await, &ctx.request_id);
         span.record("http.response.status_code", reply.status);
         self.metrics.request(method.as_str(), route, reply.status, started.elapsed());
         self.write(session, ctx, reply).await?;

@@ -9,8 +9,9 @@ use std::sync::Arc;
 use serde_json::Value;
 use switchboard_proto::v1::{Actor, AuditEntry};
 
-use crate::call::{Call, Reply};
+use crate::call::Call;
 use crate::endpoint::{Endpoint, RawInput};
+use crate::reply::Reply;
 use crate::services::Services;
 
 /// What will be written if the operation succeeds.
@@ -18,7 +19,7 @@ pub struct Pending {
     action: &'static str,
     team_id: String,
     actor: Actor,
-    client: crate::call::Client,
+    client: crate::origin::Client,
     /// The last id in the path, e.g. the `keyId` of `DELETE /v1/api-keys/{keyId}`, the `agentId`
     /// of `.../{agentId}/instructions/history/{version}/restore` (a version names no resource).
     path_target: Option<String>,

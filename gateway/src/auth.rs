@@ -12,9 +12,9 @@ use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
 use switchboard_proto::v1::{AuthenticateRequest, AuthenticateResponse};
 
 use crate::cache::TtlCache;
-use crate::call::{Credential, Principal};
 use crate::endpoint::Endpoint;
 use crate::limits::RateLimiter;
+use crate::principal::{Credential, Principal};
 use crate::services::Services;
 
 /// Longer values are not keys; they are refused without a lookup.

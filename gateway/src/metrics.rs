@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use switchboard_kit::metrics::{Histogram, KeyValue, meter};
 
-use crate::limits::RateClass;
+use crate::config::RateClass;
 
 pub struct GatewayMetrics {
     duration: Histogram<f64>,
@@ -65,10 +65,11 @@ impl GatewayMetrics {
             None => self.duration.record(took.as_secs_f64(), &[method, status]),
         }
     }
+}
 
-    pub fn rate_limit(&self, class: RateClass, allowed: bool) {
-        DECISIONS[class.index()][usize::from(!allowed)].fetch_add(1, Ordering::Relaxed);
-    }
+/// One rate-limit decision of this process.
+pub fn rate_limit(class: RateClass, allowed: bool) {
+    DECISIONS[class.index()][usize::from(!allowed)].fetch_add(1, Ordering::Relaxed);
 }
 
 /// The method as the HTTP conventions name it; any method not in RFC 9110 is `_OTHER`, which

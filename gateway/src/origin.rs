@@ -14,8 +14,6 @@ use ipnet::IpNet;
 use pingora::http::RequestHeader;
 use pingora::proxy::Session;
 
-use crate::call::Client;
-
 static FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 static FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
 
@@ -149,6 +147,21 @@ pub fn ip_text(ip: IpAddr) -> String {
         text.push(char::from(b'0' + octet % 10));
     }
     text
+}
+
+/// Where a request came from: the client's address and `User-Agent` (found by [`Origins::client`]), and
+/// whether it reached the platform over https (cookies are then `Secure`).
+#[derive(Debug, Clone, Default)]
+pub struct Client {
+    pub ip: String,
+    pub user_agent: String,
+    pub https: bool,
+}
+
+impl From<&Client> for switchboard_proto::v1::Client {
+    fn from(client: &Client) -> Self {
+        Self { ip: client.ip.clone(), user_agent: client.user_agent.clone() }
+    }
 }
 
 #[cfg(test)]

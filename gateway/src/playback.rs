@@ -4,7 +4,6 @@
 //! API key, with `Range` support, from the conversations service. When recordings live in S3, the
 //! service's presigned URL is given instead and the bytes never pass through the gateway.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -15,46 +14,21 @@ use sha2::Sha256;
 use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
 use switchboard_proto::v1::ReadRecordingRequest;
 
-use crate::call::Reply;
-use crate::endpoint::input::canonical_uuid;
+use switchboard_api::id::canonical_uuid;
+
+use crate::config::UrlKey;
+use crate::reply::Reply;
 use crate::services::Services;
 
 /// How long a playback URL works.
 pub const VALID_FOR: Duration = Duration::from_secs(15 * 60);
 
-/// The key that signs playback URLs; every gateway replica must have the same. Shared: every
-/// request's call carries it.
-#[derive(Clone)]
-pub struct UrlKey(Arc<[u8]>);
-
-impl std::fmt::Debug for UrlKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("UrlKey(..)")
-    }
-}
-
+/// How a key signs and checks playback URLs; the key itself is configuration (`config.rs`).
 impl UrlKey {
-    pub fn new(secret: &[u8]) -> Self {
-        Self(secret.into())
-    }
-
-    /// A key of its own derived from another secret (the service token), so that replicas that
-    /// share that secret agree without a second one to distribute.
-    pub fn derived_from(secret: &str) -> Self {
-        let mut mac =
-            Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap_or_else(|_| unreachable!("HMAC takes any key"));
-        mac.update(b"switchboard playback URLs");
-        Self(mac.finalize().into_bytes().as_slice().into())
-    }
-
-    /// A key for this process only: URLs it signs stop working when it restarts.
-    pub fn random() -> Self {
-        Self(uuid::Uuid::new_v4().as_bytes().as_slice().into())
-    }
-
     fn mac(&self, team_id: &str, call_id: &str, expires: i64) -> Hmac<Sha256> {
         // Any key length is accepted by HMAC.
-        let mut mac = Hmac::<Sha256>::new_from_slice(&self.0).unwrap_or_else(|_| unreachable!("HMAC takes any key"));
+        let mut mac =
+            Hmac::<Sha256>::new_from_slice(self.secret()).unwrap_or_else(|_| unreachable!("HMAC takes any key"));
         mac.update(format!("{team_id}\n{call_id}\n{expires}").as_bytes());
         mac
     }

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use pingora::http::RequestHeader;
 use switchboard_kit::ServiceError;
 
-use crate::call::Reply;
+use crate::reply::Reply;
 
 /// Every file of `portal/assets/`, with its type. A test checks that the directory holds
 /// exactly these.

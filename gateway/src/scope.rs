@@ -8,10 +8,10 @@ use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::{ResolveTeamRequest, Team};
 
 use crate::cache::TtlCache;
-use crate::call::{Principal, Standing};
 use crate::endpoint::Endpoint;
-use crate::endpoint::input::canonical_uuid;
+use crate::principal::{Principal, Standing};
 use crate::services::Services;
+use switchboard_api::id::canonical_uuid;
 
 pub struct Scoper {
     /// By (agency team, subteam).

@@ -5,9 +5,10 @@
 //! serves every request of a gateway (shared behind an `Arc`); a call clones only its client.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use switchboard_kit::grpc::Channel;
-use switchboard_kit::peers::Service;
+use switchboard_kit::peers::{Peers, Service};
 use switchboard_proto::v1::account_service_client::AccountServiceClient;
 use switchboard_proto::v1::agents_service_client::AgentsServiceClient;
 use switchboard_proto::v1::conversations_service_client::ConversationsServiceClient;
@@ -19,7 +20,6 @@ use switchboard_proto::v1::{GetIdentitiesRequest, Identity};
 
 use crate::cache::TtlCache;
 use crate::combine::Combiner;
-use crate::config::GatewayConfig;
 
 /// The most teams one identity read asks for.
 const IDENTITIES_PER_READ: usize = 256;
@@ -57,8 +57,8 @@ struct Clients {
 
 impl Services {
     /// Must run inside the tokio runtime that will drive the connections.
-    pub fn connect(config: &GatewayConfig) -> anyhow::Result<Self> {
-        let (peers, timeout) = (&config.peers, config.request_timeout);
+    /// `identity_ttl`: how long a team's identity is kept when its version is not known.
+    pub fn connect(peers: &Peers, timeout: Duration, identity_ttl: Duration) -> anyhow::Result<Self> {
         // Lists and documents can be large; identities, agents and webhooks are small.
         const LARGE: usize = 64 * 1024 * 1024;
         let mut clients = Clients::default();
@@ -94,7 +94,7 @@ impl Services {
             crm: clients.crm.ok_or_else(|| missing("crm"))?,
             webhooks: clients.webhooks.ok_or_else(|| missing("webhooks"))?,
             identity_reads: Combiner::new(IDENTITIES_PER_READ),
-            identities: TtlCache::new(crate::cache::versioned_ttl(config.auth_cache_ttl), IDENTITIES_KEPT),
+            identities: TtlCache::new(crate::cache::versioned_ttl(identity_ttl), IDENTITIES_KEPT),
         })
     }
 

@@ -22,7 +22,7 @@ use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
 use switchboard_proto::v1::AuthenticateSessionRequest;
 
 use crate::cache::TtlCache;
-use crate::call::{Credential, Principal, UNSEEN};
+use crate::principal::{Credential, Principal, UNSEEN};
 use crate::services::Services;
 use std::sync::atomic::Ordering;
 
@@ -194,6 +194,13 @@ async fn remembered(
         }
         Err(error) => Err(error),
     }
+}
+
+/// What the gateway keeps across requests that the sign-in operations need.
+#[derive(Clone)]
+pub struct Gate {
+    pub sessions: Arc<SessionAuthenticator>,
+    pub throttle: Arc<crate::throttle::SignInThrottle>,
 }
 
 #[cfg(test)]

@@ -12,8 +12,8 @@ use switchboard_proto::v1::{CreateApiKeyRequest, KeyAccess, ListApiKeysRequest, 
 
 use super::groups::IDENTITY;
 use crate::call::Call;
+use crate::config::RateClass;
 use crate::endpoint::{Created, Endpoint, Id, Input, Json, List, Nothing, Updated};
-use crate::limits::RateClass;
 
 const KEY_GONE: &str = "API key not found (not one of the team's). Revoking a revoked key again answers it again.";
 

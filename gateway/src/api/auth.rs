@@ -10,19 +10,19 @@ use switchboard_api::accounts::{
     AuthOptions, SecondFactorChallengeView, SessionItem, SessionView, SessionsEnded, SignedOut,
 };
 use switchboard_kit::apikey::hash_key;
-use switchboard_kit::time::now_ms;
 use switchboard_kit::{ErrorKind, ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{
     AcceptInvitationRequest, ChangePasswordRequest, EndSessionRequest, EndUserSessionsRequest,
-    GetAccountOptionsRequest, ListSessionsRequest, ResetPasswordRequest, SignInRequest, SignUpRequest, SignedIn,
+    GetAccountOptionsRequest, ListSessionsRequest, ResetPasswordRequest, SignInRequest, SignUpRequest,
     VerifySecondFactorRequest,
 };
 
 use super::groups::AUTH;
+use super::signed_in::{begun, data};
 use crate::call::Call;
-use crate::call::Reply;
+use crate::config::RateClass;
 use crate::endpoint::{Accepted, Answer, Created, Data, Endpoint, Id, Input, Json, List, Nothing, WithCookie};
-use crate::limits::RateClass;
+use crate::reply::Reply;
 use crate::sessions;
 
 pub fn endpoints() -> Vec<Endpoint> {
@@ -225,26 +225,8 @@ pub struct ChangePassword {
     pub new_password: String,
 }
 
-/// The session view of a session just begun, with the cookie that carries it.
-pub(super) fn begun(call: &Call, signed_in: SignedIn) -> WithCookie<SessionView> {
-    let session = signed_in.session.unwrap_or_default();
-    let max_age = ((session.expires_at_ms - now_ms()) / 1000).max(0);
-    let cookie = sessions::set_cookie(&signed_in.token, max_age, secure(call));
-    WithCookie { answer: SessionView::new(&session, sessions::csrf_token(&signed_in.token)), cookie }
-}
-
-pub(super) fn data<T>(begun: WithCookie<T>) -> WithCookie<Data<T>> {
-    WithCookie { answer: Data::new(begun.answer), cookie: begun.cookie }
-}
-
 fn created<T>(begun: WithCookie<T>, message: &'static str) -> WithCookie<Created<T>> {
     WithCookie { answer: Created::new(begun.answer, message), cookie: begun.cookie }
-}
-
-/// Cookies are `Secure` whenever the platform is reached over https: its public URL says so, or
-/// a trusted proxy does (`crate::origin`), never a client's own header.
-fn secure(call: &Call) -> bool {
-    call.client.https
 }
 
 async fn options(call: Call, _: Input) -> ServiceResult<Data<AuthOptions>> {
@@ -364,7 +346,10 @@ async fn sign_out(call: Call, _: Input) -> ServiceResult<WithCookie<Data<SignedO
     let request = EndSessionRequest { token_hash: hash_key(&token), client: Some((&call.client).into()) };
     let ended = call.services.accounts.clone().end_session(request).await?.into_inner().ended;
     call.gate.sessions.forget(&token);
-    Ok(WithCookie { answer: Data::new(SignedOut { signed_out: ended }), cookie: sessions::clear_cookie(secure(&call)) })
+    Ok(WithCookie {
+        answer: Data::new(SignedOut { signed_out: ended }),
+        cookie: sessions::clear_cookie(call.client.https),
+    })
 }
 
 /// A session's id in the path.

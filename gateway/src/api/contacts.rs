@@ -14,14 +14,15 @@ use switchboard_proto::v1::{
 };
 
 use super::groups::CONTACTS;
-use crate::call::{Call, Reply};
-use crate::endpoint::errors::FieldError;
+use crate::call::Call;
+use crate::config::RateClass;
 use crate::endpoint::input::read_item;
 use crate::endpoint::schema::inlined;
 use crate::endpoint::{
     Answer, Created, Data, Endpoint, Id, IdList, Input, Json, List, Nothing, Patch, Updated, serialized,
 };
-use crate::limits::RateClass;
+use crate::reply::Reply;
+use switchboard_api::errors::FieldError;
 use switchboard_api::identity::User;
 use switchboard_api::paging::{SortOrder, default_limit, descending, first_page, page_request};
 

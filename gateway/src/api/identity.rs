@@ -35,11 +35,11 @@ pub fn endpoints() -> Vec<Endpoint> {
 async fn me(call: Call, _: Input) -> ServiceResult<Rendered<Data<Me>>> {
     let identity = call.services.identity_of(call.team_id(), call.team_version).await?;
     if let Some(answer) = call.principal.me.get(&identity) {
-        return Ok(answer);
+        return Ok(Rendered::again(answer));
     }
     let user = call.principal.session().and_then(|session| session.user.as_ref());
     let answer = Rendered::new(&Data::new(Me::new(&identity, call.principal.key(), user)))?;
-    call.principal.me.keep(identity, answer.clone());
+    call.principal.me.keep(identity, answer.bytes());
     Ok(answer)
 }
 

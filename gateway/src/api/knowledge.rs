@@ -17,9 +17,10 @@ use switchboard_proto::v1::{
 
 use super::agents::{AgentPath, fetch_agent};
 use super::groups::{AGENT_KNOWLEDGEBASE, KNOWLEDGEBASE};
-use crate::call::{Call, Reply};
+use crate::call::Call;
+use crate::config::RateClass;
 use crate::endpoint::{Answer, Created, Data, Endpoint, Id, Input, Json, List, Nothing, Patch, Updated, serialized};
-use crate::limits::RateClass;
+use crate::reply::Reply;
 
 const THROUGH_AGENT: &str = "Agent not found, Agent has no knowledgebase assigned, or Knowledgebase not found";
 const KNOWLEDGEBASE_GONE: &str = "Knowledgebase not found";

@@ -9,6 +9,7 @@ use switchboard_api::accounts::{
     AuditEntryView, InvitationView, MemberView, PendingInvitationView, RemovedMemberView, SecurityPolicyView,
 };
 use switchboard_api::paging::{default_limit, first_page};
+use switchboard_api::role::Role;
 use switchboard_kit::{ServiceResult, limits};
 use switchboard_proto::v1::{
     CreateInvitationRequest, ListAuditLogRequest, ListInvitationsRequest, ListMembersRequest, PageRequest,
@@ -17,8 +18,8 @@ use switchboard_proto::v1::{
 
 use super::groups::MEMBERS;
 use crate::call::Call;
+use crate::config::RateClass;
 use crate::endpoint::{Created, Data, Endpoint, Id, Input, Json, List, Nothing, Page, Updated};
-use crate::limits::RateClass;
 
 const MEMBER_GONE: &str = "Member not found (not a user of this team).";
 const OWNERS: &str = "Only an owner can make, change or remove an owner; members and viewers manage no one.";
@@ -142,27 +143,6 @@ pub struct RemoveQuery {
 
 /// What a member may do: `owner` everything, `admin` everything but owners, `member` the data
 /// but not keys, members or webhooks, `viewer` read only.
-#[derive(Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-#[schemars(rename = "MemberRole")]
-pub enum Role {
-    Owner,
-    Admin,
-    Member,
-    Viewer,
-}
-
-impl Role {
-    fn as_str(&self) -> &'static str {
-        match self {
-            Role::Owner => "owner",
-            Role::Admin => "admin",
-            Role::Member => "member",
-            Role::Viewer => "viewer",
-        }
-    }
-}
-
 /// Other members are ignored.
 #[derive(Deserialize, JsonSchema)]
 pub struct UpdateMember {
@@ -250,7 +230,7 @@ async fn invite(call: Call, input: Input<Nothing, Nothing, Json<Invite>>) -> Ser
     let request = CreateInvitationRequest {
         team_id: call.team_id().to_owned(),
         email: body.email,
-        role: body.role.map_or("member", |role| role.as_str()).to_owned(),
+        role: body.role.unwrap_or(Role::Member).as_str().to_owned(),
         created_by: Some(call.principal.actor()),
         caller_role: call.principal.standing().caller_role().to_owned(),
         client: Some((&call.client).into()),

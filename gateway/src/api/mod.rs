@@ -16,6 +16,7 @@ pub mod knowledge;
 pub mod members;
 pub mod passkeys;
 pub mod second_factors;
+pub mod signed_in;
 pub mod sources;
 pub mod sso;
 pub mod tags;

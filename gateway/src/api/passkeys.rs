@@ -13,8 +13,8 @@ use switchboard_kit::apikey::hash_key;
 use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
 use switchboard_proto::v1::{FinishPasskeyRequest, PasskeyCeremony, PasskeyCeremonyRequest, RemovePasskeyRequest};
 
-use super::auth::{begun, data};
 use super::groups::AUTH;
+use super::signed_in::{begun, data};
 use crate::call::Call;
 use crate::endpoint::{Created, Data, Endpoint, Id, Input, Json, Nothing, WithCookie};
 

@@ -11,11 +11,11 @@ use switchboard_api::time::Timestamp;
 use switchboard_kit::{ErrorKind, ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{FinishSsoRequest, SetSsoConfigRequest, SsoConfig, SsoConfigRequest, StartSsoRequest};
 
-use super::auth::{begun, data};
 use super::groups::{AUTH, MEMBERS};
+use super::signed_in::{begun, data};
 use crate::call::Call;
+use crate::config::RateClass;
 use crate::endpoint::{Data, Endpoint, Input, Json, Nothing, Updated, WithCookie};
-use crate::limits::RateClass;
 use crate::sessions;
 
 const NO_SSO: &str = "This team has no single sign-on.";

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 pub use switchboard_api::envelope::{Accepted, Created, Data, List, Page, Updated};
 
-use crate::call::Reply;
+use crate::reply::Reply;
 
 const JSON: &str = "application/json";
 
@@ -76,6 +76,15 @@ impl<R: Answer + Serialize> Rendered<R> {
     pub fn new(answer: &R) -> Result<Self, switchboard_kit::ServiceError> {
         let body = serde_json::to_vec(answer).map_err(switchboard_kit::ServiceError::internal)?;
         Ok(Self { body: body.into(), answer: PhantomData })
+    }
+
+    /// An answer rendered before (`Rendered::bytes`), sent again as it was.
+    pub fn again(body: bytes::Bytes) -> Self {
+        Self { body, answer: PhantomData }
+    }
+
+    pub fn bytes(&self) -> bytes::Bytes {
+        self.body.clone()
     }
 }
 

@@ -17,7 +17,7 @@ use switchboard_kit::limits::{Count, Fraction, Length, NUL_MESSAGE};
 
 use switchboard_kit::limits::{COLOR_PATTERN, EMAIL_PATTERN, FIELD_NAME_PATTERN, is_color, is_email, is_field_name};
 
-use super::input::{ID_LIST_MESSAGE, ID_LIST_PATTERN, canonical_uuid, is_id_list};
+use switchboard_api::id::{ID_LIST_MESSAGE, ID_LIST_PATTERN, canonical_uuid, is_id_list};
 
 /// Checks `value` against `schema`, naming fields from `path` (`""` for the root).
 pub fn check(schema: &Value, value: &Value, path: &str, out: &mut Vec<FieldViolation>) {

@@ -9,7 +9,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
-pub use switchboard_api::id::{ID_LIST_MESSAGE, ID_LIST_PATTERN, Id, IdList, canonical_uuid, is_id_list};
+pub use switchboard_api::id::{Id, IdList};
 use switchboard_kit::{ErrorKind, FieldViolation, ServiceError, ServiceResult};
 
 use super::check::{check, coerce, whole_numbers};
@@ -415,6 +415,7 @@ impl<T: JsonSchema> JsonSchema for Patch<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use switchboard_api::id::{ID_LIST_PATTERN, is_id_list};
 
     #[test]
     fn query_strings_must_be_percent_encoded_utf8() {

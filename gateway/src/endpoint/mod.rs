@@ -7,7 +7,7 @@
 
 pub mod answer;
 pub mod check;
-pub use switchboard_api::errors;
+
 pub mod input;
 pub mod schema;
 
@@ -21,8 +21,9 @@ use switchboard_kit::ServiceResult;
 pub use answer::{Accepted, Answer, Created, Data, List, Page, Rendered, Updated, WithCookie, serialized};
 pub use input::{BodyKind, Form, Id, IdList, Input, Json, NoBody, Nothing, Patch, RawInput, RequestBody};
 
-use crate::call::{Call, HandlerResult};
-use crate::limits::RateClass;
+use crate::call::Call;
+use crate::config::RateClass;
+use crate::reply::HandlerResult;
 use input::{InputSchemas, Params};
 use schema::Generators;
 

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use switchboard_kit::{ErrorKind, FieldViolation, ServiceError};
 
-use crate::call::Reply;
+use crate::reply::Reply;
 
 pub const HEADER: &str = "idempotency-key";
 /// Sent on an answer that was kept from an earlier request.

@@ -1,7 +1,7 @@
 //! The bucket algorithm, as a pure function so that the in-process limiter and its tests
 //! share it; `redis.rs` holds the same steps in Lua.
 
-use super::RateClass;
+use crate::config::RateClass;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct State {
@@ -61,7 +61,7 @@ pub fn take(state: Option<State>, class: RateClass, limit: u32, window_ms: i64, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::limits::WINDOW_MS;
+    use crate::config::WINDOW_MS;
 
     #[test]
     fn the_request_after_the_limit_is_refused_until_the_window_ends() {

@@ -6,7 +6,7 @@ use http::{HeaderName, HeaderValue};
 use switchboard_kit::ErrorKind;
 
 use super::{Decision, RateClass};
-use crate::endpoint::errors::{Code, RateLimitBody};
+use switchboard_api::errors::{Code, RateLimitBody};
 
 /// The fields that change only with the configuration, made once per class: `X-RateLimit-Limit`
 /// and `RateLimit-Policy`.

@@ -21,8 +21,8 @@ use std::time::Instant;
 
 use parking_lot::Mutex;
 
-use super::RateClass;
 use super::bucket::Decision;
+use crate::config::RateClass;
 
 /// The largest lease: at 256 tokens a script call serves 257 requests.
 pub const MOST: u32 = 256;

@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::RateClass;
 use super::bucket::{self, Decision, State};
+use crate::config::RateClass;
 
 /// Above this many buckets, expired ones are dropped on the next write.
 const SWEEP_ABOVE: usize = 10_000;
@@ -32,7 +32,7 @@ impl LocalBuckets {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::limits::WINDOW_MS;
+    use crate::config::WINDOW_MS;
 
     #[test]
     fn teams_and_classes_have_separate_buckets() {

@@ -21,82 +21,9 @@ use std::sync::Arc;
 pub use bucket::Decision;
 pub use headers::too_many_requests;
 
-use crate::config::GatewayConfig;
 use switchboard_kit::redis_client::RedisClient;
 
-/// The window of every limit: the spec's "per minute". Tests shorten it
-/// (`SWITCHBOARD_RATE_LIMIT_WINDOW_MS`) to see a window end without waiting a minute.
-pub const WINDOW_MS: i64 = 60_000;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RateClass {
-    Standard,
-    Write,
-    Search,
-    Bulk,
-    /// Signing in, signing up, accepting an invitation, resetting a password: counted per
-    /// client address, as there is no team yet.
-    Auth,
-}
-
-impl RateClass {
-    pub const ALL: [RateClass; 5] =
-        [RateClass::Standard, RateClass::Write, RateClass::Search, RateClass::Bulk, RateClass::Auth];
-
-    /// Its place in [`RateClass::ALL`], for tables kept per class.
-    pub fn index(self) -> usize {
-        self as usize
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            RateClass::Standard => "standard",
-            RateClass::Write => "write",
-            RateClass::Search => "search",
-            RateClass::Bulk => "bulk",
-            RateClass::Auth => "auth",
-        }
-    }
-}
-
-/// Requests per window (a minute) for each class.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RateLimits {
-    pub standard: u32,
-    pub write: u32,
-    pub search: u32,
-    pub bulk: u32,
-    pub auth: u32,
-    pub window_ms: i64,
-}
-
-impl Default for RateLimits {
-    fn default() -> Self {
-        Self { standard: 100, write: 60, search: 30, bulk: 10, auth: 30, window_ms: WINDOW_MS }
-    }
-}
-
-impl RateLimits {
-    pub fn of(&self, class: RateClass) -> u32 {
-        match class {
-            RateClass::Standard => self.standard,
-            RateClass::Write => self.write,
-            RateClass::Search => self.search,
-            RateClass::Bulk => self.bulk,
-            RateClass::Auth => self.auth,
-        }
-    }
-
-    pub fn set(&mut self, class: RateClass, per_minute: u32) {
-        match class {
-            RateClass::Standard => self.standard = per_minute,
-            RateClass::Write => self.write = per_minute,
-            RateClass::Search => self.search = per_minute,
-            RateClass::Bulk => self.bulk = per_minute,
-            RateClass::Auth => self.auth = per_minute,
-        }
-    }
-}
+use crate::config::{RateClass, RateLimits};
 
 pub struct RateLimiter {
     limits: RateLimits,
@@ -109,14 +36,13 @@ pub struct RateLimiter {
 impl RateLimiter {
     /// With Redis, also subscribes to team versions (`versions.rs`); must then be called on a
     /// tokio runtime.
-    pub fn new(config: &GatewayConfig, redis: Option<Arc<RedisClient>>) -> Arc<Self> {
-        let window_ms = config.rate_limits.window_ms;
-        let redis = redis.map(|redis| {
+    /// `redis_url` is where the versions are heard, the Redis of `redis`.
+    pub fn new(limits: RateLimits, redis: Option<(Arc<RedisClient>, &str)>) -> Arc<Self> {
+        let window_ms = limits.window_ms;
+        let redis = redis.map(|(redis, url)| {
             // A URL the subscription cannot follow is logged by its task, which then keeps trying.
-            let watch = config.redis_url.as_deref().map(versions::VersionWatch::start);
-            redis::RedisBuckets::new(redis, watch, window_ms)
+            redis::RedisBuckets::new(redis, Some(versions::VersionWatch::start(url)), window_ms)
         });
-        let limits = config.rate_limits;
         let policy_fields = RateClass::ALL.map(|class| headers::PolicyFields::new(class, limits.of(class), window_ms));
         Arc::new(Self { limits, policy_fields, local: local::LocalBuckets::default(), redis })
     }
@@ -145,7 +71,7 @@ impl RateLimiter {
 
 #[cfg(test)]
 mod tests {
-    use super::RateClass;
+    use crate::config::RateClass;
 
     /// Tables kept per class are indexed by `index` and built from `ALL`: the two must agree.
     #[test]

@@ -21,11 +21,11 @@ use std::sync::Arc;
 use switchboard_kit::redis_client::RedisClient;
 use switchboard_kit::team_versions;
 
-use super::RateClass;
 use super::bucket::Decision;
 use super::lease::{self, Granted, Leases};
 use super::versions::VersionWatch;
 use crate::combine::Combiner;
+use crate::config::RateClass;
 
 /// KEYS a bucket and its team's version key per bucket; ARGV the window (ms), the lease
 /// divisor and smallest lease, then a limit, a wanted number of tokens and the largest lease

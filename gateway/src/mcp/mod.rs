@@ -23,9 +23,12 @@ use rmcp::model::{
 use serde_json::{Value, json};
 use switchboard_kit::{ErrorKind, ServiceError};
 
-use crate::app::{App, RequestCtx};
-use crate::call::{HandlerResult, Reply};
-use crate::endpoint::Endpoint;
+use crate::limits::Decision;
+use crate::origin::Client;
+use crate::pipeline::{Admit, Pipeline};
+use crate::principal::Principal;
+use crate::reply::{HandlerResult, Reply};
+use crate::services::Services;
 
 pub use tools::{Tools, openapi_path, tool_names};
 
@@ -45,8 +48,23 @@ const SUPPORTED: [ProtocolVersion; 4] = [
 /// The methods this server answers; a known method whose params do not parse is `-32602`.
 const KNOWN_METHODS: [&str; 4] = ["initialize", "ping", "tools/list", "tools/call"];
 
-impl App {
-    pub(crate) async fn mcp(&self, session: &mut Session, ctx: &mut RequestCtx) -> HandlerResult {
+/// The MCP transport over the admission pipeline.
+pub struct Server {
+    tools: Tools,
+    max_body_bytes: usize,
+}
+
+impl Server {
+    pub fn new(tools: Tools, max_body_bytes: usize) -> Self {
+        Self { tools, max_body_bytes }
+    }
+
+    pub(crate) async fn serve(
+        &self,
+        pipeline: &Pipeline,
+        session: &mut Session,
+        decision: &mut Option<Decision>,
+    ) -> HandlerResult {
         let header = session.req_header();
         if header.method != http::Method::POST {
             let error = ServiceError::new(ErrorKind::MethodNotAllowed, "Method not allowed")
@@ -59,13 +77,13 @@ impl App {
             Ok(key) => key,
             Err(error) => return Ok(unauthorized(error)),
         };
-        let services = self.services().await?;
-        let principal = match self.auth.authenticate(&services, Some(&key)).await {
+        let services = pipeline.services().await?;
+        let principal = match pipeline.auth.authenticate(&services, Some(&key)).await {
             Ok(principal) => principal,
             Err(error) => return Ok(unauthorized(error)),
         };
-        let origin = (self.origins.public_base().to_owned(), self.origins.client(session));
-        let message = match crate::body::read_json(session, self.config.max_body_bytes).await {
+        let client = pipeline.origins.client(session);
+        let message = match crate::body::read_json(session, self.max_body_bytes).await {
             Ok(Some(message)) => message,
             Ok(None) => return Ok(rpc_error(400, None, ErrorData::invalid_request("Empty body", None))),
             Err(error) if error.kind == ErrorKind::MalformedJson => {
@@ -90,7 +108,8 @@ impl App {
             ClientRequest::PingRequest(_) => Ok(ServerResult::empty(())),
             ClientRequest::ListToolsRequest(_) => Ok(ListToolsResult::with_all_items(self.tools.listing()).into()),
             ClientRequest::CallToolRequest(request) => {
-                self.call_tool(principal, services, request.params, origin, ctx).await
+                let caller = Caller { pipeline, principal, services, client };
+                self.call_tool(caller, request.params, decision).await
             }
             ClientRequest::CustomRequest(request) if KNOWN_METHODS.contains(&request.method.as_str()) => {
                 Err(ErrorData::invalid_params(format!("Invalid params for {}", request.method), None))
@@ -113,11 +132,9 @@ impl App {
 
     async fn call_tool(
         &self,
-        principal: Arc<crate::call::Principal>,
-        services: Arc<crate::services::Services>,
+        caller: Caller<'_>,
         params: CallToolRequestParams,
-        origin: (String, crate::call::Client),
-        ctx: &mut RequestCtx,
+        decision: &mut Option<Decision>,
     ) -> Result<ServerResult, ErrorData> {
         let tool = self
             .tools
@@ -125,40 +142,31 @@ impl App {
             .ok_or_else(|| ErrorData::invalid_params(format!("Unknown tool: {}", params.name), None))?;
         let arguments = params.arguments.unwrap_or_default();
         let reply = match tool.pick(&arguments) {
-            Ok((endpoint, raw)) => self
-                .run_tool(endpoint, raw, principal, services, origin, ctx)
-                .await
-                .unwrap_or_else(|error| Reply::error(&error)),
+            Ok((endpoint, raw)) => {
+                let team_id = raw.query.get("teamId").and_then(Value::as_str).map(str::to_owned);
+                let request = Admit {
+                    route: endpoint,
+                    services: caller.services,
+                    principal: caller.principal,
+                    team_id,
+                    client: caller.client,
+                    session_token: None,
+                    sso_binding: None,
+                };
+                caller.pipeline.admit_and_run(request, raw, decision).await.unwrap_or_else(|error| Reply::error(&error))
+            }
             Err(error) => Reply::error(&error),
         };
         Ok(tools::result(reply).into())
     }
+}
 
-    async fn run_tool(
-        &self,
-        endpoint: &Endpoint,
-        raw: crate::endpoint::RawInput,
-        principal: Arc<crate::call::Principal>,
-        services: Arc<crate::services::Services>,
-        (base, client): (String, crate::call::Client),
-        ctx: &mut RequestCtx,
-    ) -> HandlerResult {
-        let team_id = raw.query.get("teamId").and_then(Value::as_str).map(str::to_owned);
-        let request = crate::app::Admit {
-            route: endpoint,
-            services,
-            principal,
-            team_id,
-            public_base: base,
-            client,
-            session_token: None,
-            sso_binding: None,
-        };
-        match self.admit(request, ctx).await? {
-            crate::app::Admission::Continue(call) => self.run(endpoint, *call, raw).await,
-            crate::app::Admission::Respond(reply) => Ok(reply),
-        }
-    }
+/// Who calls a tool, as the MCP request's key proved.
+struct Caller<'a> {
+    pipeline: &'a Pipeline,
+    principal: Arc<Principal>,
+    services: Arc<Services>,
+    client: Client,
 }
 
 /// The answer to `initialize`: the client's revision when this server speaks it, else the newest.

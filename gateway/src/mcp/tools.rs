@@ -11,9 +11,9 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotation
 use serde_json::{Map, Value, json};
 use switchboard_kit::{FieldViolation, ServiceError};
 
-use crate::call::Reply;
 use crate::endpoint::schema::{is_required, properties};
 use crate::endpoint::{BodyKind, Endpoint, RawInput, ToolHints};
+use crate::reply::Reply;
 
 /// Where an argument goes when the tool runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

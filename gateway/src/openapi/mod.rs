@@ -11,9 +11,9 @@ use anyhow::{Context, bail};
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
-use crate::endpoint::errors::{ErrorBody, RateLimitBody};
 use crate::endpoint::schema::{Generators, is_required, properties};
 use crate::endpoint::{BodyKind, Endpoint};
+use switchboard_api::errors::{ErrorBody, RateLimitBody};
 
 pub use skill::skill;
 

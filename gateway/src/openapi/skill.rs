@@ -28,7 +28,7 @@ fn capabilities(endpoints: &[Endpoint]) -> String {
         out.push_str(&format!("### {tag}\n\n| call | what | notes |\n|---|---|---|\n"));
         for endpoint in endpoints.iter().filter(|endpoint| endpoint.tag == tag) {
             let mut notes = Vec::new();
-            if endpoint.class != crate::limits::RateClass::Standard {
+            if endpoint.class != crate::config::RateClass::Standard {
                 notes.push(format!("{} rate", endpoint.class.name()));
             }
             if let Some(tool) = &endpoint.tool {

@@ -1,20 +1,21 @@
-//! The identity service: teams and their agency tree, users, API keys, the credits ledger
-//! and subscriptions. It owns its database and is reached over gRPC only.
+//! The identity service: teams and their agency tree, people and their roles
+//! (`switchboard_api::role::Role`), sessions, second factors (TOTP, passkeys), single sign-on,
+//! API keys, the credits ledger and subscriptions. It owns its database (`store/`) and is
+//! reached over gRPC only (`grpc/`: `IdentityService` and `AccountService`).
 
-pub mod accounts;
 pub mod allowances;
+pub mod grpc;
 pub mod keys;
 pub mod mail;
 pub mod passkeys;
 pub mod passwords;
 pub mod second_factor;
-pub mod service;
 pub mod settings;
 pub mod sso;
 pub mod store;
 mod validate;
 
-pub use service::routes;
+pub use grpc::identity::routes;
 pub use settings::AccountSettings;
 pub use store::IdentityStore;
 

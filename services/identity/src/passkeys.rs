@@ -19,7 +19,7 @@ use webauthn_rs::prelude::{
     RegisterPublicKeyCredential, Url, Uuid, Webauthn, WebauthnBuilder,
 };
 
-use crate::accounts::{AccountsApi, user_actor};
+use crate::grpc::accounts::{AccountsApi, user_actor};
 use crate::store::passkeys::{REGISTER, SECOND_FACTOR, SIGN_IN};
 
 /// Names a person gives a passkey: at most this long.

@@ -16,8 +16,8 @@ use switchboard_proto::v1::{
     SetSecurityPolicyRequest, SignedIn, TotpEnrolment, User, VerifySecondFactorRequest,
 };
 
-use crate::accounts::{AccountsApi, user_actor};
-use crate::store::members::OWNER;
+use crate::grpc::accounts::{AccountsApi, user_actor};
+use crate::store::members::is_owner;
 
 const STEP_SECONDS: u64 = 30;
 const DIGITS: usize = 6;
@@ -248,7 +248,7 @@ impl AccountsApi {
     }
 
     pub(crate) async fn set_security_policy(&self, request: SetSecurityPolicyRequest) -> ServiceResult<SecurityPolicy> {
-        if request.caller_role != OWNER {
+        if !is_owner(&request.caller_role) {
             return Err(ServiceError::forbidden("Only an owner can change the team's sign-in requirements"));
         }
         // An owner who turns it on has a second factor: they do not lock themselves to set-up.

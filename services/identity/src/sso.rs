@@ -16,15 +16,14 @@ use openidconnect::{
     AuthorizationCode, ClientId, ClientSecret, CsrfToken, IssuerUrl, Nonce, PkceCodeChallenge, PkceCodeVerifier,
     RedirectUrl, Scope, TokenResponse,
 };
+use switchboard_api::role::Role;
 use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
 use switchboard_proto::v1::{FinishSsoRequest, SetSsoConfigRequest, SignedIn, SsoConfig, SsoStart, StartSsoRequest};
 
-use crate::accounts::{AccountsApi, user_actor};
-use crate::store::members::OWNER;
+use crate::grpc::accounts::{AccountsApi, user_actor};
+use crate::store::members::is_owner;
 use crate::store::sso::{NewSso, Vouched};
 
-/// Roles a person created at their first sign-in may get (never owner).
-const DEFAULT_ROLES: [&str; 3] = ["admin", "member", "viewer"];
 const MAX_DOMAINS: usize = 20;
 
 /// How the service reaches providers.
@@ -125,7 +124,7 @@ fn checked_domains(domains: &[String]) -> ServiceResult<Vec<String>> {
 
 impl AccountsApi {
     pub(crate) async fn set_sso(&self, request: SetSsoConfigRequest) -> ServiceResult<SsoConfig> {
-        if request.caller_role != OWNER {
+        if !is_owner(&request.caller_role) {
             return Err(ServiceError::forbidden("Only an owner changes the team's single sign-on"));
         }
         let domains = checked_domains(&request.domains);
@@ -134,7 +133,8 @@ impl AccountsApi {
         if !issuer.as_ref().is_ok_and(|url| matches!(url.scheme(), "https" | "http") && url.host_str().is_some()) {
             violations.push(switchboard_kit::FieldViolation::new("issuer", "must be an http(s) URL"));
         }
-        if !DEFAULT_ROLES.contains(&request.default_role.as_str()) {
+        // Owners are made by owners, one at a time, never at a first sign-in.
+        if Role::parse(&request.default_role).is_none_or(|role| role == Role::Owner) {
             violations.push(switchboard_kit::FieldViolation::new("defaultRole", "must be admin, member or viewer"));
         }
         if let Err(error) = &domains {

@@ -10,17 +10,32 @@ use switchboard_kit::{ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{Actor, Client, Invitation, NewUser, SignedIn};
 
 use super::accounts::{SessionTimes, begin_session_in, new_token, set_password_in, user_in};
-use super::members::OWNER;
+use super::members::is_owner;
 use super::users::{insert_user, role_violation};
 use super::{IdentityStore, check_id};
 use crate::validate;
 
-pub const INVITE: &str = "invite";
-pub const RESET: &str = "reset";
+/// What a link lets its holder do; stored as its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkKind {
+    /// Join a team (a new member, or a subteam's first user).
+    Invite,
+    /// Set a new password.
+    Reset,
+}
+
+impl LinkKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LinkKind::Invite => "invite",
+            LinkKind::Reset => "reset",
+        }
+    }
+}
 
 /// What a new link is for.
 pub struct NewLink<'a> {
-    pub kind: &'static str,
+    pub kind: LinkKind,
     pub team_id: &'a str,
     pub email: &'a str,
     pub role: &'a str,
@@ -36,8 +51,11 @@ pub struct Names<'a> {
     pub last_name: &'a str,
 }
 
-fn link_gone(kind: &str) -> ServiceError {
-    let what = if kind == RESET { "Password reset link" } else { "Invitation" };
+fn link_gone(kind: LinkKind) -> ServiceError {
+    let what = match kind {
+        LinkKind::Reset => "Password reset link",
+        LinkKind::Invite => "Invitation",
+    };
     ServiceError::not_found(format!("{what} not found: unknown, used already, or expired"))
         .with_hint("Ask for a new link.")
 }
@@ -58,7 +76,7 @@ pub(super) async fn insert_link(conn: &mut AnyConnection, new: &NewLink<'_>) -> 
         role: new.role.to_owned(),
         token,
         expires_at_ms: now + new.valid_ms,
-        kind: new.kind.to_owned(),
+        kind: new.kind.as_str().to_owned(),
         created_at_ms: now,
         created_by: new.created_by.cloned(),
     };
@@ -69,7 +87,7 @@ pub(super) async fn insert_link(conn: &mut AnyConnection, new: &NewLink<'_>) -> 
     )
     .bind(&invitation.id)
     .bind(hash_key(&invitation.token))
-    .bind(new.kind)
+    .bind(new.kind.as_str())
     .bind(new.team_id)
     .bind(&invitation.email)
     .bind(new.role)
@@ -85,20 +103,20 @@ pub(super) async fn insert_link(conn: &mut AnyConnection, new: &NewLink<'_>) -> 
 }
 
 /// A live link of `kind` with this token, locked for this transaction's use.
-async fn live_link(conn: &mut AnyConnection, kind: &str, token: &str) -> ServiceResult<AnyRow> {
+async fn live_link(conn: &mut AnyConnection, kind: LinkKind, token: &str) -> ServiceResult<AnyRow> {
     sqlx::query(
         "SELECT id, team_id, email, role, user_id FROM link_tokens \
          WHERE token_hash = $1 AND kind = $2 AND used_at IS NULL AND expires_at > $3",
     )
     .bind(hash_key(token))
-    .bind(kind)
+    .bind(kind.as_str())
     .bind(now_ms())
     .fetch_optional(&mut *conn)
     .await?
     .ok_or_else(|| link_gone(kind))
 }
 
-async fn mark_used(conn: &mut AnyConnection, kind: &str, link_id: &str) -> ServiceResult<()> {
+async fn mark_used(conn: &mut AnyConnection, kind: LinkKind, link_id: &str) -> ServiceResult<()> {
     let used = sqlx::query("UPDATE link_tokens SET used_at = $1 WHERE id = $2 AND used_at IS NULL")
         .bind(now_ms())
         .bind(link_id)
@@ -148,7 +166,7 @@ pub(super) async fn end_invitations_by(conn: &mut AnyConnection, user_id: &str) 
         "SELECT COUNT(*) FROM link_tokens WHERE kind = $1 AND created_by_type = 'user' AND created_by_id = $2 \
          AND used_at IS NULL AND expires_at > $3",
     )
-    .bind(INVITE)
+    .bind(LinkKind::Invite.as_str())
     .bind(user_id)
     .bind(now_ms())
     .fetch_one(&mut *conn)
@@ -156,7 +174,7 @@ pub(super) async fn end_invitations_by(conn: &mut AnyConnection, user_id: &str) 
     sqlx::query(
         "DELETE FROM link_tokens WHERE kind = $1 AND created_by_type = 'user' AND created_by_id = $2 AND used_at IS NULL",
     )
-    .bind(INVITE)
+    .bind(LinkKind::Invite.as_str())
     .bind(user_id)
     .execute(&mut *conn)
     .await?;
@@ -167,12 +185,12 @@ impl IdentityStore {
     /// The e-mail of the live link of `kind` with this token, or 404: looked up before a new
     /// password is hashed, so that a guessed token costs a lookup, not a hash. (Using the link
     /// checks again.)
-    pub async fn check_link(&self, kind: &str, token: &str) -> ServiceResult<String> {
+    pub async fn check_link(&self, kind: LinkKind, token: &str) -> ServiceResult<String> {
         let found: Option<String> = sqlx::query_scalar(
             "SELECT email FROM link_tokens WHERE token_hash = $1 AND kind = $2 AND used_at IS NULL AND expires_at > $3",
         )
         .bind(hash_key(token))
-        .bind(kind)
+        .bind(kind.as_str())
         .bind(now_ms())
         .fetch_optional(self.db.pool())
         .await?;
@@ -187,7 +205,7 @@ impl IdentityStore {
              AND expires_at > $3 ORDER BY created_at DESC, id"
         ))
         .bind(team_id)
-        .bind(INVITE)
+        .bind(LinkKind::Invite.as_str())
         .bind(now_ms())
         .fetch_all(self.db.pool())
         .await?;
@@ -213,13 +231,13 @@ impl IdentityStore {
         ))
         .bind(invitation_id)
         .bind(team_id)
-        .bind(INVITE)
+        .bind(LinkKind::Invite.as_str())
         .bind(now_ms())
         .fetch_optional(&mut *tx)
         .await?
         .ok_or_else(invitation_gone)?;
         let invitation = invitation_from_row(&row)?;
-        if invitation.role == OWNER && caller_role != OWNER {
+        if is_owner(&invitation.role) && !is_owner(caller_role) {
             return Err(ServiceError::forbidden("Only an owner can revoke an invitation as owner"));
         }
         let deleted = sqlx::query("DELETE FROM link_tokens WHERE id = $1 AND used_at IS NULL")
@@ -264,7 +282,8 @@ impl IdentityStore {
                 account_exists()
             });
         }
-        let link = NewLink { kind: INVITE, team_id, email: &email_key, role, user_id: None, created_by, valid_ms };
+        let link =
+            NewLink { kind: LinkKind::Invite, team_id, email: &email_key, role, user_id: None, created_by, valid_ms };
         let invitation = insert_link(&mut tx, &link).await?;
         tx.commit().await?;
         Ok(invitation)
@@ -284,14 +303,14 @@ impl IdentityStore {
             limits::PERSON_NAME.check("lastName", names.last_name),
         ])?;
         let mut tx = self.db.begin_write().await?;
-        let link = live_link(&mut tx, INVITE, token).await?;
+        let link = live_link(&mut tx, LinkKind::Invite, token).await?;
         let (link_id, team_id): (String, String) = (link.try_get("id")?, link.try_get("team_id")?);
         let live_team = sqlx::query("SELECT id FROM teams WHERE id = $1 AND deleted_at IS NULL")
             .bind(&team_id)
             .fetch_optional(&mut *tx)
             .await?;
         if live_team.is_none() {
-            return Err(link_gone(INVITE));
+            return Err(link_gone(LinkKind::Invite));
         }
         let user_id = match link.try_get::<Option<String>, _>("user_id")? {
             Some(user_id) => {
@@ -314,8 +333,8 @@ impl IdentityStore {
             }
         };
         set_password_in(&mut tx, &user_id, password_hash).await?;
-        mark_used(&mut tx, INVITE, &link_id).await?;
-        let user = user_in(&mut tx, &user_id).await?.ok_or_else(|| link_gone(INVITE))?;
+        mark_used(&mut tx, LinkKind::Invite, &link_id).await?;
+        let user = user_in(&mut tx, &user_id).await?.ok_or_else(|| link_gone(LinkKind::Invite))?;
         let signed_in = begin_session_in(&mut tx, &user, client, times).await?;
         tx.commit().await?;
         Ok(signed_in)
@@ -336,7 +355,7 @@ impl IdentityStore {
             (row.try_get("id")?, row.try_get("team_id")?, row.try_get("email")?, row.try_get("role")?);
         let mut tx = self.db.begin_write().await?;
         let link = NewLink {
-            kind: RESET,
+            kind: LinkKind::Reset,
             team_id: &team_id,
             email: &email,
             role: &role,
@@ -358,12 +377,12 @@ impl IdentityStore {
         times: SessionTimes,
     ) -> ServiceResult<SignedIn> {
         let mut tx = self.db.begin_write().await?;
-        let link = live_link(&mut tx, RESET, token).await?;
+        let link = live_link(&mut tx, LinkKind::Reset, token).await?;
         let (link_id, user_id): (String, Option<String>) = (link.try_get("id")?, link.try_get("user_id")?);
-        let user_id = user_id.ok_or_else(|| link_gone(RESET))?;
+        let user_id = user_id.ok_or_else(|| link_gone(LinkKind::Reset))?;
         check_id("userId", &user_id)?;
         let user = set_password_in(&mut tx, &user_id, password_hash).await?;
-        mark_used(&mut tx, RESET, &link_id).await?;
+        mark_used(&mut tx, LinkKind::Reset, &link_id).await?;
         let signed_in = begin_session_in(&mut tx, &user, client, times).await?;
         tx.commit().await?;
         Ok(signed_in)

@@ -3,6 +3,7 @@
 
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
+use switchboard_api::role::Role;
 use switchboard_kit::time::now_ms;
 use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::{ApiKey, Member, RemovedMember};
@@ -14,9 +15,10 @@ use super::users::{USER_COLUMNS, role_violation, user_from_row};
 use super::{IdentityStore, check_id};
 use crate::validate;
 
-pub const OWNER: &str = "owner";
-/// The roles that manage members, and so make invitations.
-const MANAGERS: [&str; 2] = [OWNER, "admin"];
+/// Whether `role` (a stored role, or a caller's: "key" for an API key) is an owner's.
+pub fn is_owner(role: &str) -> bool {
+    Role::parse(role) == Some(Role::Owner)
+}
 
 fn member_from_row(row: &AnyRow) -> Result<Member, sqlx::Error> {
     Ok(Member {
@@ -52,8 +54,9 @@ async fn member_in(conn: &mut AnyConnection, team_id: &str, user_id: &str) -> Se
 }
 
 async fn owner_count(conn: &mut AnyConnection, team_id: &str) -> ServiceResult<i64> {
-    Ok(sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE team_id = $1 AND role = 'owner'")
+    Ok(sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE team_id = $1 AND role = $2")
         .bind(team_id)
+        .bind(Role::Owner.as_str())
         .fetch_one(conn)
         .await?)
 }
@@ -95,16 +98,16 @@ impl IdentityStore {
         let mut tx = self.db.begin_write().await?;
         self.db.lock_scope(&mut tx, &format!("members:{team_id}")).await?;
         let member = member_in(&mut tx, team_id, user_id).await?;
-        if caller_role != OWNER && (role_of(&member) == OWNER || role == OWNER) {
+        if !is_owner(caller_role) && (is_owner(role_of(&member)) || is_owner(role)) {
             return Err(owners_only());
         }
-        if role_of(&member) == OWNER && role != OWNER && owner_count(&mut tx, team_id).await? <= 1 {
+        if is_owner(role_of(&member)) && !is_owner(role) && owner_count(&mut tx, team_id).await? <= 1 {
             return Err(last_owner());
         }
         sqlx::query("UPDATE users SET role = $1 WHERE id = $2").bind(role).bind(user_id).execute(&mut *tx).await?;
         // Invitations are only as good as their maker's standing: one who no longer manages
         // members lets no one in.
-        if !MANAGERS.contains(&role) {
+        if !Role::parse(role).is_some_and(Role::manages) {
             end_invitations_by(&mut tx, user_id).await?;
         }
         let member = member_in(&mut tx, team_id, user_id).await?;
@@ -126,8 +129,8 @@ impl IdentityStore {
         let mut tx = self.db.begin_write().await?;
         self.db.lock_scope(&mut tx, &format!("members:{team_id}")).await?;
         let member = member_in(&mut tx, team_id, user_id).await?;
-        if role_of(&member) == OWNER {
-            if caller_role != OWNER {
+        if is_owner(role_of(&member)) {
+            if !is_owner(caller_role) {
                 return Err(owners_only());
             }
             if owner_count(&mut tx, team_id).await? <= 1 {

@@ -1,6 +1,7 @@
 //! Teams, the agency tree (an agency team and its client subteams) and subscriptions.
 
 use sqlx::{AnyConnection, Row};
+use switchboard_api::role::Role;
 use switchboard_kit::listing::{self, Total};
 use switchboard_kit::time::now_ms;
 use switchboard_kit::{ServiceError, ServiceResult, limits};
@@ -164,7 +165,7 @@ impl IdentityStore {
         if new.initial_credits > 0 {
             credits::apply(&mut tx, &team.id, new.initial_credits, Kind::Grant, "sign-up credits", None).await?;
         }
-        let owner = NewUser { role: "owner".to_owned(), ..owner.clone() };
+        let owner = NewUser { role: Role::Owner.as_str().to_owned(), ..owner.clone() };
         let user = super::users::insert_user(&mut tx, &team.id, &owner).await?;
         super::accounts::set_password_in(&mut tx, &user.id, password_hash).await?;
         let signed_in = super::accounts::begin_session_in(&mut tx, &user, client, times).await?;
@@ -251,9 +252,12 @@ impl IdentityStore {
             self.period_ms,
         )
         .await?;
-        let user =
-            super::users::insert_user(&mut tx, &team.id, &NewUser { role: "owner".to_owned(), ..new.user.clone() })
-                .await?;
+        let user = super::users::insert_user(
+            &mut tx,
+            &team.id,
+            &NewUser { role: Role::Owner.as_str().to_owned(), ..new.user.clone() },
+        )
+        .await?;
         let mut balance = 0;
         if new.total_monthly_credits > 0 {
             let reason = "subteam monthly credits";
@@ -277,7 +281,7 @@ impl IdentityStore {
             .balance_after;
         }
         let link = super::links::NewLink {
-            kind: super::links::INVITE,
+            kind: super::links::LinkKind::Invite,
             team_id: &team.id,
             email: &user.email,
             role: &user.role,

@@ -2,6 +2,7 @@
 
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
+use switchboard_api::role::Role;
 use switchboard_kit::time::now_ms;
 use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::{NewUser, User};
@@ -10,12 +11,11 @@ use super::{IdentityStore, check_id};
 use crate::validate;
 
 pub(super) const USER_COLUMNS: &str = "id, team_id, first_name, last_name, email, role, created_at";
-const ROLES: &[&str] = &["owner", "admin", "member", "viewer"];
-
-/// What is wrong with `role`, if it is not one of the [`ROLES`].
+/// What is wrong with `role`, if it is not the name of a [`Role`].
 pub(super) fn role_violation(role: &str) -> Option<switchboard_kit::FieldViolation> {
-    (!ROLES.contains(&role))
-        .then(|| switchboard_kit::FieldViolation::new("role", format!("must be one of {}", ROLES.join(", "))))
+    Role::parse(role)
+        .is_none()
+        .then(|| switchboard_kit::FieldViolation::new("role", format!("must be one of {}", Role::names())))
 }
 
 pub(super) fn user_from_row(row: &AnyRow) -> Result<User, sqlx::Error> {

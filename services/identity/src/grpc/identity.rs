@@ -34,7 +34,7 @@ pub fn routes(
 ) -> Routes {
     let identity = IdentityApi { store: store.clone(), versions: versions.clone(), settings, mailer: mailer.clone() };
     Routes::new(IdentityServiceServer::new(identity))
-        .add_service(crate::accounts::server(store, settings, mailer, versions, sso_http))
+        .add_service(crate::grpc::accounts::server(store, settings, mailer, versions, sso_http))
 }
 
 impl IdentityApi {

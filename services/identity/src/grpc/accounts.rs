@@ -3,6 +3,7 @@
 //! are written to the audit log here, where the team is known even when the sign-in fails;
 //! what authenticated callers do is written by the gateway, which knows who they are.
 
+use switchboard_api::role::Role;
 use switchboard_kit::grpc::{Reply, reply};
 use switchboard_kit::team_versions::{TeamVersions, announce};
 use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
@@ -14,8 +15,8 @@ use crate::mail::{self, Mailer};
 use crate::passwords;
 use crate::settings::AccountSettings;
 use crate::store::IdentityStore;
-use crate::store::links::{INVITE, Names, RESET};
-use crate::store::members::OWNER;
+use crate::store::links::{LinkKind, Names};
+use crate::store::members::is_owner;
 
 pub struct AccountsApi {
     pub(crate) store: IdentityStore,
@@ -167,7 +168,7 @@ impl AccountService for AccountsApi {
 
     async fn delete_sso_config(&self, request: Request<SsoConfigRequest>) -> Reply<SsoConfig> {
         let request = request.into_inner();
-        if request.caller_role != OWNER {
+        if !is_owner(&request.caller_role) {
             return Err(ServiceError::forbidden("Only an owner changes the team's single sign-on").into());
         }
         let stored = self.store.sso(&request.team_id).await?;
@@ -229,7 +230,7 @@ impl AccountService for AccountsApi {
             first_name: request.first_name,
             last_name: request.last_name,
             email: request.email,
-            role: OWNER.to_owned(),
+            role: Role::Owner.as_str().to_owned(),
         };
         let client = request.client.unwrap_or_default();
         let signed_in = self.store.sign_up(team, &owner, &password_hash, &client, self.settings.sessions).await?;
@@ -294,8 +295,8 @@ impl AccountService for AccountsApi {
 
     async fn create_invitation(&self, request: Request<CreateInvitationRequest>) -> Reply<Invitation> {
         let request = request.into_inner();
-        let role = if request.role.is_empty() { "member" } else { request.role.as_str() };
-        if role == OWNER && request.caller_role != OWNER {
+        let role = if request.role.is_empty() { Role::Member.as_str() } else { request.role.as_str() };
+        if is_owner(role) && !is_owner(&request.caller_role) {
             return Err(ServiceError::forbidden("Only an owner can invite an owner").into());
         }
         let created_by = request.created_by.as_ref();
@@ -313,7 +314,7 @@ impl AccountService for AccountsApi {
 
     async fn accept_invitation(&self, request: Request<AcceptInvitationRequest>) -> Reply<SignedIn> {
         let request = request.into_inner();
-        let email = self.store.check_link(INVITE, &request.token).await?;
+        let email = self.store.check_link(LinkKind::Invite, &request.token).await?;
         check_password("password", &request.password, &[&email, &request.first_name, &request.last_name])?;
         let hash = passwords::hash(&request.password).await?;
         let client = request.client.unwrap_or_default();
@@ -330,7 +331,7 @@ impl AccountService for AccountsApi {
 
     async fn reset_password(&self, request: Request<ResetPasswordRequest>) -> Reply<SignedIn> {
         let request = request.into_inner();
-        let email = self.store.check_link(RESET, &request.token).await?;
+        let email = self.store.check_link(LinkKind::Reset, &request.token).await?;
         check_password("password", &request.password, &[&email])?;
         let hash = passwords::hash(&request.password).await?;
         let client = request.client.unwrap_or_default();
