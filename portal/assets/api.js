@@ -69,6 +69,8 @@ function withTeam(path) {
   return `${path}${path.includes('?') ? '&' : '?'}teamId=${encodeURIComponent(sc.id)}`;
 }
 
+const UNREACHABLE = 'Could not reach the Switchboard server. Check your connection and try again.';
+
 /**
  * api('GET', '/v1/me') → the answer's `data` (or the whole body with {full: true}).
  * Throws ApiError; a network failure is status 0. A 401 on a signed-in page ends the session.
@@ -87,22 +89,80 @@ export async function api(method, path, body, { scoped = true, full = false } = 
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   } catch {
-    throw new ApiError(0, { error: 'Could not reach the Switchboard server. Check your connection and try again.', code: 'NETWORK' });
+    throw new ApiError(0, { error: UNREACHABLE, code: 'NETWORK' });
   }
   let json = null;
   if ((res.headers.get('Content-Type') || '').includes('json')) {
     try { json = await res.json(); } catch { json = null; }
   }
-  if (!res.ok) {
-    const retry = Number(res.headers.get('Retry-After')) || undefined;
-    const err = new ApiError(res.status, json, retry);
-    if (res.status === 401 && state.session && !path.startsWith('/v1/auth/')) sessionEnded();
-    if (res.status === 429 && !json?.error) err.message = 'Too many requests.';
-    if (res.status === 429 && retry) err.message = `${err.message.replace(/\.$/, '')}. Try again in ${retry} seconds.`;
-    if (res.status >= 500 && !json?.error) err.message = 'The server had a problem. Try again in a moment.';
-    throw err;
-  }
+  if (!res.ok) throw failure(path, res.status, json, res.headers.get('Retry-After'));
   return full ? json : json?.data;
+}
+
+/** The ApiError of a refused request; a 401 on a signed-in page ends the session. */
+function failure(path, status, json, retryAfter) {
+  const retry = Number(retryAfter) || undefined;
+  const err = new ApiError(status, json, retry);
+  if (status === 401 && state.session && !path.startsWith('/v1/auth/')) sessionEnded();
+  if (status === 413 && !json?.error) err.message = 'The file is too large.';
+  if (status === 429 && !json?.error) err.message = 'Too many requests.';
+  if (status === 429 && retry) err.message = `${err.message.replace(/\.$/, '')}. Try again in ${retry} seconds.`;
+  if (status >= 500 && !json?.error) err.message = 'The server had a problem. Try again in a moment.';
+  return err;
+}
+
+/**
+ * POSTs a file as multipart/form-data (field `file`) like api() does a request (X-CSRF-Token,
+ * ?teamId=, the same errors, a 401 ends the session), with XMLHttpRequest for its upload
+ * progress: onProgress(fraction, or null when unknown). Aborting `signal` cancels it.
+ * Resolves with the answer's `data`.
+ */
+export function upload(path, file, { onProgress, signal }) {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open('POST', withTeam(path));
+    xhr.withCredentials = true;
+    xhr.setRequestHeader('Accept', 'application/json');
+    if (state.session?.csrfToken) xhr.setRequestHeader('X-CSRF-Token', state.session.csrfToken);
+    xhr.upload.addEventListener('progress', (e) => onProgress(e.lengthComputable ? e.loaded / e.total : null));
+    xhr.addEventListener('load', () => {
+      let body;
+      try { body = JSON.parse(xhr.responseText); } catch { body = null; }
+      if (xhr.status >= 200 && xhr.status < 300) resolve(body?.data);
+      else reject(failure(path, xhr.status, body, xhr.getResponseHeader('Retry-After')));
+    });
+    xhr.addEventListener('error', () => reject(new ApiError(0, { error: UNREACHABLE, code: 'NETWORK' })));
+    xhr.addEventListener('abort', () => reject(new ApiError(0, { error: 'The upload was cancelled.' })));
+    signal.addEventListener('abort', () => xhr.abort(), { once: true });
+    const fd = new FormData();
+    fd.append('file', file, file.name);
+    xhr.send(fd);
+  });
+}
+
+// The team's boards, users, tags and custom fields change seldom: kept 30 s per team, so that
+// moving between pages does not spend the standard rate limit (100 a minute) on them.
+const memo = new Map();
+
+/** GET `path`'s data, from a cache of 30 s per team (a failure is not kept). */
+export function cachedGet(path) {
+  const key = `${actingTeam().id} ${path}`;
+  const hit = memo.get(key);
+  if (hit && Date.now() - hit.at < 30000) return hit.p;
+  const p = api('GET', path);
+  memo.set(key, { at: Date.now(), p });
+  p.catch(() => memo.delete(key));
+  return p;
+}
+
+/** Puts what another answer told of `path` into cachedGet's cache. */
+export function primeCache(path, data) {
+  memo.set(`${actingTeam().id} ${path}`, { at: Date.now(), p: Promise.resolve(data) });
+}
+
+/** Empties cachedGet's cache (after a write that changes what it holds). */
+export function forgetCached() {
+  memo.clear();
 }
 
 function sessionEnded() {

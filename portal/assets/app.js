@@ -8,6 +8,8 @@ import * as agents from './pages-agents.js';
 import * as knowledge from './pages-knowledge.js';
 import * as calls from './pages-calls.js';
 import * as contacts from './pages-contacts.js';
+import * as contactImport from './pages-import.js';
+import * as contactSettings from './pages-contact-settings.js';
 import * as boards from './pages-boards.js';
 import * as webhooks from './pages-webhooks.js';
 import * as security from './pages-security.js';
@@ -30,12 +32,12 @@ const ROUTES = [
   { path: '/chats', title: 'Chats', nav: 'Chats', page: calls.chatList },
   { path: /^\/chats\/([^/]+)$/, title: 'Chat', page: calls.chatDetail },
   { path: '/contacts', title: 'Contacts', nav: 'Contacts', page: contacts.list },
-  { path: '/contacts/import', title: 'Import contacts', allow: 'write', page: contacts.importPage },
+  { path: '/contacts/import', title: 'Import contacts', allow: 'write', page: contactImport.importPage },
   { path: /^\/contacts\/([^/]+)$/, title: 'Contact', page: contacts.detail },
   { path: '/boards', title: 'Boards', nav: 'Boards', page: boards.list },
   { path: /^\/boards\/([^/]+)$/, title: 'Board', page: boards.detail },
-  { path: '/settings/tags', title: 'Tags', nav: 'Tags', page: contacts.tags },
-  { path: '/settings/custom-fields', title: 'Custom fields', nav: 'Custom fields', page: contacts.customFields },
+  { path: '/settings/tags', title: 'Tags', nav: 'Tags', page: contactSettings.tags },
+  { path: '/settings/custom-fields', title: 'Custom fields', nav: 'Custom fields', page: contactSettings.customFields },
   { path: '/webhooks', title: 'Webhooks', nav: 'Webhooks', allow: 'webhooks', page: webhooks.list },
   { path: /^\/webhooks\/([^/]+)$/, title: 'Webhook', allow: 'webhooks', page: webhooks.detail },
   { path: '/keys', title: 'API keys', nav: 'API keys', allow: 'keys', page: team.keys },
@@ -85,18 +87,22 @@ function render({ focus = false } = {}) {
   return appShell(route || NOT_FOUND, { params, query, signal }, focus);
 }
 
-function publicShell(route, ctx, focus) {
+/**
+ * Every page is `page(ctx)`, ctx being {view, params, query, signal}: the element to fill, the
+ * path's captures, the address's query, and the signal aborted when the page is left.
+ */
+function publicShell(route, { params, query, signal }, focus) {
   const view = h('div', { class: 'view' });
   const title = h('h1', { tabindex: '-1' }, route.title);
   replace(document.getElementById('app'),
     h('header', { class: 'public-top' }, brand()),
     h('main', { id: 'main', class: 'public-main', tabindex: '-1' }, h('div', { class: 'auth-card' }, title, view)));
   document.title = `${route.title} · Switchboard`;
-  route.page(view, ctx);
+  route.page({ view, params, query, signal });
   if (focus) title.focus();
 }
 
-function appShell(route, ctx, focus) {
+function appShell(route, { params, query, signal }, focus) {
   const s = state.session;
   const view = h('div', { class: 'view' });
   const title = h('h1', { tabindex: '-1' }, route.title);
@@ -122,8 +128,9 @@ function appShell(route, ctx, focus) {
         title,
         view)));
   document.title = `${route.title} · Switchboard`;
-  if (route.allow && !can(route.allow) && !route.showDenied) team.noAccess(view);
-  else route.page(view, ctx);
+  const ctx = { view, params, query, signal };
+  if (route.allow && !can(route.allow) && !route.showDenied) team.noAccess(ctx);
+  else route.page(ctx);
   if (focus) title.focus();
 }
 
@@ -181,7 +188,7 @@ async function doSignOut(ev) {
   navigate('/sign-in');
 }
 
-function notFound(view) {
+function notFound({ view }) {
   view.append(h('p', null, 'There is no page at this address. '),
     h('p', null, h('a', { href: state.session ? '/' : '/sign-in' }, state.session ? 'Go to the overview' : 'Sign in')));
 }

@@ -53,6 +53,11 @@ export function navigate(url, { replace: r = false } = {}) {
   renderer({ focus: true });
 }
 
+/** Moves the focus to the page's title (after what had it was removed, e.g. a deleted row). */
+export function focusTitle() {
+  document.querySelector('main h1')?.focus();
+}
+
 // ---- formatting ----
 
 const dateFmt = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
@@ -69,6 +74,12 @@ export function time(iso, { day = false, empty = '—' } = {}) {
 export const num = (n) => (typeof n === 'number' ? numFmt.format(n) : '—');
 export const fullName = (u) => [u?.firstName, u?.lastName].filter(Boolean).join(' ') || u?.email || '—';
 export const cap = (s) => (s ? String(s)[0].toUpperCase() + String(s).slice(1) : '');
+/** "1 entry", "3 entries". */
+export const plural = (n, one, many = `${one}s`) => `${num(n)} ${n === 1 ? one : many}`;
+/** A contact's name wherever it is shown: its names, else its e-mail, else its number. */
+export const contactName = (c) => [c?.firstName, c?.lastName].filter(Boolean).join(' ') || c?.email || c?.number || 'Unnamed contact';
+/** A path segment: `/v1/contacts/${enc(id)}`. */
+export const enc = encodeURIComponent;
 
 let ids = 0;
 export const uid = (p = 'f') => `${p}-${++ids}`;
@@ -116,6 +127,51 @@ export function table(headers, rows, { caption, dense, empty = 'Nothing here yet
       h('tbody', null, rows)));
 }
 
+/**
+ * A table of items with an `id` that is updated in place (polling): update(items) rebuilds only
+ * the rows whose signature (`sig`, all of the item by default) changed, moves only the rows that
+ * changed place, and keeps the focus on the same control of the same row (its data-key, else its
+ * link). onChange(before, after) hears of every item that changed.
+ */
+export function liveTable({ headers, caption, empty, dense, rowFor, sig = (x) => JSON.stringify(x), onChange }) {
+  const box = h('div');
+  let rows = new Map(); // id → {sig, tr, item}
+  const update = (items) => {
+    const old = rows;
+    rows = new Map();
+    for (const x of items) {
+      const had = old.get(x.id);
+      const s = sig(x);
+      if (had && had.sig === s) { rows.set(x.id, had); continue; }
+      const tr = rowFor(x);
+      tr.dataset.id = x.id;
+      rows.set(x.id, { sig: s, tr, item: x });
+      if (had) onChange?.(had.item, x);
+    }
+    const trs = [...rows.values()].map((r) => r.tr);
+    const tbody = box.querySelector('tbody');
+    if (tbody && trs.length) syncRows(tbody, trs);
+    else replace(box, table(headers, trs, { caption, empty, dense }));
+  };
+  return { el: box, update, items: () => [...rows.values()].map((r) => r.item) };
+}
+
+/** Reorders tbody to `rows`, moving only the rows that changed place, and keeps the focus. */
+function syncRows(tbody, rows) {
+  const active = document.activeElement instanceof HTMLElement && tbody.contains(document.activeElement) ? document.activeElement : null;
+  const activeRow = active?.closest('tr')?.dataset.id;
+  const activeKey = active?.dataset.key;
+  const activeIsLink = active?.tagName === 'A';
+  rows.forEach((tr, i) => { if (tbody.children[i] !== tr) tbody.insertBefore(tr, tbody.children[i] || null); });
+  while (tbody.children.length > rows.length) tbody.lastElementChild.remove();
+  if (activeRow && !tbody.contains(document.activeElement)) {
+    const row = rows.find((tr) => tr.dataset.id === activeRow);
+    const target = row && ((activeKey && row.querySelector(`[data-key="${CSS.escape(activeKey)}"]`))
+      || (activeIsLink ? row.querySelector('a') : row.querySelector('a, button')));
+    if (target instanceof HTMLElement) target.focus({ preventScroll: true });
+  }
+}
+
 export function badge(text, kind = '') {
   return h('span', { class: ['badge', kind] }, text);
 }
@@ -150,6 +206,9 @@ export function copyField(label, value, note) {
  * A form field. spec: {name, label, type, options: [[value, text]], hint, ...attributes}.
  * Its error message sits below it (filled from the API's details[].field).
  */
+/** An option of a select field(): [value, text]. */
+export const opt = (value, text) => [value, text];
+
 export function field({ name, label, type = 'text', options, hint, value, ...attrs }) {
   const id = uid(name);
   const hintId = hint ? `${id}-hint` : null;
@@ -163,6 +222,25 @@ export function field({ name, label, type = 'text', options, hint, value, ...att
     h('label', { for: id }, label),
     control,
     hint && h('p', { class: 'hint', id: hintId }, hint),
+    h('p', { class: 'field-error', id: errId, hidden: true }));
+}
+
+/**
+ * A <textarea> field shaped like field() (label, hint, error slot last in aria-describedby), so
+ * that showFormError puts errors beside it. `note` is an element shown under the hint (a live
+ * count) and described too; `wrap` a class of the field.
+ */
+export function areaField({ name, label, hint, note, wrap, value, rows = 3, ...attrs }) {
+  const id = uid(name);
+  const hintId = hint ? `${id}-hint` : null;
+  const noteId = note ? `${id}-note` : null;
+  const errId = `${id}-error`;
+  if (note) note.id = noteId;
+  return h('div', { class: ['field', wrap] },
+    h('label', { for: id }, label),
+    h('textarea', { id, name, rows, 'aria-describedby': [hintId, noteId, errId].filter(Boolean).join(' '), value, ...attrs }),
+    hint && h('p', { class: 'hint', id: hintId }, hint),
+    note,
     h('p', { class: 'field-error', id: errId, hidden: true }));
 }
 
@@ -307,6 +385,21 @@ export function formDialog({ title, fields, submit, onSubmit, className }) {
   });
 }
 
+/**
+ * A modal <dialog> that shows what load() builds (with a loader), and a Close button; the focus
+ * goes back to what had it when the dialog closes.
+ */
+export function viewDialog({ title, load, className = '' }) {
+  const opener = document.activeElement;
+  return modal((close) => {
+    const titleId = uid('dlg');
+    return h('dialog', { class: ['dialog', className], 'aria-labelledby': titleId },
+      h('h2', { id: titleId }, title), loader(load),
+      h('div', { class: 'form-actions end' },
+        h('button', { type: 'button', class: 'btn secondary', 'data-autofocus': true, onclick: () => close(true) }, 'Close')));
+  }).then(() => { if (opener instanceof HTMLElement && opener.isConnected) opener.focus(); });
+}
+
 // ---- a polite status message (e.g. "Role updated") ----
 
 export function toast(message) {
@@ -385,3 +478,6 @@ export function colorDot(color, className) {
   return svg('svg', { class: className, width: 10, height: 10, viewBox: '0 0 10 10', 'aria-hidden': 'true' },
     svg('circle', { cx: 5, cy: 5, r: 5, fill }));
 }
+
+/** A tag as a chip: its colour, its name, and `extra` (a Remove button). */
+export const tagChip = (t, ...extra) => h('span', { class: 'tag-chip' }, colorDot(t.color, 'tag-dot'), h('span', null, t.name), extra);

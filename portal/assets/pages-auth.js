@@ -22,7 +22,7 @@ function notice(view) {
   }
 }
 
-export function signIn(view, { query }) {
+export function signIn({ view, query }) {
   notice(view);
   const next = safeNext(query.get('next'));
   const links = h('p', { class: 'auth-links' });
@@ -77,7 +77,7 @@ function passkeyButton(next) {
 }
 
 /** Single sign-on: the e-mail picks the team, whose identity provider the browser goes to. */
-export function ssoSignIn(view, { query }) {
+export function ssoSignIn({ view, query }) {
   notice(view);
   const next = safeNext(query.get('next'));
   view.append(
@@ -95,7 +95,7 @@ export function ssoSignIn(view, { query }) {
 }
 
 /** Back from the identity provider: the code it sent is turned into a session. */
-export function ssoCallback(view, { query }) {
+export function ssoCallback({ view, query }) {
   const next = safeNext(sessionStorage.getItem('switchboard.sso.next'));
   sessionStorage.removeItem('switchboard.sso.next');
   const retry = h('p', { class: 'auth-links' }, h('a', { href: '/sign-in/sso' }, 'Try again'), ' · ', h('a', { href: '/sign-in' }, 'Sign in with a password'));
@@ -155,7 +155,7 @@ function secondStep(view, challenge, next) {
   view.querySelector('input')?.focus();
 }
 
-export function signUp(view) {
+export function signUp({ view }) {
   const body = h('div', null, h('p', { class: 'muted' }, 'Loading…'));
   view.append(body);
   api('GET', '/v1/auth/options').then((o) => {
@@ -184,7 +184,7 @@ export function signUp(view) {
   }).catch((err) => replace(body, alertBox(err.message)));
 }
 
-export function invite(view, { params }) {
+export function invite({ view, params }) {
   if (state.session) {
     view.append(alertBox(`You are signed in as ${state.session.user.email}. Accepting this invitation signs you in as the invited person instead.`, { kind: 'info' }));
   }
@@ -205,7 +205,7 @@ export function invite(view, { params }) {
     }));
 }
 
-export function reset(view, { params }) {
+export function reset({ view, params }) {
   view.append(
     h('p', { class: 'lead' }, 'Choose a new password for your account.'),
     form({

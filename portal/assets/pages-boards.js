@@ -3,15 +3,11 @@
 // list; the stages edited below the board).
 import {
   h, replace, field, form, loader, table, badge, time, num, alertBox, errorText,
-  confirmDialog, toast, section, ACTIONS, uid, colorDot,
+  confirmDialog, toast, section, ACTIONS, uid, colorDot, enc, focusTitle, plural, contactName,
 } from './dom.js';
 import { api, can, actingTeam } from './api.js';
 
 const PAGE = 50; // contacts per column and per "Load more" (?limit=1..100 in the address changes it)
-const enc = encodeURIComponent;
-const focusTitle = () => document.querySelector('main h1')?.focus();
-const plural = (n, one, many = `${one}s`) => `${num(n)} ${n === 1 ? one : many}`;
-const contactName = (c) => [c.firstName, c.lastName].filter(Boolean).join(' ') || c.number || 'Unnamed contact';
 
 const dot = (color) => colorDot(color, 'stage-dot');
 
@@ -28,7 +24,7 @@ function stageDetails(err, names = []) {
 
 // ---------------------------------------------------------------- /boards
 
-export function list(view) {
+export function list({ view }) {
   const writer = can('write');
   let reload;
   const boards = loader(async (again) => {
@@ -88,7 +84,7 @@ function boardRow(b, writer, reload) {
 
 // ---------------------------------------------------------------- /boards/{boardId}
 
-export function detail(view, { params, query, signal }) {
+export function detail({ view, params, query, signal }) {
   const boardId = params[0];
   const per = Math.min(100, Math.max(1, Number.parseInt(query.get('limit') || '', 10) || PAGE));
   view.append(loader(async (again) => {

@@ -2,7 +2,7 @@
 // /webhooks/{webhookId} (edit, send a test, the deliveries with retry, delete). Owners and admins.
 import {
   h, replace, field, form, loader, table, badge, time, num, alertBox, errorText, copyField,
-  confirmDialog, toast, navigate, section, pager, pageOf, hrefWith, every, uid, ACTIONS,
+  confirmDialog, toast, navigate, section, pager, pageOf, hrefWith, every, uid, ACTIONS, enc,
 } from './dom.js';
 import { api, can, actingTeam } from './api.js';
 import { noAccess } from './pages-team.js';
@@ -18,8 +18,6 @@ const EVENTS = [
 ];
 const LAST_OF = 25; // the list reads the latest delivery of this many webhooks at most
 const POLL_MS = 3000;
-const enc = encodeURIComponent;
-const focusTitle = () => document.querySelector('main h1')?.focus();
 
 /** What the latest delivery says: {failing, text}. */
 function health(w, last) {
@@ -80,8 +78,8 @@ function eventsError(formEl, err) {
 
 // ---------------------------------------------------------------- /webhooks
 
-export function list(view) {
-  if (!can('webhooks')) return noAccess(view);
+export function list({ view }) {
+  if (!can('webhooks')) return noAccess({ view });
   const fresh = h('div', { class: 'fresh' });
   let reload;
   const hooks = loader(async (again) => {
@@ -150,8 +148,8 @@ export function list(view) {
 
 // ---------------------------------------------------------------- /webhooks/{webhookId}
 
-export function detail(view, { params, query, signal }) {
-  if (!can('webhooks')) return noAccess(view);
+export function detail({ view, params, query, signal }) {
+  if (!can('webhooks')) return noAccess({ view });
   const id = params[0];
   const base = `/v1/webhooks/${enc(id)}`;
   let live = null; // the polling of the shown load, stopped when the page is loaded again or left
