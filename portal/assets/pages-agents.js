@@ -1,11 +1,14 @@
+// @ts-check
 // Agents: /agents (list, create, delete) and /agents/{agentId} (fields, instructions with a
 // live character count, their history, a line diff of a version against the current text,
 // restore, and the prompt-optimisation state).
 import {
-  h, replace, field, form, loader, table, badge, time, num, confirmDialog, toast, navigate,
+  h, append, replace, field, form, loader, table, badge, time, num, confirmDialog, toast, navigate,
   section, pager, pageOf, hrefWith, every, alertBox, ACTIONS, enc, focusTitle, areaField, uid,
 } from './dom.js';
 import { api, can, actingTeam } from './api.js';
+
+/** @typedef {import('./dom.js').PageContext} PageContext */
 
 const LIMIT = 100000; // characters (Unicode code points, as the API counts them)
 const PER_PAGE = 50;  // GET /v1/agents is not paged: the page pages it
@@ -30,6 +33,7 @@ export function chars(s) {
  * A <textarea> field (dom.js areaField); with `count`, a live "n / 100,000 characters" under it,
  * an error when over. Returns the field and its control.
  */
+/** @param {Parameters<typeof areaField>[0] & {count?: boolean}} spec */
 function area({ count = false, ...spec }) {
   const countEl = count ? h('p', { class: 'hint ag-count' }) : null;
   const el = areaField({ rows: null, wrap: 'ag-area', note: countEl, ...spec });
@@ -84,6 +88,7 @@ function deleteAgent(a, after) {
 
 // ---------------------------------------------------------------- /agents
 
+/** @param {PageContext} ctx */
 export function list({ view, query }) {
   const page = pageOf(query);
   const type = TYPES.some(([v]) => v === query.get('type')) ? query.get('type') : '';
@@ -131,11 +136,12 @@ export function list({ view, query }) {
     ];
   });
 
+  /** @type {import('./dom.js').Child[]} */ 
   const parts = [h('p', { class: 'lead' }, 'The phone and chat agents of ', h('strong', null, actingTeam().name),
     ', newest first. Open one to edit its instructions.')];
   if (can('write')) parts.push(section('Create an agent', loader(async () => createForm(await knowledgebases()))));
   parts.push(section(filtered ? 'Agents (filtered)' : 'Agents', filter, h('div', { class: 'ag-gap' }), listing));
-  view.append(...parts);
+  append(view, parts);
 }
 
 function createForm(kbs) {
@@ -165,6 +171,7 @@ function createForm(kbs) {
 
 // ---------------------------------------------------------------- /agents/{id}
 
+/** @param {PageContext} ctx */
 export function detail({ view, params, query, signal }) {
   const id = params[0];
   const title = document.querySelector('main h1');
@@ -251,6 +258,7 @@ const OPT = {
 function optimisation(po, current) {
   if (!po) return h('span', { class: 'muted' }, 'Unknown');
   const [label, kind] = OPT[po.status] || [po.status, ''];
+  /** @type {import('./dom.js').Child[]} */ 
   const parts = [badge(label, kind)];
   if (po.status === 'completed') parts.push(' built from version ', num(po.version), po.completedAt ? [' ', time(po.completedAt)] : '');
   else if (po.status === 'failed') parts.push(` building version ${num(po.version)}: `, po.error || 'no reason given');

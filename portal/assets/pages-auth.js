@@ -1,7 +1,10 @@
+// @ts-check
 // Pages that need no session: sign in, sign up, accept an invitation, reset a password.
 import { h, field, form, alertBox, errorText, navigate, replace } from './dom.js';
 import { api, state, startSession, safeNext } from './api.js';
 import { passkeysSupported, usePasskey } from './passkeys.js';
+
+/** @typedef {import('./dom.js').PageContext} PageContext */
 
 const PASSWORD_HINT = '10 to 256 characters, hard to guess: a few unrelated words work well.';
 
@@ -22,6 +25,7 @@ function notice(view) {
   }
 }
 
+/** @param {PageContext} ctx */
 export function signIn({ view, query }) {
   notice(view);
   const next = safeNext(query.get('next'));
@@ -76,7 +80,10 @@ function passkeyButton(next) {
   return h('div', { class: 'passkey-sign-in' }, button, slot);
 }
 
-/** Single sign-on: the e-mail picks the team, whose identity provider the browser goes to. */
+/**
+ * Single sign-on: the e-mail picks the team, whose identity provider the browser goes to.
+ * @param {PageContext} ctx
+ */
 export function ssoSignIn({ view, query }) {
   notice(view);
   const next = safeNext(query.get('next'));
@@ -94,7 +101,10 @@ export function ssoSignIn({ view, query }) {
     h('p', { class: 'auth-links' }, h('a', { href: '/sign-in' }, 'Sign in with a password')));
 }
 
-/** Back from the identity provider: the code it sent is turned into a session. */
+/**
+ * Back from the identity provider: the code it sent is turned into a session.
+ * @param {PageContext} ctx
+ */
 export function ssoCallback({ view, query }) {
   const next = safeNext(sessionStorage.getItem('switchboard.sso.next'));
   sessionStorage.removeItem('switchboard.sso.next');
@@ -155,6 +165,7 @@ function secondStep(view, challenge, next) {
   view.querySelector('input')?.focus();
 }
 
+/** @param {PageContext} ctx */
 export function signUp({ view }) {
   const body = h('div', null, h('p', { class: 'muted' }, 'Loading…'));
   view.append(body);
@@ -184,6 +195,7 @@ export function signUp({ view }) {
   }).catch((err) => replace(body, alertBox(err.message)));
 }
 
+/** @param {PageContext} ctx */
 export function invite({ view, params }) {
   if (state.session) {
     view.append(alertBox(`You are signed in as ${state.session.user.email}. Accepting this invitation signs you in as the invited person instead.`, { kind: 'info' }));
@@ -205,6 +217,7 @@ export function invite({ view, params }) {
     }));
 }
 
+/** @param {PageContext} ctx */
 export function reset({ view, params }) {
   view.append(
     h('p', { class: 'lead' }, 'Choose a new password for your account.'),

@@ -1,3 +1,4 @@
+// @ts-check
 // Calls and chats: /calls, /calls/{callId}, /chats, /chats/{chatId}.
 // Lists keep their filters, sort and page in the address (the filter form is filled from it and
 // its submit navigates); a detail page keeps the list's query, so "Back" returns to that page.
@@ -6,6 +7,8 @@ import {
   confirmDialog, toast, navigate, section, pager, pageOf, hrefWith, every, enc, liveTable,
 } from './dom.js';
 import { api, can } from './api.js';
+
+/** @typedef {import('./dom.js').PageContext} PageContext */
 
 // ---------------------------------------------------------------- shared parts
 
@@ -83,7 +86,7 @@ function filterForm(base, query, fields, defaults) {
 
 /** The agents for a filter's select: filled when they arrive; the chosen id stays listed. */
 function fillAgents(formEl, chosen) {
-  const select = formEl.elements.namedItem('agentId');
+  const select = /** @type {HTMLSelectElement} */ (formEl.elements.namedItem('agentId'));
   if (!select) return;
   if (chosen) select.append(h('option', { value: chosen }, `Agent ${chosen}`));
   select.value = chosen || '';
@@ -159,6 +162,7 @@ function callRow(c, back) {
     h('td', { class: 'num' }, score(c.score)));
 }
 
+/** @param {PageContext} ctx */
 export function callList({ view, query, signal }) {
   const page = pageOf(query);
   const q = apiQuery(query, CALL_KEYS, page);
@@ -205,6 +209,7 @@ export function callList({ view, query, signal }) {
 
 // ---------------------------------------------------------------- /calls/{id}
 
+/** @param {PageContext} ctx */
 export function callDetail({ view, params, query }) {
   const id = params[0];
   const back = `/calls${keep(query, CALL_KEYS)}`;
@@ -350,7 +355,7 @@ function conversation(c, start) {
     audio.addEventListener('timeupdate', () => mark(at(audio.currentTime)));
     audio.addEventListener('seeked', () => mark(at(audio.currentTime)));
     box.addEventListener('click', (ev) => {
-      const b = ev.target.closest('button[data-i]');
+      const b = /** @type {HTMLElement | null} */ (/** @type {Element} */ (ev.target).closest('button[data-i]'));
       if (!b) return;
       const s = segs[Number(b.dataset.i)];
       audio.currentTime = s.at;
@@ -414,6 +419,7 @@ function chatFields() {
 
 const contactText = (ct) => ct?.number || ct?.email || 'Unknown contact';
 
+/** @param {PageContext} ctx */
 export function chatList({ view, query }) {
   const page = pageOf(query);
   const q = apiQuery(query, CHAT_KEYS, page);
@@ -450,6 +456,7 @@ export function chatList({ view, query }) {
 
 const ROLE_TEXT = { user: 'Contact', agent: 'Agent', system: 'System' };
 
+/** @param {PageContext} ctx */
 export function chatDetail({ view, params, query }) {
   const id = params[0];
   const back = `/chats${keep(query, CHAT_KEYS)}`;

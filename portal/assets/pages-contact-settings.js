@@ -1,8 +1,11 @@
+// @ts-check
 // Contact settings: /settings/tags and /settings/custom-fields.
 import {
   h, replace, field, form, loader, table, badge, confirmDialog, toast, section, ACTIONS, enc, focusTitle, tagChip as chip, opt,
 } from './dom.js';
 import { api, can, forgetCached as forget } from './api.js';
+
+/** @typedef {import('./dom.js').PageContext} PageContext */
 
 /** A 409 (a name in use) without details names the field it is about, so it is shown beside it. */
 function onField(err, name) {
@@ -12,6 +15,7 @@ function onField(err, name) {
 
 // ---------------------------------------------------------------- /settings/tags
 
+/** @param {PageContext} ctx */
 export function tags({ view }) {
   const write = can('write');
   const editSlot = h('div');
@@ -50,7 +54,7 @@ export function tags({ view }) {
     });
     const head = h('h2', { tabindex: '-1' }, `Edit the tag “${t.name}”`);
     replace(editSlot, h('section', { class: 'section' }, head, f));
-    f.elements.namedItem('name').focus();
+    /** @type {HTMLInputElement} */ (f.elements.namedItem('name')).focus();
   };
   view.append(
     h('p', { class: 'lead' }, 'Tags sort contacts into groups; filter the contact list by them. Names are unique regardless of case.'),
@@ -77,6 +81,7 @@ function fixOptions(err) {
   return err;
 }
 
+/** @param {PageContext} ctx */
 export function customFields({ view }) {
   const write = can('write');
   const editSlot = h('div');
@@ -123,7 +128,7 @@ export function customFields({ view }) {
     const head = h('h2', { tabindex: '-1' }, `Edit the field “${fd.label}”`);
     replace(editSlot, h('section', { class: 'section' }, head,
       h('p', { class: 'muted' }, 'Its name (', h('code', null, fd.name), ') and type cannot change: delete it and create another.'), f));
-    f.elements.namedItem('label').focus();
+    /** @type {HTMLInputElement} */ (f.elements.namedItem('label')).focus();
   };
   view.append(
     h('p', { class: 'lead' }, 'Fields of your own on every contact. The name is the key of the value in the API (', h('code', null, 'customFields'), ').'),

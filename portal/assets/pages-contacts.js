@@ -1,3 +1,4 @@
+// @ts-check
 // Contacts: /contacts (search, filters, a new contact) and /contacts/{contactId} (details, custom
 // fields, tags, assignments, boards and stage, notes, calls and chats). The CSV import is in
 // pages-import.js, tags and custom fields in pages-contact-settings.js.
@@ -7,6 +8,8 @@ import {
   enc, contactName, areaField, tagChip as chip, opt,
 } from './dom.js';
 import { api, can, cachedGet, primeCache } from './api.js';
+
+/** @typedef {import('./dom.js').PageContext} PageContext */
 
 /** Runs a button's action with the button disabled; an error goes to `slot` (role=alert). */
 async function busy(btn, slot, fn) {
@@ -21,6 +24,7 @@ const boardName = (boards, id) => boards.find((b) => b.id === id)?.name || 'Unkn
 const SORTS = [['createdAt', 'Created'], ['firstName', 'First name'], ['lastName', 'Last name'], ['email', 'Email'], ['number', 'Phone number']];
 const FILTERS = ['search', 'tagIds', 'boardId', 'stageId', 'assignedUserId', 'sortBy', 'sortOrder'];
 
+/** @param {PageContext} ctx */
 export function list({ view, query, signal }) {
   const page = pageOf(query);
   const q = Object.fromEntries(FILTERS.map((k) => [k, (query.get(k) || '').trim()]));
@@ -127,6 +131,7 @@ function newContact() {
 
 const NOTE_KINDS = [['general', 'General'], ['info', 'Info'], ['warning', 'Warning'], ['danger', 'Danger']];
 
+/** @param {PageContext} ctx */
 export function detail({ view, params, signal }) {
   const id = params[0];
   view.append(loader(async (reload) => {
@@ -190,11 +195,13 @@ function customValue(f, raw) {
 }
 
 function fieldsSection({ c, fields, write }) {
-  const base = [
+  /** @type {Array<[string, string, Record<string, unknown>]>} */
+  const spec = [
     ['firstName', 'First name', { maxlength: 100 }], ['lastName', 'Last name', { maxlength: 100 }],
     ['number', 'Phone number', { type: 'tel', required: true, maxlength: 64 }],
     ['email', 'Email', { type: 'email', maxlength: 254 }], ['carrier', 'Carrier', { maxlength: 100 }],
-  ].map(([name, label, attrs]) => field({ name, label, value: c[name] ?? '', autocomplete: 'off', ...attrs }));
+  ];
+  const base = spec.map(([name, label, attrs]) => field({ name, label, value: c[name] ?? '', autocomplete: 'off', ...attrs }));
   const custom = fields.map((f) => customControl(f, c.customFields?.[f.name]));
   const all = [...base, ...custom];
   if (!write) {

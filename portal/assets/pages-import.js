@@ -1,7 +1,10 @@
+// @ts-check
 // Contacts: /contacts/import, a CSV file read in the browser and sent in chunks to
 // POST /v1/contacts/bulk, with a column mapping, progress and the failed rows as a CSV.
 import { h, replace, table, num, alertBox, errorText, uid, section, opt } from './dom.js';
 import { api, cachedGet, forgetCached as forget } from './api.js';
+
+/** @typedef {import('./dom.js').PageContext} PageContext */
 
 // ---------------------------------------------------------------- CSV
 
@@ -36,6 +39,7 @@ const toCsv = (rows) => rows.map((r) => r.map(csvCell).join(',')).join('\r\n') +
 
 // ---------------------------------------------------------------- /contacts/import
 
+/** @type {Array<[string, string, RegExp]>} */
 const TARGETS = [
   ['firstName', 'First name', /^(first|given|fore)[ _-]?name$|^first$|^vorname$|^prénom$/],
   ['lastName', 'Last name', /^(last|family|sur)[ _-]?name$|^surname$|^last$|^nachname$/],
@@ -62,6 +66,7 @@ function cellValue(f, raw) {
   return raw;
 }
 
+/** @param {PageContext} ctx */
 export function importPage({ view, signal }) {
   const input = h('input', { type: 'file', id: uid('csv'), accept: '.csv,text/csv', 'aria-describedby': 'csv-hint' });
   const work = h('div');
@@ -179,6 +184,7 @@ async function runImport(header, rows, map, fields, out, signal) {
   forget();
   if (signal.aborted) return;
   const summary = h('h2', { tabindex: '-1' }, `${num(created)} created, ${num(failed.length)} failed`);
+  /** @type {import('./dom.js').Child[]} */ 
   const parts = [h('div', { class: ['card', failed.length ? 'import-done warn' : 'success'] }, summary,
     h('p', null, h('a', { href: '/contacts' }, 'Go to the contacts')))];
   if (failed.length) {

@@ -1,3 +1,4 @@
+// @ts-check
 // Knowledge: /knowledge (the team's knowledge bases) and /knowledge/{knowledgebaseId} (its Q&A
 // references, webpages, documents and a search box). Every request goes through api.js: `api()`,
 // and `upload()` for documents (an XMLHttpRequest, for its upload progress).
@@ -7,6 +8,8 @@ import {
   enc, focusTitle, plural, areaField, liveTable, viewDialog,
 } from './dom.js';
 import { api, upload, can, actingTeam } from './api.js';
+
+/** @typedef {import('./dom.js').PageContext} PageContext */
 
 const INTERVALS = [['off', 'Never'], ['daily', 'Daily'], ['weekly', 'Weekly']];
 const kbPath = (id, rest = '') => `/v1/knowledgebase/${enc(id)}${rest}`;
@@ -80,6 +83,7 @@ function inWords(when, now = Date.now()) {
 
 // ---------------------------------------------------------------- /knowledge
 
+/** @param {PageContext} ctx */
 export function list({ view }) {
   const writer = can('write');
   let reload;
@@ -143,6 +147,7 @@ function kbRow(kb, agents, writer, reload) {
 
 // ---------------------------------------------------------------- /knowledge/{id}
 
+/** @param {PageContext} ctx */
 export function detail(ctx) {
   const { view } = ctx;
   const id = ctx.params[0];

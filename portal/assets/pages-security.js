@@ -1,3 +1,4 @@
+// @ts-check
 // The signed-in person's own security: their password and their sessions (each device they are
 // signed in on, ended one by one or all but this one).
 import {
@@ -6,6 +7,9 @@ import {
 import { api, state, startSession, loadSession, actingTeam } from './api.js';
 import { createPasskey, passkeysSupported } from './passkeys.js';
 
+/** @typedef {import('./dom.js').PageContext} PageContext */
+
+/** @param {PageContext} ctx */
 export function security({ view }) {
   if (state.notice) {
     view.append(alertBox(state.notice, { kind: 'info' }));

@@ -1,10 +1,13 @@
+// @ts-check
 // Pages of a signed-in team: overview, API keys, members, subteams, audit log.
 import {
-  h, replace, field, form, loader, table, badge, time, num, fullName, cap, alertBox,
+  h, append, replace, field, form, loader, table, badge, time, num, fullName, cap, alertBox,
   copyField, confirmDialog, toast, navigate, section, pager, pageOf, ACTIONS, enc, focusTitle,
 } from './dom.js';
 import { api, state, actingTeam, can, setScope, loadSubteams } from './api.js';
 import { barChart, usageTable, totals, sparkBars } from './charts.js';
+
+/** @typedef {import('./dom.js').PageContext} PageContext */
 
 
 /** Shows a result (the new key, an invitation link) in `slot`, focused, with a Done button. */
@@ -23,6 +26,7 @@ export function switchTeam(team, to) {
   navigate(to || location.pathname + location.search, { replace: !to });
 }
 
+/** @param {Pick<PageContext, 'view'>} ctx */
 export function noAccess({ view }) {
   view.append(
     alertBox("You don't have access to this page.", { kind: 'info' }),
@@ -39,6 +43,7 @@ function tile(label, value, note, kind) {
     note && h('p', { class: 'tile-note' }, note));
 }
 
+/** @param {PageContext} ctx */
 export function overview({ view }) {
   const team = actingTeam();
   view.append(loader(async () => {
@@ -50,6 +55,7 @@ export function overview({ view }) {
     const threshold = alert?.threshold;
     const low = typeof threshold === 'number' && typeof balance === 'number' && balance < threshold;
     const sub = me.subscription || {};
+    /** @type {import('./dom.js').Child[]} */ 
     const parts = [
       h('div', { class: 'tiles' },
         tile('Team', me.team?.name,
@@ -131,6 +137,7 @@ function subteamSummary() {
 
 // ---------------------------------------------------------------- API keys
 
+/** @param {PageContext} ctx */
 export function keys({ view }) {
   if (!can('keys')) return noAccess({ view });
   const team = actingTeam();
@@ -196,6 +203,7 @@ function keyRow(k, reload) {
 const ROLES = [['owner', 'Owner'], ['admin', 'Admin'], ['member', 'Member'], ['viewer', 'Viewer']];
 const rolesFor = () => ROLES.filter(([r]) => r !== 'owner' || state.session?.role === 'owner');
 
+/** @param {PageContext} ctx */
 export function members({ view }) {
   if (!can('members')) return noAccess({ view });
   const team = actingTeam();
@@ -296,6 +304,7 @@ function memberRow(m, team, fresh, reload) {
   const me = state.session?.user?.id === m.id;
   const locked = me || (m.role === 'owner' && state.session?.role !== 'owner');
   const rowError = h('div', { class: 'row-error', role: 'alert' });
+  /** @type {import('./dom.js').Child} */
   let roleCell = badge(cap(m.role), m.role === 'owner' ? 'accent' : '');
   if (!locked) {
     const select = h('select', { 'aria-label': `Role of ${fullName(m)}`, class: 'compact', value: m.role },
@@ -342,6 +351,7 @@ function memberRow(m, team, fresh, reload) {
 
 // ---------------------------------------------------------------- subteams
 
+/** @param {PageContext} ctx */
 export function subteams({ view, query }) {
   const s = state.session;
   if (!can('subteams')) {
@@ -367,6 +377,7 @@ export function subteams({ view, query }) {
       pager(res.pagination, (p) => `/subteams?page=${p}`),
     ];
   });
+  /** @type {import('./dom.js').Child[]} */ 
   const parts = [h('p', { class: 'lead' }, 'Client teams of ', h('strong', null, s.team.name),
     '. Each has its own keys, members and credits; switch to one to act on it.')];
   if (can('createSubteam')) {
@@ -393,7 +404,7 @@ export function subteams({ view, query }) {
     })), fresh);
   }
   parts.push(section('Subteams', list));
-  view.append(...parts);
+  append(view, parts);
 }
 
 // ---------------------------------------------------------------- audit log
@@ -407,6 +418,7 @@ const AUDIT_ACTIONS = ['auth.signed_in', 'auth.sign_in_failed', 'auth.signed_out
   'auth.signed_in_sso', 'auth.passkey_added', 'auth.passkey_removed', 'auth.signed_in_passkey',
   'team.security_changed', 'team.sso_changed', 'team.sso_removed'];
 
+/** @param {PageContext} ctx */
 export function auditLog({ view, query }) {
   if (!can('audit')) return noAccess({ view });
   const page = pageOf(query);
@@ -428,7 +440,7 @@ export function auditLog({ view, query }) {
     secondary: action && h('a', { class: 'btn secondary', href: '/audit-log' }, 'Clear filter'),
     onSubmit: async (v) => navigate(href(1, v.action || '')),
   });
-  const select = filter.elements.namedItem('action');
+  const select = /** @type {HTMLSelectElement} */ (filter.elements.namedItem('action'));
   const list = loader(async () => {
     const q = new URLSearchParams({ page: String(page), limit: '50' });
     if (action) q.set('action', action);

@@ -1,3 +1,4 @@
+// @ts-check
 // Webhooks: /webhooks (the team's endpoints, create one: its secret shown once) and
 // /webhooks/{webhookId} (edit, send a test, the deliveries with retry, delete). Owners and admins.
 import {
@@ -6,6 +7,8 @@ import {
 } from './dom.js';
 import { api, can, actingTeam } from './api.js';
 import { noAccess } from './pages-team.js';
+
+/** @typedef {import('./dom.js').PageContext} PageContext */
 
 // The event types a webhook can hear (the `events` enum of POST /v1/webhooks).
 const EVENTS = [
@@ -78,6 +81,7 @@ function eventsError(formEl, err) {
 
 // ---------------------------------------------------------------- /webhooks
 
+/** @param {PageContext} ctx */
 export function list({ view }) {
   if (!can('webhooks')) return noAccess({ view });
   const fresh = h('div', { class: 'fresh' });
@@ -148,6 +152,7 @@ export function list({ view }) {
 
 // ---------------------------------------------------------------- /webhooks/{webhookId}
 
+/** @param {PageContext} ctx */
 export function detail({ view, params, query, signal }) {
   if (!can('webhooks')) return noAccess({ view });
   const id = params[0];
@@ -265,7 +270,7 @@ function deliveriesSection(w, base, query, signal, showTop) {
           items.map((d) => deliveryRow(d, base, () => refresh({ fast: true }))),
           { caption: 'Deliveries', dense: true, empty: status ? `No ${status} deliveries.` : 'No deliveries yet. Send a test event to see one.' }),
         pager(res.pagination, (p) => hrefWith({ page: p > 1 ? p : null })));
-      if (keep) (box.querySelector(`tr[data-delivery="${CSS.escape(keep)}"] button`) || box).focus();
+      if (keep) /** @type {HTMLElement} */ (box.querySelector(`tr[data-delivery="${CSS.escape(keep)}"] button`) || box).focus();
     } catch (err) {
       replace(box, alertBox(`Could not load the deliveries: ${errorText(err)}`, {
         action: h('button', { type: 'button', class: 'btn secondary small', onclick: () => refresh({ fast: true }) }, 'Try again'),
