@@ -166,6 +166,27 @@ ensure_portal_tests() {
   export CHROMIUM="${CHROMIUM:-$(command -v chromium)}"
 }
 
+# The portal's static checks: tsc (JSDoc types, checkJs) and eslint over portal/assets, with the
+# versions pinned in portal/package-lock.json, installed in a cache outside the repository (npm
+# ci when the lock changed). Fails on any error or warning.
+check_portal_scripts() {
+  command -v npm >/dev/null || ensure_packages nodejs npm
+  local portal="$SWITCHBOARD_ROOT/portal"
+  local dir="$HOME/.cache/switchboard/portal-checks"
+  local stamp="$dir/node_modules/.switchboard-lock"
+  if ! cmp -s "$portal/package-lock.json" "$stamp" 2>/dev/null; then
+    echo "installing the portal's static checks (npm ci)" >&2
+    mkdir -p "$dir"
+    cp "$portal/package.json" "$portal/package-lock.json" "$dir/"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >&2) && cp "$portal/package-lock.json" "$stamp" || return 1
+  fi
+  echo "portal: tsc --noEmit" >&2
+  "$dir/node_modules/.bin/tsc" --noEmit -p "$portal/tsconfig.json" || return 1
+  echo "portal: eslint" >&2
+  # The config is CommonJS: its require() finds @eslint/js and globals through NODE_PATH.
+  (cd "$portal" && NODE_PATH="$dir/node_modules" "$dir/node_modules/.bin/eslint" --max-warnings 0 assets eslint.config.cjs) || return 1
+}
+
 # A real OpenID Connect provider (npm oidc-provider) for the single sign-on tests.
 ensure_sso_provider() {
   command -v npm >/dev/null || ensure_packages nodejs npm

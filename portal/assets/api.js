@@ -1,8 +1,20 @@
+// @ts-check
 // The API client and the portal's state: the session (its cookie is HttpOnly; we keep the
 // answer of /v1/auth/session, with its CSRF token) and the team the portal acts on.
 import { navigate } from './dom.js';
 
+/**
+ * The API's error answer: {error, code, hint, details[]}.
+ * @typedef {{error?: string, code?: string, hint?: string, details?: Array<{field?: string, message: string, hint?: string}>, [key: string]: any}} ErrorBody
+ */
+
+/** A refused or failed request: status 0 when the server could not be reached. */
 export class ApiError extends Error {
+  /**
+   * @param {number} status
+   * @param {ErrorBody | null} body
+   * @param {number} [retryAfter] seconds, from Retry-After
+   */
   constructor(status, body, retryAfter) {
     super(body?.error || (status ? `The server answered ${status}.` : 'Request failed.'));
     this.status = status;
@@ -14,6 +26,11 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * The portal's state: the session (GET /v1/auth/session's Session), the agency's subteams for
+ * the switcher, and a notice for the next page.
+ * @type {{session: Record<string, any> | null, subteams: Array<{id: string, name: string}> | null, notice: string | null}}
+ */
 export const state = {
   session: null,      // Session of the contract, or null when signed out
   subteams: null,     // the agency's subteams for the team switcher ([{id, name}]), loaded on demand
@@ -35,6 +52,7 @@ export function scope() {
   return null;
 }
 
+/** @param {{id: string, name: string} | null} team the subteam to act on; the own team or null for none */
 export function setScope(team) {
   const s = state.session;
   if (!team || !s || team.id === s.team.id) sessionStorage.removeItem(SCOPE_KEY);
@@ -50,6 +68,10 @@ export function actingTeam() {
 // ---- roles: what each role is offered ----
 
 const ADMIN = new Set(['owner', 'admin']);
+/**
+ * Whether the session's role is offered `what`.
+ * @param {'keys' | 'members' | 'audit' | 'createSubteam' | 'webhooks' | 'write' | 'subteams'} what
+ */
 export function can(what) {
   const role = state.session?.role;
   switch (what) {
@@ -63,17 +85,26 @@ export function can(what) {
 
 // ---- requests ----
 
+/** @param {string} path */
 function withTeam(path) {
   const sc = scope();
   if (!sc || path.startsWith('/v1/auth/')) return path;
   return `${path}${path.includes('?') ? '&' : '?'}teamId=${encodeURIComponent(sc.id)}`;
 }
 
+const UNREACHABLE = 'Could not reach the Switchboard server. Check your connection and try again.';
+
 /**
  * api('GET', '/v1/me') → the answer's `data` (or the whole body with {full: true}).
  * Throws ApiError; a network failure is status 0. A 401 on a signed-in page ends the session.
+ * @param {string} method
+ * @param {string} path
+ * @param {unknown} [body] sent as JSON
+ * @param {{scoped?: boolean, full?: boolean}} [options] scoped: add ?teamId= of the chosen subteam; full: the whole answer
+ * @returns {Promise<any>}
  */
 export async function api(method, path, body, { scoped = true, full = false } = {}) {
+  /** @type {Record<string, string>} */
   const headers = { Accept: 'application/json' };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   // On every request: writes need it, and so do reads that spend credits (searches).
@@ -87,22 +118,99 @@ export async function api(method, path, body, { scoped = true, full = false } = 
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   } catch {
-    throw new ApiError(0, { error: 'Could not reach the Switchboard server. Check your connection and try again.', code: 'NETWORK' });
+    throw new ApiError(0, { error: UNREACHABLE, code: 'NETWORK' });
   }
   let json = null;
   if ((res.headers.get('Content-Type') || '').includes('json')) {
     try { json = await res.json(); } catch { json = null; }
   }
-  if (!res.ok) {
-    const retry = Number(res.headers.get('Retry-After')) || undefined;
-    const err = new ApiError(res.status, json, retry);
-    if (res.status === 401 && state.session && !path.startsWith('/v1/auth/')) sessionEnded();
-    if (res.status === 429 && !json?.error) err.message = 'Too many requests.';
-    if (res.status === 429 && retry) err.message = `${err.message.replace(/\.$/, '')}. Try again in ${retry} seconds.`;
-    if (res.status >= 500 && !json?.error) err.message = 'The server had a problem. Try again in a moment.';
-    throw err;
-  }
+  if (!res.ok) throw failure(path, res.status, json, res.headers.get('Retry-After'));
   return full ? json : json?.data;
+}
+
+/**
+ * The ApiError of a refused request; a 401 on a signed-in page ends the session.
+ * @param {string} path
+ * @param {number} status
+ * @param {ErrorBody | null} json
+ * @param {string | null} retryAfter
+ */
+function failure(path, status, json, retryAfter) {
+  const retry = Number(retryAfter) || undefined;
+  const err = new ApiError(status, json, retry);
+  if (status === 401 && state.session && !path.startsWith('/v1/auth/')) sessionEnded();
+  if (status === 413 && !json?.error) err.message = 'The file is too large.';
+  if (status === 429 && !json?.error) err.message = 'Too many requests.';
+  if (status === 429 && retry) err.message = `${err.message.replace(/\.$/, '')}. Try again in ${retry} seconds.`;
+  if (status >= 500 && !json?.error) err.message = 'The server had a problem. Try again in a moment.';
+  return err;
+}
+
+/**
+ * POSTs a file as multipart/form-data (field `file`) like api() does a request (X-CSRF-Token,
+ * ?teamId=, the same errors, a 401 ends the session), with XMLHttpRequest for its upload
+ * progress: onProgress(fraction, or null when unknown). Aborting `signal` cancels it.
+ * Resolves with the answer's `data`.
+ * @param {string} path
+ * @param {File} file
+ * @param {{onProgress: (fraction: number | null) => void, signal: AbortSignal}} options
+ * @returns {Promise<any>}
+ */
+export function upload(path, file, { onProgress, signal }) {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open('POST', withTeam(path));
+    xhr.withCredentials = true;
+    xhr.setRequestHeader('Accept', 'application/json');
+    if (state.session?.csrfToken) xhr.setRequestHeader('X-CSRF-Token', state.session.csrfToken);
+    xhr.upload.addEventListener('progress', (e) => onProgress(e.lengthComputable ? e.loaded / e.total : null));
+    xhr.addEventListener('load', () => {
+      let body;
+      try { body = JSON.parse(xhr.responseText); } catch { body = null; }
+      if (xhr.status >= 200 && xhr.status < 300) resolve(body?.data);
+      else reject(failure(path, xhr.status, body, xhr.getResponseHeader('Retry-After')));
+    });
+    xhr.addEventListener('error', () => reject(new ApiError(0, { error: UNREACHABLE, code: 'NETWORK' })));
+    xhr.addEventListener('abort', () => reject(new ApiError(0, { error: 'The upload was cancelled.' })));
+    signal.addEventListener('abort', () => xhr.abort(), { once: true });
+    const fd = new FormData();
+    fd.append('file', file, file.name);
+    xhr.send(fd);
+  });
+}
+
+// The team's boards, users, tags and custom fields change seldom: kept 30 s per team, so that
+// moving between pages does not spend the standard rate limit (100 a minute) on them.
+/** @type {Map<string, {at: number, p: Promise<any>}>} */
+const memo = new Map();
+
+/**
+ * GET `path`'s data, from a cache of 30 s per team (a failure is not kept).
+ * @param {string} path
+ * @returns {Promise<any>}
+ */
+export function cachedGet(path) {
+  const key = `${actingTeam().id} ${path}`;
+  const hit = memo.get(key);
+  if (hit && Date.now() - hit.at < 30000) return hit.p;
+  const p = api('GET', path);
+  memo.set(key, { at: Date.now(), p });
+  p.catch(() => memo.delete(key));
+  return p;
+}
+
+/**
+ * Puts what another answer told of `path` into cachedGet's cache.
+ * @param {string} path
+ * @param {unknown} data
+ */
+export function primeCache(path, data) {
+  memo.set(`${actingTeam().id} ${path}`, { at: Date.now(), p: Promise.resolve(data) });
+}
+
+/** Empties cachedGet's cache (after a write that changes what it holds). */
+export function forgetCached() {
+  memo.clear();
 }
 
 function sessionEnded() {
@@ -124,6 +232,7 @@ export async function loadSession() {
   return state.session;
 }
 
+/** @param {Record<string, any> | null} session a Session (sign-in, sign-up, invitation answers) */
 export function startSession(session) {
   const before = state.session?.user?.id;
   state.session = session;
@@ -139,6 +248,10 @@ export async function signOut() {
 }
 
 /** The agency's subteams for the switcher (first 100; the Subteams page lists every one). */
+/**
+ * @param {boolean} [force] read them again
+ * @returns {Promise<Array<{id: string, name: string}>>}
+ */
 export async function loadSubteams(force = false) {
   if (!can('subteams')) return [];
   if (!state.subteams || force) {
@@ -149,6 +262,10 @@ export async function loadSubteams(force = false) {
 }
 
 /** `next` of /sign-in?next=..., only when it is a path of this site. */
+/**
+ * @param {string | null} next
+ * @returns {string}
+ */
 export function safeNext(next) {
   if (!next || !next.startsWith('/') || next.startsWith('//') || next.startsWith('/\\')) return '/';
   if (/^\/(sign-in|sign-up|invite\/|reset\/)/.test(next)) return '/';

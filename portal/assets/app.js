@@ -1,3 +1,4 @@
+// @ts-check
 // The Switchboard portal: a small client-side router over the pages of pages-*.js.
 // The gateway answers index.html for every page path, so location.pathname picks the page.
 import { h, replace, navigate, onNavigate, alertBox, badge, fullName, toast, cap } from './dom.js';
@@ -8,11 +9,25 @@ import * as agents from './pages-agents.js';
 import * as knowledge from './pages-knowledge.js';
 import * as calls from './pages-calls.js';
 import * as contacts from './pages-contacts.js';
+import * as contactImport from './pages-import.js';
+import * as contactSettings from './pages-contact-settings.js';
 import * as boards from './pages-boards.js';
 import * as webhooks from './pages-webhooks.js';
 import * as security from './pages-security.js';
 
-// allow: the permission (api.js `can`) a page needs; nav: shown in the side navigation.
+/**
+ * allow: the permission (api.js `can`) a page needs; nav: shown in the side navigation.
+ * @typedef {object} Route
+ * @property {string | RegExp} [path] a path, or a pattern whose groups are the page's params
+ * @property {string} title
+ * @property {string} [nav]
+ * @property {Parameters<typeof can>[0]} [allow]
+ * @property {boolean} [public] shown signed out
+ * @property {boolean} [guestOnly] a signed-in person goes on to `next`
+ * @property {boolean} [showDenied] the page itself says what the role cannot do
+ * @property {(ctx: import('./dom.js').PageContext) => void} page
+ */
+/** @type {Route[]} */
 const ROUTES = [
   { path: '/sign-in', title: 'Sign in', public: true, guestOnly: true, page: auth.signIn },
   { path: '/sign-up', title: 'Create a team', public: true, guestOnly: true, page: auth.signUp },
@@ -30,12 +45,12 @@ const ROUTES = [
   { path: '/chats', title: 'Chats', nav: 'Chats', page: calls.chatList },
   { path: /^\/chats\/([^/]+)$/, title: 'Chat', page: calls.chatDetail },
   { path: '/contacts', title: 'Contacts', nav: 'Contacts', page: contacts.list },
-  { path: '/contacts/import', title: 'Import contacts', allow: 'write', page: contacts.importPage },
+  { path: '/contacts/import', title: 'Import contacts', allow: 'write', page: contactImport.importPage },
   { path: /^\/contacts\/([^/]+)$/, title: 'Contact', page: contacts.detail },
   { path: '/boards', title: 'Boards', nav: 'Boards', page: boards.list },
   { path: /^\/boards\/([^/]+)$/, title: 'Board', page: boards.detail },
-  { path: '/settings/tags', title: 'Tags', nav: 'Tags', page: contacts.tags },
-  { path: '/settings/custom-fields', title: 'Custom fields', nav: 'Custom fields', page: contacts.customFields },
+  { path: '/settings/tags', title: 'Tags', nav: 'Tags', page: contactSettings.tags },
+  { path: '/settings/custom-fields', title: 'Custom fields', nav: 'Custom fields', page: contactSettings.customFields },
   { path: '/webhooks', title: 'Webhooks', nav: 'Webhooks', allow: 'webhooks', page: webhooks.list },
   { path: /^\/webhooks\/([^/]+)$/, title: 'Webhook', allow: 'webhooks', page: webhooks.detail },
   { path: '/keys', title: 'API keys', nav: 'API keys', allow: 'keys', page: team.keys },
@@ -44,8 +59,13 @@ const ROUTES = [
   { path: '/audit-log', title: 'Audit log', nav: 'Audit log', allow: 'audit', page: team.auditLog },
   { path: '/settings/security', title: 'Security', nav: 'Security', page: security.security },
 ];
+/** @type {Route} */
 const NOT_FOUND = { title: 'Page not found', page: notFound };
 
+/**
+ * @param {string} path
+ * @returns {{route: Route | null, params: string[]}}
+ */
 function match(path) {
   for (const route of ROUTES) {
     if (typeof route.path === 'string' ? route.path === path : route.path.test(path)) {
@@ -62,6 +82,7 @@ const brand = () => h('a', { class: 'brand', href: '/' },
 // Aborted when another page is shown: pages stop their polling and late answers with it.
 let leaving = new AbortController();
 
+/** Shows the page of the address. @param {{focus?: boolean}} [how] focus: on the page's title */
 function render({ focus = false } = {}) {
   leaving.abort();
   leaving = new AbortController();
@@ -85,18 +106,32 @@ function render({ focus = false } = {}) {
   return appShell(route || NOT_FOUND, { params, query, signal }, focus);
 }
 
-function publicShell(route, ctx, focus) {
+/**
+ * Every page is `page(ctx)`, ctx being {view, params, query, signal}: the element to fill, the
+ * path's captures, the address's query, and the signal aborted when the page is left.
+ */
+/**
+ * @param {Route} route
+ * @param {Omit<import('./dom.js').PageContext, 'view'>} ctx
+ * @param {boolean} focus
+ */
+function publicShell(route, { params, query, signal }, focus) {
   const view = h('div', { class: 'view' });
   const title = h('h1', { tabindex: '-1' }, route.title);
   replace(document.getElementById('app'),
     h('header', { class: 'public-top' }, brand()),
     h('main', { id: 'main', class: 'public-main', tabindex: '-1' }, h('div', { class: 'auth-card' }, title, view)));
   document.title = `${route.title} · Switchboard`;
-  route.page(view, ctx);
+  route.page({ view, params, query, signal });
   if (focus) title.focus();
 }
 
-function appShell(route, ctx, focus) {
+/**
+ * @param {Route} route
+ * @param {Omit<import('./dom.js').PageContext, 'view'>} ctx
+ * @param {boolean} focus
+ */
+function appShell(route, { params, query, signal }, focus) {
   const s = state.session;
   const view = h('div', { class: 'view' });
   const title = h('h1', { tabindex: '-1' }, route.title);
@@ -122,12 +157,14 @@ function appShell(route, ctx, focus) {
         title,
         view)));
   document.title = `${route.title} · Switchboard`;
-  if (route.allow && !can(route.allow) && !route.showDenied) team.noAccess(view);
-  else route.page(view, ctx);
+  const ctx = { view, params, query, signal };
+  if (route.allow && !can(route.allow) && !route.showDenied) team.noAccess(ctx);
+  else route.page(ctx);
   if (focus) title.focus();
 }
 
 // The section a page belongs to is marked too: /calls/{id} under Calls.
+/** @param {Route} r @param {Route} route */
 function navCurrent(r, route) {
   if (r === route) return 'page';
   const here = location.pathname;
@@ -165,8 +202,9 @@ function teamSwitcher() {
   return h('div', { class: 'team-switch' }, h('label', { for: 'team-switch' }, 'Acting on'), select);
 }
 
+/** @param {MouseEvent} ev */
 async function doSignOut(ev) {
-  const btn = ev.currentTarget;
+  const btn = /** @type {HTMLButtonElement} */ (ev.currentTarget);
   btn.disabled = true;
   try {
     await signOut();
@@ -181,15 +219,18 @@ async function doSignOut(ev) {
   navigate('/sign-in');
 }
 
-function notFound(view) {
+/** @param {import('./dom.js').PageContext} ctx */
+function notFound({ view }) {
   view.append(h('p', null, 'There is no page at this address. '),
     h('p', null, h('a', { href: state.session ? '/' : '/sign-in' }, state.session ? 'Go to the overview' : 'Sign in')));
 }
 
 // Links inside the app change the page without reloading it.
+/** @param {MouseEvent} ev */
 function onClick(ev) {
   if (ev.defaultPrevented || ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) return;
-  const a = ev.target.closest && ev.target.closest('a[href]');
+  const target = /** @type {Element} */ (ev.target);
+  const a = /** @type {HTMLAnchorElement | null} */ (target.closest && target.closest('a[href]'));
   if (!a || a.target || a.hasAttribute('download')) return;
   const url = new URL(a.href, location.href);
   if (url.origin !== location.origin || /^\/(v1|mcp|assets|healthz)(\/|$)/.test(url.pathname)) return;

@@ -1,14 +1,19 @@
+// @ts-check
 // Usage charts: a bar per day as SVG (elements made with createElementNS; sizes are attributes,
 // colours classes, so the CSP needs no inline style), each with a table of the same numbers for
 // screen readers and for whoever wants the figures.
 import { h, num, uid, svg } from './dom.js';
 
 const shortDay = new Intl.DateTimeFormat(undefined, { day: 'numeric', month: 'short', timeZone: 'UTC' });
+/** @typedef {{date: string, [field: string]: any}} Day a day of GET /v1/usage?interval=day */
+
+/** @param {string} date YYYY-MM-DD */
 const dayLabel = (date) => shortDay.format(new Date(`${date}T00:00:00Z`));
 
 /**
  * A bar chart of days[i][field]: {title, field, unit, days: [{date, ...}]}. The total is in the
  * heading; each bar has a <title> (its tooltip).
+ * @param {{title: string, field: string, unit: string, days: Day[], format?: (n: number) => string}} spec
  */
 export function barChart({ title, field, unit, days, format = num }) {
   const W = 300; const H = 120; const PAD = 16;
@@ -36,6 +41,7 @@ export function barChart({ title, field, unit, days, format = num }) {
 }
 
 /** A small bar chart of one field per day, for a table cell: the bars and their tooltips only. */
+/** @param {{label: string, field: string, unit: string, days: Day[], format?: (n: number) => string}} spec */
 export function sparkBars({ label, field, unit, days, format = num }) {
   const W = 120; const H = 28;
   const values = days.map((d) => Number(d[field]) || 0);
@@ -50,6 +56,7 @@ export function sparkBars({ label, field, unit, days, format = num }) {
 }
 
 /** The same days as a table (in a <details>, closed by default). */
+/** @param {Day[]} days */
 export function usageTable(days) {
   return h('details', { class: 'chart-table' },
     h('summary', null, 'Show the figures as a table'),
@@ -66,6 +73,7 @@ export function usageTable(days) {
 }
 
 /** Totals of a list of days. */
+/** @param {Day[]} days */
 export function totals(days) {
   const t = { searches: 0, creditsUsed: 0, calls: 0, callMinutes: 0, chats: 0 };
   for (const d of days) for (const k of Object.keys(t)) t[k] += Number(d[k]) || 0;

@@ -1,11 +1,26 @@
+// @ts-check
 // DOM helpers. Every value from the API reaches the page through h() (createElement,
 // text nodes, setAttribute): never through innerHTML, so a name such as
 // `<img src=x onerror=...>` is shown as text.
+
+/**
+ * What h() and append() take as children: nodes, text (numbers too), nested arrays; null,
+ * undefined and false are left out, so that `cond && h(...)` works.
+ * @typedef {Node | string | number | boolean | null | undefined | any[]} Child
+ */
+/** Attributes of h(): `on*` functions are listeners, `class` a string or an array, the rest attributes. @typedef {Record<string, any>} Attrs */
 
 const UNSAFE = new Set(['innerHTML', 'outerHTML', 'style', 'srcdoc']);
 // The one data: URL let through: an image in an <img> (a QR code), which cannot run script there.
 const IMAGE_DATA = /^data:image\/(png|svg\+xml);base64,[A-Za-z0-9+/=]+$/;
 
+/**
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag
+ * @param {Attrs | null} [attrs]
+ * @param {...Child} children
+ * @returns {HTMLElementTagNameMap[K]}
+ */
 export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
   let value;
@@ -15,7 +30,7 @@ export function h(tag, attrs, ...children) {
     if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2).toLowerCase(), v);
     else if (k === 'class') el.className = Array.isArray(v) ? v.filter(Boolean).join(' ') : v;
     else if (k === 'value') value = v; // after the children, so that a <select> has its options
-    else if (k === 'checked' || k === 'selected') el[k] = Boolean(v);
+    else if (k === 'checked' || k === 'selected') /** @type {any} */ (el)[k] = Boolean(v);
     else if ((k === 'href' || k === 'src' || k === 'action') && /^\s*(javascript|data|vbscript):/i.test(String(v))
       && !(tag === 'img' && k === 'src' && IMAGE_DATA.test(String(v))))
       throw new Error(`h(): refused URL in "${k}"`);
@@ -23,13 +38,20 @@ export function h(tag, attrs, ...children) {
   }
   append(el, children);
   if (value !== undefined) { // as the default too, so that form.reset() comes back to it
-    if (tag === 'select') for (const o of el.options) o.defaultSelected = o.value === String(value);
-    else if ('defaultValue' in el) el.defaultValue = String(value);
-    el.value = String(value);
+    const control = /** @type {HTMLInputElement & HTMLSelectElement} */ (/** @type {unknown} */ (el));
+    if (tag === 'select') for (const o of control.options) o.defaultSelected = o.value === String(value);
+    else if ('defaultValue' in control) control.defaultValue = String(value);
+    control.value = String(value);
   }
   return el;
 }
 
+/**
+ * @template {Element} E
+ * @param {E} el
+ * @param {Child[]} children
+ * @returns {E}
+ */
 export function append(el, children) {
   for (const c of children) {
     if (c == null || c === false) continue;
@@ -39,6 +61,13 @@ export function append(el, children) {
   return el;
 }
 
+/**
+ * Replaces the children of `el`.
+ * @template {Element} E
+ * @param {E} el
+ * @param {...Child} children
+ * @returns {E}
+ */
 export function replace(el, ...children) {
   el.replaceChildren();
   return append(el, children);
@@ -46,11 +75,33 @@ export function replace(el, ...children) {
 
 // ---- navigation (the router in app.js registers itself) ----
 
+/**
+ * What the router (app.js) gives every page: `page(ctx)`.
+ * @typedef {object} PageContext
+ * @property {HTMLElement} view the element under the page's <h1> that the page fills
+ * @property {string[]} params the captures of the route's path, decoded
+ * @property {URLSearchParams} query the address's query (filters, sort, page)
+ * @property {AbortSignal} signal aborted when another page is shown
+ */
+
+/** @typedef {(how: {focus?: boolean}) => void} Renderer */
+/** @type {Renderer} */
 let renderer = () => {};
+/** @param {Renderer} fn */
 export function onNavigate(fn) { renderer = fn; }
+/**
+ * Shows the page at `url` (a path of this site).
+ * @param {string} url
+ * @param {{replace?: boolean}} [how] replace: no new history entry
+ */
 export function navigate(url, { replace: r = false } = {}) {
   history[r ? 'replaceState' : 'pushState'](null, '', url);
   renderer({ focus: true });
+}
+
+/** Moves the focus to the page's title (after what had it was removed, e.g. a deleted row). */
+export function focusTitle() {
+  /** @type {HTMLElement | null} */ (document.querySelector('main h1'))?.focus();
 }
 
 // ---- formatting ----
@@ -59,6 +110,11 @@ const dateFmt = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeSt
 const dayFmt = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium' });
 const numFmt = new Intl.NumberFormat();
 
+/**
+ * A <time> of an ISO date ("—" when there is none).
+ * @param {string | null | undefined} iso
+ * @param {{day?: boolean, empty?: string}} [how] day: the date only
+ */
 export function time(iso, { day = false, empty = '—' } = {}) {
   if (!iso) return h('span', { class: 'muted' }, empty);
   const d = new Date(iso);
@@ -66,20 +122,38 @@ export function time(iso, { day = false, empty = '—' } = {}) {
   return h('time', { datetime: d.toISOString(), title: d.toISOString() }, (day ? dayFmt : dateFmt).format(d));
 }
 
+/** @param {unknown} n */
 export const num = (n) => (typeof n === 'number' ? numFmt.format(n) : '—');
+/** A person's name, else their e-mail. @param {{firstName?: string, lastName?: string, email?: string} | null | undefined} u */
 export const fullName = (u) => [u?.firstName, u?.lastName].filter(Boolean).join(' ') || u?.email || '—';
+/** @param {unknown} s */
 export const cap = (s) => (s ? String(s)[0].toUpperCase() + String(s).slice(1) : '');
+/** "1 entry", "3 entries". @type {(n: number, one: string, many?: string) => string} */
+export const plural = (n, one, many = `${one}s`) => `${num(n)} ${n === 1 ? one : many}`;
+/**
+ * A contact's name wherever it is shown: its names, else its e-mail, else its number.
+ * @param {{firstName?: string | null, lastName?: string | null, email?: string | null, number?: string | null} | null | undefined} c
+ */
+export const contactName = (c) => [c?.firstName, c?.lastName].filter(Boolean).join(' ') || c?.email || c?.number || 'Unnamed contact';
+/** A path segment: `/v1/contacts/${enc(id)}`. */
+export const enc = encodeURIComponent;
 
 let ids = 0;
+/** An id unique in the page: uid('name') → 'name-7'. */
 export const uid = (p = 'f') => `${p}-${++ids}`;
 
 // ---- small components ----
 
+/**
+ * @param {Child} message
+ * @param {{kind?: string, action?: Child}} [options] kind: error (role=alert), success, info...
+ */
 export function alertBox(message, { kind = 'error', action } = {}) {
   return h('div', { class: ['alert', kind], role: kind === 'error' ? 'alert' : 'status' },
     h('p', null, message), action);
 }
 
+/** The words of an error (an ApiError's message and its hint). @param {{message?: string, hint?: string} | null | undefined} err */
 export function errorText(err) {
   if (!err) return '';
   const base = err.message || 'Something went wrong.';
@@ -87,7 +161,12 @@ export function errorText(err) {
   return `${/[.!?]$/.test(base) ? base : `${base}.`} ${err.hint}`;
 }
 
-/** A section that shows "Loading…", then what load() built, or the error with a retry. */
+/**
+ * A section that shows "Loading…", then what load() built, or the error with a retry.
+ * load(run) may call run() to load again.
+ * @param {(run: () => Promise<void>) => Child | Promise<Child>} load
+ * @param {string} [label]
+ */
 export function loader(load, label = 'Loading…') {
   const box = h('div', { class: 'loader', 'aria-busy': 'true' }, h('p', { class: 'muted' }, label));
   const run = async () => {
@@ -106,6 +185,18 @@ export function loader(load, label = 'Loading…') {
   return box;
 }
 
+/**
+ * @typedef {object} TableOptions
+ * @property {string} [caption] for screen readers (and the region's label)
+ * @property {boolean} [dense]
+ * @property {string} [empty] shown instead of a table without rows
+ */
+/**
+ * A table in a scrolling region; `null` in headers is a column without a visible title (ACTIONS).
+ * @param {Array<string | null>} headers
+ * @param {Child[]} rows <tr>s
+ * @param {TableOptions} [options]
+ */
 export function table(headers, rows, { caption, dense, empty = 'Nothing here yet.' } = {}) {
   if (!rows.length) return h('p', { class: 'empty' }, empty);
   // Focusable, so that a table wider than the screen scrolls by keyboard too.
@@ -116,11 +207,70 @@ export function table(headers, rows, { caption, dense, empty = 'Nothing here yet
       h('tbody', null, rows)));
 }
 
+/**
+ * A table of items with an `id` that is updated in place (polling): update(items) rebuilds only
+ * the rows whose signature (`sig`, all of the item by default) changed, moves only the rows that
+ * changed place, and keeps the focus on the same control of the same row (its data-key, else its
+ * link). onChange(before, after) hears of every item that changed.
+ * @template {{id: string}} T
+ * @param {TableOptions & {headers: Array<string | null>, rowFor: (item: T) => HTMLTableRowElement, sig?: (item: T) => string, onChange?: (before: T, after: T) => void}} spec
+ * @returns {{el: HTMLElement, update: (items: T[]) => void, items: () => T[]}}
+ */
+export function liveTable({ headers, caption, empty, dense, rowFor, sig = (x) => JSON.stringify(x), onChange }) {
+  const box = h('div');
+  /** @type {Map<string, {sig: string, tr: HTMLTableRowElement, item: T}>} */
+  let rows = new Map(); // id → {sig, tr, item}
+  const update = (items) => {
+    const old = rows;
+    rows = new Map();
+    for (const x of items) {
+      const had = old.get(x.id);
+      const s = sig(x);
+      if (had && had.sig === s) { rows.set(x.id, had); continue; }
+      const tr = rowFor(x);
+      tr.dataset.id = x.id;
+      rows.set(x.id, { sig: s, tr, item: x });
+      if (had) onChange?.(had.item, x);
+    }
+    const trs = [...rows.values()].map((r) => r.tr);
+    const tbody = box.querySelector('tbody');
+    if (tbody && trs.length) syncRows(tbody, trs);
+    else replace(box, table(headers, trs, { caption, empty, dense }));
+  };
+  return { el: box, update, items: () => [...rows.values()].map((r) => r.item) };
+}
+
+/**
+ * Reorders tbody to `rows`, moving only the rows that changed place, and keeps the focus.
+ * @param {HTMLTableSectionElement} tbody
+ * @param {HTMLTableRowElement[]} rows
+ */
+function syncRows(tbody, rows) {
+  const active = document.activeElement instanceof HTMLElement && tbody.contains(document.activeElement) ? document.activeElement : null;
+  const activeRow = active?.closest('tr')?.dataset.id;
+  const activeKey = active?.dataset.key;
+  const activeIsLink = active?.tagName === 'A';
+  rows.forEach((tr, i) => { if (tbody.children[i] !== tr) tbody.insertBefore(tr, tbody.children[i] || null); });
+  while (tbody.children.length > rows.length) tbody.lastElementChild.remove();
+  if (activeRow && !tbody.contains(document.activeElement)) {
+    const row = rows.find((tr) => tr.dataset.id === activeRow);
+    const target = row && ((activeKey && row.querySelector(`[data-key="${CSS.escape(activeKey)}"]`))
+      || (activeIsLink ? row.querySelector('a') : row.querySelector('a, button')));
+    if (target instanceof HTMLElement) target.focus({ preventScroll: true });
+  }
+}
+
+/** @param {Child} text @param {string} [kind] */
 export function badge(text, kind = '') {
   return h('span', { class: ['badge', kind] }, text);
 }
 
-/** A read-only text box holding a secret or link, with a Copy button. */
+/**
+ * A read-only text box holding a secret or link, with a Copy button.
+ * @param {string} label
+ * @param {string} value
+ * @param {Child} [note]
+ */
 export function copyField(label, value, note) {
   const id = uid('copy');
   const status = h('span', { class: 'copy-status', role: 'status' });
@@ -147,8 +297,20 @@ export function copyField(label, value, note) {
 // ---- forms ----
 
 /**
+ * An option of a select field(): [value, text].
+ * @param {string} value
+ * @param {string} text
+ * @returns {[string, string]}
+ */
+export const opt = (value, text) => [value, text];
+
+/**
+ * @typedef {{name: string, label: Child, type?: string, options?: string[][], hint?: Child, value?: any, [attribute: string]: any}} FieldSpec
+ */
+/**
  * A form field. spec: {name, label, type, options: [[value, text]], hint, ...attributes}.
  * Its error message sits below it (filled from the API's details[].field).
+ * @param {FieldSpec} spec
  */
 export function field({ name, label, type = 'text', options, hint, value, ...attrs }) {
   const id = uid(name);
@@ -166,6 +328,27 @@ export function field({ name, label, type = 'text', options, hint, value, ...att
     h('p', { class: 'field-error', id: errId, hidden: true }));
 }
 
+/**
+ * A <textarea> field shaped like field() (label, hint, error slot last in aria-describedby), so
+ * that showFormError puts errors beside it. `note` is an element shown under the hint (a live
+ * count) and described too; `wrap` a class of the field.
+ * @param {{name: string, label: Child, hint?: Child, note?: HTMLElement | null, wrap?: string, value?: any, rows?: number | null, [attribute: string]: any}} spec
+ */
+export function areaField({ name, label, hint, note, wrap, value, rows = 3, ...attrs }) {
+  const id = uid(name);
+  const hintId = hint ? `${id}-hint` : null;
+  const noteId = note ? `${id}-note` : null;
+  const errId = `${id}-error`;
+  if (note) note.id = noteId;
+  return h('div', { class: ['field', wrap] },
+    h('label', { for: id }, label),
+    h('textarea', { id, name, rows, 'aria-describedby': [hintId, noteId, errId].filter(Boolean).join(' '), value, ...attrs }),
+    hint && h('p', { class: 'hint', id: hintId }, hint),
+    note,
+    h('p', { class: 'field-error', id: errId, hidden: true }));
+}
+
+/** @param {Element} control @param {string} message */
 function setFieldError(control, message) {
   const err = document.getElementById(control.getAttribute('aria-describedby').split(' ').pop());
   if (message) {
@@ -180,13 +363,17 @@ function setFieldError(control, message) {
 }
 
 /** Shows an ApiError on a form: beside each field named by details[].field, the rest above the button. */
+/**
+ * @param {HTMLFormElement} formEl
+ * @param {{message?: string, hint?: string, details?: Array<{field?: string, message: string, hint?: string}>}} err
+ */
 export function showFormError(formEl, err) {
   const alertSlot = formEl.querySelector('.form-alert');
   const rest = [];
   let first = null;
   for (const d of err.details || []) {
     const name = String(d.field || '');
-    const control = formEl.elements.namedItem(name) || formEl.elements.namedItem(name.split(/[./]/).pop());
+    const control = /** @type {HTMLInputElement | null} */ (formEl.elements.namedItem(name) || formEl.elements.namedItem(name.split(/[./]/).pop()));
     if (control && control.getAttribute && control.getAttribute('aria-describedby')) {
       const label = formEl.querySelector(`label[for="${control.id}"]`)?.textContent;
       const message = label && /^[a-z]/.test(d.message) ? `${label} ${d.message}` : d.message;
@@ -201,9 +388,18 @@ export function showFormError(formEl, err) {
 }
 
 /**
+ * @typedef {object} FormSpec
+ * @property {Child} fields
+ * @property {Child} submit the button's text
+ * @property {(values: Record<string, any>, formEl: HTMLFormElement) => unknown} onSubmit
+ * @property {string} [className] stack (default), inline or grid
+ * @property {Child} [secondary] beside the button (a Cancel, a link)
+ */
+/**
  * A form whose submit runs onSubmit(values, formEl) with the button disabled; an ApiError
  * it throws is shown next to its fields. The browser's own checks (required, type=email,
  * minlength) are shown the same way, beside the field.
+ * @param {FormSpec} spec
  */
 export function form({ fields, submit, onSubmit, className = 'stack', secondary }) {
   const button = h('button', { type: 'submit', class: 'btn primary' }, submit);
@@ -215,7 +411,7 @@ export function form({ fields, submit, onSubmit, className = 'stack', secondary 
     ev.preventDefault();
     replace(formEl.querySelector('.form-alert'));
     let invalid = null;
-    for (const c of formEl.elements) {
+    for (const c of /** @type {Iterable<HTMLInputElement>} */ (formEl.elements)) {
       if (!c.name || !c.getAttribute('aria-describedby')) continue;
       if (typeof c.value === 'string' && c.type !== 'password' && c.value !== c.value.trim()) c.value = c.value.trim();
       setFieldError(c, c.validity.valid ? '' : c.validationMessage);
@@ -247,6 +443,8 @@ export function form({ fields, submit, onSubmit, className = 'stack', secondary 
 /**
  * Shows the <dialog> that build(close) makes as a modal; close(result) removes it (once) and
  * resolves the promise with result. Escape is close(false).
+ * @param {(close: (result: boolean) => void) => HTMLDialogElement} build
+ * @returns {Promise<boolean>}
  */
 function modal(build) {
   return new Promise((resolve) => {
@@ -263,10 +461,13 @@ function modal(build) {
     dlg.addEventListener('cancel', (ev) => { ev.preventDefault(); close(false); });
     document.body.append(dlg);
     dlg.showModal();
-    dlg.querySelector('[data-autofocus]')?.focus();
+    /** @type {HTMLElement | null} */ (dlg.querySelector('[data-autofocus]'))?.focus();
   });
 }
 
+/**
+ * @param {{title: Child, body: Child, confirm: Child, danger?: boolean, action: () => unknown}} spec
+ */
 export function confirmDialog({ title, body, confirm, danger = true, action }) {
   return modal((close) => {
     const titleId = uid('dlg');
@@ -292,7 +493,10 @@ export function confirmDialog({ title, body, confirm, danger = true, action }) {
   });
 }
 
-/** A modal <dialog> holding a form; resolves true once onSubmit succeeded, false when cancelled. */
+/**
+ * A modal <dialog> holding a form; resolves true once onSubmit succeeded, false when cancelled.
+ * @param {{title: Child, fields: Child, submit: Child, onSubmit: FormSpec['onSubmit'], className?: string}} spec
+ */
 export function formDialog({ title, fields, submit, onSubmit, className }) {
   return modal((close) => {
     const titleId = uid('dlg');
@@ -307,22 +511,46 @@ export function formDialog({ title, fields, submit, onSubmit, className }) {
   });
 }
 
+/**
+ * A modal <dialog> that shows what load() builds (with a loader), and a Close button; the focus
+ * goes back to what had it when the dialog closes.
+ * @param {{title: Child, load: (run: () => Promise<void>) => Child | Promise<Child>, className?: string}} spec
+ */
+export function viewDialog({ title, load, className = '' }) {
+  const opener = document.activeElement;
+  return modal((close) => {
+    const titleId = uid('dlg');
+    return h('dialog', { class: ['dialog', className], 'aria-labelledby': titleId },
+      h('h2', { id: titleId }, title), loader(load),
+      h('div', { class: 'form-actions end' },
+        h('button', { type: 'button', class: 'btn secondary', 'data-autofocus': true, onclick: () => close(true) }, 'Close')));
+  }).then(() => { if (opener instanceof HTMLElement && opener.isConnected) opener.focus(); });
+}
+
 // ---- a polite status message (e.g. "Role updated") ----
 
+/** @type {ReturnType<typeof setTimeout> | undefined} */
+let toastTimer;
+/** @param {string} message */
 export function toast(message) {
   const el = document.getElementById('toast');
   if (!el) return;
   el.textContent = message;
   el.classList.add('show');
-  clearTimeout(toast.timer);
-  toast.timer = setTimeout(() => { el.classList.remove('show'); el.textContent = ''; }, 4000);
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => { el.classList.remove('show'); el.textContent = ''; }, 4000);
 }
 
 // ---- shared page parts ----
 
+/** A <section> with its <h2>. @param {Child} title @param {...Child} content */
 export const section = (title, ...content) => h('section', { class: 'section' }, h('h2', null, title), content);
 
-/** Paging links for a hosted `pagination` object; hrefFor(page) is the address of a page. */
+/**
+ * Paging links for a hosted `pagination` object; hrefFor(page) is the address of a page.
+ * @param {{page: number, totalPages: number, totalCount: number} | null | undefined} p
+ * @param {(page: number) => string} hrefFor
+ */
 export function pager(p, hrefFor) {
   if (!p || !p.totalPages || p.totalPages <= 1) {
     return p ? h('p', { class: 'pager muted' }, `${num(p.totalCount)} ${p.totalCount === 1 ? 'entry' : 'entries'}`) : null;
@@ -337,11 +565,14 @@ export function pager(p, hrefFor) {
 }
 
 export const ACTIONS = null; // a column without a visible title (table() names it for screen readers)
+/** @param {URLSearchParams} query */
 export const pageOf = (query) => Math.max(1, Number.parseInt(query.get('page') || '1', 10) || 1);
 
 /**
  * The address of this page with some query parameters changed (null or '' removes one), so that
  * filters live in the address and a filtered view can be shared: hrefWith({ page: 2 }).
+ * @param {Record<string, unknown>} changes
+ * @param {string} [base]
  */
 export function hrefWith(changes, base = location.pathname + location.search) {
   const url = new URL(base, location.origin);
@@ -355,9 +586,13 @@ export function hrefWith(changes, base = location.pathname + location.search) {
 /**
  * Runs fn every `ms` while the page that asked is shown: the router aborts `signal` when the
  * page changes. fn's errors are left to fn; a failing run does not stop the next one.
+ * @param {number} ms
+ * @param {AbortSignal} signal
+ * @param {() => unknown} fn
  */
 export function every(ms, signal, fn) {
-  let timer = null;
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let timer;
   const tick = async () => {
     if (signal.aborted) return;
     try { await fn(); } catch { /* the next run tries again */ }
@@ -371,7 +606,13 @@ export function every(ms, signal, fn) {
 
 const SVG_NS = 'http://www.w3.org/2000/svg';
 
-/** An SVG element: svg('rect', {x: 1, class: 'bar'}, ...children). Values are attributes. */
+/**
+ * An SVG element: svg('rect', {x: 1, class: 'bar'}, ...children). Values are attributes.
+ * @param {string} tag
+ * @param {Record<string, unknown> | null} attrs
+ * @param {...Child} children
+ * @returns {SVGElement}
+ */
 export function svg(tag, attrs, ...children) {
   const el = document.createElementNS(SVG_NS, tag);
   for (const [k, v] of Object.entries(attrs || {})) if (v != null) el.setAttribute(k, String(v));
@@ -379,9 +620,20 @@ export function svg(tag, attrs, ...children) {
   return el;
 }
 
-/** A small dot in a colour (a tag's, a stage's), grey when the colour is not #rrggbb. */
+/**
+ * A small dot in a colour (a tag's, a stage's), grey when the colour is not #rrggbb.
+ * @param {string | null | undefined} color
+ * @param {string} className
+ */
 export function colorDot(color, className) {
   const fill = /^#[0-9a-f]{6}$/i.test(String(color || '')) ? color : '#858d9b';
   return svg('svg', { class: className, width: 10, height: 10, viewBox: '0 0 10 10', 'aria-hidden': 'true' },
     svg('circle', { cx: 5, cy: 5, r: 5, fill }));
 }
+
+/**
+ * A tag as a chip: its colour, its name, and `extra` (a Remove button).
+ * @param {{name: string, color?: string | null}} t
+ * @param {...Child} extra
+ */
+export const tagChip = (t, ...extra) => h('span', { class: 'tag-chip' }, colorDot(t.color, 'tag-dot'), h('span', null, t.name), extra);

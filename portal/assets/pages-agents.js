@@ -1,18 +1,20 @@
+// @ts-check
 // Agents: /agents (list, create, delete) and /agents/{agentId} (fields, instructions with a
 // live character count, their history, a line diff of a version against the current text,
 // restore, and the prompt-optimisation state).
 import {
-  h, replace, field, form, loader, table, badge, time, num, confirmDialog, toast, navigate,
-  section, pager, pageOf, hrefWith, every, alertBox, uid, ACTIONS,
+  h, append, replace, field, form, loader, table, badge, time, num, confirmDialog, toast, navigate,
+  section, pager, pageOf, hrefWith, every, alertBox, ACTIONS, enc, focusTitle, areaField, uid,
 } from './dom.js';
 import { api, can, actingTeam } from './api.js';
+
+/** @typedef {import('./dom.js').PageContext} PageContext */
 
 const LIMIT = 100000; // characters (Unicode code points, as the API counts them)
 const PER_PAGE = 50;  // GET /v1/agents is not paged: the page pages it
 const TYPES = [['phone', 'Phone'], ['chat', 'Chat']];
 const typeName = (t) => (TYPES.find(([v]) => v === t) || [t, t])[1];
-const agentPath = (id) => `/v1/agents/${encodeURIComponent(id)}`;
-const focusTitle = () => document.querySelector('main h1')?.focus();
+const agentPath = (id) => `/v1/agents/${enc(id)}`;
 
 /** Characters as the API counts them: code points, so an emoji is one. */
 export function chars(s) {
@@ -28,17 +30,14 @@ export function chars(s) {
 }
 
 /**
- * A <textarea> field shaped like dom.js field() (label, hint, error slot last in
- * aria-describedby); with `count`, a live "n / 100,000 characters" under it, an error when over.
+ * A <textarea> field (dom.js areaField); with `count`, a live "n / 100,000 characters" under it,
+ * an error when over. Returns the field and its control.
  */
-function area({ name, label, hint, value, count = false, ...attrs }) {
-  const id = uid(name);
-  const hintId = hint ? `${id}-hint` : null;
-  const countId = count ? `${id}-count` : null;
-  const errId = `${id}-error`;
-  const control = h('textarea', { id, name, 'aria-describedby': [hintId, countId, errId].filter(Boolean).join(' '), ...attrs });
-  if (value != null) { control.defaultValue = String(value); control.value = String(value); }
-  const countEl = count && h('p', { class: 'hint ag-count', id: countId });
+/** @param {Parameters<typeof areaField>[0] & {count?: boolean}} spec */
+function area({ count = false, ...spec }) {
+  const countEl = count ? h('p', { class: 'hint ag-count' }) : null;
+  const el = areaField({ rows: null, wrap: 'ag-area', note: countEl, ...spec });
+  const control = el.querySelector('textarea');
   const update = () => {
     if (!countEl) return;
     const n = chars(control.value);
@@ -51,14 +50,7 @@ function area({ name, label, hint, value, count = false, ...attrs }) {
   };
   control.addEventListener('input', update);
   update();
-  return {
-    control,
-    el: h('div', { class: 'field ag-area' },
-      h('label', { for: id }, label), control,
-      hint && h('p', { class: 'hint', id: hintId }, hint),
-      countEl,
-      h('p', { class: 'field-error', id: errId, hidden: true })),
-  };
+  return { control, el };
 }
 
 /** The team's knowledge bases for a select: [[id, name]], or null when they cannot be read. */
@@ -82,7 +74,7 @@ function kbField(kbs, current) {
 
 function kbCell(kb) {
   if (!kb) return h('span', { class: 'muted' }, 'None');
-  return h('a', { href: `/knowledge/${encodeURIComponent(kb.id)}` }, kb.name || 'Unnamed knowledge base');
+  return h('a', { href: `/knowledge/${enc(kb.id)}` }, kb.name || 'Unnamed knowledge base');
 }
 
 function deleteAgent(a, after) {
@@ -96,7 +88,8 @@ function deleteAgent(a, after) {
 
 // ---------------------------------------------------------------- /agents
 
-export function list(view, { query }) {
+/** @param {PageContext} ctx */
+export function list({ view, query }) {
   const page = pageOf(query);
   const type = TYPES.some(([v]) => v === query.get('type')) ? query.get('type') : '';
   const q = (query.get('q') || '').trim();
@@ -124,7 +117,7 @@ export function list(view, { query }) {
     const write = can('write');
     const rows = shown.map((a) => h('tr', null,
       h('th', { scope: 'row' },
-        h('a', { href: `/agents/${encodeURIComponent(a.id)}` }, a.name),
+        h('a', { href: `/agents/${enc(a.id)}` }, a.name),
         a.description && h('span', { class: 'ag-desc muted small' }, a.description)),
       h('td', null, badge(typeName(a.type), a.type === 'phone' ? 'accent' : '')),
       h('td', null, kbCell(a.knowledgebase)),
@@ -143,11 +136,12 @@ export function list(view, { query }) {
     ];
   });
 
+  /** @type {import('./dom.js').Child[]} */ 
   const parts = [h('p', { class: 'lead' }, 'The phone and chat agents of ', h('strong', null, actingTeam().name),
     ', newest first. Open one to edit its instructions.')];
   if (can('write')) parts.push(section('Create an agent', loader(async () => createForm(await knowledgebases()))));
   parts.push(section(filtered ? 'Agents (filtered)' : 'Agents', filter, h('div', { class: 'ag-gap' }), listing));
-  view.append(...parts);
+  append(view, parts);
 }
 
 function createForm(kbs) {
@@ -170,14 +164,15 @@ function createForm(kbs) {
       if (v.instructions) body.instructions = v.instructions;
       const a = await api('POST', '/v1/agents', body);
       toast(`Agent “${a.name}” created`);
-      navigate(`/agents/${encodeURIComponent(a.id)}`);
+      navigate(`/agents/${enc(a.id)}`);
     },
   });
 }
 
 // ---------------------------------------------------------------- /agents/{id}
 
-export function detail(view, { params, query, signal }) {
+/** @param {PageContext} ctx */
+export function detail({ view, params, query, signal }) {
   const id = params[0];
   const title = document.querySelector('main h1');
   view.append(loader(async () => {
@@ -263,6 +258,7 @@ const OPT = {
 function optimisation(po, current) {
   if (!po) return h('span', { class: 'muted' }, 'Unknown');
   const [label, kind] = OPT[po.status] || [po.status, ''];
+  /** @type {import('./dom.js').Child[]} */ 
   const parts = [badge(label, kind)];
   if (po.status === 'completed') parts.push(' built from version ', num(po.version), po.completedAt ? [' ', time(po.completedAt)] : '');
   else if (po.status === 'failed') parts.push(` building version ${num(po.version)}: `, po.error || 'no reason given');
@@ -374,7 +370,7 @@ function restore(ctx, version) {
     confirm: 'Restore',
     danger: false,
     action: async () => {
-      const res = await api('POST', `${agentPath(ctx.id)}/instructions/history/${encodeURIComponent(version)}/restore`);
+      const res = await api('POST', `${agentPath(ctx.id)}/instructions/history/${enc(version)}/restore`);
       toast(`Version ${num(version)} restored as version ${num(res.version)}`);
     },
   }).then((done) => {
@@ -400,7 +396,7 @@ function showDiff(ctx, version, push) {
   replace(ctx.diffSlot, h('section', { class: 'section ag-diff-box', 'aria-labelledby': heading.id }, heading,
     loader(async () => {
       const [old, cur] = await Promise.all([
-        api('GET', `${agentPath(ctx.id)}/instructions/history/${encodeURIComponent(version)}`).catch((err) => {
+        api('GET', `${agentPath(ctx.id)}/instructions/history/${enc(version)}`).catch((err) => {
           if (err.status === 404) err.message = `Version ${version} is not in the history (only the last 20 are kept).`;
           throw err;
         }),

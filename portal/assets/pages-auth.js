@@ -1,7 +1,10 @@
+// @ts-check
 // Pages that need no session: sign in, sign up, accept an invitation, reset a password.
 import { h, field, form, alertBox, errorText, navigate, replace } from './dom.js';
 import { api, state, startSession, safeNext } from './api.js';
 import { passkeysSupported, usePasskey } from './passkeys.js';
+
+/** @typedef {import('./dom.js').PageContext} PageContext */
 
 const PASSWORD_HINT = '10 to 256 characters, hard to guess: a few unrelated words work well.';
 
@@ -22,7 +25,8 @@ function notice(view) {
   }
 }
 
-export function signIn(view, { query }) {
+/** @param {PageContext} ctx */
+export function signIn({ view, query }) {
   notice(view);
   const next = safeNext(query.get('next'));
   const links = h('p', { class: 'auth-links' });
@@ -76,8 +80,11 @@ function passkeyButton(next) {
   return h('div', { class: 'passkey-sign-in' }, button, slot);
 }
 
-/** Single sign-on: the e-mail picks the team, whose identity provider the browser goes to. */
-export function ssoSignIn(view, { query }) {
+/**
+ * Single sign-on: the e-mail picks the team, whose identity provider the browser goes to.
+ * @param {PageContext} ctx
+ */
+export function ssoSignIn({ view, query }) {
   notice(view);
   const next = safeNext(query.get('next'));
   view.append(
@@ -94,8 +101,11 @@ export function ssoSignIn(view, { query }) {
     h('p', { class: 'auth-links' }, h('a', { href: '/sign-in' }, 'Sign in with a password')));
 }
 
-/** Back from the identity provider: the code it sent is turned into a session. */
-export function ssoCallback(view, { query }) {
+/**
+ * Back from the identity provider: the code it sent is turned into a session.
+ * @param {PageContext} ctx
+ */
+export function ssoCallback({ view, query }) {
   const next = safeNext(sessionStorage.getItem('switchboard.sso.next'));
   sessionStorage.removeItem('switchboard.sso.next');
   const retry = h('p', { class: 'auth-links' }, h('a', { href: '/sign-in/sso' }, 'Try again'), ' · ', h('a', { href: '/sign-in' }, 'Sign in with a password'));
@@ -155,7 +165,8 @@ function secondStep(view, challenge, next) {
   view.querySelector('input')?.focus();
 }
 
-export function signUp(view) {
+/** @param {PageContext} ctx */
+export function signUp({ view }) {
   const body = h('div', null, h('p', { class: 'muted' }, 'Loading…'));
   view.append(body);
   api('GET', '/v1/auth/options').then((o) => {
@@ -184,7 +195,8 @@ export function signUp(view) {
   }).catch((err) => replace(body, alertBox(err.message)));
 }
 
-export function invite(view, { params }) {
+/** @param {PageContext} ctx */
+export function invite({ view, params }) {
   if (state.session) {
     view.append(alertBox(`You are signed in as ${state.session.user.email}. Accepting this invitation signs you in as the invited person instead.`, { kind: 'info' }));
   }
@@ -205,7 +217,8 @@ export function invite(view, { params }) {
     }));
 }
 
-export function reset(view, { params }) {
+/** @param {PageContext} ctx */
+export function reset({ view, params }) {
   view.append(
     h('p', { class: 'lead' }, 'Choose a new password for your account.'),
     form({

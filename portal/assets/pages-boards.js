@@ -1,17 +1,16 @@
+// @ts-check
 // Boards: /boards (the team's kanban boards), /boards/{boardId} (a board: a column per stage,
 // its contacts loaded per column in pages, moved by drag and drop or by each card's "Move to"
 // list; the stages edited below the board).
 import {
-  h, replace, field, form, loader, table, badge, time, num, alertBox, errorText,
-  confirmDialog, toast, section, ACTIONS, uid, colorDot,
+  h, append, replace, field, form, loader, table, badge, time, num, alertBox, errorText,
+  confirmDialog, toast, section, ACTIONS, uid, colorDot, enc, focusTitle, plural, contactName,
 } from './dom.js';
 import { api, can, actingTeam } from './api.js';
 
+/** @typedef {import('./dom.js').PageContext} PageContext */
+
 const PAGE = 50; // contacts per column and per "Load more" (?limit=1..100 in the address changes it)
-const enc = encodeURIComponent;
-const focusTitle = () => document.querySelector('main h1')?.focus();
-const plural = (n, one, many = `${one}s`) => `${num(n)} ${n === 1 ? one : many}`;
-const contactName = (c) => [c.firstName, c.lastName].filter(Boolean).join(' ') || c.number || 'Unnamed contact';
 
 const dot = (color) => colorDot(color, 'stage-dot');
 
@@ -28,7 +27,8 @@ function stageDetails(err, names = []) {
 
 // ---------------------------------------------------------------- /boards
 
-export function list(view) {
+/** @param {PageContext} ctx */
+export function list({ view }) {
   const writer = can('write');
   let reload;
   const boards = loader(async (again) => {
@@ -38,6 +38,7 @@ export function list(view) {
       items.map((b) => boardRow(b, writer, () => reload())),
       { caption: 'Boards', empty: writer ? 'No boards yet. Create one above.' : 'No boards yet.' });
   });
+  /** @type {import('./dom.js').Child[]} */ 
   const parts = [h('p', { class: 'lead' }, 'Kanban boards of ', h('strong', null, actingTeam().name),
     ': each column is a stage, each card a contact. Open a board to move its contacts between stages.')];
   if (writer) {
@@ -62,7 +63,7 @@ export function list(view) {
     })));
   }
   parts.push(section('Boards', boards));
-  view.append(...parts);
+  append(view, parts);
 }
 
 function boardRow(b, writer, reload) {
@@ -88,7 +89,8 @@ function boardRow(b, writer, reload) {
 
 // ---------------------------------------------------------------- /boards/{boardId}
 
-export function detail(view, { params, query, signal }) {
+/** @param {PageContext} ctx */
+export function detail({ view, params, query, signal }) {
   const boardId = params[0];
   const per = Math.min(100, Math.max(1, Number.parseInt(query.get('limit') || '', 10) || PAGE));
   view.append(loader(async (again) => {
@@ -117,6 +119,7 @@ function boardView(board, reload, signal, per) {
   const cols = new Map(); // stageId → column state
   const ctx = { board, stages, cols, writer, notice, signal, per };
   for (const s of stages) cols.set(s.id, column(s, ctx));
+  /** @type {import('./dom.js').Child[]} */ 
   const parts = [
     h('p', { class: 'board-meta' }, h('a', { href: '/boards' }, 'All boards'), ' · ',
       plural(board.contactCount, 'contact'), ' in ', plural(stages.length, 'stage'),
@@ -189,7 +192,7 @@ function column(stage, ctx) {
     };
     el.addEventListener('dragenter', over);
     el.addEventListener('dragover', over);
-    el.addEventListener('dragleave', (ev) => { if (!el.contains(ev.relatedTarget)) el.classList.remove('drop-target'); });
+    el.addEventListener('dragleave', (ev) => { if (!el.contains(/** @type {Node | null} */ (ev.relatedTarget))) el.classList.remove('drop-target'); });
     el.addEventListener('drop', (ev) => {
       ev.preventDefault();
       el.classList.remove('drop-target');
@@ -202,12 +205,14 @@ function column(stage, ctx) {
   return col;
 }
 
+/** A contact's card: an <li> that knows its column. @typedef {HTMLLIElement & {col?: any}} Card */
+
 function card(c, col, ctx) {
   const name = contactName(c);
-  const li = h('li', { class: 'kanban-card', 'data-contact': c.id },
+  const li = /** @type {Card} */ (h('li', { class: 'kanban-card', 'data-contact': c.id },
     h('h3', { class: 'card-name' }, h('a', { href: `/contacts/${enc(c.id)}`, draggable: 'false' }, name)),
     c.number && h('p', { class: 'card-phone' }, c.number),
-    (c.tags || []).length > 0 && h('p', { class: 'card-tags' }, c.tags.map((t) => badge(t.name))));
+    (c.tags || []).length > 0 && h('p', { class: 'card-tags' }, c.tags.map((t) => badge(t.name)))));
   if (!ctx.writer) return li;
   li.setAttribute('draggable', 'true');
   li.addEventListener('dragstart', (ev) => {

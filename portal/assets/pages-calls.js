@@ -1,13 +1,14 @@
+// @ts-check
 // Calls and chats: /calls, /calls/{callId}, /chats, /chats/{chatId}.
 // Lists keep their filters, sort and page in the address (the filter form is filled from it and
 // its submit navigates); a detail page keeps the list's query, so "Back" returns to that page.
 import {
   h, replace, field, form, loader, table, badge, time, num, alertBox, errorText, showFormError,
-  confirmDialog, toast, navigate, section, pager, pageOf, hrefWith, every,
+  confirmDialog, toast, navigate, section, pager, pageOf, hrefWith, every, enc, liveTable,
 } from './dom.js';
 import { api, can } from './api.js';
 
-const enc = encodeURIComponent;
+/** @typedef {import('./dom.js').PageContext} PageContext */
 
 // ---------------------------------------------------------------- shared parts
 
@@ -85,7 +86,7 @@ function filterForm(base, query, fields, defaults) {
 
 /** The agents for a filter's select: filled when they arrive; the chosen id stays listed. */
 function fillAgents(formEl, chosen) {
-  const select = formEl.elements.namedItem('agentId');
+  const select = /** @type {HTMLSelectElement} */ (formEl.elements.namedItem('agentId'));
   if (!select) return;
   if (chosen) select.append(h('option', { value: chosen }, `Agent ${chosen}`));
   select.value = chosen || '';
@@ -111,20 +112,6 @@ async function listOrBadFilters(path, formEl, base) {
     return { bad: alertBox(`These filters are not valid${err.details?.length ? ': correct the marked fields' : ` (${errorText(err)})`}.`, {
       action: h('a', { class: 'btn secondary small', href: base }, 'Clear filters'),
     }) };
-  }
-}
-
-/** Reorders tbody to `rows`, moving only the rows that changed place, and keeps the focus. */
-function syncRows(tbody, rows) {
-  const active = document.activeElement;
-  const activeRow = active && tbody.contains(active) ? active.closest('tr')?.dataset.id : null;
-  const activeIsLink = active?.tagName === 'A';
-  rows.forEach((tr, i) => { if (tbody.children[i] !== tr) tbody.insertBefore(tr, tbody.children[i] || null); });
-  while (tbody.children.length > rows.length) tbody.lastElementChild.remove();
-  if (activeRow && !tbody.contains(document.activeElement)) {
-    const row = [...tbody.children].find((tr) => tr.dataset.id === activeRow);
-    const target = row && (activeIsLink ? row.querySelector('a') : row.querySelector('a, button'));
-    target?.focus({ preventScroll: true });
   }
 }
 
@@ -175,36 +162,28 @@ function callRow(c, back) {
     h('td', { class: 'num' }, score(c.score)));
 }
 
-export function callList(view, { query, signal }) {
+/** @param {PageContext} ctx */
+export function callList({ view, query, signal }) {
   const page = pageOf(query);
   const q = apiQuery(query, CALL_KEYS, page);
   const back = keep(query, CALL_KEYS);
   const filters = filterForm('/calls', query, callFields(), CALL_DEFAULTS);
   fillAgents(filters, query.get('agentId'));
-  const seen = new Map(); // id → {key, tr}: unchanged rows are kept as they are on a refresh
-  const results = h('div', { class: 'cc-results' });
+  // Unchanged rows are kept as they are on a refresh.
+  const rows = liveTable({
+    headers: ['Time', 'Direction', 'From → To', 'Agent', 'Duration', 'Status', 'Score'],
+    caption: 'Calls', dense: true,
+    empty: q.toString().replace(/(^|&)(page|limit)=\d+/g, '') ? 'No call matches these filters.' : 'No calls yet. Calls appear here as your agents take and make them.',
+    rowFor: (c) => callRow(c, back),
+    sig: callKey,
+  });
+  const results = h('div', { class: 'cc-results' }, rows.el);
   const pagerSlot = h('div');
   const note = h('p', { class: 'muted small cc-live' });
   let last = '';
 
-  const rowsOf = (items) => items.map((c) => {
-    const key = callKey(c);
-    const had = seen.get(c.id);
-    if (had && had.key === key) return had.tr;
-    const tr = callRow(c, back);
-    seen.set(c.id, { key, tr });
-    return tr;
-  });
   const draw = (res) => {
-    const items = res.data || [];
-    const tbody = results.querySelector('tbody');
-    if (tbody && items.length) syncRows(tbody, rowsOf(items));
-    else {
-      replace(results, table(['Time', 'Direction', 'From → To', 'Agent', 'Duration', 'Status', 'Score'], rowsOf(items), {
-        caption: 'Calls', dense: true,
-        empty: q.toString().replace(/(^|&)(page|limit)=\d+/g, '') ? 'No call matches these filters.' : 'No calls yet. Calls appear here as your agents take and make them.',
-      }));
-    }
+    rows.update(res.data || []);
     const p = JSON.stringify(res.pagination);
     if (p !== last) { last = p; replace(pagerSlot, pager(res.pagination, (n) => hrefWith({ page: n > 1 ? n : null }))); }
   };
@@ -230,7 +209,8 @@ export function callList(view, { query, signal }) {
 
 // ---------------------------------------------------------------- /calls/{id}
 
-export function callDetail(view, { params, query }) {
+/** @param {PageContext} ctx */
+export function callDetail({ view, params, query }) {
   const id = params[0];
   const back = `/calls${keep(query, CALL_KEYS)}`;
   view.append(
@@ -375,7 +355,7 @@ function conversation(c, start) {
     audio.addEventListener('timeupdate', () => mark(at(audio.currentTime)));
     audio.addEventListener('seeked', () => mark(at(audio.currentTime)));
     box.addEventListener('click', (ev) => {
-      const b = ev.target.closest('button[data-i]');
+      const b = /** @type {HTMLElement | null} */ (/** @type {Element} */ (ev.target).closest('button[data-i]'));
       if (!b) return;
       const s = segs[Number(b.dataset.i)];
       audio.currentTime = s.at;
@@ -439,7 +419,8 @@ function chatFields() {
 
 const contactText = (ct) => ct?.number || ct?.email || 'Unknown contact';
 
-export function chatList(view, { query }) {
+/** @param {PageContext} ctx */
+export function chatList({ view, query }) {
   const page = pageOf(query);
   const q = apiQuery(query, CHAT_KEYS, page);
   const back = keep(query, CHAT_KEYS);
@@ -475,7 +456,8 @@ export function chatList(view, { query }) {
 
 const ROLE_TEXT = { user: 'Contact', agent: 'Agent', system: 'System' };
 
-export function chatDetail(view, { params, query }) {
+/** @param {PageContext} ctx */
+export function chatDetail({ view, params, query }) {
   const id = params[0];
   const back = `/chats${keep(query, CHAT_KEYS)}`;
   const size = Math.min(500, Math.max(1, Number.parseInt(query.get('messagesLimit') || '50', 10) || 50));

@@ -1,33 +1,24 @@
+// @ts-check
 // Knowledge: /knowledge (the team's knowledge bases) and /knowledge/{knowledgebaseId} (its Q&A
-// references, webpages, documents and a search box). Every request goes through api.js `api()`,
-// except the document upload: fetch has no upload progress, so that one is an XMLHttpRequest
-// built the way api.js builds its requests (X-CSRF-Token, ?teamId= when a subteam is chosen).
+// references, webpages, documents and a search box). Every request goes through api.js: `api()`,
+// and `upload()` for documents (an XMLHttpRequest, for its upload progress).
 import {
   h, replace, field, form, loader, table, badge, time, num, alertBox, errorText, confirmDialog, toast,
   navigate, section, pager, pageOf, hrefWith, every, uid, ACTIONS, formDialog as domFormDialog, cap,
+  enc, focusTitle, plural, areaField, liveTable, viewDialog,
 } from './dom.js';
-import { api, ApiError, state, scope, can, actingTeam } from './api.js';
+import { api, upload, can, actingTeam } from './api.js';
 
-const enc = encodeURIComponent;
+/** @typedef {import('./dom.js').PageContext} PageContext */
+
 const INTERVALS = [['off', 'Never'], ['daily', 'Daily'], ['weekly', 'Weekly']];
 const kbPath = (id, rest = '') => `/v1/knowledgebase/${enc(id)}${rest}`;
-const focusTitle = () => document.querySelector('main h1')?.focus();
 const kbName = (kb) => kb?.name || 'Untitled knowledge base';
-const plural = (n, one, many = `${one}s`) => `${num(n)} ${n === 1 ? one : many}`;
 const REF_PAGE = 20;
 const POLL_MS = 2000;
 
-/** A <textarea> field laid out as dom.js field() (its error, last in aria-describedby, is filled by showFormError). */
-function area({ name, label, hint, value, rows = 3, ...attrs }) {
-  const id = uid(name);
-  const hintId = hint ? `${id}-hint` : null;
-  const errId = `${id}-error`;
-  return h('div', { class: 'field' },
-    h('label', { for: id }, label),
-    h('textarea', { id, name, rows, class: 'kb-ta', 'aria-describedby': [hintId, errId].filter(Boolean).join(' '), value, ...attrs }),
-    hint && h('p', { class: 'hint', id: hintId }, hint),
-    h('p', { class: 'field-error', id: errId, hidden: true }));
-}
+/** A <textarea> field, as the knowledge pages style it. */
+const area = (spec) => areaField({ class: 'kb-ta', ...spec });
 
 const formDialog = (spec) => domFormDialog({ ...spec, className: 'kb-dialog' });
 
@@ -52,21 +43,6 @@ function deleteSource({ kind, name, path, body, refresh }) {
       if (done) { toast(`${cap(kind)} “${name}” deleted`); focusTitle(); await refresh().catch((err) => toast(errorText(err))); }
     },
   }, 'Delete');
-}
-
-/** A modal <dialog> that shows what load() builds (with a loader), and a Close button. */
-function viewDialog(title, load) {
-  const titleId = uid('dlg');
-  const closeBtn = h('button', { type: 'button', class: 'btn secondary' }, 'Close');
-  const dlg = h('dialog', { class: 'dialog kb-dialog wide', 'aria-labelledby': titleId },
-    h('h2', { id: titleId }, title), loader(load), h('div', { class: 'form-actions end' }, closeBtn));
-  const opener = document.activeElement;
-  const close = () => { dlg.close(); dlg.remove(); if (opener?.isConnected) opener.focus(); };
-  closeBtn.addEventListener('click', close);
-  dlg.addEventListener('cancel', (ev) => { ev.preventDefault(); close(); });
-  document.body.append(dlg);
-  dlg.showModal();
-  closeBtn.focus();
 }
 
 /** Q&A entries (manual or extracted) as a list of question and answer. */
@@ -107,7 +83,8 @@ function inWords(when, now = Date.now()) {
 
 // ---------------------------------------------------------------- /knowledge
 
-export function list(view) {
+/** @param {PageContext} ctx */
+export function list({ view }) {
   const writer = can('write');
   let reload;
   const box = loader(async (again) => {
@@ -170,7 +147,9 @@ function kbRow(kb, agents, writer, reload) {
 
 // ---------------------------------------------------------------- /knowledge/{id}
 
-export function detail(view, ctx) {
+/** @param {PageContext} ctx */
+export function detail(ctx) {
+  const { view } = ctx;
   const id = ctx.params[0];
   view.append(
     h('p', { class: 'kb-back' }, h('a', { href: '/knowledge' }, '← All knowledge bases')),
@@ -360,37 +339,6 @@ function refRow(kb, r, writer, refresh) {
     ]));
 }
 
-// ---- a table whose rows are replaced one by one when their item changes (polling) ----
-
-function liveTable({ headers, caption, empty, rowFor, onChange }) {
-  const box = h('div');
-  let rows = new Map(); // id → {sig, tr, item}
-  let built = false;
-  const update = (items) => {
-    const same = built && items.length === rows.size && items.every((x) => rows.has(x.id));
-    if (!same) {
-      const old = rows;
-      rows = new Map(items.map((x) => [x.id, { sig: JSON.stringify(x), tr: rowFor(x), item: x }]));
-      for (const x of items) if (old.has(x.id) && old.get(x.id).sig !== rows.get(x.id).sig) onChange?.(old.get(x.id).item, x);
-      replace(box, table(headers, [...rows.values()].map((r) => r.tr), { caption, empty }));
-      built = true;
-      return;
-    }
-    for (const x of items) {
-      const r = rows.get(x.id);
-      const sig = JSON.stringify(x);
-      if (r.sig === sig) continue;
-      const focused = r.tr.contains(document.activeElement) ? document.activeElement.dataset.key : null;
-      const tr = rowFor(x);
-      r.tr.replaceWith(tr);
-      onChange?.(r.item, x);
-      Object.assign(r, { sig, tr, item: x });
-      if (focused) tr.querySelector(`[data-key="${focused}"]`)?.focus();
-    }
-  };
-  return { el: box, update, items: () => [...rows.values()].map((r) => r.item) };
-}
-
 /** A message slot per row that survives the row being rebuilt. */
 function slots() {
   const map = new Map();
@@ -408,10 +356,10 @@ const announceChange = (say) => (before, after) => {
 
 function webpages(kb, writer, refresh, say) {
   const msg = slots();
-  const view = (w) => viewDialog(`Content of ${w.name}`, async () => {
+  const view = (w) => viewDialog({ title: `Content of ${w.name}`, className: 'kb-dialog wide', load: async () => {
     const d = await api('GET', kbPath(kb.id, `/webpages/${enc(w.id)}`));
     return [h('p', { class: 'muted kb-url' }, d.url), entries(d.content)];
-  });
+  } });
   const doRefresh = async (w, btn) => {
     const slot = msg(w.id);
     replace(slot);
@@ -510,42 +458,13 @@ function refreshError(err) {
 
 const ACCEPT = '.txt,.text,.md,.markdown,.html,.htm,.pdf,.docx,.csv';
 
-/** POST the file as multipart/form-data with XMLHttpRequest, for its upload progress. */
-function uploadFile(kbId, file, onProgress, signal) {
-  return new Promise((resolve, reject) => {
-    const xhr = new XMLHttpRequest();
-    const sc = scope();
-    xhr.open('POST', `${kbPath(kbId, '/documents')}${sc ? `?teamId=${enc(sc.id)}` : ''}`);
-    xhr.withCredentials = true;
-    xhr.setRequestHeader('Accept', 'application/json');
-    if (state.session?.csrfToken) xhr.setRequestHeader('X-CSRF-Token', state.session.csrfToken);
-    xhr.upload.addEventListener('progress', (e) => onProgress(e.lengthComputable ? e.loaded / e.total : null));
-    xhr.addEventListener('load', () => {
-      let body = null;
-      try { body = JSON.parse(xhr.responseText); } catch { body = null; }
-      if (xhr.status >= 200 && xhr.status < 300) resolve(body?.data);
-      else {
-        const err = new ApiError(xhr.status, body, Number(xhr.getResponseHeader('Retry-After')) || undefined);
-        if (xhr.status === 413 && !body?.error) err.message = 'The file is too large.';
-        reject(err);
-      }
-    });
-    xhr.addEventListener('error', () => reject(new ApiError(0, { error: 'Could not reach the Switchboard server. Check your connection and try again.' })));
-    xhr.addEventListener('abort', () => reject(new ApiError(0, { error: 'The upload was cancelled.' })));
-    signal.addEventListener('abort', () => xhr.abort(), { once: true });
-    const fd = new FormData();
-    fd.append('file', file, file.name);
-    xhr.send(fd);
-  });
-}
-
 const size = (b) => (typeof b !== 'number' ? '' : b < 1024 ? `${b} B` : b < 1048576 ? `${(b / 1024).toFixed(1)} KB` : `${(b / 1048576).toFixed(1)} MB`);
 
 function documents(kb, ctx, writer, refresh, say) {
-  const view = (d) => viewDialog(`Content of ${d.name}`, async () => {
+  const view = (d) => viewDialog({ title: `Content of ${d.name}`, className: 'kb-dialog wide', load: async () => {
     const full = await api('GET', kbPath(kb.id, `/documents/${enc(d.id)}`));
     return entries(full.content, full.status === 'pending' ? 'The text is still being extracted.' : 'Nothing was extracted.');
-  });
+  } });
   // The document just uploaded: its status as it changes, then what was extracted from it.
   const recent = h('div', { class: 'kb-recent', 'aria-live': 'polite' });
   let watching = null; // id of the uploaded document until it is ready or failed
@@ -602,10 +521,13 @@ function documents(kb, ctx, writer, refresh, say) {
       progress.value = 0;
       note.textContent = `Uploading ${file.name}…`;
       try {
-        const doc = await uploadFile(kb.id, file, (part) => {
-          if (part == null) progress.removeAttribute('value');
-          else progress.value = Math.round(part * 100);
-        }, ctx.signal);
+        const doc = await upload(kbPath(kb.id, '/documents'), file, {
+          onProgress: (part) => {
+            if (part == null) progress.removeAttribute('value');
+            else progress.value = Math.round(part * 100);
+          },
+          signal: ctx.signal,
+        });
         progress.value = 100;
         note.textContent = `${file.name} uploaded.`;
         watching = doc.id;

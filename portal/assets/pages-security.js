@@ -1,12 +1,16 @@
+// @ts-check
 // The signed-in person's own security: their password and their sessions (each device they are
 // signed in on, ended one by one or all but this one).
 import {
-  h, field, form, loader, table, badge, time, section, toast, confirmDialog, ACTIONS, replace, alertBox, copyField,
+  h, field, form, loader, table, badge, time, section, toast, confirmDialog, ACTIONS, replace, alertBox, copyField, enc,
 } from './dom.js';
 import { api, state, startSession, loadSession, actingTeam } from './api.js';
 import { createPasskey, passkeysSupported } from './passkeys.js';
 
-export function security(view) {
+/** @typedef {import('./dom.js').PageContext} PageContext */
+
+/** @param {PageContext} ctx */
+export function security({ view }) {
   if (state.notice) {
     view.append(alertBox(state.notice, { kind: 'info' }));
     state.notice = null;
@@ -79,7 +83,7 @@ function sessionRow(s, reload) {
           title: `Sign out ${s.device}?`,
           body: 'That browser is signed out at its next request.',
           confirm: 'Sign out',
-          action: () => api('DELETE', `/v1/auth/sessions/${encodeURIComponent(s.id)}`),
+          action: () => api('DELETE', `/v1/auth/sessions/${enc(s.id)}`),
         });
         if (done) { toast(`${s.device} signed out`); reload(); }
       },
@@ -256,7 +260,7 @@ function passkeys() {
             title: `Remove the passkey ${p.name}?`,
             body: 'It will no longer sign you in.',
             confirm: 'Remove',
-            action: () => api('DELETE', `/v1/auth/second-factors/passkeys/${encodeURIComponent(p.id)}`),
+            action: () => api('DELETE', `/v1/auth/second-factors/passkeys/${enc(p.id)}`),
           });
           if (done) { toast(`Passkey ${p.name} removed`); show(); }
         },
@@ -275,7 +279,7 @@ function passkeys() {
             try {
               credential = await createPasskey(options.options);
             } catch (err) {
-              throw new Error(err.name === 'NotAllowedError' ? 'The passkey was not created.' : err.message);
+              throw new Error(err.name === 'NotAllowedError' ? 'The passkey was not created.' : err.message, { cause: err });
             }
             await api('POST', '/v1/auth/second-factors/passkeys', { ceremony: options.ceremony, name, credential });
             f.reset();

@@ -1,10 +1,13 @@
+// @ts-check
 // Pages of a signed-in team: overview, API keys, members, subteams, audit log.
 import {
-  h, replace, field, form, loader, table, badge, time, num, fullName, cap, alertBox,
-  copyField, confirmDialog, toast, navigate, section, pager, pageOf, ACTIONS,
+  h, append, replace, field, form, loader, table, badge, time, num, fullName, cap, alertBox,
+  copyField, confirmDialog, toast, navigate, section, pager, pageOf, ACTIONS, enc, focusTitle,
 } from './dom.js';
 import { api, state, actingTeam, can, setScope, loadSubteams } from './api.js';
 import { barChart, usageTable, totals, sparkBars } from './charts.js';
+
+/** @typedef {import('./dom.js').PageContext} PageContext */
 
 
 /** Shows a result (the new key, an invitation link) in `slot`, focused, with a Done button. */
@@ -15,7 +18,6 @@ function result(slot, title, content, ...actions) {
   heading.focus();
 }
 
-const focusTitle = () => document.querySelector('main h1')?.focus();
 const absUrl = (u) => { try { return new URL(u, location.origin).href; } catch { return String(u); } };
 
 export function switchTeam(team, to) {
@@ -24,7 +26,8 @@ export function switchTeam(team, to) {
   navigate(to || location.pathname + location.search, { replace: !to });
 }
 
-export function noAccess(view) {
+/** @param {Pick<PageContext, 'view'>} ctx */
+export function noAccess({ view }) {
   view.append(
     alertBox("You don't have access to this page.", { kind: 'info' }),
     h('p', null, `Ask an owner or an admin of ${actingTeam().name} if you need it. `, h('a', { href: '/' }, 'Go to the overview')));
@@ -40,7 +43,8 @@ function tile(label, value, note, kind) {
     note && h('p', { class: 'tile-note' }, note));
 }
 
-export function overview(view) {
+/** @param {PageContext} ctx */
+export function overview({ view }) {
   const team = actingTeam();
   view.append(loader(async () => {
     const [me, alert] = await Promise.all([
@@ -51,6 +55,7 @@ export function overview(view) {
     const threshold = alert?.threshold;
     const low = typeof threshold === 'number' && typeof balance === 'number' && balance < threshold;
     const sub = me.subscription || {};
+    /** @type {import('./dom.js').Child[]} */ 
     const parts = [
       h('div', { class: 'tiles' },
         tile('Team', me.team?.name,
@@ -88,7 +93,7 @@ function subteamUsage() {
   return section('Usage per subteam, last 30 days', loader(async () => {
     const subteams = (await api('GET', '/v1/agency/subteams?page=1&limit=20', undefined, { scoped: false })) || [];
     const rows = await Promise.all(subteams.map(async (t) => {
-      const days = await api('GET', `/v1/usage?interval=day&teamId=${encodeURIComponent(t.id)}`, undefined, { scoped: false })
+      const days = await api('GET', `/v1/usage?interval=day&teamId=${enc(t.id)}`, undefined, { scoped: false })
         .catch(() => null);
       const sum = days && totals(days);
       const cell = (v) => h('td', { class: 'num' }, sum ? num(v) : '—');
@@ -132,8 +137,9 @@ function subteamSummary() {
 
 // ---------------------------------------------------------------- API keys
 
-export function keys(view) {
-  if (!can('keys')) return noAccess(view);
+/** @param {PageContext} ctx */
+export function keys({ view }) {
+  if (!can('keys')) return noAccess({ view });
   const team = actingTeam();
   const fresh = h('div', { class: 'fresh' });
   let reload;
@@ -185,7 +191,7 @@ function keyRow(k, reload) {
           title: `Revoke the key “${k.name}”?`,
           body: 'Programs that use it will be refused within a few seconds. This cannot be undone.',
           confirm: 'Revoke',
-          action: () => api('DELETE', `/v1/api-keys/${encodeURIComponent(k.id)}`),
+          action: () => api('DELETE', `/v1/api-keys/${enc(k.id)}`),
         });
         if (done) { toast(`Key “${k.name}” revoked`); reload(); focusTitle(); }
       },
@@ -197,8 +203,9 @@ function keyRow(k, reload) {
 const ROLES = [['owner', 'Owner'], ['admin', 'Admin'], ['member', 'Member'], ['viewer', 'Viewer']];
 const rolesFor = () => ROLES.filter(([r]) => r !== 'owner' || state.session?.role === 'owner');
 
-export function members(view) {
-  if (!can('members')) return noAccess(view);
+/** @param {PageContext} ctx */
+export function members({ view }) {
+  if (!can('members')) return noAccess({ view });
   const team = actingTeam();
   const fresh = h('div', { class: 'fresh' });
   let reload;
@@ -255,7 +262,7 @@ function invitationRow(i, reload) {
           title: `Revoke the invitation of ${i.email}?`,
           body: 'Its link stops working at once. You can invite them again later.',
           confirm: 'Revoke',
-          action: () => api('DELETE', `/v1/members/invitations/${encodeURIComponent(i.id)}`),
+          action: () => api('DELETE', `/v1/members/invitations/${enc(i.id)}`),
         });
         if (done) { toast(`Invitation of ${i.email} revoked`); reload(); focusTitle(); }
       },
@@ -279,7 +286,7 @@ function removedResult(slot, m, removed) {
       revoke.disabled = true;
       const failed = [];
       for (const k of keys) {
-        try { await api('DELETE', `/v1/api-keys/${encodeURIComponent(k.id)}`); } catch { failed.push(k.name); }
+        try { await api('DELETE', `/v1/api-keys/${enc(k.id)}`); } catch { failed.push(k.name); }
       }
       replace(status, failed.length ? `Not revoked: ${failed.join(', ')}` : `${keys.length} key${keys.length === 1 ? '' : 's'} revoked.`);
       revoke.disabled = failed.length === 0;
@@ -297,6 +304,7 @@ function memberRow(m, team, fresh, reload) {
   const me = state.session?.user?.id === m.id;
   const locked = me || (m.role === 'owner' && state.session?.role !== 'owner');
   const rowError = h('div', { class: 'row-error', role: 'alert' });
+  /** @type {import('./dom.js').Child} */
   let roleCell = badge(cap(m.role), m.role === 'owner' ? 'accent' : '');
   if (!locked) {
     const select = h('select', { 'aria-label': `Role of ${fullName(m)}`, class: 'compact', value: m.role },
@@ -306,7 +314,7 @@ function memberRow(m, team, fresh, reload) {
       replace(rowError);
       select.disabled = true;
       try {
-        await api('PUT', `/v1/members/${encodeURIComponent(m.id)}`, { role });
+        await api('PUT', `/v1/members/${enc(m.id)}`, { role });
         m.role = role;
         toast(`${fullName(m)} is now ${role === 'admin' ? 'an' : 'a'} ${role}`);
       } catch (err) {
@@ -334,7 +342,7 @@ function memberRow(m, team, fresh, reload) {
           title: `Remove ${fullName(m)}?`,
           body: `${m.email} will no longer be able to sign in to ${team.name}, and the invitations they made stop working.`,
           confirm: 'Remove',
-          action: async () => { removed = await api('DELETE', `/v1/members/${encodeURIComponent(m.id)}`); },
+          action: async () => { removed = await api('DELETE', `/v1/members/${enc(m.id)}`); },
         });
         if (done) { toast(`${fullName(m)} removed`); reload(); removedResult(fresh, m, removed); if (!fresh.firstChild) focusTitle(); }
       },
@@ -343,7 +351,8 @@ function memberRow(m, team, fresh, reload) {
 
 // ---------------------------------------------------------------- subteams
 
-export function subteams(view, { query }) {
+/** @param {PageContext} ctx */
+export function subteams({ view, query }) {
   const s = state.session;
   if (!can('subteams')) {
     view.append(alertBox(`Subteams belong to agency teams, and ${s.team.name} is not one.`, { kind: 'info' }));
@@ -368,6 +377,7 @@ export function subteams(view, { query }) {
       pager(res.pagination, (p) => `/subteams?page=${p}`),
     ];
   });
+  /** @type {import('./dom.js').Child[]} */ 
   const parts = [h('p', { class: 'lead' }, 'Client teams of ', h('strong', null, s.team.name),
     '. Each has its own keys, members and credits; switch to one to act on it.')];
   if (can('createSubteam')) {
@@ -394,7 +404,7 @@ export function subteams(view, { query }) {
     })), fresh);
   }
   parts.push(section('Subteams', list));
-  view.append(...parts);
+  append(view, parts);
 }
 
 // ---------------------------------------------------------------- audit log
@@ -408,8 +418,9 @@ const AUDIT_ACTIONS = ['auth.signed_in', 'auth.sign_in_failed', 'auth.signed_out
   'auth.signed_in_sso', 'auth.passkey_added', 'auth.passkey_removed', 'auth.signed_in_passkey',
   'team.security_changed', 'team.sso_changed', 'team.sso_removed'];
 
-export function auditLog(view, { query }) {
-  if (!can('audit')) return noAccess(view);
+/** @param {PageContext} ctx */
+export function auditLog({ view, query }) {
+  if (!can('audit')) return noAccess({ view });
   const page = pageOf(query);
   const action = (query.get('action') || '').trim();
   const href = (p, a = action) => {
@@ -429,7 +440,7 @@ export function auditLog(view, { query }) {
     secondary: action && h('a', { class: 'btn secondary', href: '/audit-log' }, 'Clear filter'),
     onSubmit: async (v) => navigate(href(1, v.action || '')),
   });
-  const select = filter.elements.namedItem('action');
+  const select = /** @type {HTMLSelectElement} */ (filter.elements.namedItem('action'));
   const list = loader(async () => {
     const q = new URLSearchParams({ page: String(page), limit: '50' });
     if (action) q.set('action', action);

@@ -1,11 +1,14 @@
+// @ts-check
 // Webhooks: /webhooks (the team's endpoints, create one: its secret shown once) and
 // /webhooks/{webhookId} (edit, send a test, the deliveries with retry, delete). Owners and admins.
 import {
   h, replace, field, form, loader, table, badge, time, num, alertBox, errorText, copyField,
-  confirmDialog, toast, navigate, section, pager, pageOf, hrefWith, every, uid, ACTIONS,
+  confirmDialog, toast, navigate, section, pager, pageOf, hrefWith, every, uid, ACTIONS, enc,
 } from './dom.js';
 import { api, can, actingTeam } from './api.js';
 import { noAccess } from './pages-team.js';
+
+/** @typedef {import('./dom.js').PageContext} PageContext */
 
 // The event types a webhook can hear (the `events` enum of POST /v1/webhooks).
 const EVENTS = [
@@ -18,8 +21,6 @@ const EVENTS = [
 ];
 const LAST_OF = 25; // the list reads the latest delivery of this many webhooks at most
 const POLL_MS = 3000;
-const enc = encodeURIComponent;
-const focusTitle = () => document.querySelector('main h1')?.focus();
 
 /** What the latest delivery says: {failing, text}. */
 function health(w, last) {
@@ -80,8 +81,9 @@ function eventsError(formEl, err) {
 
 // ---------------------------------------------------------------- /webhooks
 
-export function list(view) {
-  if (!can('webhooks')) return noAccess(view);
+/** @param {PageContext} ctx */
+export function list({ view }) {
+  if (!can('webhooks')) return noAccess({ view });
   const fresh = h('div', { class: 'fresh' });
   let reload;
   const hooks = loader(async (again) => {
@@ -150,8 +152,9 @@ export function list(view) {
 
 // ---------------------------------------------------------------- /webhooks/{webhookId}
 
-export function detail(view, { params, query, signal }) {
-  if (!can('webhooks')) return noAccess(view);
+/** @param {PageContext} ctx */
+export function detail({ view, params, query, signal }) {
+  if (!can('webhooks')) return noAccess({ view });
   const id = params[0];
   const base = `/v1/webhooks/${enc(id)}`;
   let live = null; // the polling of the shown load, stopped when the page is loaded again or left
@@ -267,7 +270,7 @@ function deliveriesSection(w, base, query, signal, showTop) {
           items.map((d) => deliveryRow(d, base, () => refresh({ fast: true }))),
           { caption: 'Deliveries', dense: true, empty: status ? `No ${status} deliveries.` : 'No deliveries yet. Send a test event to see one.' }),
         pager(res.pagination, (p) => hrefWith({ page: p > 1 ? p : null })));
-      if (keep) (box.querySelector(`tr[data-delivery="${CSS.escape(keep)}"] button`) || box).focus();
+      if (keep) /** @type {HTMLElement} */ (box.querySelector(`tr[data-delivery="${CSS.escape(keep)}"] button`) || box).focus();
     } catch (err) {
       replace(box, alertBox(`Could not load the deliveries: ${errorText(err)}`, {
         action: h('button', { type: 'button', class: 'btn secondary small', onclick: () => refresh({ fast: true }) }, 'Try again'),
