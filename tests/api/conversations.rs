@@ -536,7 +536,7 @@ async fn a_recording_plays_from_its_signed_url_in_ranges_until_the_call_is_delet
     assert_eq!(denied.status(), 403);
     let body: Value = denied.json().await.unwrap();
     assert_eq!(body["code"], "FORBIDDEN");
-    let key = switchboard_gateway::playback::UrlKey::derived_from(&stack.service_token);
+    let key = switchboard_gateway::config::UrlKey::derived_from(&stack.service_token);
     let origin = stack.base.trim_end_matches("/v1");
     let an_hour_ago = switchboard_kit::time::now_ms() - 3_600_000;
     let expired = key.url(origin, &team.id, &id, an_hour_ago);
