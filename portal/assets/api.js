@@ -67,6 +67,20 @@ export function actingTeam() {
 
 // ---- roles: what each role is offered ----
 
+/**
+ * The roles, as the API names them (its `MemberRole`), with their labels: spelled here only.
+ * @typedef {'owner' | 'admin' | 'member' | 'viewer'} Role
+ * @type {Array<[Role, string]>}
+ */
+export const ROLES = [['owner', 'Owner'], ['admin', 'Admin'], ['member', 'Member'], ['viewer', 'Viewer']];
+
+/** @param {string | undefined} role */
+export const isOwnerRole = (role) => role === 'owner';
+
+/** Whether the signed-in person is an owner of their team. */
+export const isOwner = () => isOwnerRole(state.session?.role);
+
+/** @type {Set<string | undefined>} */
 const ADMIN = new Set(['owner', 'admin']);
 /**
  * Whether the session's role is offered `what`.

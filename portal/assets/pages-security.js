@@ -4,7 +4,7 @@
 import {
   h, field, form, loader, table, badge, time, section, toast, confirmDialog, ACTIONS, replace, alertBox, copyField, enc,
 } from './dom.js';
-import { api, state, startSession, loadSession, actingTeam } from './api.js';
+import { api, state, startSession, loadSession, actingTeam, ROLES, isOwner, isOwnerRole } from './api.js';
 import { createPasskey, passkeysSupported } from './passkeys.js';
 
 /** @typedef {import('./dom.js').PageContext} PageContext */
@@ -63,8 +63,8 @@ export function security({ view }) {
     h('p', { class: 'lead' }, 'Your password, your second factor, and where you are signed in.'),
     section('Two-step sign-in', secondFactor()),
     section('Passkeys', passkeys()),
-    state.session?.role === 'owner' && !actingTeam().isSubteam && section('Team requirement', teamRequirement()),
-    state.session?.role === 'owner' && !actingTeam().isSubteam && section('Single sign-on', singleSignOn()),
+    isOwner() && !actingTeam().isSubteam && section('Team requirement', teamRequirement()),
+    isOwner() && !actingTeam().isSubteam && section('Single sign-on', singleSignOn()),
     section('Password', password),
     section('Where you are signed in', h('div', null, sessions, h('div', { class: 'form-actions after-table' }, elsewhere), status)),
   );
@@ -197,7 +197,8 @@ function singleSignOn() {
     } catch (err) {
       if (err.status !== 404) throw err;
     }
-    const roles = [['member', 'Member'], ['viewer', 'Viewer'], ['admin', 'Admin']];
+    // Owners are made by owners, never at a first sign-in.
+    const roles = ROLES.filter(([role]) => !isOwnerRole(role));
     const f = form({
       className: 'stack narrow',
       fields: [

@@ -4,7 +4,7 @@ import {
   h, append, replace, field, form, loader, table, badge, time, num, fullName, cap, alertBox,
   copyField, confirmDialog, toast, navigate, section, pager, pageOf, ACTIONS, enc, focusTitle,
 } from './dom.js';
-import { api, state, actingTeam, can, setScope, loadSubteams } from './api.js';
+import { api, state, actingTeam, can, setScope, loadSubteams, ROLES, isOwner, isOwnerRole } from './api.js';
 import { barChart, usageTable, totals, sparkBars } from './charts.js';
 
 /** @typedef {import('./dom.js').PageContext} PageContext */
@@ -200,8 +200,7 @@ function keyRow(k, reload) {
 
 // ---------------------------------------------------------------- members
 
-const ROLES = [['owner', 'Owner'], ['admin', 'Admin'], ['member', 'Member'], ['viewer', 'Viewer']];
-const rolesFor = () => ROLES.filter(([r]) => r !== 'owner' || state.session?.role === 'owner');
+const rolesFor = () => ROLES.filter(([r]) => !isOwnerRole(r) || isOwner());
 
 /** @param {PageContext} ctx */
 export function members({ view }) {
@@ -249,10 +248,10 @@ export function members({ view }) {
 }
 
 function invitationRow(i, reload) {
-  const ownerOnly = i.role === 'owner' && state.session?.role !== 'owner';
+  const ownerOnly = isOwnerRole(i.role) && !isOwner();
   return h('tr', null,
     h('th', { scope: 'row' }, i.email),
-    h('td', null, badge(cap(i.role), i.role === 'owner' ? 'accent' : '')),
+    h('td', null, badge(cap(i.role), isOwnerRole(i.role) ? 'accent' : '')),
     h('td', null, i.createdBy?.name || (i.createdBy ? cap(i.createdBy.type) : 'An operator')),
     h('td', null, time(i.expiresAt)),
     h('td', { class: 'actions' }, !ownerOnly && h('button', {
@@ -302,10 +301,10 @@ function removedResult(slot, m, removed) {
 
 function memberRow(m, team, fresh, reload) {
   const me = state.session?.user?.id === m.id;
-  const locked = me || (m.role === 'owner' && state.session?.role !== 'owner');
+  const locked = me || (isOwnerRole(m.role) && !isOwner());
   const rowError = h('div', { class: 'row-error', role: 'alert' });
   /** @type {import('./dom.js').Child} */
-  let roleCell = badge(cap(m.role), m.role === 'owner' ? 'accent' : '');
+  let roleCell = badge(cap(m.role), isOwnerRole(m.role) ? 'accent' : '');
   if (!locked) {
     const select = h('select', { 'aria-label': `Role of ${fullName(m)}`, class: 'compact', value: m.role },
       rolesFor().map(([v, t]) => h('option', { value: v }, t)));
