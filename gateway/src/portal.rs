@@ -35,7 +35,11 @@ const FILES: &[(&str, &str, &[u8])] = &[
     ("pages-contacts.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/pages-contacts.js")),
     ("pages-contacts.css", "text/css; charset=utf-8", include_bytes!("../../portal/assets/pages-contacts.css")),
     ("pages-import.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/pages-import.js")),
-    ("pages-contact-settings.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/pages-contact-settings.js")),
+    (
+        "pages-contact-settings.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../portal/assets/pages-contact-settings.js"),
+    ),
     ("pages-boards.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/pages-boards.js")),
     ("pages-boards.css", "text/css; charset=utf-8", include_bytes!("../../portal/assets/pages-boards.css")),
     ("pages-webhooks.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/pages-webhooks.js")),
