@@ -21,7 +21,8 @@ use crate::session::DevSession;
 const DEMO_TEAM: &str = "Demo Team";
 const DEMO_CREDITS: i64 = 1000;
 
-pub async fn run(file: FileConfig, data_dir: Option<&Path>, listen: &str) -> anyhow::Result<()> {
+/// `listen`: the `--listen` flag, which wins over the variable and the config file.
+pub async fn run(file: FileConfig, data_dir: Option<&Path>, listen: Option<String>) -> anyhow::Result<()> {
     let _telemetry = switchboard_kit::telemetry::init("switchboard");
     let data_dir = config::data_dir(&file, data_dir);
     std::fs::create_dir_all(&data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
@@ -48,7 +49,9 @@ pub async fn run(file: FileConfig, data_dir: Option<&Path>, listen: &str) -> any
         services.push(tokio::spawn(component.serve(listener, access.clone(), stopped.clone())));
     }
     let mut gateway_config = config::gateway(&file, peers.clone())?;
-    gateway_config.listen = listen.to_owned();
+    if let Some(listen) = listen {
+        gateway_config.listen = listen;
+    }
     let gateway = switchboard_gateway::start(gateway_config).await?;
     let admin = switchboard_kit::metrics::start_admin(Some("127.0.0.1:0"), stopped.clone()).await?;
 

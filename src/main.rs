@@ -38,9 +38,10 @@ enum Command {
         /// Where the SQLite databases live (default .data, or SWITCHBOARD_DATA_DIR).
         #[arg(long)]
         data_dir: Option<PathBuf>,
-        /// HTTP address of the gateway; port 0 picks a free port.
-        #[arg(long, default_value = "127.0.0.1:8080")]
-        listen: String,
+        /// HTTP address of the gateway (default SWITCHBOARD_LISTEN, else the config file's
+        /// `[gateway] listen`, else 127.0.0.1:8080); port 0 picks a free port.
+        #[arg(long)]
+        listen: Option<String>,
     },
     /// Run one component, configured by the environment.
     Serve {
@@ -80,7 +81,7 @@ fn main() -> std::process::ExitCode {
     let result = runtime.block_on(async move {
         let file = config::load_file(cli.config.as_deref())?;
         match cli.command {
-            Command::Dev { data_dir, listen } => dev::run(file, data_dir.as_deref(), &listen).await,
+            Command::Dev { data_dir, listen } => dev::run(file, data_dir.as_deref(), listen).await,
             Command::Serve { component } => serve::run(file, &component).await,
             Command::Admin { data_dir, database_url, command } => {
                 admin::run(&file, data_dir.as_deref(), database_url, command).await

@@ -25,6 +25,29 @@ async fn dev_prints_a_demo_key_once_and_keeps_its_data() {
     assert_eq!(me.expect(200)["data"]["team"]["id"], demo_team.as_str());
 }
 
+/// Issue 40, defect 10: `--listen` had a default of its own, so the documented variable never
+/// reached `dev`. The flag, when given, still wins.
+#[tokio::test]
+async fn dev_listens_where_switchboard_listen_says_unless_the_flag_says_otherwise() {
+    let data_dir = tempfile::tempdir().expect("tempdir");
+    let dir = data_dir.path().to_str().expect("utf-8 path");
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let process = Process::start(&["dev", "--data-dir", dir], &[("SWITCHBOARD_LISTEN", &listen)], "Stop with").await;
+    let base = process.line_after("API base URL:").expect("base URL line");
+    assert_eq!(base, format!("http://{listen}/v1"), "dev listens at SWITCHBOARD_LISTEN");
+    assert_eq!(process.terminate().await, Some(0));
+
+    let flagged = Process::start(
+        &["dev", "--data-dir", dir, "--listen", "127.0.0.1:0"],
+        &[("SWITCHBOARD_LISTEN", &listen)],
+        "Stop with",
+    )
+    .await;
+    let base = flagged.line_after("API base URL:").expect("base URL line");
+    assert!(!base.contains(&format!(":{port}/")), "the flag wins over the variable: {base}");
+}
+
 #[tokio::test]
 async fn sigterm_lets_the_request_in_flight_finish_then_exits_zero() {
     let stack = Stack::start().await;
