@@ -302,6 +302,9 @@ pub struct InvitationView {
     pub role: Role,
     /// The portal page that accepts it (`/invite/{token}`); valid once, for 7 days.
     pub url: String,
+    /// The last segment of `url`: what `POST /v1/auth/accept-invite` and
+    /// `GET /v1/auth/invitations/{token}` take. Shown once, as `url` is.
+    pub token: String,
     pub expires_at: Timestamp,
 }
 
@@ -312,6 +315,7 @@ impl InvitationView {
             email: invitation.email.clone(),
             role: Role::of_stored(&invitation.role),
             url: invite_url(public_base, &invitation.token),
+            token: invitation.token.clone(),
             expires_at: Timestamp::from_ms(invitation.expires_at_ms),
         }
     }
@@ -435,4 +439,45 @@ mod tests {
         assert_eq!(device_of("reqwest/0.12"), "reqwest");
         assert_eq!(device_of(""), "Unknown device");
     }
+}
+
+/// What an invitation's page shows before it is accepted (`GET /v1/auth/invitations/{token}`).
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct InvitationPreviewView {
+    /// The team it joins.
+    pub team: InvitedTeam,
+    /// The address invited: the account it makes signs in with it.
+    pub email: String,
+    pub role: Role,
+    pub expires_at: Timestamp,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct InvitedTeam {
+    pub id: Id,
+    pub name: String,
+}
+
+impl From<&proto::InvitationPreview> for InvitationPreviewView {
+    fn from(preview: &proto::InvitationPreview) -> Self {
+        Self {
+            team: InvitedTeam { id: Id::stored(preview.team_id.clone()), name: preview.team_name.clone() },
+            email: preview.email.clone(),
+            role: Role::of_stored(&preview.role),
+            expires_at: Timestamp::from_ms(preview.expires_at_ms),
+        }
+    }
+}
+
+/// A password reset asked for: the same whether or not an account uses the address.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct ResetRequestedView {
+    /// The address as given.
+    pub email: String,
 }

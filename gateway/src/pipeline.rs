@@ -39,6 +39,7 @@ pub struct Pipeline {
     pub(crate) auth: Authenticator,
     sessions: Arc<SessionAuthenticator>,
     throttle: Arc<SignInThrottle>,
+    resets: Arc<SignInThrottle>,
     scoper: Scoper,
     pub(crate) limiter: Arc<RateLimiter>,
     idempotency: Idempotency,
@@ -94,6 +95,7 @@ impl Pipeline {
             auth: Authenticator::new(config.auth_cache_ttl, limiter.clone()),
             sessions: Arc::new(SessionAuthenticator::new(config.auth_cache_ttl)),
             throttle: Arc::new(SignInThrottle::new(client.clone())),
+            resets: Arc::new(SignInThrottle::with_policy(&crate::throttle::RESET_REQUESTS, client.clone())),
             scoper: Scoper::new(config.auth_cache_ttl),
             limiter,
             idempotency: Idempotency::new(client),
@@ -185,7 +187,11 @@ impl Pipeline {
             client,
             session_token,
             sso_binding,
-            gate: Gate { sessions: self.sessions.clone(), throttle: self.throttle.clone() },
+            gate: Gate {
+                sessions: self.sessions.clone(),
+                throttle: self.throttle.clone(),
+                resets: self.resets.clone(),
+            },
         })))
     }
 

@@ -201,6 +201,8 @@ async fn remembered(
 pub struct Gate {
     pub sessions: Arc<SessionAuthenticator>,
     pub throttle: Arc<crate::throttle::SignInThrottle>,
+    /// Requests for password-reset e-mails.
+    pub resets: Arc<crate::throttle::SignInThrottle>,
 }
 
 #[cfg(test)]

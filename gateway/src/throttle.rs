@@ -14,6 +14,9 @@
 //! succeeds gives its reservation back. The counts live in Redis when there is one, so every
 //! gateway replica sees the same; without Redis (or while it does not answer) each process
 //! counts its own.
+//!
+//! Requests for a password-reset e-mail are counted the same way, each request a "failure",
+//! under their own [`Policy`]: a mailbox is not flooded, and no one is refused a sign-in by them.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -60,7 +63,40 @@ end
 return 0
 ";
 
+/// What one throttle counts: its counters' names, its limits and what it answers past them.
+pub struct Policy {
+    name: &'static str,
+    per_pair: i64,
+    per_email: i64,
+    per_client: i64,
+    message: &'static str,
+    hint: &'static str,
+}
+
+/// Failed password checks.
+pub const SIGN_IN: Policy = Policy {
+    name: "signin",
+    per_pair: PER_EMAIL_AND_CLIENT,
+    per_email: PER_EMAIL,
+    per_client: PER_CLIENT,
+    message: "Too many failed sign-ins; try again later",
+    hint: "After 10 failures for an e-mail address from one client (100 from all clients, 50 from one client for \
+           any address) in 15 minutes, tries wait.",
+};
+
+/// Requests for a password-reset e-mail (`POST /v1/auth/forgot`).
+pub const RESET_REQUESTS: Policy = Policy {
+    name: "forgot",
+    per_pair: 3,
+    per_email: 5,
+    per_client: 20,
+    message: "Too many password-reset requests; try again later",
+    hint: "An e-mail address gets at most 3 reset e-mails a client in 15 minutes (5 in all); a client asks for at \
+           most 20.",
+};
+
 pub struct SignInThrottle {
+    policy: &'static Policy,
     redis: Option<Arc<RedisClient>>,
     reserve: redis::Script,
     release: redis::Script,
@@ -77,30 +113,33 @@ pub struct Reservation {
     local: bool,
 }
 
-fn keys(email: &str, address: &str) -> [String; 3] {
+fn keys(policy: &Policy, email: &str, address: &str) -> [String; 3] {
     use sha2::Digest;
     // Hashed: e-mail and client addresses are not kept in Redis in the clear.
     let hash = |text: &str| hex::encode(&sha2::Sha256::digest(text.as_bytes())[..16]);
     let email = email.trim().to_lowercase();
     [
-        format!("switchboard:signin:pair:{}", hash(&format!("{email}\n{address}"))),
-        format!("switchboard:signin:email:{}", hash(&email)),
-        format!("switchboard:signin:addr:{}", hash(address)),
+        format!("switchboard:{}:pair:{}", policy.name, hash(&format!("{email}\n{address}"))),
+        format!("switchboard:{}:email:{}", policy.name, hash(&email)),
+        format!("switchboard:{}:addr:{}", policy.name, hash(address)),
     ]
 }
 
-fn throttled(wait_ms: i64) -> ServiceError {
-    let mut error = ServiceError::new(ErrorKind::RateLimited, "Too many failed sign-ins; try again later").with_hint(
-        "After 10 failures for an e-mail address from one client (100 from all clients, 50 from one client for \
-         any address) in 15 minutes, tries wait.",
-    );
+fn throttled(policy: &Policy, wait_ms: i64) -> ServiceError {
+    let mut error = ServiceError::new(ErrorKind::RateLimited, policy.message).with_hint(policy.hint);
     error.retry_at_ms = Some(now_ms() + wait_ms);
     error
 }
 
 impl SignInThrottle {
+    /// Failed sign-ins ([`SIGN_IN`]).
     pub fn new(redis: Option<Arc<RedisClient>>) -> Self {
+        Self::with_policy(&SIGN_IN, redis)
+    }
+
+    pub fn with_policy(policy: &'static Policy, redis: Option<Arc<RedisClient>>) -> Self {
         Self {
+            policy,
             redis,
             reserve: redis::Script::new(RESERVE),
             release: redis::Script::new(RELEASE),
@@ -111,17 +150,22 @@ impl SignInThrottle {
     /// Reserves a failure for a password check of `email` from `address`, or answers 429 with
     /// the wait when one of the limits is spent.
     pub async fn reserve(&self, email: &str, address: &str) -> ServiceResult<Reservation> {
-        let keys = keys(email, address);
+        let policy = self.policy;
+        let keys = keys(policy, email, address);
         if let Some(redis) = &self.redis {
             let mut invocation = self.reserve.prepare_invoke();
             invocation.key(&keys[0]).key(&keys[1]).key(&keys[2]);
-            invocation.arg(WINDOW_MS).arg(PER_EMAIL_AND_CLIENT).arg(PER_EMAIL).arg(PER_CLIENT);
+            invocation.arg(WINDOW_MS).arg(policy.per_pair).arg(policy.per_email).arg(policy.per_client);
             if let Some(wait_ms) = redis.run::<i64>(&invocation).await {
-                return if wait_ms > 0 { Err(throttled(wait_ms)) } else { Ok(Reservation { keys, local: false }) };
+                return if wait_ms > 0 {
+                    Err(throttled(policy, wait_ms))
+                } else {
+                    Ok(Reservation { keys, local: false })
+                };
             }
         }
         let wait_ms = self.reserve_locally(&keys);
-        if wait_ms > 0 { Err(throttled(wait_ms)) } else { Ok(Reservation { keys, local: true }) }
+        if wait_ms > 0 { Err(throttled(policy, wait_ms)) } else { Ok(Reservation { keys, local: true }) }
     }
 
     /// The check succeeded (or did not get to the password): its reservation is given back.
@@ -161,8 +205,12 @@ impl SignInThrottle {
             entry.0 += 1;
             *slot = (entry.0, entry.1 - now);
         }
-        let over =
-            [taken[0].0 > PER_EMAIL_AND_CLIENT, taken[1].0 > PER_EMAIL && taken[0].0 > 1, taken[2].0 > PER_CLIENT];
+        let policy = self.policy;
+        let over = [
+            taken[0].0 > policy.per_pair,
+            taken[1].0 > policy.per_email && taken[0].0 > 1,
+            taken[2].0 > policy.per_client,
+        ];
         let wait = over.iter().zip(&taken).filter(|(over, _)| **over).map(|(_, (_, left))| *left).max().unwrap_or(0);
         if wait > 0 {
             for key in keys {
@@ -193,6 +241,18 @@ mod tests {
         throttle.succeeded(elsewhere).await;
         let other = throttle.reserve("grace@example.com", "10.0.0.1").await.expect("another address");
         throttle.succeeded(other).await;
+    }
+
+    #[tokio::test]
+    async fn reset_requests_are_counted_apart_from_sign_ins() {
+        let resets = SignInThrottle::with_policy(&RESET_REQUESTS, None);
+        for _ in 0..RESET_REQUESTS.per_pair {
+            let _kept = resets.reserve("ada@example.com", "10.0.0.1").await.expect("not yet");
+        }
+        let refused = resets.reserve("ada@example.com", "10.0.0.1").await.err().expect("the fourth waits");
+        assert!(refused.message.contains("password-reset"), "{}", refused.message);
+        let sign_ins = SignInThrottle::new(None);
+        let _kept = sign_ins.reserve("ada@example.com", "10.0.0.1").await.expect("sign-ins count apart");
     }
 
     #[tokio::test]

@@ -44,7 +44,7 @@ const SCOPE_KEY = 'switchboard.scope';
 /** {id, name} of the chosen subteam, or null for the session's own team. */
 export function scope() {
   const s = state.session;
-  if (!s || !s.team?.ownsAgency) return null;
+  if (!s || !s.team?.ownsAgency || s.role === 'viewer') return null;
   try {
     const v = JSON.parse(sessionStorage.getItem(SCOPE_KEY) || 'null');
     if (v && v.userId === s.user.id && v.agencyId === s.team.id && v.id && v.id !== s.team.id) return { id: v.id, name: v.name };
@@ -92,7 +92,8 @@ export function can(what) {
     case 'keys': case 'members': case 'audit': case 'createSubteam': case 'webhooks': return ADMIN.has(role);
     // Creating, changing and deleting agents, knowledge, calls, chats and CRM data; a viewer reads.
     case 'write': return ADMIN.has(role) || role === 'member';
-    case 'subteams': return Boolean(state.session?.team?.ownsAgency);
+    // A viewer reads their own team: acting on the agency's clients is work for the others.
+    case 'subteams': return Boolean(state.session?.team?.ownsAgency) && role !== 'viewer';
     default: return false;
   }
 }

@@ -27,32 +27,43 @@ import * as security from './pages-security.js';
  * @property {boolean} [showDenied] the page itself says what the role cannot do
  * @property {(ctx: import('./dom.js').PageContext) => void} page
  */
+/**
+ * The address of one resource of a list: `/<list>/<uuid>`. Any other id matches no route and is
+ * answered as a page that does not exist, not as an error to try again.
+ * @param {string} list
+ */
+function idPath(list) {
+  return new RegExp(`^\\/${list}\\/([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$`);
+}
+
 /** @type {Route[]} */
 const ROUTES = [
   { path: '/sign-in', title: 'Sign in', public: true, guestOnly: true, page: auth.signIn },
   { path: '/sign-up', title: 'Create a team', public: true, guestOnly: true, page: auth.signUp },
   { path: '/sign-in/sso', title: 'Single sign-on', public: true, guestOnly: true, page: auth.ssoSignIn },
+  { path: '/forgot', title: 'Reset your password', public: true, guestOnly: true, page: auth.forgot },
   { path: '/sso/callback', title: 'Signing in', public: true, page: auth.ssoCallback },
   { path: /^\/invite\/([^/]+)$/, title: 'Accept your invitation', public: true, page: auth.invite },
   { path: /^\/reset\/([^/]+)$/, title: 'Choose a new password', public: true, page: auth.reset },
   { path: '/', title: 'Overview', nav: 'Overview', page: team.overview },
   { path: '/agents', title: 'Agents', nav: 'Agents', page: agents.list },
+  // The agent page says itself that an agent is not found, malformed ids included.
   { path: /^\/agents\/([^/]+)$/, title: 'Agent', page: agents.detail },
   { path: '/knowledge', title: 'Knowledge', nav: 'Knowledge', page: knowledge.list },
-  { path: /^\/knowledge\/([^/]+)$/, title: 'Knowledge base', page: knowledge.detail },
+  { path: idPath('knowledge'), title: 'Knowledge base', page: knowledge.detail },
   { path: '/calls', title: 'Calls', nav: 'Calls', page: calls.callList },
-  { path: /^\/calls\/([^/]+)$/, title: 'Call', page: calls.callDetail },
+  { path: idPath('calls'), title: 'Call', page: calls.callDetail },
   { path: '/chats', title: 'Chats', nav: 'Chats', page: calls.chatList },
-  { path: /^\/chats\/([^/]+)$/, title: 'Chat', page: calls.chatDetail },
+  { path: idPath('chats'), title: 'Chat', page: calls.chatDetail },
   { path: '/contacts', title: 'Contacts', nav: 'Contacts', page: contacts.list },
   { path: '/contacts/import', title: 'Import contacts', allow: 'write', page: contactImport.importPage },
-  { path: /^\/contacts\/([^/]+)$/, title: 'Contact', page: contacts.detail },
+  { path: idPath('contacts'), title: 'Contact', page: contacts.detail },
   { path: '/boards', title: 'Boards', nav: 'Boards', page: boards.list },
-  { path: /^\/boards\/([^/]+)$/, title: 'Board', page: boards.detail },
+  { path: idPath('boards'), title: 'Board', page: boards.detail },
   { path: '/settings/tags', title: 'Tags', nav: 'Tags', page: contactSettings.tags },
   { path: '/settings/custom-fields', title: 'Custom fields', nav: 'Custom fields', page: contactSettings.customFields },
   { path: '/webhooks', title: 'Webhooks', nav: 'Webhooks', allow: 'webhooks', page: webhooks.list },
-  { path: /^\/webhooks\/([^/]+)$/, title: 'Webhook', allow: 'webhooks', page: webhooks.detail },
+  { path: idPath('webhooks'), title: 'Webhook', allow: 'webhooks', page: webhooks.detail },
   { path: '/keys', title: 'API keys', nav: 'API keys', allow: 'keys', page: team.keys },
   { path: '/members', title: 'Members', nav: 'Members', allow: 'members', page: team.members },
   { path: '/subteams', title: 'Subteams', nav: 'Subteams', allow: 'subteams', page: team.subteams, showDenied: true },
@@ -177,7 +188,7 @@ document.addEventListener('subteams-changed', () => fillSwitcher?.(state.subteam
 function teamSwitcher() {
   const s = state.session;
   fillSwitcher = null;
-  if (!s.team.ownsAgency) {
+  if (!can('subteams')) {
     return h('p', { class: 'team-chip' }, h('span', { class: 'muted' }, 'Team '), h('strong', null, s.team.name));
   }
   const sc = scope();
@@ -221,8 +232,13 @@ async function doSignOut(ev) {
 
 /** @param {import('./dom.js').PageContext} ctx */
 function notFound({ view }) {
-  view.append(h('p', null, 'There is no page at this address. '),
-    h('p', null, h('a', { href: state.session ? '/' : '/sign-in' }, state.session ? 'Go to the overview' : 'Sign in')));
+  // The list the address is under, when it is one: /calls/<a wrong id> leads back to /calls.
+  const list = state.session && ROUTES.find((r) => typeof r.path === 'string' && r.path !== '/' && r.nav
+    && location.pathname.startsWith(`${r.path}/`));
+  const back = list ? h('a', { href: list.path }, `Back to ${list.title}`)
+    : h('a', { href: state.session ? '/' : '/sign-in' }, state.session ? 'Go to the overview' : 'Sign in');
+  view.append(h('p', null, 'There is nothing at this address: the link is wrong, or what it showed was deleted.'),
+    h('p', null, back));
 }
 
 // Links inside the app change the page without reloading it.

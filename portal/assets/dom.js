@@ -174,8 +174,12 @@ export function loader(load, label = 'Loading…') {
     try {
       replace(box, await load(run));
     } catch (err) {
+      // Gone (deleted, or another team's): trying again cannot help, going back can.
+      const gone = /** @type {{status?: number}} */ (err)?.status === 404;
+      const up = location.pathname.replace(/\/[^/]*$/, '') || '/';
       replace(box, alertBox(errorText(err), {
-        action: h('button', { type: 'button', class: 'btn secondary small', onclick: run }, 'Try again'),
+        action: gone ? h('a', { class: 'btn secondary small', href: up }, 'Back')
+          : h('button', { type: 'button', class: 'btn secondary small', onclick: run }, 'Try again'),
       }));
     } finally {
       box.removeAttribute('aria-busy');

@@ -138,7 +138,7 @@ export function list({ view, query }) {
 
   /** @type {import('./dom.js').Child[]} */ 
   const parts = [h('p', { class: 'lead' }, 'The phone and chat agents of ', h('strong', null, actingTeam().name),
-    ', newest first. Open one to edit its instructions.')];
+    can('write') ? ', newest first. Open one to edit its instructions.' : ', newest first. Open one to read its instructions.')];
   if (can('write')) parts.push(section('Create an agent', loader(async () => createForm(await knowledgebases()))));
   parts.push(section(filtered ? 'Agents (filtered)' : 'Agents', filter, h('div', { class: 'ag-gap' }), listing));
   append(view, parts);

@@ -1,6 +1,6 @@
 // @ts-check
-// Pages that need no session: sign in, sign up, accept an invitation, reset a password.
-import { h, field, form, alertBox, errorText, navigate, replace } from './dom.js';
+// Pages that need no session: sign in, sign up, accept an invitation, ask for and use a reset link.
+import { h, field, form, alertBox, errorText, navigate, replace, enc, time } from './dom.js';
 import { api, state, startSession, safeNext } from './api.js';
 import { passkeysSupported, usePasskey } from './passkeys.js';
 
@@ -50,6 +50,7 @@ export function signIn({ view, query }) {
         signedIn(answer, next);
       },
     }),
+    h('p', { class: 'auth-links' }, h('a', { href: '/forgot' }, 'Forgot password?')),
     passkeysSupported() && passkeyButton(next),
     h('p', { class: 'auth-links' }, h('a', { href: `/sign-in/sso${next === '/' ? '' : `?next=${encodeURIComponent(next)}`}` }, 'Sign in with single sign-on')),
     links,
@@ -200,8 +201,19 @@ export function invite({ view, params }) {
   if (state.session) {
     view.append(alertBox(`You are signed in as ${state.session.user.email}. Accepting this invitation signs you in as the invited person instead.`, { kind: 'info' }));
   }
+  // Who invited whom where, before anything is typed: a link opened by the wrong person, or an
+  // old one, says so here.
+  const about = h('div', { class: 'lead' }, h('p', null, 'You have been invited to a Switchboard team. Tell us your name and choose a password.'));
+  api('GET', `/v1/auth/invitations/${enc(params[0])}`).then((inv) => {
+    replace(about,
+      h('p', null, 'You are invited to join ', h('strong', null, inv.team.name), ` as ${/^[aeiou]/.test(inv.role) ? 'an' : 'a'} ${inv.role}.`),
+      h('p', null, 'Your account will sign in as ', h('strong', null, inv.email), '. Tell us your name and choose a password.'),
+      h('p', { class: 'muted' }, 'The invitation expires ', time(inv.expiresAt), '.'));
+  }).catch((err) => {
+    if (err.status === 404) replace(about, alertBox('This invitation link is not valid: it may have been used already or have expired. Ask whoever invited you for a new one.'));
+  });
   view.append(
-    h('p', { class: 'lead' }, 'You have been invited to a Switchboard team. Tell us your name and choose a password.'),
+    about,
     form({
       fields: [...names(), newPassword()],
       submit: 'Accept invitation',
@@ -215,6 +227,32 @@ export function invite({ view, params }) {
         navigate('/', { replace: true });
       },
     }));
+}
+
+/**
+ * "Forgot password?": asks for a reset link by e-mail. The answer is the same whether or not an
+ * account uses the address, and so is what this page says.
+ * @param {PageContext} ctx
+ */
+export function forgot({ view }) {
+  const done = h('div', { role: 'status' });
+  view.append(
+    h('p', { class: 'lead' }, 'Enter the e-mail address you sign in with. If an account uses it, we e-mail it a link to choose a new password.'),
+    form({
+      fields: [field({ name: 'email', label: 'Email', type: 'email', autocomplete: 'username', required: true })],
+      submit: 'Send the link',
+      onSubmit: async ({ email }) => {
+        try {
+          await api('POST', '/v1/auth/forgot', { email });
+        } catch (err) {
+          if (err.status === 429 && !err.retryAfter) err.message = 'Too many requests for this address. Wait a few minutes and try again.';
+          throw err;
+        }
+        replace(done, alertBox(`If an account uses ${email}, a link to reset its password is on its way. It works once, for 1 day.`, { kind: 'info' }));
+      },
+    }),
+    done,
+    h('p', { class: 'auth-links' }, h('a', { href: '/sign-in' }, 'Back to sign in')));
 }
 
 /** @param {PageContext} ctx */

@@ -1,8 +1,6 @@
 // @ts-check
 // Contact settings: /settings/tags and /settings/custom-fields.
-import {
-  h, replace, field, form, loader, table, badge, confirmDialog, toast, section, ACTIONS, enc, focusTitle, tagChip as chip, opt,
-} from './dom.js';
+import { h, replace, field, form, loader, table, badge, confirmDialog, toast, section, ACTIONS, enc, focusTitle, tagChip as chip, opt, append } from './dom.js';
 import { api, can, forgetCached as forget } from './api.js';
 
 /** @typedef {import('./dom.js').PageContext} PageContext */
@@ -56,7 +54,7 @@ export function tags({ view }) {
     replace(editSlot, h('section', { class: 'section' }, head, f));
     /** @type {HTMLInputElement} */ (f.elements.namedItem('name')).focus();
   };
-  view.append(
+  append(view, [
     h('p', { class: 'lead' }, 'Tags sort contacts into groups; filter the contact list by them. Names are unique regardless of case.'),
     write && section('Create a tag', form({
       className: 'inline', fields: tagFields(), submit: 'Create tag',
@@ -67,7 +65,7 @@ export function tags({ view }) {
       },
     })),
     editSlot,
-    section('Tags', list));
+    section('Tags', list)]);
 }
 
 // ---------------------------------------------------------------- /settings/custom-fields
@@ -130,7 +128,7 @@ export function customFields({ view }) {
       h('p', { class: 'muted' }, 'Its name (', h('code', null, fd.name), ') and type cannot change: delete it and create another.'), f));
     /** @type {HTMLInputElement} */ (f.elements.namedItem('label')).focus();
   };
-  view.append(
+  append(view, [
     h('p', { class: 'lead' }, 'Fields of your own on every contact. The name is the key of the value in the API (', h('code', null, 'customFields'), ').'),
     write && section('Create a field', form({
       className: 'grid',
@@ -151,5 +149,5 @@ export function customFields({ view }) {
       },
     })),
     editSlot,
-    section('Fields', list));
+    section('Fields', list)]);
 }

@@ -2,11 +2,7 @@
 // Contacts: /contacts (search, filters, a new contact) and /contacts/{contactId} (details, custom
 // fields, tags, assignments, boards and stage, notes, calls and chats). The CSV import is in
 // pages-import.js, tags and custom fields in pages-contact-settings.js.
-import {
-  h, replace, field, form, loader, table, badge, time, num, fullName, alertBox, errorText, uid,
-  confirmDialog, toast, navigate, section, pager, pageOf, hrefWith, showFormError,
-  enc, contactName, areaField, tagChip as chip, opt,
-} from './dom.js';
+import { h, replace, field, form, loader, table, badge, time, num, fullName, alertBox, errorText, uid, confirmDialog, toast, navigate, section, pager, pageOf, hrefWith, showFormError, enc, contactName, areaField, tagChip as chip, opt, append } from './dom.js';
 import { api, can, cachedGet, primeCache } from './api.js';
 
 /** @typedef {import('./dom.js').PageContext} PageContext */
@@ -56,11 +52,11 @@ export function list({ view, query, signal }) {
   });
   const actions = can('write') && h('div', { class: 'contacts-actions' },
     newContact(), h('a', { class: 'btn secondary', href: '/contacts/import' }, 'Import CSV'));
-  view.append(
+  append(view, [
     h('p', { class: 'lead' }, 'The people your agents talk to. Search, filter and open a contact to edit it.'),
     actions,
     filterSlot,
-    section(filtered ? 'Matching contacts' : 'Contacts', results));
+    section(filtered ? 'Matching contacts' : 'Contacts', results)]);
 }
 
 function filterForm(q, tags, boards, users) {

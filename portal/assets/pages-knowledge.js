@@ -2,11 +2,7 @@
 // Knowledge: /knowledge (the team's knowledge bases) and /knowledge/{knowledgebaseId} (its Q&A
 // references, webpages, documents and a search box). Every request goes through api.js: `api()`,
 // and `upload()` for documents (an XMLHttpRequest, for its upload progress).
-import {
-  h, replace, field, form, loader, table, badge, time, num, alertBox, errorText, confirmDialog, toast,
-  navigate, section, pager, pageOf, hrefWith, every, uid, ACTIONS, formDialog as domFormDialog, cap,
-  enc, focusTitle, plural, areaField, liveTable, viewDialog,
-} from './dom.js';
+import { h, replace, field, form, loader, table, badge, time, num, alertBox, errorText, confirmDialog, toast, navigate, section, pager, pageOf, hrefWith, every, uid, ACTIONS, formDialog as domFormDialog, cap, enc, focusTitle, plural, areaField, liveTable, viewDialog, append } from './dom.js';
 import { api, upload, can, actingTeam } from './api.js';
 
 /** @typedef {import('./dom.js').PageContext} PageContext */
@@ -115,11 +111,11 @@ export function list({ view }) {
       navigate(`/knowledge/${enc(kb.id)}`);
     },
   });
-  view.append(
+  append(view, [
     h('p', { class: 'lead' }, 'Knowledge bases hold what the agents of ', h('strong', null, actingTeam().name),
       ' know: Q&A references, webpages and documents. Agents search them while they talk.'),
     create && section('Create a knowledge base', create),
-    section('Knowledge bases', box));
+    section('Knowledge bases', box)]);
 }
 
 function kbRow(kb, agents, writer, reload) {

@@ -1,5 +1,5 @@
 //! Invitation links by e-mail when the platform has SMTP: a local sink (aiosmtpd, from PyPI)
-//! receives what a team's invitation and an agency's new subteam send.
+//! receives what a team's invitation, an agency's new subteam and a password-reset request send.
 
 use std::path::Path;
 use std::time::Duration;
@@ -77,6 +77,54 @@ async fn invitations_are_mailed_when_the_platform_has_smtp() {
     let invite_url = subteam.expect(201)["data"]["inviteUrl"].as_str().expect("inviteUrl").to_owned();
     let mail = received(&maildir, &invite_url).await;
     assert!(mail.contains("To: grace@client.example"), "{mail}");
+
+    // Issue 40, defect 7: an invitation's page can name the team, the address and the role.
+    let token = url.rsplit('/').next().expect("a token").to_owned();
+    let visitor = stack.anonymous();
+    let preview = visitor.get(&format!("/auth/invitations/{token}")).await;
+    let data = &preview.expect(200)["data"];
+    assert_eq!(data["team"]["name"], "Mail Agency");
+    assert_eq!(data["email"], "new.member@mail.example");
+    assert_eq!(data["role"], "member");
+    assert!(data["expiresAt"].is_string(), "{data}");
+    visitor.get("/auth/invitations/not-a-token").await.expect(404);
+    let password = "correct horse battery staple 42";
+    let accepted = visitor
+        .post(
+            "/auth/accept-invite",
+            json!({ "token": token, "password": password, "firstName": "Nia", "lastName": "Member" }),
+        )
+        .await;
+    accepted.expect(201);
+    visitor.get(&format!("/auth/invitations/{token}")).await.expect(404);
+
+    // A reset link by mail, asked for by its owner: the answer is the same for an unknown
+    // address, which gets no mail.
+    let asked = visitor.post("/auth/forgot", json!({ "email": "New.Member@mail.example" })).await;
+    assert_eq!(
+        asked.expect(202)["message"],
+        "If an account uses this address, a link to reset its password is on its way"
+    );
+    let mail = received(&maildir, "/reset/").await;
+    assert!(mail.contains("To: new.member@mail.example"), "{mail}");
+    let unknown = visitor.post("/auth/forgot", json!({ "email": "nobody@mail.example" })).await;
+    assert_eq!(unknown.expect(202)["message"], asked.body["message"]);
+    visitor.post("/auth/forgot", json!({ "email": "not an address" })).await.expect(400);
+    // Three e-mails an address from one client in 15 minutes; the fourth request waits.
+    for _ in 0..2 {
+        visitor.post("/auth/forgot", json!({ "email": "new.member@mail.example" })).await.expect(202);
+    }
+    let refused = visitor.post("/auth/forgot", json!({ "email": "new.member@mail.example" })).await;
+    assert!(refused.expect(429)["retryAfter"].as_i64().is_some_and(|s| s > 0), "{}", refused.body);
+    let resets = messages(&maildir).iter().filter(|text| text.contains("/reset/")).count();
+    assert!(resets <= 3, "{resets} reset mails for one address");
+    // The link mailed works.
+    let mail = received(&maildir, "/reset/").await;
+    let link = mail.split_whitespace().find(|word| word.contains("/reset/")).expect("the link in the mail");
+    let reset_token = link.rsplit('/').next().expect("its token");
+    let reset =
+        visitor.post("/auth/reset", json!({ "token": reset_token, "password": "another horse battery 77" })).await;
+    reset.expect(200);
 
     let _ = sink.kill().await;
 }

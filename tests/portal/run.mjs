@@ -100,6 +100,9 @@ try {
       const page = track(await ctx.newPage());
       await page.goto(INVITE);
       await visible(page.getByRole('heading', { name: 'Accept your invitation' }), 'the invitation page');
+      // Issue 40, defect 7: the page names the team and the address invited.
+      await visible(page.getByText(/You are invited to join .+ as an? owner/), 'the team and role on the invitation page');
+      await visible(page.getByText(/Your account will sign in as/), 'the invited address on the invitation page');
       await check(page, 'invite');
       await page.getByLabel('First name').fill('Ada');
       await page.getByLabel('Last name').fill('Lovelace');
@@ -132,6 +135,20 @@ try {
       await visible(page.getByRole('button', { name: 'Sign in', exact: true }), 'the sign-in form');
       const res = await page.request.get('/v1/auth/session');
       ok(res.status() === 401, `GET /v1/auth/session after signing out answers ${res.status()}, not 401`);
+    });
+
+    // Issue 40, defect 7: "Forgot password?" asks for a reset link, and says the same whether or
+    // not an account uses the address.
+    await step('forgot password: /sign-in links to /forgot, which asks for a reset link', async () => {
+      const { page } = owner;
+      await page.getByRole('link', { name: 'Forgot password?' }).click();
+      await atPath(page, '/forgot');
+      await page.getByLabel('Email').fill(owner.email);
+      await page.getByRole('button', { name: 'Send the link' }).click();
+      await visible(page.getByRole('status').getByText(/a link to reset its password is on its way/), 'the answer to a reset request');
+      await check(page, 'forgot');
+      await page.getByRole('link', { name: 'Back to sign in' }).click();
+      await atPath(page, '/sign-in');
     });
 
     await step('a signed-out visit to /keys goes to sign-in, and a wrong password shows the error', async () => {

@@ -7,14 +7,15 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use switchboard_api::accounts::{
-    AuthOptions, SecondFactorChallengeView, SessionItem, SessionView, SessionsEnded, SignedOut,
+    AuthOptions, InvitationPreviewView, ResetRequestedView, SecondFactorChallengeView, SessionItem, SessionView,
+    SessionsEnded, SignedOut,
 };
 use switchboard_kit::apikey::hash_key;
 use switchboard_kit::{ErrorKind, ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{
     AcceptInvitationRequest, ChangePasswordRequest, EndSessionRequest, EndUserSessionsRequest,
-    GetAccountOptionsRequest, ListSessionsRequest, ResetPasswordRequest, SignInRequest, SignUpRequest,
-    VerifySecondFactorRequest,
+    GetAccountOptionsRequest, InvitationTokenRequest, ListSessionsRequest, RequestPasswordResetRequest,
+    ResetPasswordRequest, SignInRequest, SignUpRequest, VerifySecondFactorRequest,
 };
 
 use super::groups::AUTH;
@@ -76,6 +77,20 @@ pub fn endpoints() -> Vec<Endpoint> {
             .about("Every other session of the user ends.")
             .for_visitors()
             .fails(404, "Password reset link not found: unknown, used already, or expired."),
+        Endpoint::post("/v1/auth/forgot", forgot)
+            .doc("requestPasswordReset", AUTH, "E-mail a link to reset the password of the account using an address")
+            .about(
+                "Answers 202 whether or not an account uses the address, so that it tells no one who has one; when \
+                 one does, a reset link (valid 1 day, once) is e-mailed to it with the platform's SMTP server. An \
+                 address gets at most 3 e-mails a client in 15 minutes (5 in all); a client asks at most 20 times.",
+            )
+            .for_visitors()
+            .fails(429, "Too many reset requests for this address or from this client; `retryAfter` says when."),
+        Endpoint::get("/v1/auth/invitations/{token}", invitation)
+            .doc("getInvitation", AUTH, "What an invitation link is for: the team, the address invited and the role")
+            .about("The token is the last segment of the invitation link. Nothing is used up by reading it.")
+            .for_visitors()
+            .fails(404, "Invitation not found: unknown, used already, or expired."),
         Endpoint::get("/v1/auth/session", session)
             .doc("getSession", AUTH, "The signed-in session: user, team, role and the CSRF token")
             .about(
@@ -203,6 +218,21 @@ pub struct AcceptInvite {
 
 /// Other members are ignored.
 #[derive(Deserialize, JsonSchema)]
+pub struct Forgot {
+    #[schemars(length(min = limits::EMAIL.min, max = limits::EMAIL.max), extend("pattern" = limits::EMAIL_PATTERN))]
+    pub email: String,
+}
+
+/// An invitation link's token in the path.
+#[derive(Deserialize, JsonSchema)]
+pub struct InvitationToken {
+    /// The last segment of the invitation link.
+    #[schemars(length(min = 1, max = 128))]
+    pub token: String,
+}
+
+/// Other members are ignored.
+#[derive(Deserialize, JsonSchema)]
 pub struct Reset {
     /// The last segment of the reset link.
     #[schemars(length(min = 1, max = 128))]
@@ -326,6 +356,30 @@ async fn reset(
         ResetPasswordRequest { token: body.token, password: body.password, client: Some((&call.client).into()) };
     let signed_in = call.services.accounts.clone().reset_password(request).await?.into_inner();
     Ok(data(begun(&call, signed_in)))
+}
+
+async fn forgot(
+    call: Call,
+    input: Input<Nothing, Nothing, Json<Forgot>>,
+) -> ServiceResult<Accepted<ResetRequestedView>> {
+    let Json(body) = input.body;
+    // Counted whether or not the address has an account, and never given back: each request may
+    // send an e-mail.
+    let _counted = call.gate.resets.reserve(&body.email, &call.client.ip).await?;
+    let request = RequestPasswordResetRequest {
+        email: body.email.clone(),
+        link_base: call.public_base.clone(),
+        client: Some((&call.client).into()),
+    };
+    call.services.accounts.clone().request_password_reset(request).await?;
+    let view = ResetRequestedView { email: body.email };
+    Ok(Accepted::new(view, "If an account uses this address, a link to reset its password is on its way"))
+}
+
+async fn invitation(call: Call, input: Input<InvitationToken>) -> ServiceResult<Data<InvitationPreviewView>> {
+    let request = InvitationTokenRequest { token: input.path.token };
+    let preview = call.services.accounts.clone().describe_invitation(request).await?.into_inner();
+    Ok(Data::new(InvitationPreviewView::from(&preview)))
 }
 
 fn session_token(call: &Call) -> ServiceResult<&str> {

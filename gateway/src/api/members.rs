@@ -55,6 +55,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(409, "The team would have no owner left."),
         Endpoint::post("/v1/members/invitations", invite)
             .shows_secret_once()
+            .gives("token", "/data/token")
             .doc("inviteMember", MEMBERS, "Invite someone into the team: a single-use link, valid 7 days")
             .about(
                 "The answer's `url` (the portal's `/invite/{token}`) is shown here once; whoever opens it sets a \
@@ -99,8 +100,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             .about(
                 "Kept 90 days. Actions: auth.signed_in, auth.sign_in_failed, auth.signed_out, auth.signed_up, \
                  auth.password_changed, auth.password_change_failed, auth.session_ended, auth.signed_out_elsewhere, \
-                 auth.password_reset, api_key.created, api_key.revoked, member.invited, member.invitation_revoked, \
-                 member.joined, member.role_changed, member.removed, subteam.created, webhook.created, \
+                 auth.password_reset, auth.password_reset_requested, api_key.created, api_key.revoked, \
+                 member.invited, member.invitation_revoked, member.joined, member.role_changed, member.removed, subteam.created, webhook.created, \
                  webhook.deleted, instructions.replaced, instructions.restored, auth.second_factor_enabled, \
                  auth.second_factor_removed, auth.second_factor_failed, auth.recovery_code_used, \
                  auth.recovery_codes_renewed, auth.signed_in_sso, auth.passkey_added, auth.passkey_removed, \

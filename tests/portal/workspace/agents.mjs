@@ -161,10 +161,39 @@ export default async function agents(w) {
         ok(await vp.getByRole('button', { name: b }).count() === 0, `a viewer is offered "${b}"`);
       }
       ok(await vp.evaluate(() => window.__xss) === undefined, 'a hostile string ran as markup for the viewer');
+
+      // Issue 40, defect 2: where a writer gets a create form, a viewer got the word "false"; a
+      // viewer was told to open an agent to edit it, and offered the agency's subteams.
+      await vp.goto('/agents');
+      await visible(vp.getByText(/Open one to read its instructions/), 'the viewer\'s lead on /agents');
+      for (const path of ['/knowledge', '/contacts', '/settings/tags', '/settings/custom-fields']) {
+        await vp.goto(path);
+        await visible(vp.locator('main h1'), `the heading of ${path}`);
+        await vp.waitForFunction(() => !document.querySelector('main [aria-busy="true"]'), null, { timeout: T });
+        const text = await vp.locator('main').innerText();
+        ok(!/\bfalse\b/.test(text), `${path} shows the word "false" to a viewer: ${text.slice(0, 300)}`);
+      }
+      ok(await vp.getByRole('link', { name: 'Subteams', exact: true }).count() === 0, 'a viewer is offered the Subteams page');
+      ok(await vp.getByLabel('Acting on').count() === 0, 'a viewer is offered the "Acting on" switcher');
     } finally {
       track(page);
       await ctx.close();
     }
+  });
+
+  // Issue 40, defect 3: a malformed id was a "Validation error" with a "Try again" that could
+  // never work, and a well-formed unknown one offered the same.
+  await step('bad links: a malformed or unknown id is a page that does not exist, with a way back', async () => {
+    await page.goto('/calls/does-not-exist');
+    await visible(page.getByText(/There is nothing at this address/), 'the not-found text of a malformed call id');
+    await visible(page.getByRole('link', { name: 'Back to Calls' }), 'the way back to the calls');
+    ok(await page.getByRole('button', { name: 'Try again' }).count() === 0, 'a malformed id is offered "Try again"');
+    await page.goto('/knowledge/nope');
+    await visible(page.getByRole('link', { name: 'Back to Knowledge' }), 'the way back to the knowledge bases');
+    await page.goto('/knowledge/00000000-0000-4000-8000-000000000000');
+    await visible(page.getByRole('link', { name: 'Back', exact: true }), 'the way back from an unknown knowledge base');
+    ok(await page.getByRole('button', { name: 'Try again' }).count() === 0, 'an unknown knowledge base is offered "Try again"');
+    await check(page, 'knowledge-not-found');
   });
 
   await step('agents: an unknown agent id says so', async () => {

@@ -17,6 +17,7 @@ use crate::settings::AccountSettings;
 use crate::store::IdentityStore;
 use crate::store::links::{LinkKind, Names};
 use crate::store::members::is_owner;
+use crate::validate;
 
 pub struct AccountsApi {
     pub(crate) store: IdentityStore,
@@ -339,6 +340,35 @@ impl AccountService for AccountsApi {
         self.signed_in_changed(&signed_in).await;
         self.audit_signed_in("auth.password_reset", &signed_in, Some(&client)).await;
         reply(Ok(signed_in))
+    }
+
+    async fn request_password_reset(
+        &self,
+        request: Request<RequestPasswordResetRequest>,
+    ) -> Reply<PasswordResetRequested> {
+        let request = request.into_inner();
+        validate::all([validate::email("email", request.email.trim())])?;
+        // An unknown address is answered as a known one: the answer tells no one who has an
+        // account. Only a known one gets a link, and only by mail.
+        let link = match self.store.reset_link(&request.email, self.settings.reset_valid_ms).await {
+            Ok(link) => link,
+            Err(error) if error.kind == ErrorKind::NotFound => return reply(Ok(PasswordResetRequested {})),
+            Err(error) => return Err(error.into()),
+        };
+        match self.mailer.as_ref().filter(|_| !request.link_base.is_empty()) {
+            Some(mailer) => {
+                let url = switchboard_kit::links::reset_url(&request.link_base, &link.token);
+                mailer.send_later(mail::reset(&link.email, &url));
+            }
+            None => tracing::warn!("a password reset was asked for, but no SMTP server is configured to send it"),
+        }
+        let actor = Actor { r#type: "visitor".to_owned(), ..Actor::default() };
+        self.audit(&link.team_id, "auth.password_reset_requested", actor, &link.email, request.client.as_ref()).await;
+        reply(Ok(PasswordResetRequested {}))
+    }
+
+    async fn describe_invitation(&self, request: Request<InvitationTokenRequest>) -> Reply<InvitationPreview> {
+        reply(self.store.invitation_preview(&request.into_inner().token).await)
     }
 
     async fn list_members(&self, request: Request<ListMembersRequest>) -> Reply<ListMembersResponse> {

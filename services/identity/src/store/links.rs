@@ -7,7 +7,7 @@ use sqlx::{AnyConnection, Row};
 use switchboard_kit::apikey::hash_key;
 use switchboard_kit::time::now_ms;
 use switchboard_kit::{ServiceError, ServiceResult, limits};
-use switchboard_proto::v1::{Actor, Client, Invitation, NewUser, SignedIn};
+use switchboard_proto::v1::{Actor, Client, Invitation, InvitationPreview, NewUser, SignedIn};
 
 use super::accounts::{SessionTimes, begin_session_in, new_token, set_password_in, user_in};
 use super::members::is_owner;
@@ -195,6 +195,29 @@ impl IdentityStore {
         .fetch_optional(self.db.pool())
         .await?;
         found.ok_or_else(|| link_gone(kind))
+    }
+
+    /// What the page of a live invitation shows: its team's name, the address invited, the role
+    /// and the expiry; 404 as for using it.
+    pub async fn invitation_preview(&self, token: &str) -> ServiceResult<InvitationPreview> {
+        let row = sqlx::query(
+            "SELECT l.email, l.role, l.expires_at, t.id, t.name FROM link_tokens l JOIN teams t ON t.id = l.team_id \
+             WHERE l.token_hash = $1 AND l.kind = $2 AND l.used_at IS NULL AND l.expires_at > $3 \
+             AND t.deleted_at IS NULL",
+        )
+        .bind(hash_key(token))
+        .bind(LinkKind::Invite.as_str())
+        .bind(now_ms())
+        .fetch_optional(self.db.pool())
+        .await?
+        .ok_or_else(|| link_gone(LinkKind::Invite))?;
+        Ok(InvitationPreview {
+            team_id: row.try_get("id")?,
+            team_name: row.try_get("name")?,
+            email: row.try_get("email")?,
+            role: row.try_get("role")?,
+            expires_at_ms: row.try_get("expires_at")?,
+        })
     }
 
     /// The team's invitations that can still be accepted, newest first.
