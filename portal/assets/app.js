@@ -151,13 +151,15 @@ function appShell(route, { params, query, signal }, focus) {
     h('a', { class: 'skip', href: '#main' }, 'Skip to content'),
     h('header', { class: 'topbar' },
       brand(),
-      teamSwitcher(),
-      h('div', { class: 'user' },
-        h('span', { class: 'user-name' }, fullName(s.user)),
-        badge(cap(s.role)),
-        h('button', { type: 'button', class: 'btn secondary small', onclick: doSignOut }, 'Sign out'))),
+      menuButton(),
+      h('div', { class: 'topbar-menu', id: 'topbar-menu' },
+        teamSwitcher(),
+        h('div', { class: 'user' },
+          h('span', { class: 'user-name' }, fullName(s.user)),
+          badge(cap(s.role)),
+          h('button', { type: 'button', class: 'btn secondary small', onclick: doSignOut }, 'Sign out')))),
     h('div', { class: 'layout' },
-      h('nav', { class: 'sidebar', 'aria-label': 'Main' },
+      h('nav', { class: 'sidebar', id: 'sidebar', 'aria-label': 'Main' },
         h('ul', null, ROUTES.filter((r) => r.nav && (!r.allow || can(r.allow))).map((r) => h('li', null,
           h('a', { href: r.path, 'aria-current': navCurrent(r, route) }, r.nav))))),
       h('main', { id: 'main', tabindex: '-1' },
@@ -172,6 +174,30 @@ function appShell(route, { params, query, signal }, focus) {
   if (route.allow && !can(route.allow) && !route.showDenied) team.noAccess(ctx);
   else route.page(ctx);
   if (focus) title.focus();
+}
+
+/**
+ * On a phone the navigation, the team switcher and the account sit behind this button (the
+ * styles show them open on wider screens). Every page change draws a new shell, closed.
+ */
+function menuButton() {
+  const button = h('button', {
+    type: 'button', class: 'btn secondary small menu-toggle', 'aria-expanded': 'false', 'aria-controls': 'sidebar topbar-menu',
+  }, h('span', { class: 'menu-icon', 'aria-hidden': 'true' }), 'Menu');
+  const app = /** @type {HTMLElement} */ (document.getElementById('app'));
+  const toggle = (/** @type {boolean} */ open) => {
+    button.setAttribute('aria-expanded', String(open));
+    app.classList.toggle('menu-open', open);
+  };
+  app.classList.remove('menu-open');
+  button.addEventListener('click', () => toggle(button.getAttribute('aria-expanded') !== 'true'));
+  app.onkeydown = (ev) => {
+    if (ev.key === 'Escape' && app.classList.contains('menu-open')) {
+      toggle(false);
+      button.focus();
+    }
+  };
+  return button;
 }
 
 // The section a page belongs to is marked too: /calls/{id} under Calls.

@@ -339,7 +339,7 @@ function historySection(ctx) {
       h('td', null, time(v.createdAt)),
       h('td', null, time(v.replacedAt)),
       h('td', { class: 'num' }, num(chars(v.instructions))),
-      h('td', null, h('span', { class: 'truncate ag-preview', title: firstLine(v.instructions) }, firstLine(v.instructions) || '—')),
+      h('td', { class: 'ag-first' }, h('span', { class: 'ag-preview', title: firstLine(v.instructions) }, firstLine(v.instructions) || '—')),
       h('td', { class: 'actions' },
         h('a', {
           class: 'btn secondary small', href: hrefWith({ compare: v.version }), 'aria-label': `Compare version ${v.version} with the current text`,

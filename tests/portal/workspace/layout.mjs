@@ -1,0 +1,157 @@
+// Every page on a phone (390×844) and on a laptop (1280×800), issue 40 defects 1 and 4: no page
+// scrolls sideways, the navigation is a menu button on the phone, forms are one column there,
+// wide tables scroll inside their own box, and the agent history keeps Restore in view.
+// A full-page screenshot of each page at each size goes to SCREENSHOT_DIR (phone-*.png,
+// desktop-*.png).
+import path from 'node:path';
+import { SHOTS, T, ok, fail, step, visible, settled, atPath, nav } from '../harness.mjs';
+
+const PHONE = { width: 390, height: 844 };
+const DESKTOP = { width: 1280, height: 800 };
+
+/** The pages to look at: every list, and one of each detail the team has. */
+async function pages(w) {
+  const first = async (p) => {
+    const res = await w.api('GET', p);
+    ok(res.status === 200, `GET /v1${p} answered ${res.status}`);
+    return res.body.data?.[0]?.id;
+  };
+  const list = [
+    ['overview', '/'], ['agents', '/agents'], ['knowledge', '/knowledge'], ['calls', '/calls'], ['chats', '/chats'],
+    ['contacts', '/contacts'], ['import', '/contacts/import'], ['boards', '/boards'], ['tags', '/settings/tags'],
+    ['custom-fields', '/settings/custom-fields'], ['webhooks', '/webhooks'], ['keys', '/keys'], ['members', '/members'],
+    ['subteams', '/subteams'], ['audit-log', '/audit-log'], ['security', '/settings/security'], ['not-found', '/nothing-here'],
+  ];
+  const details = [
+    ['agent', '/agents', '/agents'], ['knowledge-base', '/knowledgebase', '/knowledge'], ['call', '/calls', '/calls'],
+    ['chat', '/chats', '/chats'], ['contact', '/contacts', '/contacts'], ['board', '/boards', '/boards'],
+    ['webhook', '/webhooks', '/webhooks'],
+  ];
+  for (const [name, api, page] of details) {
+    const id = await first(api);
+    if (id) list.push([name, `${page}/${id}`]);
+  }
+  return list;
+}
+
+/** What sticks out past the right edge: the outermost elements wider than the window. */
+function overflow(page) {
+  return page.evaluate(() => {
+    const width = document.documentElement.clientWidth;
+    const out = [];
+    for (const el of document.querySelectorAll('body *')) {
+      const r = el.getBoundingClientRect();
+      if (r.width === 0 || r.right <= width + 1) continue;
+      // Inside a box that scrolls on its own, sticking out is what the box is for.
+      let p = el.parentElement;
+      let clipped = false;
+      for (; p && p !== document.body; p = p.parentElement) {
+        const s = getComputedStyle(p);
+        if (/(auto|scroll|hidden)/.test(s.overflowX) && p.getBoundingClientRect().right <= width + 1) { clipped = true; break; }
+      }
+      if (clipped) continue;
+      const parentOut = el.parentElement && el.parentElement.getBoundingClientRect().right > width + 1;
+      if (!parentOut || out.length === 0) {
+        const cls = typeof el.className === 'string' && el.className ? `.${el.className.trim().split(/\s+/).join('.')}` : '';
+        out.push(`${el.tagName.toLowerCase()}${cls} (${Math.round(r.left)}..${Math.round(r.right)})`);
+      }
+      if (out.length >= 6) break;
+    }
+    return { scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth, out };
+  });
+}
+
+async function show(page, url) {
+  await page.goto(url);
+  await visible(page.getByRole('heading', { level: 1 }), `the heading of ${url}`);
+  await settled(page);
+  await page.evaluate(() => document.fonts && document.fonts.ready);
+}
+
+export default async function layout(w) {
+  const { page } = w;
+  const list = await pages(w);
+
+  await step('on a phone (390×844) no page scrolls sideways, and each is screenshotted', async () => {
+    await page.setViewportSize(PHONE);
+    const wide = [];
+    for (const [name, url] of list) {
+      await show(page, url);
+      const m = await overflow(page);
+      if (m.scrollWidth > m.innerWidth) wide.push(`${url}: ${m.scrollWidth} px wide in ${m.innerWidth}: ${m.out.join(', ')}`);
+      await page.screenshot({ path: path.join(SHOTS, `phone-${name}.png`), fullPage: true });
+    }
+    ok(!wide.length, `pages wider than the phone:\n  ${wide.join('\n  ')}`);
+  });
+
+  await step('on a phone the navigation is behind a menu button, and the forms are one column', async () => {
+    await show(page, '/agents');
+    const menu = page.getByRole('button', { name: 'Menu' });
+    await visible(menu, 'the Menu button in the header');
+    ok(await menu.getAttribute('aria-expanded') === 'false', 'the Menu button does not say it is closed (aria-expanded)');
+    ok(!await nav(page).getByRole('link', { name: 'Contacts' }).isVisible(), 'the navigation shows before the menu is opened');
+    await menu.click();
+    ok(await menu.getAttribute('aria-expanded') === 'true', 'the opened Menu button does not say so (aria-expanded)');
+    await page.screenshot({ path: path.join(SHOTS, 'phone-menu-open.png'), fullPage: false });
+    await nav(page).getByRole('link', { name: 'Contacts' }).click();
+    await atPath(page, '/contacts');
+    ok(!await nav(page).getByRole('link', { name: 'Agents' }).isVisible(), 'the menu stays open after choosing a page');
+    // Each form's fields sit one under the other: no two fields share a line.
+    for (const url of ['/agents', '/contacts', '/knowledge', '/calls']) {
+      await show(page, url);
+      const side = await page.evaluate(() => {
+        for (const form of document.querySelectorAll('main form')) {
+          const boxes = [...form.querySelectorAll('.field')].filter((f) => f.getBoundingClientRect().width > 0)
+            .map((f) => f.getBoundingClientRect());
+          for (let i = 1; i < boxes.length; i++) {
+            if (Math.abs(boxes[i].top - boxes[i - 1].top) < 2) return form.getAttribute('aria-label') || form.className;
+          }
+        }
+        return null;
+      });
+      ok(!side, `${url}: the form "${side}" puts two fields side by side on a phone`);
+    }
+    // The create form on /agents does not lie over the first agent's link (defect 1).
+    await show(page, '/agents');
+    const link = page.locator('main table tbody a').first();
+    if (await link.count()) {
+      await link.click({ trial: true, timeout: T }).catch((e) => fail(`the first agent's link cannot be clicked on a phone: ${e.message.split('\n')[0]}`));
+    }
+  });
+
+  await step('on a laptop (1280×800) no page scrolls sideways, and each is screenshotted', async () => {
+    await page.setViewportSize(DESKTOP);
+    const wide = [];
+    for (const [name, url] of list) {
+      await show(page, url);
+      const m = await overflow(page);
+      if (m.scrollWidth > m.innerWidth) wide.push(`${url}: ${m.scrollWidth} px wide in ${m.innerWidth}: ${m.out.join(', ')}`);
+      await page.screenshot({ path: path.join(SHOTS, `desktop-${name}.png`), fullPage: true });
+    }
+    ok(!wide.length, `pages wider than the window:\n  ${wide.join('\n  ')}`);
+    ok(!await page.getByRole('button', { name: 'Menu' }).isVisible(), 'the Menu button shows on a laptop');
+  });
+
+  await step('the agent history keeps Restore inside its box at 1280×800 (defect 4)', async () => {
+    // An agent whose history has versions with long first lines, as a real one would.
+    const made = await w.api('POST', '/agents', { name: `History layout ${Date.now()}`, type: 'phone' });
+    ok(made.status === 201, `POST /v1/agents answered ${made.status}`);
+    const id = made.body.data.id;
+    for (const n of [1, 2, 3]) {
+      const text = `You are the receptionist of a busy dental clinic, version ${n}: greet every caller warmly and book them in.\n`.repeat(3);
+      const put = await w.api('PUT', `/agents/${id}/instructions`, { instructions: text });
+      ok(put.status === 200, `PUT /v1/agents/{id}/instructions answered ${put.status}`);
+    }
+    await show(page, `/agents/${id}`);
+    const restore = page.getByRole('button', { name: /^Restore version/ });
+    await visible(restore, 'a Restore button in the history');
+    await page.screenshot({ path: path.join(SHOTS, 'desktop-agent-history.png'), fullPage: true });
+    const fits = await restore.first().evaluate((b) => {
+      const box = b.closest('.table-wrap') || b.closest('section') || document.body;
+      const r = b.getBoundingClientRect();
+      const o = box.getBoundingClientRect();
+      return r.right <= o.right + 1 && r.left >= o.left - 1 && box.scrollWidth <= box.clientWidth;
+    });
+    ok(fits, 'the history table is wider than its box at 1280×800: Restore is out of sight');
+  });
+}
