@@ -34,30 +34,30 @@ async function pages(w) {
   return list;
 }
 
-/** What sticks out past the right edge: the outermost elements wider than the window. */
+/**
+ * How wide the page is, and what makes it wider than the window: the elements which, hidden one
+ * at a time, bring the width back (outermost first). Text that does not wrap widens a page
+ * without any element's box crossing the edge, so boxes alone would not find it.
+ */
 function overflow(page) {
   return page.evaluate(() => {
-    const width = document.documentElement.clientWidth;
+    const root = document.documentElement;
     const out = [];
-    for (const el of document.querySelectorAll('body *')) {
-      const r = el.getBoundingClientRect();
-      if (r.width === 0 || r.right <= width + 1) continue;
-      // Inside a box that scrolls on its own, sticking out is what the box is for.
-      let p = el.parentElement;
-      let clipped = false;
-      for (; p && p !== document.body; p = p.parentElement) {
-        const s = getComputedStyle(p);
-        if (/(auto|scroll|hidden)/.test(s.overflowX) && p.getBoundingClientRect().right <= width + 1) { clipped = true; break; }
+    const walk = (el, depth) => {
+      for (const child of el.children) {
+        if (!(child instanceof HTMLElement) || depth > 12 || out.length >= 8) continue;
+        const before = child.style.display;
+        child.style.display = 'none';
+        const narrower = root.scrollWidth <= window.innerWidth;
+        child.style.display = before;
+        if (!narrower) continue;
+        const cls = typeof child.className === 'string' && child.className ? `.${child.className.trim().split(/\s+/).join('.')}` : '';
+        out.push(`${child.tagName.toLowerCase()}${cls} "${(child.textContent || '').trim().slice(0, 30)}"`);
+        walk(child, depth + 1);
       }
-      if (clipped) continue;
-      const parentOut = el.parentElement && el.parentElement.getBoundingClientRect().right > width + 1;
-      if (!parentOut || out.length === 0) {
-        const cls = typeof el.className === 'string' && el.className ? `.${el.className.trim().split(/\s+/).join('.')}` : '';
-        out.push(`${el.tagName.toLowerCase()}${cls} (${Math.round(r.left)}..${Math.round(r.right)})`);
-      }
-      if (out.length >= 6) break;
-    }
-    return { scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth, out };
+    };
+    if (root.scrollWidth > window.innerWidth) walk(document.body, 0);
+    return { scrollWidth: root.scrollWidth, innerWidth: window.innerWidth, out: out.slice(-3) };
   });
 }
 
