@@ -80,6 +80,8 @@ export default async function layout(w) {
       const m = await overflow(page);
       if (m.scrollWidth > m.innerWidth) wide.push(`${url}: ${m.scrollWidth} px wide in ${m.innerWidth}: ${m.out.join(', ')}`);
       await page.screenshot({ path: path.join(SHOTS, `phone-${name}.png`), fullPage: true });
+      // What a phone's screen shows first (the README's picture of the calls page).
+      if (name === 'calls') await page.screenshot({ path: path.join(SHOTS, 'phone-calls-screen.png') });
     }
     ok(!wide.length, `pages wider than the phone:\n  ${wide.join('\n  ')}`);
   });
