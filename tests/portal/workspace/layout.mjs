@@ -68,22 +68,27 @@ async function show(page, url) {
   await page.evaluate(() => document.fonts && document.fonts.ready);
 }
 
+/** Shows each page at `size`, screenshots it as `<prefix>-<name>.png`, fails on any wider than the window. */
+async function everyPage(page, list, size, prefix) {
+  await page.setViewportSize(size);
+  const wide = [];
+  for (const [name, url] of list) {
+    await show(page, url);
+    const m = await overflow(page);
+    if (m.scrollWidth > m.innerWidth) wide.push(`${url}: ${m.scrollWidth} px wide in ${m.innerWidth}: ${m.out.join(', ')}`);
+    await page.screenshot({ path: path.join(SHOTS, `${prefix}-${name}.png`), fullPage: true });
+    // What a phone's screen shows first (the README's picture of the calls page).
+    if (name === 'calls') await page.screenshot({ path: path.join(SHOTS, `${prefix}-calls-screen.png`) });
+  }
+  ok(!wide.length, `pages wider than ${size.width} px:\n  ${wide.join('\n  ')}`);
+}
+
 export default async function layout(w) {
   const { page } = w;
   const list = await pages(w);
 
   await step('on a phone (390×844) no page scrolls sideways, and each is screenshotted', async () => {
-    await page.setViewportSize(PHONE);
-    const wide = [];
-    for (const [name, url] of list) {
-      await show(page, url);
-      const m = await overflow(page);
-      if (m.scrollWidth > m.innerWidth) wide.push(`${url}: ${m.scrollWidth} px wide in ${m.innerWidth}: ${m.out.join(', ')}`);
-      await page.screenshot({ path: path.join(SHOTS, `phone-${name}.png`), fullPage: true });
-      // What a phone's screen shows first (the README's picture of the calls page).
-      if (name === 'calls') await page.screenshot({ path: path.join(SHOTS, 'phone-calls-screen.png') });
-    }
-    ok(!wide.length, `pages wider than the phone:\n  ${wide.join('\n  ')}`);
+    await everyPage(page, list, PHONE, 'phone');
   });
 
   await step('on a phone the navigation is behind a menu button, and the forms are one column', async () => {
@@ -122,15 +127,7 @@ export default async function layout(w) {
   });
 
   await step('on a laptop (1280×800) no page scrolls sideways, and each is screenshotted', async () => {
-    await page.setViewportSize(DESKTOP);
-    const wide = [];
-    for (const [name, url] of list) {
-      await show(page, url);
-      const m = await overflow(page);
-      if (m.scrollWidth > m.innerWidth) wide.push(`${url}: ${m.scrollWidth} px wide in ${m.innerWidth}: ${m.out.join(', ')}`);
-      await page.screenshot({ path: path.join(SHOTS, `desktop-${name}.png`), fullPage: true });
-    }
-    ok(!wide.length, `pages wider than the window:\n  ${wide.join('\n  ')}`);
+    await everyPage(page, list, DESKTOP, 'desktop');
     ok(!await page.getByRole('button', { name: 'Menu' }).isVisible(), 'the Menu button shows on a laptop');
   });
 
