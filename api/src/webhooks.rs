@@ -26,6 +26,9 @@ pub struct Webhook {
     pub events: Vec<String>,
     pub description: Option<String>,
     pub status: WebhookStatus,
+    /// False while paused: events for it are held (at most 1,000, as `held` deliveries) and
+    /// sent once it is enabled again.
+    pub enabled: bool,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
@@ -38,6 +41,7 @@ impl From<&proto::Webhook> for Webhook {
             events: webhook.events.clone(),
             description: webhook.description.clone(),
             status: if webhook.status == "failing" { WebhookStatus::Failing } else { WebhookStatus::Active },
+            enabled: webhook.enabled,
             created_at: Timestamp::from_ms(webhook.created_at_ms),
             updated_at: Timestamp::from_ms(webhook.updated_at_ms),
         }
@@ -56,6 +60,7 @@ pub struct NewWebhook {
     /// `whsec_` and the base64 key: verify each request's `webhook-signature` with it.
     pub secret: String,
     pub status: WebhookStatus,
+    pub enabled: bool,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
@@ -65,9 +70,12 @@ pub struct NewWebhook {
 pub enum DeliveryStatus {
     /// Waiting for its next attempt.
     Pending,
+    /// Waiting for its webhook to be enabled again; then it is pending.
+    Held,
     /// The receiver answered 2xx.
     Delivered,
-    /// Given up after 24 hours of retries.
+    /// Given up after 24 hours of retries, or not held because its disabled webhook already
+    /// held 1,000 deliveries.
     Failed,
 }
 
@@ -75,6 +83,7 @@ impl DeliveryStatus {
     pub fn as_str(self) -> &'static str {
         match self {
             DeliveryStatus::Pending => "pending",
+            DeliveryStatus::Held => "held",
             DeliveryStatus::Delivered => "delivered",
             DeliveryStatus::Failed => "failed",
         }
@@ -82,6 +91,7 @@ impl DeliveryStatus {
 
     pub fn parse(text: &str) -> Self {
         match text {
+            "held" => DeliveryStatus::Held,
             "delivered" => DeliveryStatus::Delivered,
             "failed" => DeliveryStatus::Failed,
             _ => DeliveryStatus::Pending,

@@ -316,7 +316,7 @@ export const opt = (value, text) => [value, text];
  * Its error message sits below it (filled from the API's details[].field).
  * @param {FieldSpec} spec
  */
-export function field({ name, label, type = 'text', options, hint, value, ...attrs }) {
+export function field({ name, label, type = 'text', options, hint, value, maxlength, ...attrs }) {
   const id = uid(name);
   const hintId = hint ? `${id}-hint` : null;
   const errId = `${id}-error`;
@@ -325,6 +325,7 @@ export function field({ name, label, type = 'text', options, hint, value, ...att
     ? h('select', { id, name, 'aria-describedby': describedby, value, ...attrs },
       options.map(([v, t]) => h('option', { value: v }, t)))
     : h('input', { id, name, type, 'aria-describedby': describedby, value, ...attrs });
+  if (maxlength != null && control instanceof HTMLInputElement) limitLength(control, Number(maxlength));
   return h('div', { class: 'field' },
     h('label', { for: id }, label),
     control,
@@ -338,23 +339,58 @@ export function field({ name, label, type = 'text', options, hint, value, ...att
  * count) and described too; `wrap` a class of the field.
  * @param {{name: string, label: Child, hint?: Child, note?: HTMLElement | null, wrap?: string, value?: any, rows?: number | null, [attribute: string]: any}} spec
  */
-export function areaField({ name, label, hint, note, wrap, value, rows = 3, ...attrs }) {
+export function areaField({ name, label, hint, note, wrap, value, rows = 3, maxlength, ...attrs }) {
   const id = uid(name);
   const hintId = hint ? `${id}-hint` : null;
   const noteId = note ? `${id}-note` : null;
   const errId = `${id}-error`;
   if (note) note.id = noteId;
+  const control = h('textarea', { id, name, rows, 'aria-describedby': [hintId, noteId, errId].filter(Boolean).join(' '), value, ...attrs });
+  if (maxlength != null) limitLength(control, Number(maxlength));
   return h('div', { class: ['field', wrap] },
     h('label', { for: id }, label),
-    h('textarea', { id, name, rows, 'aria-describedby': [hintId, noteId, errId].filter(Boolean).join(' '), value, ...attrs }),
+    control,
     hint && h('p', { class: 'hint', id: hintId }, hint),
     note,
     h('p', { class: 'field-error', id: errId, hidden: true }));
 }
 
+/** Characters as the API counts them (code points, not UTF-16 units). @param {string} text */
+export const charCount = (text) => [...text].length;
+
+/**
+ * The length limit of a field, said rather than enforced by `maxlength` (which cuts pasted text
+ * without a word): over `max` characters the field is invalid, with "At most N characters"
+ * beside it as soon as it is typed or pasted, and form() refuses to send it. Leading and
+ * trailing spaces do not count (form() trims them before sending).
+ * @param {HTMLInputElement | HTMLTextAreaElement} control
+ * @param {number} max
+ */
+export function limitLength(control, max) {
+  control.dataset.maxChars = String(max);
+  const check = () => {
+    const n = charCount(control.type === 'password' ? control.value : control.value.trim());
+    const message = n > max ? `At most ${num(max)} characters (this has ${num(n)}).` : '';
+    control.setCustomValidity(message);
+    if (message) {
+      setFieldError(control, message);
+      control.dataset.tooLong = 'true';
+    } else if (control.dataset.tooLong) {
+      delete control.dataset.tooLong;
+      setFieldError(control, '');
+    }
+  };
+  control.addEventListener('input', check);
+  // The first check once the field is in the page (its error line must exist).
+  queueMicrotask(() => { if (control.value) check(); });
+}
+
 /** @param {Element} control @param {string} message */
 function setFieldError(control, message) {
-  const err = document.getElementById(control.getAttribute('aria-describedby').split(' ').pop());
+  const last = control.getAttribute('aria-describedby')?.split(' ').pop();
+  // Its error line, by id, or before it is in the document, beside it in its field.
+  const err = (last && (document.getElementById(last) || control.closest('.field')?.querySelector(`[id="${CSS.escape(last)}"]`)));
+  if (!err) return;
   if (message) {
     control.setAttribute('aria-invalid', 'true');
     err.textContent = message;

@@ -34,9 +34,10 @@ function health(w, last) {
   return { failing: false, text: 'A delivery is waiting to be sent.' };
 }
 
-const statusBadge = (failing, status) => (failing
-  ? badge(status === 'failing' ? 'Failing' : 'Deliveries failing', 'wh-bad')
-  : badge('Active', 'wh-good'));
+const statusBadge = (failing, status, enabled = true) => [
+  !enabled && badge('Paused', 'wh-paused'),
+  failing ? badge(status === 'failing' ? 'Failing' : 'Deliveries failing', 'wh-bad') : enabled && badge('Active', 'wh-good'),
+];
 
 /** The event checkboxes, in a fieldset with its own error line (for details[].field "events"). */
 function eventsField(checked = []) {
@@ -94,12 +95,12 @@ export function list({ view }) {
       const state = h('td');
       const show = (last) => {
         const s = health(w, last);
-        replace(state, statusBadge(s.failing, w.status));
+        replace(state, statusBadge(s.failing, w.status, w.enabled !== false));
         replace(cell, h('span', { class: s.failing ? 'wh-bad-text' : 'muted' }, s.text));
       };
       if (i < LAST_OF) {
         replace(cell, h('span', { class: 'muted' }, 'Checking…'));
-        replace(state, statusBadge(w.status === 'failing', w.status));
+        replace(state, statusBadge(w.status === 'failing', w.status, w.enabled !== false));
         api('GET', `/v1/webhooks/${enc(w.id)}/deliveries?page=1&limit=1`)
           .then((d) => show((d || [])[0]))
           .catch(() => show(null));
@@ -184,6 +185,7 @@ export function detail({ view, params, query, signal }) {
       h('p', { class: 'lead' }, h('a', { href: '/webhooks' }, 'All webhooks'), ' · ', h('code', { class: 'wh-url' }, w.url),
         w.description && [h('br'), w.description]),
       top,
+      pauseSwitch(w, base, again),
       testBox(w, base, deliveries),
       section('Settings', settingsForm(w, base, again)),
       deliveries.el,
@@ -202,7 +204,42 @@ export function detail({ view, params, query, signal }) {
   }, 'Loading the webhook…'));
 }
 
+/**
+ * The on/off switch of the webhook (PUT {enabled}): while it is off, events are held (up to
+ * 1,000) and sent when it is switched on again.
+ */
+function pauseSwitch(w, base, reload) {
+  const id = uid('enabled');
+  const on = w.enabled !== false;
+  const noteId = `${id}-note`;
+  const out = h('div', { class: 'wh-switch-error', role: 'alert' });
+  const box = h('input', { type: 'checkbox', role: 'switch', id, class: 'wh-switch-input', checked: on, 'aria-describedby': noteId,
+    onchange: async () => {
+      box.disabled = true;
+      replace(out);
+      try {
+        await api('PUT', base, { enabled: box.checked });
+        toast(box.checked ? 'Deliveries switched on: held events are being sent' : 'Deliveries paused: new events are held');
+        reload();
+      } catch (err) {
+        box.checked = !box.checked;
+        box.disabled = false;
+        replace(out, errorText(err));
+      }
+    } });
+  return h('div', { class: ['wh-switch', on ? 'on' : 'off'] },
+    h('div', { class: 'wh-switch-row' }, box, h('label', { for: id }, 'Send events to this endpoint')),
+    h('p', { class: 'hint', id: noteId }, on
+      ? 'On: events are sent as they happen. Switch it off to pause deliveries without losing events.'
+      : 'Paused: new events are held (up to 1,000) and nothing is sent. Switch it on to send the held events, in order.'),
+    out);
+}
+
 function testBox(w, base, deliveries) {
+  if (w.enabled === false) {
+    return h('div', { class: 'wh-test' }, h('button', { type: 'button', class: 'btn secondary', disabled: true }, 'Send a test event'),
+      h('span', { class: 'wh-test-status' }, 'Switch deliveries on to send a test event.'));
+  }
   const out = h('span', { class: 'wh-test-status', role: 'status' });
   const btn = h('button', { type: 'button', class: 'btn secondary', onclick: async () => {
     btn.disabled = true;
@@ -227,7 +264,7 @@ function settingsForm(w, base, reload) {
       field({ name: 'url', label: 'URL', type: 'url', required: true, maxlength: 2048, autocomplete: 'off', value: w.url }),
       eventsField(w.events || []),
       field({ name: 'description', label: 'Description (optional)', maxlength: 500, autocomplete: 'off', value: w.description || '' }),
-      h('p', { class: 'hint' }, 'The signing secret stays the same. The API has no switch to pause a webhook: delete it to stop its deliveries.'),
+      h('p', { class: 'hint' }, 'The signing secret stays the same. To pause deliveries, use the switch above.'),
     ],
     submit: 'Save changes',
     onSubmit: async (v, f) => {
@@ -244,11 +281,11 @@ function settingsForm(w, base, reload) {
 
 function deliveriesSection(w, base, query, signal, showTop) {
   const page = pageOf(query);
-  const status = ['pending', 'delivered', 'failed'].includes(query.get('status')) ? query.get('status') : '';
+  const status = ['pending', 'held', 'delivered', 'failed'].includes(query.get('status')) ? query.get('status') : '';
   const box = h('div', { class: 'wh-deliveries', 'aria-busy': 'true' }, h('p', { class: 'muted' }, 'Loading the deliveries…'));
   const filterId = uid('status');
   const filter = h('select', { id: filterId, class: 'compact', value: status },
-    [['', 'All'], ['pending', 'Pending'], ['delivered', 'Delivered'], ['failed', 'Failed']].map(([v, t]) => h('option', { value: v }, t)));
+    [['', 'All'], ['pending', 'Pending'], ['held', 'Held'], ['delivered', 'Delivered'], ['failed', 'Failed']].map(([v, t]) => h('option', { value: v }, t)));
   filter.addEventListener('change', () => navigate(hrefWith({ status: filter.value, page: null })));
   let pending = false;
   let fastUntil = Date.now() + 30000; // poll quickly for 30 s after opening, a test or a retry
@@ -297,8 +334,13 @@ function deliveriesSection(w, base, query, signal, showTop) {
 
 function deliveryRow(d, base, refresh) {
   const kind = d.status === 'delivered' ? 'wh-good' : d.status === 'failed' || d.attempts > 0 ? 'wh-bad' : '';
-  const text = d.status === 'pending' && d.attempts > 0 ? 'Retrying' : d.status === 'pending' ? 'Pending' : d.status === 'delivered' ? 'Delivered' : 'Failed';
+  const text = d.status === 'pending' && d.attempts > 0 ? 'Retrying' : d.status === 'pending' ? 'Pending'
+    : d.status === 'held' ? 'Held' : d.status === 'delivered' ? 'Delivered' : 'Failed';
   const rowError = h('div', { class: 'row-error', role: 'alert' });
+  // Only a delivery whose last attempt failed offers Retry (given up, or waiting for its next
+  // retry: "now" instead of after the backoff). A delivered one arrived; a new one is about to
+  // be sent; a held one goes when the webhook is switched on.
+  const failed = d.status === 'failed' || (d.status === 'pending' && d.attempts > 0);
   const retry = h('button', { type: 'button', class: 'btn secondary small', 'aria-label': `Retry the ${d.event} delivery of ${new Date(d.createdAt).toISOString()}`,
     onclick: async () => {
       retry.disabled = true;
@@ -319,7 +361,8 @@ function deliveryRow(d, base, refresh) {
       d.durationMs != null && [h('br'), h('span', { class: 'muted small' }, `in ${num(d.durationMs)} ms`)]),
     h('td', null, h('span', { class: 'wh-attempts' }, num(d.attempts)),
       h('br'), h('span', { class: 'muted small' }, d.lastAttemptAt ? ['last ', time(d.lastAttemptAt)] : 'not tried yet')),
-    h('td', null, d.status === 'pending' ? time(d.nextRetryAt) : h('span', { class: 'muted' }, '—')),
+    h('td', null, d.status === 'pending' ? time(d.nextRetryAt)
+      : d.status === 'held' ? h('span', { class: 'muted' }, 'When switched on') : h('span', { class: 'muted' }, '—')),
     h('td', null, d.error ? h('span', { class: 'wh-error', title: d.error }, d.error) : h('span', { class: 'muted' }, '—')),
-    h('td', { class: 'actions' }, retry, rowError));
+    h('td', { class: 'actions' }, failed && retry, rowError));
 }

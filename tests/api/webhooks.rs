@@ -345,6 +345,81 @@ async fn a_delivery_given_up_marks_the_webhook_failing_until_one_succeeds() {
     assert_eq!(api.get(&format!("/webhooks/{hook_id}")).await.expect(200)["data"]["status"], "active");
 }
 
+/// A paused webhook (issue 40): events for it are held, shown as `held`, not sent; enabling
+/// it sends them; the test event and a retry are refused while it is paused; another team
+/// cannot switch it.
+async fn a_disabled_webhook_holds_events_until_enabled(stack: &Stack) {
+    let receiver = Receiver::start().await;
+    let (mine, theirs) = (stack.team("Paused", false, 0).await, stack.team("Stranger", false, 0).await);
+    let (api, other) = (stack.client(&mine.key), stack.client(&theirs.key));
+    let hook = api.post("/webhooks", json!({ "url": format!("{}/held", receiver.url), "events": ["contact.created"] }));
+    let hook = hook.await.expect(201)["data"].clone();
+    assert_eq!(hook["enabled"], true, "enabled unless said otherwise: {hook}");
+    let hook_id = hook["id"].as_str().unwrap().to_owned();
+    let path = format!("/webhooks/{hook_id}");
+
+    let theirs = other.put(&path, json!({ "enabled": false })).await;
+    assert_eq!(theirs.error_code(404), "NOT_FOUND");
+    assert_eq!(api.get(&path).await.expect(200)["data"]["enabled"], true, "another team's switch did nothing");
+    let not_bool = api.put(&path, json!({ "enabled": "no" })).await;
+    assert_eq!(not_bool.error_code(400), "VALIDATION_ERROR");
+
+    let paused = api.put(&path, json!({ "enabled": false })).await.expect(200)["data"].clone();
+    assert_eq!((paused["enabled"].as_bool(), paused["url"].as_str()), (Some(false), hook["url"].as_str()));
+    assert_eq!(api.get("/webhooks").await.expect(200)["data"][0]["enabled"], false);
+
+    api.post("/contacts", json!({ "number": "+14155550177", "firstName": "Held" })).await.expect(201);
+    let held = deliveries_until(&api, &hook_id, "the event to be held", |all| all.len() == 1).await;
+    assert_eq!(held[0]["status"], "held", "{:#}", held[0]);
+    assert!(held[0]["nextRetryAt"].is_null() && held[0]["attempts"] == 0, "{:#}", held[0]);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(receiver.on("/held").is_empty(), "a disabled webhook was sent: {:?}", receiver.on("/held"));
+    let filtered = api.get(&format!("{path}/deliveries?status=held")).await;
+    assert_eq!(filtered.expect(200)["pagination"]["totalCount"], 1);
+    let pending = api.get(&format!("{path}/deliveries?status=pending")).await;
+    assert_eq!(pending.expect(200)["pagination"]["totalCount"], 0, "held is not pending");
+
+    let test = api.post(&format!("{path}/test"), json!({})).await;
+    assert_eq!(test.error_code(409), "CONFLICT");
+    assert!(test.text.contains("disabled"), "{}", test.text);
+    let delivery_id = held[0]["id"].as_str().unwrap();
+    let retry = api.post(&format!("{path}/deliveries/{delivery_id}/retry"), json!({})).await;
+    assert_eq!(retry.error_code(409), "CONFLICT");
+
+    // Enabled again: the held event is sent, once.
+    assert_eq!(api.put(&path, json!({ "enabled": true })).await.expect(200)["data"]["enabled"], true);
+    let got = receiver.wait_for("/held", 1, "the held event after enabling").await;
+    assert_eq!(got[0].kind(), "contact.created");
+    assert_eq!(got[0].headers["webhook-id"], held[0]["eventId"].as_str().unwrap());
+    deliveries_until(&api, &hook_id, "the held delivery to be delivered", |all| {
+        all.len() == 1 && all[0]["status"] == "delivered"
+    })
+    .await;
+
+    // Created paused.
+    let created = api
+        .post(
+            "/webhooks",
+            json!({ "url": format!("{}/off", receiver.url), "events": ["contact.created"], "enabled": false }),
+        )
+        .await;
+    assert_eq!(created.expect(201)["data"]["enabled"], false);
+}
+
+#[tokio::test]
+async fn a_disabled_webhook_holds_events_until_enabled_on_sqlite() {
+    let stack = Stack::start_with(&FAST_RETRIES).await;
+    a_disabled_webhook_holds_events_until_enabled(&stack).await;
+}
+
+#[tokio::test]
+async fn a_disabled_webhook_holds_events_until_enabled_on_postgres() {
+    let Some(stack) = Stack::serve_on_postgres(&["identity", "crm", "webhooks"], &FAST_RETRIES).await else {
+        return;
+    };
+    a_disabled_webhook_holds_events_until_enabled(&stack).await;
+}
+
 #[tokio::test]
 async fn webpages_tell_when_they_are_ready_and_when_they_fail() {
     use crate::knowledge_sources::{ENV, FAQ, Pages, page, settled, web_server};

@@ -18,6 +18,7 @@ use switchboard_api::paging::{default_limit, first_page};
 
 const WEBHOOK_GONE: &str = "Webhook not found";
 const DELIVERY_GONE: &str = "Webhook or delivery not found";
+const DISABLED: &str = "The webhook is disabled: enable it first (held deliveries are sent then)";
 const TOO_MANY: &str = "A team has at most 50 webhooks";
 const GOVERNED: &str = "An event type whose data the team's access configuration (a client subteam's) hides, e.g. \
     agent.instructions.updated without `instructions`, contact.* without `crm`, call.ended and chat.ended without \
@@ -49,8 +50,12 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(404, WEBHOOK_GONE),
         Endpoint::put("/v1/webhooks/{webhookId}", update)
             .for_admins()
-            .doc("updateWebhook", WEBHOOKS, "Change a webhook's URL, events or description")
-            .about("Members left out (or null) keep their value; `events` replaces the list. The secret stays.")
+            .doc("updateWebhook", WEBHOOKS, "Change a webhook's URL, events, description, or pause it")
+            .about(
+                "Members left out (or null) keep their value; `events` replaces the list. The secret stays. \
+                 `enabled: false` pauses it: events for it are held (at most 1,000; see the deliveries) and \
+                 `enabled: true` sends the held ones, in order, each retried for another 24 hours.",
+            )
             .fails(403, GOVERNED)
             .fails(404, WEBHOOK_GONE),
         Endpoint::delete("/v1/webhooks/{webhookId}", delete)
@@ -63,7 +68,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             .doc("testWebhook", WEBHOOKS, "Send a webhook.test event to the webhook")
             .creates("deliveryId")
             .about("Queues the event for this endpoint alone and answers the delivery; its outcome shows in the deliveries.")
-            .fails(404, WEBHOOK_GONE),
+            .fails(404, WEBHOOK_GONE)
+            .fails(409, DISABLED),
         Endpoint::get("/v1/webhooks/{webhookId}/deliveries", deliveries)
             .for_admins()
             .doc("listWebhookDeliveries", WEBHOOKS, "The webhook's deliveries, newest first")
@@ -71,7 +77,9 @@ pub fn endpoints() -> Vec<Endpoint> {
             .about(
                 "One delivery per event sent to the endpoint, with its latest attempt: `statusCode`, \
                  `durationMs`, `error`, and while it is pending `nextRetryAt`. Failed attempts are retried \
-                 with exponential backoff for 24 hours; then the delivery is `failed` and the webhook `failing`.",
+                 with exponential backoff for 24 hours; then the delivery is `failed` and the webhook `failing`. \
+                 While the webhook is disabled its waiting deliveries are `held`; beyond 1,000 held, a new event \
+                 is recorded as `failed` at once (it can be retried once the webhook is enabled).",
             )
             .fails(404, WEBHOOK_GONE),
         Endpoint::get("/v1/credits/alert", credits_alert)
@@ -86,8 +94,12 @@ pub fn endpoints() -> Vec<Endpoint> {
         Endpoint::post("/v1/webhooks/{webhookId}/deliveries/{deliveryId}/retry", retry)
             .for_admins()
             .doc("retryWebhookDelivery", WEBHOOKS, "Send a delivery again")
-            .about("The same event (same `webhook-id` and body) is queued to be sent now.")
-            .fails(404, DELIVERY_GONE),
+            .about(
+                "The same event (same `webhook-id` and body) is queued to be sent now: a failed delivery, or a \
+                 delivered one sent again on purpose (receivers deduplicate by `webhook-id`).",
+            )
+            .fails(404, DELIVERY_GONE)
+            .fails(409, DISABLED),
     ]
 }
 
@@ -121,6 +133,8 @@ pub struct CreateWebhook {
     pub events: Vec<EventName>,
     #[schemars(length(min = limits::WEBHOOK_DESCRIPTION.min, max = limits::WEBHOOK_DESCRIPTION.max))]
     pub description: Option<String>,
+    /// False creates it paused (events are held until it is enabled); true when left out.
+    pub enabled: Option<bool>,
 }
 
 /// A partial update: members left out (or null) keep their value. Other members are ignored.
@@ -134,6 +148,8 @@ pub struct UpdateWebhook {
     pub events: Option<Vec<EventName>>,
     #[schemars(length(min = limits::WEBHOOK_DESCRIPTION.min, max = limits::WEBHOOK_DESCRIPTION.max))]
     pub description: Option<String>,
+    /// False pauses it (events are held); true sends what it held and resumes.
+    pub enabled: Option<bool>,
 }
 
 /// The page of a delivery list.
@@ -193,6 +209,7 @@ async fn create(call: Call, input: Input<Nothing, Nothing, Json<CreateWebhook>>)
         url: body.url,
         events,
         description: body.description,
+        enabled: body.enabled,
     };
     let webhook = call.services.webhooks.clone().create_webhook(request).await?.into_inner();
     let view = Webhook::from(&webhook);
@@ -203,6 +220,7 @@ async fn create(call: Call, input: Input<Nothing, Nothing, Json<CreateWebhook>>)
         description: view.description,
         secret: webhook.secret,
         status: view.status,
+        enabled: view.enabled,
         created_at: view.created_at,
         updated_at: view.updated_at,
     };
@@ -229,6 +247,7 @@ async fn update(
         replace_events,
         events,
         description: body.description,
+        enabled: body.enabled,
     };
     let webhook = call.services.webhooks.clone().update_webhook(request).await?.into_inner();
     Ok(Updated::new(Webhook::from(&webhook), "Webhook updated successfully"))

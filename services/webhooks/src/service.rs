@@ -22,7 +22,7 @@ use tonic::service::Routes;
 
 use crate::settings::Settings;
 use crate::sign;
-use crate::store::{DELIVERED, FAILED, NewWebhook, PENDING, StoredEvent, WebhookChange, WebhookStore};
+use crate::store::{DELIVERED, FAILED, HELD, NewWebhook, PENDING, StoredEvent, WebhookChange, WebhookStore};
 
 /// How long the check of a new URL's name may wait for DNS.
 const RESOLVE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -191,7 +191,12 @@ impl WebhooksService for WebhooksApi {
         let url = self.check_url(&request.url).await;
         all_at_once([url.as_ref().err(), events.as_ref().err(), description.as_ref().err()])?;
         let (url, events) = (url?, events?);
-        let new = NewWebhook { url: &url, events: &events, description: request.description.as_deref() };
+        let new = NewWebhook {
+            url: &url,
+            events: &events,
+            description: request.description.as_deref(),
+            enabled: request.enabled.unwrap_or(true),
+        };
         let secret = sign::new_secret();
         reply(self.store.create_webhook(&request.team_id, &new, &secret, limits::WEBHOOKS_PER_TEAM).await)
     }
@@ -228,8 +233,15 @@ impl WebhooksService for WebhooksApi {
             url: url.as_deref(),
             events: events.as_deref(),
             description: request.description.as_deref(),
+            enabled: request.enabled,
         };
-        reply(self.store.update_webhook(&request.team_id, &request.webhook_id, &change).await)
+        let updated =
+            self.store.update_webhook(&request.team_id, &request.webhook_id, &change, self.settings.retry_for).await;
+        if request.enabled == Some(true) {
+            // Held deliveries are due now.
+            self.wake.notify_one();
+        }
+        reply(updated)
     }
 
     async fn delete_webhook(&self, request: Request<WebhookRef>) -> Reply<Webhook> {
@@ -263,9 +275,9 @@ impl WebhooksService for WebhooksApi {
         let request = request.into_inner();
         id_or_not_found(&request.webhook_id, crate::store::webhook_not_found)?;
         if let Some(status) = &request.status
-            && ![PENDING, DELIVERED, FAILED].contains(&status.as_str())
+            && ![PENDING, HELD, DELIVERED, FAILED].contains(&status.as_str())
         {
-            return Err(ServiceError::invalid_field("status", "must be one of pending, delivered, failed").into());
+            return Err(ServiceError::invalid_field("status", "must be one of pending, held, delivered, failed").into());
         }
         let page = request.page.unwrap_or_default();
         let limit = if page.limit == 0 { 20 } else { page.limit.min(100) };

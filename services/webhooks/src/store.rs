@@ -18,6 +18,12 @@ pub const FAILING: &str = "failing";
 pub const PENDING: &str = "pending";
 pub const DELIVERED: &str = "delivered";
 pub const FAILED: &str = "failed";
+/// How a pending delivery of a disabled webhook is shown: it is not attempted until the
+/// webhook is enabled again. Stored as `pending`, so enabling needs no rewrite of the rows.
+pub const HELD: &str = "held";
+/// The most deliveries a disabled webhook holds; events beyond are recorded as `failed` (and
+/// can be retried once it is enabled), so a paused endpoint cannot grow the table without end.
+pub const HELD_PER_WEBHOOK: i64 = 1000;
 
 pub fn webhook_not_found() -> ServiceError {
     ServiceError::not_found("Webhook not found")
@@ -31,10 +37,11 @@ fn millis(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX / 4)
 }
 
-const WEBHOOK_COLUMNS: &str = "id, team_id, url, events, description, status, created_at, updated_at";
+const WEBHOOK_COLUMNS: &str = "id, team_id, url, events, description, status, enabled, created_at, updated_at";
 
 fn webhook_from_row(row: &AnyRow) -> Result<Webhook, sqlx::Error> {
     let events: String = row.try_get("events")?;
+    let enabled: i64 = row.try_get("enabled")?;
     Ok(Webhook {
         id: row.try_get("id")?,
         team_id: row.try_get("team_id")?,
@@ -43,6 +50,7 @@ fn webhook_from_row(row: &AnyRow) -> Result<Webhook, sqlx::Error> {
         description: row.try_get("description")?,
         secret: String::new(),
         status: row.try_get("status")?,
+        enabled: enabled != 0,
         created_at_ms: row.try_get("created_at")?,
         updated_at_ms: row.try_get("updated_at")?,
     })
@@ -51,10 +59,14 @@ fn webhook_from_row(row: &AnyRow) -> Result<Webhook, sqlx::Error> {
 const DELIVERY_COLUMNS: &str = "id, webhook_id, event_id, event_type, status, attempts, status_code, duration_ms, \
                                 error, next_attempt_at, created_at, last_attempt_at";
 
-fn delivery_from_row(row: &AnyRow) -> Result<Delivery, sqlx::Error> {
+/// A delivery row as the API shows it: a pending delivery of a disabled webhook is `held`.
+fn delivery_from_row(row: &AnyRow, enabled: bool) -> Result<Delivery, sqlx::Error> {
     let attempts: i64 = row.try_get("attempts")?;
     let status_code: Option<i64> = row.try_get("status_code")?;
-    let status: String = row.try_get("status")?;
+    let mut status: String = row.try_get("status")?;
+    if !enabled && status == PENDING {
+        status = HELD.to_owned();
+    }
     let next: Option<i64> = row.try_get("next_attempt_at")?;
     Ok(Delivery {
         id: row.try_get("id")?,
@@ -77,6 +89,7 @@ pub struct NewWebhook<'a> {
     pub url: &'a str,
     pub events: &'a [String],
     pub description: Option<&'a str>,
+    pub enabled: bool,
 }
 
 /// A checked change: `None` keeps the value.
@@ -84,6 +97,7 @@ pub struct WebhookChange<'a> {
     pub url: Option<&'a str>,
     pub events: Option<&'a [String]>,
     pub description: Option<&'a str>,
+    pub enabled: Option<bool>,
 }
 
 /// An event as stored: its body is what every delivery of it sends.
@@ -155,8 +169,8 @@ impl WebhookStore {
             return Err(ServiceError::conflict(format!("A team has at most {most} webhooks; delete one first")));
         }
         sqlx::query(
-            "INSERT INTO webhooks (id, team_id, url, events, description, secret, status, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
+            "INSERT INTO webhooks (id, team_id, url, events, description, secret, status, enabled, created_at, \
+             updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)",
         )
         .bind(&id)
         .bind(team_id)
@@ -165,6 +179,7 @@ impl WebhookStore {
         .bind(new.description)
         .bind(secret)
         .bind(ACTIVE)
+        .bind(i64::from(new.enabled))
         .bind(now)
         .execute(&mut *tx)
         .await?;
@@ -185,29 +200,47 @@ impl WebhookStore {
         webhook_in(&mut conn, team_id, webhook_id).await
     }
 
+    /// Changes the webhook. Enabling a disabled one makes its held deliveries due now, each
+    /// retried for another `retry_for` (the time spent held does not count against it).
     pub async fn update_webhook(
         &self,
         team_id: &str,
         webhook_id: &str,
         change: &WebhookChange<'_>,
+        retry_for: Duration,
     ) -> ServiceResult<Webhook> {
         let events = change.events.map(serde_json::to_string).transpose().map_err(ServiceError::internal)?;
-        let done = sqlx::query(
+        let now = now_ms();
+        let mut tx = self.db.begin_write().await?;
+        let before = webhook_in(&mut tx, team_id, webhook_id).await?;
+        sqlx::query(
             "UPDATE webhooks SET url = COALESCE($1, url), events = COALESCE($2, events), \
-             description = COALESCE($3, description), updated_at = $4 WHERE team_id = $5 AND id = $6",
+             description = COALESCE($3, description), enabled = COALESCE($4, enabled), updated_at = $5 \
+             WHERE team_id = $6 AND id = $7",
         )
         .bind(change.url)
         .bind(events)
         .bind(change.description)
-        .bind(now_ms())
+        .bind(change.enabled.map(i64::from))
+        .bind(now)
         .bind(team_id)
         .bind(webhook_id)
-        .execute(self.db.pool())
+        .execute(&mut *tx)
         .await?;
-        if done.rows_affected() == 0 {
-            return Err(webhook_not_found());
+        if !before.enabled && change.enabled == Some(true) {
+            sqlx::query(
+                "UPDATE deliveries SET next_attempt_at = $1, give_up_at = $2 WHERE webhook_id = $3 AND status = $4",
+            )
+            .bind(now)
+            .bind(now + millis(retry_for))
+            .bind(webhook_id)
+            .bind(PENDING)
+            .execute(&mut *tx)
+            .await?;
         }
-        self.webhook(team_id, webhook_id).await
+        let webhook = webhook_in(&mut tx, team_id, webhook_id).await?;
+        tx.commit().await?;
+        Ok(webhook)
     }
 
     /// Deletes the endpoint and its deliveries (pending ones are not sent).
@@ -224,7 +257,7 @@ impl WebhookStore {
     /// subscribed to its type, all or nothing; events seen before are skipped. The number new.
     pub async fn publish(&self, events: &[StoredEvent], retry_for: Duration) -> ServiceResult<u32> {
         let mut tx = self.db.begin_write().await?;
-        let mut subscribers: HashMap<String, Vec<(String, Vec<String>)>> = HashMap::new();
+        let mut subscribers: HashMap<String, Vec<(String, Vec<String>, bool)>> = HashMap::new();
         let mut accepted = 0;
         let now = now_ms();
         for event in events {
@@ -233,21 +266,37 @@ impl WebhookStore {
             }
             accepted += 1;
             if !subscribers.contains_key(&event.team_id) {
-                let rows = sqlx::query("SELECT id, events FROM webhooks WHERE team_id = $1 ORDER BY created_at, id")
-                    .bind(&event.team_id)
-                    .fetch_all(&mut *tx)
-                    .await?;
+                let rows =
+                    sqlx::query("SELECT id, events, enabled FROM webhooks WHERE team_id = $1 ORDER BY created_at, id")
+                        .bind(&event.team_id)
+                        .fetch_all(&mut *tx)
+                        .await?;
                 let mut endpoints = Vec::with_capacity(rows.len());
                 for row in &rows {
                     let events: String = row.try_get("events")?;
-                    endpoints.push((row.try_get("id")?, serde_json::from_str(&events).unwrap_or_default()));
+                    let enabled: i64 = row.try_get("enabled")?;
+                    endpoints.push((
+                        row.try_get("id")?,
+                        serde_json::from_str(&events).unwrap_or_default(),
+                        enabled != 0,
+                    ));
                 }
                 subscribers.insert(event.team_id.clone(), endpoints);
             }
             let endpoints = subscribers.get(&event.team_id).map(Vec::as_slice).unwrap_or_default();
-            for (webhook_id, types) in endpoints {
-                if types.iter().any(|kind| kind == &event.kind) {
-                    insert_delivery(&mut tx, webhook_id, event, now + millis(retry_for)).await?;
+            for (webhook_id, types, enabled) in endpoints {
+                if !types.iter().any(|kind| kind == &event.kind) {
+                    continue;
+                }
+                let give_up_at = now + millis(retry_for);
+                if !enabled && held(&mut tx, webhook_id).await? >= HELD_PER_WEBHOOK {
+                    let error = format!(
+                        "Not held: the webhook was disabled and already held {HELD_PER_WEBHOOK} deliveries; \
+                         retry it once the webhook is enabled"
+                    );
+                    insert_failed_delivery(&mut tx, webhook_id, event, give_up_at, &error).await?;
+                } else {
+                    insert_delivery(&mut tx, webhook_id, event, give_up_at).await?;
                 }
             }
         }
@@ -263,7 +312,9 @@ impl WebhookStore {
         retry_for: Duration,
     ) -> ServiceResult<Delivery> {
         let mut tx = self.db.begin_write().await?;
-        webhook_in(&mut tx, &event.team_id, webhook_id).await?;
+        if !webhook_in(&mut tx, &event.team_id, webhook_id).await?.enabled {
+            return Err(disabled("send a test event"));
+        }
         let now = now_ms();
         insert_event(&mut tx, event, now).await?;
         let id = insert_delivery(&mut tx, webhook_id, event, now + millis(retry_for)).await?;
@@ -281,7 +332,14 @@ impl WebhookStore {
         status: Option<&str>,
     ) -> ServiceResult<(Vec<Delivery>, PageInfo)> {
         let mut conn = self.db.pool().acquire().await?;
-        webhook_in(&mut conn, team_id, webhook_id).await?;
+        let enabled = webhook_in(&mut conn, team_id, webhook_id).await?.enabled;
+        // `held` is how pending rows of a disabled webhook are shown: the filter asks for the
+        // stored status, and a status the webhook's state rules out matches no row.
+        let status = status.map(|status| match (status, enabled) {
+            (HELD, false) => PENDING,
+            (PENDING, false) => HELD,
+            (status, _) => status,
+        });
         let status_filter = if status.is_some() { " AND status = $3" } else { "" };
         let count_sql =
             format!("SELECT COUNT(*) AS n FROM deliveries WHERE team_id = $1 AND webhook_id = $2{status_filter}");
@@ -300,7 +358,7 @@ impl WebhookStore {
             query = query.bind(status);
         }
         let rows = query.fetch_all(&mut *conn).await?;
-        let deliveries = rows.iter().map(delivery_from_row).collect::<Result<_, _>>()?;
+        let deliveries = rows.iter().map(|row| delivery_from_row(row, enabled)).collect::<Result<_, _>>()?;
         Ok((deliveries, listing::page_info(page, limit, Total::exact(total))))
     }
 
@@ -313,7 +371,9 @@ impl WebhookStore {
         retry_for: Duration,
     ) -> ServiceResult<Delivery> {
         let mut tx = self.db.begin_write().await?;
-        webhook_in(&mut tx, team_id, webhook_id).await?;
+        if !webhook_in(&mut tx, team_id, webhook_id).await?.enabled {
+            return Err(disabled("retry a delivery"));
+        }
         let now = now_ms();
         // A delivery being attempted right now keeps its lease: the attempt in flight stands
         // for the retry (its outcome is recorded as usual), instead of a second, concurrent
@@ -347,6 +407,7 @@ impl WebhookStore {
         let sql = format!(
             "UPDATE deliveries SET lease_until = $1 WHERE seq IN (SELECT d.seq FROM deliveries d \
              WHERE d.status = 'pending' AND d.next_attempt_at <= $2 AND (d.lease_until IS NULL OR d.lease_until < $2) \
+             AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND w.enabled = 1) \
              AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.webhook_id = d.webhook_id \
              AND e.subject_id = d.subject_id AND e.status = 'pending' AND e.seq < d.seq) \
              ORDER BY d.next_attempt_at, d.seq LIMIT {limit}{}) \
@@ -443,6 +504,51 @@ impl WebhookStore {
     }
 }
 
+/// The 409 of what a disabled webhook does not do.
+fn disabled(what: &str) -> ServiceError {
+    ServiceError::conflict(format!("The webhook is disabled: enable it to {what}"))
+        .with_hint("Set `enabled` to true with PUT /v1/webhooks/{webhookId}; its held deliveries are sent then.")
+}
+
+/// How many deliveries wait for `webhook_id` (held ones, when it is disabled).
+async fn held(conn: &mut AnyConnection, webhook_id: &str) -> ServiceResult<i64> {
+    let row = sqlx::query("SELECT COUNT(*) AS n FROM deliveries WHERE webhook_id = $1 AND status = $2")
+        .bind(webhook_id)
+        .bind(PENDING)
+        .fetch_one(conn)
+        .await?;
+    Ok(row.try_get("n")?)
+}
+
+/// A delivery of `event` to `webhook_id` recorded as failed at once with `error`: it was not
+/// held. A retry once the webhook is enabled sends it.
+async fn insert_failed_delivery(
+    conn: &mut AnyConnection,
+    webhook_id: &str,
+    event: &StoredEvent,
+    give_up_at_ms: i64,
+    error: &str,
+) -> ServiceResult<()> {
+    let now = now_ms();
+    sqlx::query(
+        "INSERT INTO deliveries (id, webhook_id, team_id, event_id, event_type, subject_id, status, attempts, \
+         error, give_up_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, 'failed', 0, $7, $8, $9) \
+         ON CONFLICT (webhook_id, event_id) DO NOTHING",
+    )
+    .bind(uuid::Uuid::now_v7().to_string())
+    .bind(webhook_id)
+    .bind(&event.team_id)
+    .bind(&event.id)
+    .bind(&event.kind)
+    .bind(&event.subject_id)
+    .bind(error)
+    .bind(give_up_at_ms)
+    .bind(now)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 async fn webhook_in(conn: &mut AnyConnection, team_id: &str, webhook_id: &str) -> ServiceResult<Webhook> {
     let sql = format!("SELECT {WEBHOOK_COLUMNS} FROM webhooks WHERE team_id = $1 AND id = $2");
     let row = sqlx::query(&sql).bind(team_id).bind(webhook_id).fetch_optional(conn).await?;
@@ -455,9 +561,10 @@ async fn delivery_in(
     webhook_id: &str,
     delivery_id: &str,
 ) -> ServiceResult<Delivery> {
+    let enabled = webhook_in(&mut *conn, team_id, webhook_id).await?.enabled;
     let sql = format!("SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE team_id = $1 AND webhook_id = $2 AND id = $3");
     let row = sqlx::query(&sql).bind(team_id).bind(webhook_id).bind(delivery_id).fetch_optional(conn).await?;
-    Ok(delivery_from_row(&row.ok_or_else(delivery_not_found)?)?)
+    Ok(delivery_from_row(&row.ok_or_else(delivery_not_found)?, enabled)?)
 }
 
 /// Stores `event` received at `now`; false when an event of that id is stored already (a

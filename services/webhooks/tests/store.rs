@@ -45,7 +45,7 @@ fn event(team: &str, kind: &str, subject: &str) -> StoredEvent {
 
 async fn webhook(store: &WebhookStore, team: &str, events: &[&str]) -> String {
     let events: Vec<String> = events.iter().map(|e| (*e).to_owned()).collect();
-    let new = NewWebhook { url: "https://hooks.example.com/in", events: &events, description: None };
+    let new = NewWebhook { url: "https://hooks.example.com/in", events: &events, description: None, enabled: true };
     store.create_webhook(team, &new, SECRET, 50).await.unwrap().id
 }
 
@@ -121,7 +121,7 @@ async fn concurrent_creates_never_pass_the_team_limit() {
     on_every_engine(|store| async move {
         let (mine, other) = (team(), team());
         let events = vec!["contact.created".to_owned()];
-        let new = NewWebhook { url: "https://hooks.example.com/in", events: &events, description: None };
+        let new = NewWebhook { url: "https://hooks.example.com/in", events: &events, description: None, enabled: true };
         for _ in 0..2 {
             store.create_webhook(&mine, &new, SECRET, 3).await.unwrap();
         }

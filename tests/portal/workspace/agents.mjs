@@ -40,7 +40,22 @@ export default async function agents(w) {
     // A blank name: the error is beside the field, nothing is sent.
     await create.getByRole('button', { name: 'Create agent' }).click();
     await visible(create.locator('.field-error:not([hidden])'), 'the error beside the blank name');
-    await create.getByLabel('Name', { exact: true }).fill(name);
+    // 10,000 characters pasted: kept whole (not cut to 255 without a word), the limit said
+    // beside the field, nothing created (issue 40).
+    const before = (await w.api('GET', '/agents?limit=1')).body.pagination?.totalCount;
+    const nameBox = create.getByLabel('Name', { exact: true });
+    await nameBox.fill('x'.repeat(10000));
+    ok((await nameBox.inputValue()).length === 10000, 'the long name was cut in the field');
+    const beside = create.locator('.field').filter({ has: nameBox }).locator('.field-error');
+    await visible(beside.getByText('At most 255 characters'), 'the limit beside the name while typing');
+    await create.getByRole('button', { name: 'Create agent' }).click();
+    await visible(beside.getByText('At most 255 characters (this has 10,000).'), 'the limit beside the name after Create');
+    await atPath(page, '/agents');
+    const after = (await w.api('GET', '/agents?limit=1')).body.pagination?.totalCount;
+    ok(before === after, `an agent was created with a 10,000-character name (${before} → ${after})`);
+    await check(page, 'agents-name-too-long');
+    await nameBox.fill(name);
+    ok(await beside.isHidden(), 'the limit message stays after a name within it');
     await create.getByLabel('Type').selectOption('chat');
     await create.getByLabel('Knowledge base').selectOption({ label: kbName });
     await create.getByLabel('Description (optional)').fill(description);

@@ -90,6 +90,7 @@ export default async function webhooks(w) {
       ok((await row.first().locator('.wh-code').innerText()).trim() === '200', 'the delivery should show the status 200');
       const req = await until(() => good.got.find((r) => r.body.includes('webhook.test')), 'the receiver to get the test event');
       ok(signed(req, secret), `the test event's webhook-signature does not verify with the secret shown: ${req.headers['webhook-signature']}`);
+      ok(await row.first().getByRole('button', { name: /^Retry/ }).count() === 0, 'a delivered delivery offers Retry');
       await check(page, 'webhook');
     });
 
@@ -103,6 +104,52 @@ export default async function webhooks(w) {
         return r.description === `Edited ${rand} ${SCRIPT}` && JSON.stringify([...r.events].sort()) === JSON.stringify(['call.ended', 'chat.ended']);
       }, 'the edited webhook in the API');
       await visible(page.getByLabel(/^chat\.ended/).and(page.locator(':checked')), 'chat.ended checked after the save');
+    });
+
+    await step('webhooks: the switch pauses a webhook: an event is held, not sent; switching it on sends it', async () => {
+      const r = await w.api('POST', '/webhooks', { url: good.url, events: ['contact.created'], description: `Pausable ${rand}` });
+      ok(r.status === 201 && r.body.data.enabled === true, `POST /webhooks answered ${r.status}: ${JSON.stringify(r.body)}`);
+      const id = r.body.data.id;
+      made.push(id);
+      await page.goto(`/webhooks/${id}`);
+      const toggle = page.getByRole('switch', { name: 'Send events to this endpoint' });
+      await visible(toggle, 'the on/off switch');
+      ok(await toggle.isChecked(), 'a new webhook should be switched on');
+      ok(!(await page.locator('main').innerText()).includes('The API has no switch'), 'the developer talk is still there');
+      await toggle.click();
+      await visible(page.getByText(/^Paused: new events are held/), 'the paused explanation');
+      await until(async () => (await w.api('GET', `/webhooks/${id}`)).body.data.enabled === false, 'the webhook to be disabled in the API');
+      ok(await page.getByRole('switch', { name: 'Send events to this endpoint' }).isChecked() === false, 'the switch should be off');
+      ok(await page.getByRole('button', { name: 'Send a test event' }).isDisabled(), 'a paused webhook offers a test event');
+      const number = `+1415555${String(Math.floor(Math.random() * 10000)).padStart(4, '0')}`;
+      const contact = await w.api('POST', '/contacts', { number, firstName: `Held ${rand}` });
+      ok(contact.status === 201, `POST /contacts answered ${contact.status}: ${JSON.stringify(contact.body)}`);
+      const sent = () => good.got.filter((g) => g.body.includes('contact.created') && g.body.includes(number));
+      try {
+        const held = page.locator('tr[data-delivery]').filter({ hasText: 'contact.created' }).filter({ hasText: 'Held' });
+        await until(async () => {
+          await page.getByRole('button', { name: 'Refresh' }).click();
+          return (await held.count()) > 0;
+        }, 'the held delivery in the list');
+        ok(await held.first().getByRole('button', { name: /^Retry/ }).count() === 0, 'a held delivery offers Retry');
+        ok(sent().length === 0, 'a paused webhook was sent the event');
+        await page.goto('/webhooks');
+        await visible(page.getByRole('row').filter({ hasText: `Pausable ${rand}` }).getByText('Paused'), 'the Paused badge in the list');
+        await check(page, 'webhooks-paused');
+        await page.goto(`/webhooks/${id}`);
+        await page.getByRole('switch', { name: 'Send events to this endpoint' }).click();
+        await visible(page.getByText(/^On: events are sent/), 'the switched-on explanation');
+        await until(() => sent().length > 0, 'the held event to reach the receiver once switched on');
+        const delivered = page.locator('tr[data-delivery]').filter({ hasText: 'contact.created' }).filter({ hasText: 'Delivered' });
+        await until(async () => {
+          await page.getByRole('button', { name: 'Refresh' }).click();
+          return (await delivered.count()) > 0;
+        }, 'the held delivery to show as delivered');
+        ok(await delivered.first().getByRole('button', { name: /^Retry/ }).count() === 0, 'a delivered delivery offers Retry');
+        await check(page, 'webhook-switched-on');
+      } finally {
+        await w.api('DELETE', `/contacts/${contact.body.data.id}`).catch(() => {});
+      }
     });
 
     await step('webhooks: a receiver answering 500 shows failing deliveries; retry sends again', async () => {
