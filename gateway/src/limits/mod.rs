@@ -41,7 +41,7 @@ impl RateLimiter {
         let window_ms = limits.window_ms;
         let redis = redis.map(|(redis, url)| {
             // A URL the subscription cannot follow is logged by its task, which then keeps trying.
-            redis::RedisBuckets::new(redis, Some(versions::VersionWatch::start(url)), window_ms)
+            redis::RedisBuckets::new(redis, versions::VersionWatch::start(url), window_ms)
         });
         let policy_fields = RateClass::ALL.map(|class| headers::PolicyFields::new(class, limits.of(class), window_ms));
         Arc::new(Self { limits, policy_fields, local: local::LocalBuckets::default(), redis })

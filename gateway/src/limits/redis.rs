@@ -93,7 +93,7 @@ pub struct RedisBuckets {
     combiner: Combiner<(), Take, Option<Decision>>,
     /// Without a subscription to team versions, every request reads its team's version with
     /// its token, and no leases are taken.
-    watch: Option<Arc<VersionWatch>>,
+    watch: Arc<VersionWatch>,
     leases: Leases,
     window_ms: i64,
 }
@@ -179,7 +179,7 @@ impl<'a> Batch<'a> {
 }
 
 impl RedisBuckets {
-    pub fn new(redis: Arc<RedisClient>, watch: Option<Arc<VersionWatch>>, window_ms: i64) -> Self {
+    pub fn new(redis: Arc<RedisClient>, watch: Arc<VersionWatch>, window_ms: i64) -> Self {
         Self {
             redis,
             script: redis::Script::new(SCRIPT),
@@ -225,7 +225,7 @@ impl RedisBuckets {
             return decisions;
         }
         let mut batch = Batch::of(&pending);
-        let generation = self.watch.as_ref().and_then(|watch| watch.generation());
+        let generation = self.watch.generation();
         if generation.is_some() {
             for bucket in batch.buckets.iter_mut().filter(|bucket| leases(bucket.class)) {
                 if !self.leases.holds(bucket.team_id, bucket.class) {
@@ -236,9 +236,9 @@ impl RedisBuckets {
         let Some(grants) = self.call(&batch.buckets).await else {
             return decisions;
         };
-        if let (Some(watch), Some(generation)) = (&self.watch, generation) {
+        if let Some(generation) = generation {
             for (bucket, grant) in batch.buckets.iter().zip(&grants) {
-                watch.learned(generation, bucket.team_id, grant.team_version);
+                self.watch.learned(generation, bucket.team_id, grant.team_version);
                 self.leases.keep(bucket.team_id, bucket.class, grant.lease(bucket.limit));
             }
         }
@@ -253,7 +253,7 @@ impl RedisBuckets {
 
     /// The team's version as the subscription knows it.
     pub fn known_version(&self, team_id: &str) -> Option<i64> {
-        self.watch.as_ref()?.version(team_id)
+        self.watch.version(team_id)
     }
 
     /// A token from this replica's lease, when the team's version is known without a call.
@@ -261,7 +261,7 @@ impl RedisBuckets {
         if !leases(class) {
             return None;
         }
-        let version = self.watch.as_ref()?.version(team_id)?;
+        let version = self.watch.version(team_id)?;
         self.leases.take(team_id, class, limit, version)
     }
 
