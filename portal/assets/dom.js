@@ -411,16 +411,27 @@ export function showFormError(formEl, err) {
   const alertSlot = formEl.querySelector('.form-alert');
   const rest = [];
   let first = null;
+  // The labels the person sees, by the API's names of the fields: a message that names another
+  // field ("must not be more than maxDuration") says its label instead.
+  /** @type {Map<string, string>} */
+  const labels = new Map();
+  for (const c of /** @type {Iterable<HTMLInputElement>} */ (formEl.elements)) {
+    const text = c.name && c.id && formEl.querySelector(`label[for="${CSS.escape(c.id)}"]`)?.textContent;
+    if (text && !labels.has(c.name)) labels.set(c.name, text);
+  }
+  /** @param {string} text */
+  const speak = (text) => String(text ?? '').replace(/\b[a-z]+(?:[A-Z][a-z0-9]*)+\b/g, (word) => labels.get(word) ?? word);
   for (const d of err.details || []) {
     const name = String(d.field || '');
     const control = /** @type {HTMLInputElement | null} */ (formEl.elements.namedItem(name) || formEl.elements.namedItem(name.split(/[./]/).pop()));
     if (control && control.getAttribute && control.getAttribute('aria-describedby')) {
       const label = formEl.querySelector(`label[for="${control.id}"]`)?.textContent;
-      const message = label && /^[a-z]/.test(d.message) ? `${label} ${d.message}` : d.message;
+      const said = speak(d.message);
+      const message = label && /^[a-z]/.test(said) ? `${label} ${said}` : said;
       // The API's advice for this field (how to make a password harder to guess), after the message.
       setFieldError(control, d.hint ? `${message}. ${d.hint}` : message);
       first ||= control;
-    } else rest.push(d.field ? `${d.field}: ${d.message}` : d.message);
+    } else rest.push(d.field ? `${labels.get(name) ?? name}: ${speak(d.message)}` : speak(d.message));
   }
   const text = rest.length || !first ? [errorText(err), ...rest].join(' ') : 'Please correct the marked fields.';
   replace(alertSlot, alertBox(text));

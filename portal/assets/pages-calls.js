@@ -84,13 +84,47 @@ function filterForm(base, query, fields, defaults) {
   return f;
 }
 
+/**
+ * The filter form folded behind a "Filters" disclosure (a <details>: it does not fill the first
+ * screen), with the active filters as chips above the list, each a link to the same page
+ * without it. The form opens by itself when the API refuses a filter (its error is beside the
+ * field). `ready` (the agents arriving) redraws the chips with the agent's name.
+ * @param {HTMLFormElement} formEl
+ * @param {URLSearchParams} query
+ * @param {Array<{name: string, label: string}>} fields
+ * @param {Record<string, string>} defaults
+ * @param {Promise<unknown>} [ready]
+ */
+function foldedFilters(formEl, query, fields, defaults, ready) {
+  const active = fields.filter((f) => query.get(f.name) && query.get(f.name) !== defaults[f.name]);
+  const box = h('details', { class: 'cc-filter-box', open: false },
+    h('summary', { class: 'btn secondary' }, 'Filters', active.length ? ` (${active.length} active)` : ''),
+    formEl);
+  const chips = h('ul', { class: 'cc-chips', 'aria-label': 'Active filters' });
+  const valueText = (name) => {
+    const control = formEl.elements.namedItem(name);
+    if (control instanceof HTMLSelectElement) return control.selectedOptions[0]?.textContent || query.get(name);
+    return query.get(name);
+  };
+  const draw = () => replace(chips, active.map((f) => {
+    const text = `${f.label}: ${valueText(f.name)}`;
+    return h('li', null, h('a', { class: 'cc-chip', href: hrefWith({ [f.name]: null, page: null }), 'aria-label': `Remove the filter ${text}` },
+      h('span', null, text), h('span', { class: 'cc-chip-x', 'aria-hidden': 'true' }, '×')));
+  }), active.length > 1 && h('li', null, h('a', { class: 'cc-chip-clear', href: location.pathname }, 'Clear all')));
+  draw();
+  ready?.then(draw, () => {});
+  // A refused filter: show the form, so that the error beside its field is seen.
+  formEl.addEventListener('invalid-filters', () => { box.open = true; });
+  return h('div', { class: 'cc-filter-bar' }, box, active.length ? chips : null);
+}
+
 /** The agents for a filter's select: filled when they arrive; the chosen id stays listed. */
 function fillAgents(formEl, chosen) {
   const select = /** @type {HTMLSelectElement} */ (formEl.elements.namedItem('agentId'));
-  if (!select) return;
+  if (!select) return Promise.resolve();
   if (chosen) select.append(h('option', { value: chosen }, `Agent ${chosen}`));
   select.value = chosen || '';
-  api('GET', '/v1/agents').then((agents) => {
+  return api('GET', '/v1/agents').then((agents) => {
     const list = (agents || []).slice().sort((a, b) => String(a.name).localeCompare(String(b.name)));
     replace(select, h('option', { value: '' }, 'All agents'), list.map((a) => h('option', { value: a.id }, a.name || a.id)),
       chosen && !list.some((a) => a.id === chosen) && h('option', { value: chosen }, `Agent ${chosen}`));
@@ -108,6 +142,7 @@ async function listOrBadFilters(path, formEl, base) {
     return await api('GET', path, undefined, { full: true });
   } catch (err) {
     if (err?.status !== 400) throw err;
+    formEl.dispatchEvent(new Event('invalid-filters'));
     if (err.details?.length) showFormError(formEl, err);
     return { bad: alertBox(`These filters are not valid${err.details?.length ? ': correct the marked fields' : ` (${errorText(err)})`}.`, {
       action: h('a', { class: 'btn secondary small', href: base }, 'Clear filters'),
@@ -168,7 +203,7 @@ export function callList({ view, query, signal }) {
   const q = apiQuery(query, CALL_KEYS, page);
   const back = keep(query, CALL_KEYS);
   const filters = filterForm('/calls', query, callFields(), CALL_DEFAULTS);
-  fillAgents(filters, query.get('agentId'));
+  const folded = foldedFilters(filters, query, callFields(), CALL_DEFAULTS, fillAgents(filters, query.get('agentId')));
   // Unchanged rows are kept as they are on a refresh.
   const rows = liveTable({
     headers: ['Time', 'Direction', 'From → To', 'Agent', 'Duration', 'Status', 'Score'],
@@ -203,7 +238,7 @@ export function callList({ view, query, signal }) {
   }
   view.append(
     h('p', { class: 'lead' }, 'Phone calls of your agents, newest first. Open one for its transcript, recording and timeline.'),
-    filters,
+    folded,
     section('Calls', list));
 }
 

@@ -46,7 +46,7 @@ export default async function agents(w) {
     const nameBox = create.getByLabel('Name', { exact: true });
     await nameBox.fill('x'.repeat(10000));
     ok((await nameBox.inputValue()).length === 10000, 'the long name was cut in the field');
-    const beside = create.locator('.field').filter({ has: nameBox }).locator('.field-error');
+    const beside = create.locator('.field').filter({ has: page.getByLabel('Name', { exact: true }) }).locator('.field-error');
     await visible(beside.getByText('At most 255 characters'), 'the limit beside the name while typing');
     await create.getByRole('button', { name: 'Create agent' }).click();
     await visible(beside.getByText('At most 255 characters (this has 10,000).'), 'the limit beside the name after Create');
