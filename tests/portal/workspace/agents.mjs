@@ -77,6 +77,11 @@ export default async function agents(w) {
     await visible(page.getByRole('heading', { name: 'Instructions' }), 'the Instructions section');
     await visible(page.getByText('Version 1', { exact: true }), 'the version badge');
     await visible(page.getByText(/^Prompt optimisation:/), 'the prompt-optimisation state');
+    // The state is explained in plain words (issue 40: "Queued" said nothing).
+    await visible(page.locator('.ag-opt-means').filter({ hasText: /^(Queued means|Running means|Up to date: new conversations use)/ }), 'what the state means');
+    await page.getByText('What is prompt optimisation?').click();
+    await visible(page.getByText(/prepares the prompt the agent actually uses/), 'what prompt optimisation is');
+    await visible(page.getByText(/the next ones use the new version once it is up to date/), 'what happens next');
     await visible(page.getByText(`${v1.length} / 100,000 characters`), 'the character count');
     await visible(page.getByText(description, { exact: true }), 'the description (as text)');
     await visible(page.getByRole('link', { name: kbName, exact: true }), 'the linked knowledge base (as text)');
