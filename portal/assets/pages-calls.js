@@ -4,7 +4,7 @@
 // its submit navigates); a detail page keeps the list's query, so "Back" returns to that page.
 import {
   h, replace, field, form, loader, table, badge, time, num, alertBox, errorText, showFormError,
-  confirmDialog, toast, navigate, section, pager, pageOf, hrefWith, every, enc, liveTable,
+  confirmDialog, toast, navigate, section, pager, pageOf, hrefWith, every, enc, liveTable, phone, phoneText,
 } from './dom.js';
 import { api, can } from './api.js';
 
@@ -190,7 +190,7 @@ function callRow(c, back) {
   return h('tr', { 'data-id': c.id, class: 'cc-row', onclick: rowClick },
     h('th', { scope: 'row' }, h('a', { href: `/calls/${enc(c.id)}${back}` }, time(c.createdAt))),
     h('td', null, badge(incoming ? 'Incoming' : 'Outgoing', incoming ? 'cc-in' : 'cc-out')),
-    h('td', { class: 'cc-parties' }, h('span', { class: 'mono' }, c.from), h('span', { class: 'muted', 'aria-hidden': 'true' }, ' → '), h('span', { class: 'sr-only' }, ' to '), h('span', { class: 'mono' }, c.to)),
+    h('td', { class: 'cc-parties' }, phone(c.from), h('span', { class: 'muted', 'aria-hidden': 'true' }, ' → '), h('span', { class: 'sr-only' }, ' to '), phone(c.to)),
     h('td', null, c.agent ? c.agent.name : h('span', { class: 'muted' }, '—')),
     h('td', { class: 'num' }, c.duration == null ? h('span', { class: 'muted' }, 'ongoing') : clock(c.duration)),
     h('td', null, statusBadge(c.status), marks.length ? [' ', marks] : null),
@@ -265,7 +265,7 @@ function callView(c, back, again) {
         onclick: async () => {
           const done = await confirmDialog({
             title: 'Delete this call?',
-            body: `The call from ${c.from} to ${c.to}, with its transcript, timeline and recording, is deleted. This cannot be undone.`,
+            body: `The call from ${phoneText(c.from)} to ${phoneText(c.to)}, with its transcript, timeline and recording, is deleted. This cannot be undone.`,
             confirm: 'Delete call',
             action: () => api('DELETE', `/v1/calls/${enc(c.id)}`),
           });
@@ -282,8 +282,8 @@ function callView(c, back, again) {
     h('div', { class: 'card cc-head' },
       facts([
         ['Direction', badge(incoming ? 'Incoming' : 'Outgoing', incoming ? 'cc-in' : 'cc-out')],
-        ['From', h('span', { class: 'mono' }, c.from)],
-        ['To', h('span', { class: 'mono' }, c.to)],
+        ['From', phone(c.from, { link: true })],
+        ['To', phone(c.to, { link: true })],
         ['Agent', agentLink(c.agent)],
         ['Status', statusBadge(c.status)],
         ['Started', time(c.createdAt)],
@@ -335,10 +335,10 @@ function contactBox(c) {
       });
       for (const x of list || []) if (!found.some((f) => f.id === x.id)) found.push(x);
     }));
-    if (!found.length) return h('p', { class: 'muted' }, `No contact has the number ${numbers.join(' or ')}.`);
+    if (!found.length) return h('p', { class: 'muted' }, `No contact has the number ${numbers.map(phoneText).join(' or ')}.`);
     return h('ul', { class: 'cc-contacts' }, found.map((x) => h('li', null,
-      h('a', { href: `/contacts/${enc(x.id)}` }, [x.firstName, x.lastName].filter(Boolean).join(' ') || x.email || x.number),
-      ' ', h('span', { class: 'mono muted' }, x.number),
+      h('a', { href: `/contacts/${enc(x.id)}` }, [x.firstName, x.lastName].filter(Boolean).join(' ') || x.email || phoneText(x.number)),
+      ' ', phone(x.number, { link: true, className: 'muted nowrap' }),
       x.email ? [' · ', h('span', { class: 'muted' }, x.email)] : null)));
   }, 'Looking for a contact…');
 }
@@ -452,7 +452,7 @@ function chatFields() {
   ];
 }
 
-const contactText = (ct) => ct?.number || ct?.email || 'Unknown contact';
+const contactText = (ct) => (ct?.number && phoneText(ct.number)) || ct?.email || 'Unknown contact';
 
 /** @param {PageContext} ctx */
 export function chatList({ view, query }) {
@@ -468,7 +468,7 @@ export function chatList({ view, query }) {
     const rows = (res.data || []).map((c) => h('tr', { 'data-id': c.id, class: 'cc-row', onclick: rowClick },
       h('th', { scope: 'row' }, h('a', { href: `/chats/${enc(c.id)}${back}` }, time(c.createdAt))),
       h('td', { class: 'nowrap' }, CHANNELS[c.channel] || c.channel),
-      h('td', null, h('span', { class: c.contact?.number ? 'mono' : '' }, contactText(c.contact)),
+      h('td', null, h('span', { class: c.contact?.number ? 'nowrap' : '' }, contactText(c.contact)),
         c.summary && h('span', { class: 'cc-sum muted small', title: c.summary }, c.summary)),
       h('td', null, c.agent ? c.agent.name : h('span', { class: 'muted' }, '—')),
       h('td', null, statusBadge(c.status)),

@@ -109,6 +109,32 @@ export default async function calls(w) {
     await settled(page);
   });
 
+  await step('calls: phone numbers are shown in international format; tel: links keep E.164', async () => {
+    await page.goto('/calls');
+    await settled(page);
+    // The kit's formatting, in the page (dom.js phoneText).
+    const formatted = await page.evaluate(async () => {
+      const { phoneText } = await import('/assets/dom.js');
+      return ['+442079460958', '+14155550132', '+447700900123', '+33123456789', '+2348012345678', 'sip:desk'].map(phoneText);
+    });
+    ok(JSON.stringify(formatted) === JSON.stringify(['+44 20 7946 0958', '+1 415 555 0132', '+44 7700 900123', '+33 1 23 45 67 89', '+234 801 234 5678', 'sip:desk']),
+      `phoneText gives ${JSON.stringify(formatted)}`);
+    const row = page.locator(`main tbody tr[data-id="${target.id}"]`);
+    const shown = page.locator('main tbody tr').first().locator('.cc-parties .phone');
+    await visible(shown.first(), 'the numbers of the first row');
+    const first = (await w.api('GET', '/calls?limit=1')).body.data[0];
+    const from = (await shown.first().innerText()).trim();
+    ok(/^\+\d{1,3}( \d+)+$/.test(from) && from.replace(/ /g, '') === first.from, `the first row shows ${from} for ${first.from}`);
+    await page.goto(`/calls/${target.id}`);
+    await settled(page);
+    const tel = page.locator(`main a[href="tel:${target.from}"]`);
+    await visible(tel, `the tel: link of ${target.from} (E.164)`);
+    const text = (await tel.first().innerText()).trim();
+    ok(text.includes(' ') && text.replace(/ /g, '') === target.from, `the From number reads ${text}`);
+    await check(page, 'call-numbers');
+    void row;
+  });
+
   await step('calls: the filters are folded: the first row shows at 1280×800; a chip removes its filter', async () => {
     const size = page.viewportSize();
     await page.setViewportSize({ width: 1280, height: 800 });
