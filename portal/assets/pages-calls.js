@@ -108,8 +108,10 @@ function foldedFilters(formEl, query, fields, defaults, ready) {
   };
   const draw = () => replace(chips, active.map((f) => {
     const text = `${f.label}: ${valueText(f.name)}`;
-    return h('li', null, h('a', { class: 'cc-chip', href: hrefWith({ [f.name]: null, page: null }), 'aria-label': `Remove the filter ${text}` },
-      h('span', null, text), h('span', { class: 'cc-chip-x', 'aria-hidden': 'true' }, '×')));
+    // The name comes from the content (not aria-label, which getByLabel-style lookups of the
+    // form's own fields would also find): "Remove the filter Direction: Incoming".
+    return h('li', null, h('a', { class: 'cc-chip', href: hrefWith({ [f.name]: null, page: null }) },
+      h('span', { class: 'sr-only' }, 'Remove the filter '), h('span', null, text), h('span', { class: 'cc-chip-x', 'aria-hidden': 'true' }, '×')));
   }), active.length > 1 && h('li', null, h('a', { class: 'cc-chip-clear', href: location.pathname }, 'Clear all')));
   draw();
   ready?.then(draw, () => {});

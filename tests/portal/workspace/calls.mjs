@@ -119,7 +119,6 @@ export default async function calls(w) {
     });
     ok(JSON.stringify(formatted) === JSON.stringify(['+44 20 7946 0958', '+1 415 555 0132', '+44 7700 900123', '+33 1 23 45 67 89', '+234 801 234 5678', 'sip:desk']),
       `phoneText gives ${JSON.stringify(formatted)}`);
-    const row = page.locator(`main tbody tr[data-id="${target.id}"]`);
     const shown = page.locator('main tbody tr').first().locator('.cc-parties .phone');
     await visible(shown.first(), 'the numbers of the first row');
     const first = (await w.api('GET', '/calls?limit=1')).body.data[0];
@@ -132,7 +131,6 @@ export default async function calls(w) {
     const text = (await tel.first().innerText()).trim();
     ok(text.includes(' ') && text.replace(/ /g, '') === target.from, `the From number reads ${text}`);
     await check(page, 'call-numbers');
-    void row;
   });
 
   await step('calls: the filters are folded: the first row shows at 1280×800; a chip removes its filter', async () => {
