@@ -59,6 +59,11 @@ path.write_text(text)
 PY
 }
 
+# steal_ticks: the host's stolen CPU ticks and all ticks so far; steal_percent S0 T0 S1 T1: the
+# share stolen between two readings, in percent.
+steal_ticks() { awk '/^cpu / {print $9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
+steal_percent() { python3 -c "print(round(100 * ($3 - $1) / max(1, $4 - $2), 1))"; }
+
 machine_line() {
   echo "Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $(free -g | awk '/Mem:/ {print $2}') GiB; $(date -u +%Y-%m-%d)."
 }
@@ -162,4 +167,18 @@ LUA
   wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --latency -H "X-API-Key: $key" -s "$work/paths.lua" "$base" -- "$paths" \
     2>"$out.err" | tee "$out" >&2
   if [ -s "$out.err" ]; then sort "$out.err" | uniq -c >&2; echo "non-200 answers above" >&2; return 1; fi
+}
+
+# owner_session TEAM ROOT WORKDIR: accepts an owner's invitation to TEAM (admin needs
+# SWITCHBOARD_BIN and WORKDIR/data) and prints the portal session token (the cookie's value).
+owner_session() {
+  local team="$1" root="$2" dir="$3" url token
+  url="$("$SWITCHBOARD_BIN" admin --data-dir "$dir/data" invite --team "$team" --email "bench-$team@bench.example" \
+    --role owner --base-url "$root" | json_field '["url"]')"
+  curl -s -D "$dir/accept.headers" -o /dev/null -H 'Content-Type: application/json' \
+    -d "{\"token\": \"${url##*/}\", \"password\": \"Bench-quiet-lantern-9f2c\", \"firstName\": \"Bench\", \"lastName\": \"Mark\"}" \
+    "$root/v1/auth/accept-invite"
+  token="$(sed -n 's/^[Ss]et-[Cc]ookie: switchboard_session=\([A-Za-z0-9]*\);.*/\1/p' "$dir/accept.headers")"
+  [ -n "$token" ] || { cat "$dir/accept.headers" >&2; echo "no session cookie" >&2; return 1; }
+  echo "$token"
 }

@@ -35,16 +35,7 @@ board_key="$(admin create-key --team "$board_team" --name bench | json_field '["
 board_contacts="$(curl -s -H "X-API-Key: $board_key" "$BASE_URL/contacts?boardId=$board&limit=1" \
   | json_field '["pagination"]["totalCount"]')"
 
-session() {  # a signed-in owner of team $1: prints the session token
-  local url token
-  url="$(admin invite --team "$1" --email "bench-$1@bench.example" --role owner --base-url "$root" | json_field '["url"]')"
-  curl -s -D "$work/accept.headers" -o /dev/null -H 'Content-Type: application/json' \
-    -d "{\"token\": \"${url##*/}\", \"password\": \"correct horse battery\", \"firstName\": \"Bench\", \"lastName\": \"Mark\"}" \
-    "$BASE_URL/auth/accept-invite"
-  token="$(sed -n 's/^[Ss]et-[Cc]ookie: switchboard_session=\([A-Za-z0-9]*\);.*/\1/p' "$work/accept.headers")"
-  [ -n "$token" ] || { cat "$work/accept.headers" >&2; echo "no session cookie" >&2; return 1; }
-  echo "$token"
-}
+session() { owner_session "$1" "$root" "$work"; }
 
 cat >"$work/big.json" <<JSON
 [

@@ -19,7 +19,6 @@ work="$(mktemp -d)"
 PIDS=()
 trap 'kill "${PIDS[@]}" 2>/dev/null; sleep 1; rm -rf "$work"' EXIT
 
-steal_ticks() { awk '/^cpu / {print $9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
 read -r steal0 total0 < <(steal_ticks)
 
 # start_platform NAME [ENV=VALUE...]: `switchboard dev` on core 0; sets BASE_URL and DEMO_KEY.
@@ -60,7 +59,7 @@ python3 "$BENCH_DIR/sign_in.py" throttle "$SWITCHBOARD_BIN" "$work/redis" "" "$B
 python3 "$BENCH_DIR/sign_in.py" throttle "$SWITCHBOARD_BIN" "$work/redis" "" "$BASE_URL" 100 >"$work/throttle-redis-100.txt"
 
 read -r steal1 total1 < <(steal_ticks)
-steal="$(python3 -c "print(round(100 * ($steal1 - $steal0) / max(1, $total1 - $total0), 1))")"
+steal="$(steal_percent "$steal0" "$total0" "$steal1" "$total1")"
 figure() { python3 -c "import json,sys; d=json.load(open('$1')); print(d$2)"; }
 
 out="$work/section.md"

@@ -127,7 +127,7 @@ pub const TABLE: [Governs; 9] = [
 
 /// Operations no setting governs, and why.
 pub const UNGOVERNED_OPERATIONS: &[(&str, &str)] = &[
-    ("GET /v1/me", "who the caller is"),
+    ("* /v1/me/**", "who the caller is, and a person's own name and e-mail address"),
     ("* /v1/auth/**", "signing in and out, one's own session and password"),
     ("GET /v1/agents", "listing agents: the spec gates only their creation and configuration"),
     ("GET /v1/agents/{agentId}", "reading an agent: the spec gates only its creation and configuration"),

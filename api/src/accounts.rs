@@ -481,3 +481,36 @@ pub struct ResetRequestedView {
     /// The address as given.
     pub email: String,
 }
+
+/// A new e-mail address waiting for its confirmation link (`POST /v1/me/email`).
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct EmailChangeView {
+    /// The new address, lower-case: the link was sent there. The address signed in with stays
+    /// the old one until the link is opened.
+    pub email: String,
+    /// When the link stops working.
+    pub expires_at: Timestamp,
+    /// False when the platform has no SMTP server: nothing was sent.
+    pub mailed: bool,
+}
+
+impl From<&proto::EmailChangeRequested> for EmailChangeView {
+    fn from(change: &proto::EmailChangeRequested) -> Self {
+        Self {
+            email: change.email.clone(),
+            expires_at: Timestamp::from_ms(change.expires_at_ms),
+            mailed: change.mailed,
+        }
+    }
+}
+
+/// A confirmed e-mail change (`POST /v1/auth/confirm-email`).
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct EmailConfirmedView {
+    /// The address the person signs in with from now on.
+    pub email: String,
+}

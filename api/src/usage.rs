@@ -41,3 +41,20 @@ impl UsageDay {
         }
     }
 }
+
+/// What one metered operation costs (`GET /v1/credits/prices`): the operations declared as
+/// spending credits, with the amount their service debits.
+#[derive(Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct CreditPrice {
+    /// The OpenAPI operation id.
+    pub operation_id: String,
+    /// `GET`, `POST`, ...
+    pub method: String,
+    pub path: String,
+    /// What it does, in a line.
+    pub summary: String,
+    /// Credits taken from the team acted on each time it succeeds.
+    pub credits: i64,
+}

@@ -40,6 +40,7 @@ pub struct Pipeline {
     sessions: Arc<SessionAuthenticator>,
     throttle: Arc<SignInThrottle>,
     resets: Arc<SignInThrottle>,
+    email_changes: Arc<SignInThrottle>,
     scoper: Scoper,
     pub(crate) limiter: Arc<RateLimiter>,
     idempotency: Idempotency,
@@ -96,6 +97,7 @@ impl Pipeline {
             sessions: Arc::new(SessionAuthenticator::new(config.auth_cache_ttl)),
             throttle: Arc::new(SignInThrottle::new(client.clone())),
             resets: Arc::new(SignInThrottle::with_policy(&crate::throttle::RESET_REQUESTS, client.clone())),
+            email_changes: Arc::new(SignInThrottle::with_policy(&crate::throttle::EMAIL_CHANGES, client.clone())),
             scoper: Scoper::new(config.auth_cache_ttl),
             limiter,
             idempotency: Idempotency::new(client),
@@ -191,6 +193,7 @@ impl Pipeline {
                 sessions: self.sessions.clone(),
                 throttle: self.throttle.clone(),
                 resets: self.resets.clone(),
+                email_changes: self.email_changes.clone(),
             },
         })))
     }

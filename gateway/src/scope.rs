@@ -80,6 +80,15 @@ pub fn check_access(route: &Endpoint, principal: &Principal) -> ServiceResult<()
             .with_hint("Add an authenticator app at /settings/security (POST /v1/auth/second-factors/totp)."));
     }
     let standing = principal.standing();
+    if route.own_account {
+        // A person's own names and address: whatever their role, and never through a key, which
+        // acts for the team and not for a person.
+        return match standing {
+            Standing::Person(_) => Ok(()),
+            _ => Err(ServiceError::new(switchboard_kit::ErrorKind::Unauthorized, "Not signed in")
+                .with_hint("This operation needs the session cookie of POST /v1/auth/sign-in, not an API key.")),
+        };
+    }
     if route.write && standing == Standing::ReadOnlyKey {
         return Err(ServiceError::forbidden("This API key is read-only")
             .with_hint("Use a key with full access for write operations."));

@@ -203,6 +203,8 @@ pub struct Gate {
     pub throttle: Arc<crate::throttle::SignInThrottle>,
     /// Requests for password-reset e-mails.
     pub resets: Arc<crate::throttle::SignInThrottle>,
+    /// Requests for e-mail-change confirmations.
+    pub email_changes: Arc<crate::throttle::SignInThrottle>,
 }
 
 #[cfg(test)]

@@ -95,6 +95,19 @@ pub const RESET_REQUESTS: Policy = Policy {
            most 20.",
 };
 
+/// Requests to change one's e-mail address (`POST /v1/me/email`), each of which mails a link to
+/// an address the caller chose, counted per new address. (A wrong password there counts under
+/// [`SIGN_IN`] too.)
+pub const EMAIL_CHANGES: Policy = Policy {
+    name: "email-change",
+    per_pair: 3,
+    per_email: 5,
+    per_client: 20,
+    message: "Too many e-mail change requests; try again later",
+    hint: "An address gets at most 3 confirmation e-mails a client in 15 minutes (5 in all); a client asks for at \
+           most 20.",
+};
+
 pub struct SignInThrottle {
     policy: &'static Policy,
     redis: Option<Arc<RedisClient>>,

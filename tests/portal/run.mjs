@@ -90,6 +90,14 @@ try {
       ok(!/<script(?![^>]*\bsrc=)[^>]*>/i.test(html), 'index.html has an inline script');
       ok(!/\sstyle=|<style|\son[a-z]+=/i.test(html), 'index.html has an inline style or event handler');
       ok(/src="\/assets\/app\.js"/.test(html) && /href="\/assets\/app\.css"/.test(html), 'index.html must load /assets/app.js and /assets/app.css by absolute path');
+      // Issue 40: the modules are fetched in one round, not a chain of imports: index.html
+      // preloads every module app.js imports (directly or not), and links every page's styles.
+      for (const f of files.filter((x) => x.endsWith('.js') && x !== 'app.js')) {
+        ok(html.includes(`<link rel="modulepreload" href="/assets/${f}">`), `index.html does not modulepreload /assets/${f}`);
+      }
+      for (const f of files.filter((x) => x.endsWith('.css'))) {
+        ok(html.includes(`<link rel="stylesheet" href="/assets/${f}">`), `index.html does not link /assets/${f}`);
+      }
       // The whole portal's first visit, compressed as the gateway sends it: goal at most 300 KB.
       ok(gzipped < 300 * 1024, `JS + CSS is ${gzipped} bytes compressed, over 300 KB`);
       console.log(`# JS + CSS: ${size} bytes, ${gzipped} bytes compressed`);

@@ -382,7 +382,7 @@ async fn invitation(call: Call, input: Input<InvitationToken>) -> ServiceResult<
     Ok(Data::new(InvitationPreviewView::from(&preview)))
 }
 
-fn session_token(call: &Call) -> ServiceResult<&str> {
+pub(super) fn session_token(call: &Call) -> ServiceResult<&str> {
     call.principal.session().and(call.session_token.as_deref()).ok_or_else(|| {
         ServiceError::new(ErrorKind::Unauthorized, "Not signed in")
             .with_hint("This operation needs the session cookie of POST /v1/auth/sign-in, not an API key.")

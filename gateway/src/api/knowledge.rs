@@ -48,7 +48,7 @@ pub fn endpoints() -> Vec<Endpoint> {
                  fails; `meta` also names the agent and its knowledge base.",
             )
             .class(RateClass::Search)
-            .spends_credits()
+            .spends_credits(limits::SEARCH_CREDITS)
             .fails(402, "Insufficient credits: the team's balance has no credit left; nothing is charged.")
             .fails(404, THROUGH_AGENT)
             .tool("search_knowledge", SEARCH_DESCRIPTION),
@@ -108,7 +108,7 @@ pub fn endpoints() -> Vec<Endpoint> {
                  after the parameters and the knowledge base check out, and given back if the search fails.",
             )
             .class(RateClass::Search)
-            .spends_credits()
+            .spends_credits(limits::SEARCH_CREDITS)
             .fails(402, "Insufficient credits: the team's balance has no credit left; nothing is charged.")
             .fails(404, KNOWLEDGEBASE_GONE)
             .tool("search_knowledge", SEARCH_DESCRIPTION),

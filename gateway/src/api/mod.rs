@@ -15,6 +15,7 @@ pub mod identity;
 pub mod knowledge;
 pub mod members;
 pub mod passkeys;
+pub mod profile;
 pub mod second_factors;
 pub mod signed_in;
 pub mod sources;
@@ -47,6 +48,7 @@ pub fn endpoints() -> Vec<Endpoint> {
     [
         identity::endpoints(),
         auth::endpoints(),
+        profile::endpoints(),
         second_factors::endpoints(),
         passkeys::endpoints(),
         sso::endpoints(),

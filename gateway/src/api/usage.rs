@@ -1,12 +1,14 @@
 //! `GET /v1/usage`: searches and credits (identity service) and calls and chats
-//! (conversations service) per UTC day, both asked at once and put together here.
+//! (conversations service) per UTC day, both asked at once and put together here; and
+//! `GET /v1/credits/prices`: what each metered operation costs, read from the route table.
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use switchboard_api::paging::DateBound;
-use switchboard_api::usage::UsageDay;
+use switchboard_api::usage::{CreditPrice, UsageDay};
 use switchboard_kit::time::now_ms;
 use switchboard_kit::{FieldViolation, ServiceError, ServiceResult};
 use switchboard_proto::v1::UsageRequest;
@@ -32,7 +34,35 @@ pub fn endpoints() -> Vec<Endpoint> {
                  they started, from the history as it is now (a deleted call is no longer counted). An \
                  agency reads a subteam's with `teamId`.",
             ),
+        Endpoint::get("/v1/credits/prices", prices)
+            .doc("listCreditPrices", IDENTITY, "What each operation that spends credits costs")
+            .about(
+                "Every metered operation, with the credits it takes from the team acted on each time it succeeds \
+                 (a failed one is given back). Operations not listed cost nothing. The same for every team.",
+            ),
     ]
+}
+
+/// The metered operations of the route table, in its order; made once (the table is fixed).
+fn price_list() -> &'static [CreditPrice] {
+    static PRICES: OnceLock<Vec<CreditPrice>> = OnceLock::new();
+    PRICES.get_or_init(|| {
+        super::endpoints()
+            .iter()
+            .filter(|endpoint| endpoint.spends_credits)
+            .map(|endpoint| CreditPrice {
+                operation_id: endpoint.operation_id.to_owned(),
+                method: endpoint.method.as_str().to_owned(),
+                path: endpoint.path.to_owned(),
+                summary: endpoint.summary.to_owned(),
+                credits: endpoint.price,
+            })
+            .collect()
+    })
+}
+
+async fn prices(_: Call, _: Input) -> ServiceResult<List<CreditPrice>> {
+    Ok(List::new(price_list().to_vec()))
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq, Default)]

@@ -169,6 +169,8 @@ pub struct Endpoint {
     /// Refused to signed-in members and viewers: it manages the team (keys, members,
     /// webhooks, the audit log). Keys are held to `write` alone.
     pub admins_only: bool,
+    /// The signed-in person's own account (names, e-mail): any role may, no API key may.
+    pub own_account: bool,
     /// Written to the team's audit log under this action when it succeeds.
     pub audit: Option<&'static str>,
     /// Its success answers a secret that is shown once (a key, a link that lets someone in): an
@@ -176,6 +178,8 @@ pub struct Endpoint {
     pub shows_secret: bool,
     /// Spends the team's credits: signed in by the cookie, even a GET needs the CSRF header.
     pub spends_credits: bool,
+    /// The credits it takes each time: the amount its service debits (`GET /v1/credits/prices`).
+    pub price: i64,
     pub body: BodyKind,
     /// The largest JSON body it takes, when it needs more than the gateway's limit.
     pub body_limit: Option<usize>,
@@ -227,9 +231,11 @@ impl Endpoint {
             agency_key_header: path.starts_with("/v1/agency/"),
             visitor: false,
             admins_only: false,
+            own_account: false,
             audit: None,
             shows_secret: false,
             spends_credits: false,
+            price: 0,
             body: B::KIND,
             body_limit: None,
             failures: Vec::new(),
@@ -321,15 +327,24 @@ impl Endpoint {
         self
     }
 
+    /// The caller's own account: a person of any role (a viewer too) changes it, a key never
+    /// does; it is a person's, not the team's.
+    pub fn for_own_account(mut self) -> Self {
+        self.own_account = true;
+        self
+    }
+
     /// Recorded in the audit log as `action` when it succeeds.
     pub fn audited(mut self, action: &'static str) -> Self {
         self.audit = Some(action);
         self
     }
 
-    /// Spends credits (see [`Endpoint::spends_credits`]).
-    pub fn spends_credits(mut self) -> Self {
+    /// Spends `credits` each time (see [`Endpoint::spends_credits`]): the constant its service
+    /// debits by, so that the price list cannot drift from what is charged.
+    pub fn spends_credits(mut self, credits: i64) -> Self {
         self.spends_credits = true;
+        self.price = credits;
         self
     }
 

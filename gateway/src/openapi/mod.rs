@@ -211,7 +211,9 @@ fn operation(
     if endpoint.visitor {
         rules.push("Needs no credential; limited per client address.".to_owned());
     }
-    if endpoint.write {
+    if endpoint.own_account {
+        rules.push("Needs the session cookie of a signed-in person, of any role; an API key gets 401.".to_owned());
+    } else if endpoint.write {
         rules.push("Needs a full-access key, or a signed-in role that writes (not `viewer`).".to_owned());
     }
     if endpoint.admins_only {

@@ -9,6 +9,7 @@ pub mod keys;
 pub mod mail;
 pub mod passkeys;
 pub mod passwords;
+pub mod profile;
 pub mod second_factor;
 pub mod settings;
 pub mod sso;

@@ -88,3 +88,28 @@ pub fn reset(email: &str, url: &str) -> Mail {
         ),
     }
 }
+
+/// The link that confirms `email` as a person's new address; sent to that address.
+pub fn email_change(email: &str, url: &str) -> Mail {
+    Mail {
+        to: email.to_owned(),
+        subject: "Confirm your new Switchboard e-mail address".to_owned(),
+        body: format!(
+            "Open this link to use this address to sign in to Switchboard (it works once, for 1 day):\n\n{url}\n\n\
+             Until then your address stays as it is. If you did not ask for this, ignore this message.\n"
+        ),
+    }
+}
+
+/// The notice to a person's former address that it no longer signs in.
+pub fn email_changed(old_email: &str, new_email: &str) -> Mail {
+    Mail {
+        to: old_email.to_owned(),
+        subject: "Your Switchboard e-mail address was changed".to_owned(),
+        body: format!(
+            "The address you sign in to Switchboard with is now {new_email}; this one ({old_email}) no longer \
+             signs in.\n\nIf you did not make this change, ask an owner of your team or reset your password at \
+             once.\n"
+        ),
+    }
+}

@@ -9,3 +9,8 @@ pub fn invite_url(public_base: &str, token: &str) -> String {
 pub fn reset_url(public_base: &str, token: &str) -> String {
     format!("{}/reset/{token}", public_base.trim_end_matches('/'))
 }
+
+/// The page that confirms a new e-mail address with this token.
+pub fn confirm_email_url(public_base: &str, token: &str) -> String {
+    format!("{}/confirm-email/{token}", public_base.trim_end_matches('/'))
+}

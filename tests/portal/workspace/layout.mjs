@@ -34,30 +34,30 @@ async function pages(w) {
   return list;
 }
 
-/** What sticks out past the right edge: the outermost elements wider than the window. */
+/**
+ * How wide the page is, and what makes it wider than the window: the elements which, hidden one
+ * at a time, bring the width back (outermost first). Text that does not wrap widens a page
+ * without any element's box crossing the edge, so boxes alone would not find it.
+ */
 function overflow(page) {
   return page.evaluate(() => {
-    const width = document.documentElement.clientWidth;
+    const root = document.documentElement;
     const out = [];
-    for (const el of document.querySelectorAll('body *')) {
-      const r = el.getBoundingClientRect();
-      if (r.width === 0 || r.right <= width + 1) continue;
-      // Inside a box that scrolls on its own, sticking out is what the box is for.
-      let p = el.parentElement;
-      let clipped = false;
-      for (; p && p !== document.body; p = p.parentElement) {
-        const s = getComputedStyle(p);
-        if (/(auto|scroll|hidden)/.test(s.overflowX) && p.getBoundingClientRect().right <= width + 1) { clipped = true; break; }
+    const walk = (el, depth) => {
+      for (const child of el.children) {
+        if (!(child instanceof HTMLElement) || depth > 12 || out.length >= 8) continue;
+        const before = child.style.display;
+        child.style.display = 'none';
+        const narrower = root.scrollWidth <= window.innerWidth;
+        child.style.display = before;
+        if (!narrower) continue;
+        const cls = typeof child.className === 'string' && child.className ? `.${child.className.trim().split(/\s+/).join('.')}` : '';
+        out.push(`${child.tagName.toLowerCase()}${cls} "${(child.textContent || '').trim().slice(0, 30)}"`);
+        walk(child, depth + 1);
       }
-      if (clipped) continue;
-      const parentOut = el.parentElement && el.parentElement.getBoundingClientRect().right > width + 1;
-      if (!parentOut || out.length === 0) {
-        const cls = typeof el.className === 'string' && el.className ? `.${el.className.trim().split(/\s+/).join('.')}` : '';
-        out.push(`${el.tagName.toLowerCase()}${cls} (${Math.round(r.left)}..${Math.round(r.right)})`);
-      }
-      if (out.length >= 6) break;
-    }
-    return { scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth, out };
+    };
+    if (root.scrollWidth > window.innerWidth) walk(document.body, 0);
+    return { scrollWidth: root.scrollWidth, innerWidth: window.innerWidth, out: out.slice(-3) };
   });
 }
 
@@ -68,20 +68,27 @@ async function show(page, url) {
   await page.evaluate(() => document.fonts && document.fonts.ready);
 }
 
+/** Shows each page at `size`, screenshots it as `<prefix>-<name>.png`, fails on any wider than the window. */
+async function everyPage(page, list, size, prefix) {
+  await page.setViewportSize(size);
+  const wide = [];
+  for (const [name, url] of list) {
+    await show(page, url);
+    const m = await overflow(page);
+    if (m.scrollWidth > m.innerWidth) wide.push(`${url}: ${m.scrollWidth} px wide in ${m.innerWidth}: ${m.out.join(', ')}`);
+    await page.screenshot({ path: path.join(SHOTS, `${prefix}-${name}.png`), fullPage: true });
+    // What a phone's screen shows first (the README's picture of the calls page).
+    if (name === 'calls') await page.screenshot({ path: path.join(SHOTS, `${prefix}-calls-screen.png`) });
+  }
+  ok(!wide.length, `pages wider than ${size.width} px:\n  ${wide.join('\n  ')}`);
+}
+
 export default async function layout(w) {
   const { page } = w;
   const list = await pages(w);
 
   await step('on a phone (390×844) no page scrolls sideways, and each is screenshotted', async () => {
-    await page.setViewportSize(PHONE);
-    const wide = [];
-    for (const [name, url] of list) {
-      await show(page, url);
-      const m = await overflow(page);
-      if (m.scrollWidth > m.innerWidth) wide.push(`${url}: ${m.scrollWidth} px wide in ${m.innerWidth}: ${m.out.join(', ')}`);
-      await page.screenshot({ path: path.join(SHOTS, `phone-${name}.png`), fullPage: true });
-    }
-    ok(!wide.length, `pages wider than the phone:\n  ${wide.join('\n  ')}`);
+    await everyPage(page, list, PHONE, 'phone');
   });
 
   await step('on a phone the navigation is behind a menu button, and the forms are one column', async () => {
@@ -120,15 +127,7 @@ export default async function layout(w) {
   });
 
   await step('on a laptop (1280×800) no page scrolls sideways, and each is screenshotted', async () => {
-    await page.setViewportSize(DESKTOP);
-    const wide = [];
-    for (const [name, url] of list) {
-      await show(page, url);
-      const m = await overflow(page);
-      if (m.scrollWidth > m.innerWidth) wide.push(`${url}: ${m.scrollWidth} px wide in ${m.innerWidth}: ${m.out.join(', ')}`);
-      await page.screenshot({ path: path.join(SHOTS, `desktop-${name}.png`), fullPage: true });
-    }
-    ok(!wide.length, `pages wider than the window:\n  ${wide.join('\n  ')}`);
+    await everyPage(page, list, DESKTOP, 'desktop');
     ok(!await page.getByRole('button', { name: 'Menu' }).isVisible(), 'the Menu button shows on a laptop');
   });
 

@@ -22,7 +22,7 @@ use crate::validate;
 pub struct AccountsApi {
     pub(crate) store: IdentityStore,
     pub(crate) settings: AccountSettings,
-    mailer: Option<Mailer>,
+    pub(crate) mailer: Option<Mailer>,
     /// Reaches the teams' identity providers (single sign-on).
     pub(crate) sso_http: crate::sso::SsoHttp,
     /// A session that ends or changes gives its team a new version: every gateway then looks
@@ -369,6 +369,18 @@ impl AccountService for AccountsApi {
 
     async fn describe_invitation(&self, request: Request<InvitationTokenRequest>) -> Reply<InvitationPreview> {
         reply(self.store.invitation_preview(&request.into_inner().token).await)
+    }
+
+    async fn update_profile(&self, request: Request<UpdateProfileRequest>) -> Reply<User> {
+        reply(AccountsApi::update_profile(self, request.into_inner()).await)
+    }
+
+    async fn request_email_change(&self, request: Request<RequestEmailChangeRequest>) -> Reply<EmailChangeRequested> {
+        reply(AccountsApi::request_email_change(self, request.into_inner()).await)
+    }
+
+    async fn confirm_email_change(&self, request: Request<ConfirmEmailChangeRequest>) -> Reply<User> {
+        reply(AccountsApi::confirm_email_change(self, request.into_inner()).await)
     }
 
     async fn list_members(&self, request: Request<ListMembersRequest>) -> Reply<ListMembersResponse> {

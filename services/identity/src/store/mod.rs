@@ -8,6 +8,7 @@ mod keys;
 pub mod links;
 pub mod members;
 pub mod passkeys;
+pub mod profile;
 pub mod second_factor;
 mod sessions;
 pub mod sso;
