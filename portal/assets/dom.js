@@ -134,7 +134,84 @@ export const plural = (n, one, many = `${one}s`) => `${num(n)} ${n === 1 ? one :
  * A contact's name wherever it is shown: its names, else its e-mail, else its number.
  * @param {{firstName?: string | null, lastName?: string | null, email?: string | null, number?: string | null} | null | undefined} c
  */
-export const contactName = (c) => [c?.firstName, c?.lastName].filter(Boolean).join(' ') || c?.email || c?.number || 'Unnamed contact';
+export const contactName = (c) => [c?.firstName, c?.lastName].filter(Boolean).join(' ') || c?.email || (c?.number && phoneText(c.number)) || 'Unnamed contact';
+// Country calling codes of two digits (ITU E.164 assignments); 1 and 7 are the one-digit ones,
+// every other code has three digits. Enough to split any E.164 number into code and rest.
+const CC2 = new Set(('20 27 30 31 32 33 34 36 39 40 41 43 44 45 46 47 48 49 51 52 53 54 55 56 57 58 60 61 62 63 64 65 66 '
+  + '81 82 84 86 90 91 92 93 94 95 98').split(' '));
+
+/** Splits digits into groups of the given sizes (the last takes the rest). @param {string} d @param {number[]} sizes */
+function groups(d, sizes) {
+  const out = [];
+  let i = 0;
+  for (const [k, n] of sizes.entries()) {
+    if (i >= d.length) break;
+    const take = k === sizes.length - 1 ? d.length - i : n;
+    out.push(d.slice(i, i + take));
+    i += take;
+  }
+  return out;
+}
+
+/** Threes, with a four at the end rather than a lone digit: 7 → 3 4, 8 → 4 4, 10 → 3 3 4. @param {string} d */
+function genericGroups(d) {
+  if (d.length <= 4) return [d];
+  if (d.length === 7) return groups(d, [3, 4]);
+  if (d.length === 8) return groups(d, [4, 4]);
+  const out = [];
+  for (let i = 0; i < d.length; i += 3) out.push(d.slice(i, i + 3));
+  if (out.length > 1 && out[out.length - 1].length === 1) out.splice(-2, 2, out[out.length - 2] + out[out.length - 1]);
+  return out;
+}
+
+/** How a country's national number is grouped, for the countries customers call most. */
+const NATIONAL = {
+  1: (n) => (n.length === 10 ? groups(n, [3, 3, 4]) : null), // +1 415 555 0132
+  44: (n) => (n.length !== 10 ? null : /^2/.test(n) ? groups(n, [2, 4, 4]) : groups(n, [4, 6])), // +44 20 7946 0958, +44 7700 900123
+  33: (n) => (n.length === 9 ? groups(n, [1, 2, 2, 2, 2]) : null), // +33 1 23 45 67 89
+  34: (n) => (n.length === 9 ? groups(n, [3, 3, 3]) : null), // +34 612 345 678
+  39: (n) => (n.length >= 9 ? groups(n, [3, 3, 4]) : null), // +39 312 345 6789
+  49: (n) => (/^1[5-7]/.test(n) ? groups(n, [3, 20]) : /^[3-9]0|^89/.test(n) ? groups(n, [2, 20]) : null), // +49 151 23456789, +49 30 1234567
+  31: (n) => (n.length === 9 ? (/^6/.test(n) ? groups(n, [1, 8]) : groups(n, [2, 3, 4])) : null), // +31 6 12345678
+  61: (n) => (n.length === 9 ? (/^4/.test(n) ? groups(n, [3, 3, 3]) : groups(n, [1, 4, 4])) : null), // +61 412 345 678, +61 2 9876 5432
+  64: (n) => (n.length >= 8 ? (/^2/.test(n) ? groups(n, [2, 3, 20]) : groups(n, [1, 3, 20])) : null),
+  353: (n) => (n.length === 9 ? (/^8/.test(n) ? groups(n, [2, 3, 4]) : groups(n, [1, 3, 4])) : null), // +353 87 123 4567
+  91: (n) => (n.length === 10 ? groups(n, [5, 5]) : null), // +91 98765 43210
+  7: (n) => (n.length === 10 ? groups(n, [3, 3, 2, 2]) : null), // +7 912 345 67 89
+  52: (n) => (n.length === 10 ? groups(n, [2, 4, 4]) : null), // +52 55 1234 5678
+  55: (n) => (n.length >= 10 ? groups(n, [2, 5, 4]) : null), // +55 11 91234 5678
+  27: (n) => (n.length === 9 ? groups(n, [2, 3, 4]) : null), // +27 82 123 4567
+};
+
+/**
+ * A phone number as people read it, in international format: "+14155550132" → "+1 415 555
+ * 0132", "+442079460958" → "+44 20 7946 0958"; countries without a rule here are grouped in
+ * threes after their code. Anything that is not E.164 (+ and 8 to 15 digits) is shown as it
+ * is. Only for showing: links (`tel:`), copies and the API keep the E.164 form.
+ * @param {string | null | undefined} number
+ */
+export function phoneText(number) {
+  const raw = String(number ?? '');
+  if (!/^\+[1-9]\d{7,14}$/.test(raw)) return raw;
+  const d = raw.slice(1);
+  const cc = /^[17]/.test(d) ? d.slice(0, 1) : CC2.has(d.slice(0, 2)) ? d.slice(0, 2) : d.slice(0, 3);
+  const national = d.slice(cc.length);
+  const parts = NATIONAL[cc]?.(national) || genericGroups(national);
+  return `+${cc} ${parts.join(' ')}`;
+}
+
+/**
+ * A phone number shown for people (phoneText), its E.164 form as the title and, when `link`,
+ * a `tel:` link with the E.164 number.
+ * @param {string | null | undefined} number
+ * @param {{link?: boolean, className?: string}} [how]
+ */
+export function phone(number, { link = false, className = 'phone' } = {}) {
+  const text = phoneText(number);
+  if (link && /^\+[1-9]\d{7,14}$/.test(String(number))) return h('a', { class: className, href: `tel:${number}`, title: number }, text);
+  return h('span', { class: className, title: text !== number ? number : null }, text);
+}
+
 /** A path segment: `/v1/contacts/${enc(id)}`. */
 export const enc = encodeURIComponent;
 
@@ -411,16 +488,27 @@ export function showFormError(formEl, err) {
   const alertSlot = formEl.querySelector('.form-alert');
   const rest = [];
   let first = null;
+  // The labels the person sees, by the API's names of the fields: a message that names another
+  // field ("must not be more than maxDuration") says its label instead.
+  /** @type {Map<string, string>} */
+  const labels = new Map();
+  for (const c of /** @type {Iterable<HTMLInputElement>} */ (formEl.elements)) {
+    const text = c.name && c.id && formEl.querySelector(`label[for="${CSS.escape(c.id)}"]`)?.textContent;
+    if (text && !labels.has(c.name)) labels.set(c.name, text);
+  }
+  /** @param {string} text */
+  const speak = (text) => String(text ?? '').replace(/\b[a-z]+(?:[A-Z][a-z0-9]*)+\b/g, (word) => labels.get(word) ?? word);
   for (const d of err.details || []) {
     const name = String(d.field || '');
     const control = /** @type {HTMLInputElement | null} */ (formEl.elements.namedItem(name) || formEl.elements.namedItem(name.split(/[./]/).pop()));
     if (control && control.getAttribute && control.getAttribute('aria-describedby')) {
       const label = formEl.querySelector(`label[for="${control.id}"]`)?.textContent;
-      const message = label && /^[a-z]/.test(d.message) ? `${label} ${d.message}` : d.message;
+      const said = speak(d.message);
+      const message = label && /^[a-z]/.test(said) ? `${label} ${said}` : said;
       // The API's advice for this field (how to make a password harder to guess), after the message.
       setFieldError(control, d.hint ? `${message}. ${d.hint}` : message);
       first ||= control;
-    } else rest.push(d.field ? `${d.field}: ${d.message}` : d.message);
+    } else rest.push(d.field ? `${labels.get(name) ?? name}: ${speak(d.message)}` : speak(d.message));
   }
   const text = rest.length || !first ? [errorText(err), ...rest].join(' ') : 'Please correct the marked fields.';
   replace(alertSlot, alertBox(text));

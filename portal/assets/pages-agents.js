@@ -267,6 +267,29 @@ function optimisation(po, current) {
   return parts;
 }
 
+/** What the optimisation's state means for the person, in plain words. */
+const OPT_MEANS = {
+  queued: 'Queued means your saved text is waiting its turn to be prepared for conversations; it usually starts within seconds. Until it is done, new conversations use the previously prepared version.',
+  running: 'Running means your saved text is being prepared for conversations now. Until it is done, new conversations use the previously prepared version.',
+  completed: 'Up to date: new conversations use the prepared text of the version shown.',
+  failed: 'Failed: new conversations keep using the last text that was prepared. Saving the instructions again tries once more.',
+};
+
+/** The state line, what it means, and what prompt optimisation is (folded). */
+function optimisationHelp(po) {
+  return [
+    po && OPT_MEANS[po.status] && h('p', { class: 'hint ag-opt-means' }, OPT_MEANS[po.status]),
+    h('details', { class: 'ag-opt-about' },
+      h('summary', null, 'What is prompt optimisation?'),
+      h('p', null, 'Each time instructions are saved, Switchboard prepares the prompt the agent actually uses in calls and chats: ',
+        'your text, tidied, with the agent’s name and description, the rules of its channel (on the phone: short spoken sentences, ',
+        'no formatting; in chat: short paragraphs) and, when a knowledge base is linked, how to use it.'),
+      h('p', null, 'It runs by itself in the background (queued, then running, then up to date), usually within seconds. ',
+        'Conversations already under way keep the prompt they started with; the next ones use the new version once it is up to date. ',
+        'You do not need to do anything.')),
+  ];
+}
+
 function instructionsSection(ctx) {
   const write = can('write');
   const status = h('div', { class: 'ag-status' });
@@ -279,7 +302,8 @@ function instructionsSection(ctx) {
     h('p', null, ins.version
       ? [badge(`Version ${num(ins.version)}`, 'accent'), ' set ', time(ins.updatedAt)]
       : h('span', { class: 'muted' }, 'No instructions yet (version 0).')),
-    h('p', null, h('strong', null, 'Prompt optimisation: '), optimisation(ins.promptOptimization, ins.version)));
+    h('p', null, h('strong', null, 'Prompt optimisation: '), optimisation(ins.promptOptimization, ins.version)),
+    optimisationHelp(ins.promptOptimization));
 
   const pending = () => ['queued', 'running'].includes(saved?.promptOptimization?.status);
   every(2000, ctx.signal, async () => {

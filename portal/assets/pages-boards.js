@@ -4,7 +4,7 @@
 // list; the stages edited below the board).
 import {
   h, append, replace, field, form, loader, table, badge, time, num, alertBox, errorText,
-  confirmDialog, toast, section, ACTIONS, uid, colorDot, enc, focusTitle, plural, contactName,
+  confirmDialog, toast, section, ACTIONS, uid, colorDot, enc, focusTitle, plural, contactName, phoneText,
 } from './dom.js';
 import { api, can, actingTeam } from './api.js';
 
@@ -211,7 +211,7 @@ function card(c, col, ctx) {
   const name = contactName(c);
   const li = /** @type {Card} */ (h('li', { class: 'kanban-card', 'data-contact': c.id },
     h('h3', { class: 'card-name' }, h('a', { href: `/contacts/${enc(c.id)}`, draggable: 'false' }, name)),
-    c.number && h('p', { class: 'card-phone' }, c.number),
+    c.number && h('p', { class: 'card-phone' }, phoneText(c.number)),
     (c.tags || []).length > 0 && h('p', { class: 'card-tags' }, c.tags.map((t) => badge(t.name)))));
   if (!ctx.writer) return li;
   li.setAttribute('draggable', 'true');

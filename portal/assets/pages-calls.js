@@ -4,7 +4,7 @@
 // its submit navigates); a detail page keeps the list's query, so "Back" returns to that page.
 import {
   h, replace, field, form, loader, table, badge, time, num, alertBox, errorText, showFormError,
-  confirmDialog, toast, navigate, section, pager, pageOf, hrefWith, every, enc, liveTable,
+  confirmDialog, toast, navigate, section, pager, pageOf, hrefWith, every, enc, liveTable, phone, phoneText,
 } from './dom.js';
 import { api, can } from './api.js';
 
@@ -84,13 +84,49 @@ function filterForm(base, query, fields, defaults) {
   return f;
 }
 
+/**
+ * The filter form folded behind a "Filters" disclosure (a <details>: it does not fill the first
+ * screen), with the active filters as chips above the list, each a link to the same page
+ * without it. The form opens by itself when the API refuses a filter (its error is beside the
+ * field). `ready` (the agents arriving) redraws the chips with the agent's name.
+ * @param {HTMLFormElement} formEl
+ * @param {URLSearchParams} query
+ * @param {Array<{name: string, label: string}>} fields
+ * @param {Record<string, string>} defaults
+ * @param {Promise<unknown>} [ready]
+ */
+function foldedFilters(formEl, query, fields, defaults, ready) {
+  const active = fields.filter((f) => query.get(f.name) && query.get(f.name) !== defaults[f.name]);
+  const box = h('details', { class: 'cc-filter-box', open: false },
+    h('summary', { class: 'btn secondary' }, 'Filters', active.length ? ` (${active.length} active)` : ''),
+    formEl);
+  const chips = h('ul', { class: 'cc-chips', 'aria-label': 'Active filters' });
+  const valueText = (name) => {
+    const control = formEl.elements.namedItem(name);
+    if (control instanceof HTMLSelectElement) return control.selectedOptions[0]?.textContent || query.get(name);
+    return query.get(name);
+  };
+  const draw = () => replace(chips, active.map((f) => {
+    const text = `${f.label}: ${valueText(f.name)}`;
+    // The name comes from the content (not aria-label, which getByLabel-style lookups of the
+    // form's own fields would also find): "Remove the filter Direction: Incoming".
+    return h('li', null, h('a', { class: 'cc-chip', href: hrefWith({ [f.name]: null, page: null }) },
+      h('span', { class: 'sr-only' }, 'Remove the filter '), h('span', null, text), h('span', { class: 'cc-chip-x', 'aria-hidden': 'true' }, '×')));
+  }), active.length > 1 && h('li', null, h('a', { class: 'cc-chip-clear', href: location.pathname }, 'Clear all')));
+  draw();
+  ready?.then(draw, () => {});
+  // A refused filter: show the form, so that the error beside its field is seen.
+  formEl.addEventListener('invalid-filters', () => { box.open = true; });
+  return h('div', { class: 'cc-filter-bar' }, box, active.length ? chips : null);
+}
+
 /** The agents for a filter's select: filled when they arrive; the chosen id stays listed. */
 function fillAgents(formEl, chosen) {
   const select = /** @type {HTMLSelectElement} */ (formEl.elements.namedItem('agentId'));
-  if (!select) return;
+  if (!select) return Promise.resolve();
   if (chosen) select.append(h('option', { value: chosen }, `Agent ${chosen}`));
   select.value = chosen || '';
-  api('GET', '/v1/agents').then((agents) => {
+  return api('GET', '/v1/agents').then((agents) => {
     const list = (agents || []).slice().sort((a, b) => String(a.name).localeCompare(String(b.name)));
     replace(select, h('option', { value: '' }, 'All agents'), list.map((a) => h('option', { value: a.id }, a.name || a.id)),
       chosen && !list.some((a) => a.id === chosen) && h('option', { value: chosen }, `Agent ${chosen}`));
@@ -108,6 +144,7 @@ async function listOrBadFilters(path, formEl, base) {
     return await api('GET', path, undefined, { full: true });
   } catch (err) {
     if (err?.status !== 400) throw err;
+    formEl.dispatchEvent(new Event('invalid-filters'));
     if (err.details?.length) showFormError(formEl, err);
     return { bad: alertBox(`These filters are not valid${err.details?.length ? ': correct the marked fields' : ` (${errorText(err)})`}.`, {
       action: h('a', { class: 'btn secondary small', href: base }, 'Clear filters'),
@@ -155,7 +192,7 @@ function callRow(c, back) {
   return h('tr', { 'data-id': c.id, class: 'cc-row', onclick: rowClick },
     h('th', { scope: 'row' }, h('a', { href: `/calls/${enc(c.id)}${back}` }, time(c.createdAt))),
     h('td', null, badge(incoming ? 'Incoming' : 'Outgoing', incoming ? 'cc-in' : 'cc-out')),
-    h('td', { class: 'cc-parties' }, h('span', { class: 'mono' }, c.from), h('span', { class: 'muted', 'aria-hidden': 'true' }, ' → '), h('span', { class: 'sr-only' }, ' to '), h('span', { class: 'mono' }, c.to)),
+    h('td', { class: 'cc-parties' }, phone(c.from), h('span', { class: 'muted', 'aria-hidden': 'true' }, ' → '), h('span', { class: 'sr-only' }, ' to '), phone(c.to)),
     h('td', null, c.agent ? c.agent.name : h('span', { class: 'muted' }, '—')),
     h('td', { class: 'num' }, c.duration == null ? h('span', { class: 'muted' }, 'ongoing') : clock(c.duration)),
     h('td', null, statusBadge(c.status), marks.length ? [' ', marks] : null),
@@ -168,7 +205,7 @@ export function callList({ view, query, signal }) {
   const q = apiQuery(query, CALL_KEYS, page);
   const back = keep(query, CALL_KEYS);
   const filters = filterForm('/calls', query, callFields(), CALL_DEFAULTS);
-  fillAgents(filters, query.get('agentId'));
+  const folded = foldedFilters(filters, query, callFields(), CALL_DEFAULTS, fillAgents(filters, query.get('agentId')));
   // Unchanged rows are kept as they are on a refresh.
   const rows = liveTable({
     headers: ['Time', 'Direction', 'From → To', 'Agent', 'Duration', 'Status', 'Score'],
@@ -203,7 +240,7 @@ export function callList({ view, query, signal }) {
   }
   view.append(
     h('p', { class: 'lead' }, 'Phone calls of your agents, newest first. Open one for its transcript, recording and timeline.'),
-    filters,
+    folded,
     section('Calls', list));
 }
 
@@ -230,7 +267,7 @@ function callView(c, back, again) {
         onclick: async () => {
           const done = await confirmDialog({
             title: 'Delete this call?',
-            body: `The call from ${c.from} to ${c.to}, with its transcript, timeline and recording, is deleted. This cannot be undone.`,
+            body: `The call from ${phoneText(c.from)} to ${phoneText(c.to)}, with its transcript, timeline and recording, is deleted. This cannot be undone.`,
             confirm: 'Delete call',
             action: () => api('DELETE', `/v1/calls/${enc(c.id)}`),
           });
@@ -247,8 +284,8 @@ function callView(c, back, again) {
     h('div', { class: 'card cc-head' },
       facts([
         ['Direction', badge(incoming ? 'Incoming' : 'Outgoing', incoming ? 'cc-in' : 'cc-out')],
-        ['From', h('span', { class: 'mono' }, c.from)],
-        ['To', h('span', { class: 'mono' }, c.to)],
+        ['From', phone(c.from, { link: true })],
+        ['To', phone(c.to, { link: true })],
         ['Agent', agentLink(c.agent)],
         ['Status', statusBadge(c.status)],
         ['Started', time(c.createdAt)],
@@ -300,10 +337,10 @@ function contactBox(c) {
       });
       for (const x of list || []) if (!found.some((f) => f.id === x.id)) found.push(x);
     }));
-    if (!found.length) return h('p', { class: 'muted' }, `No contact has the number ${numbers.join(' or ')}.`);
+    if (!found.length) return h('p', { class: 'muted' }, `No contact has the number ${numbers.map(phoneText).join(' or ')}.`);
     return h('ul', { class: 'cc-contacts' }, found.map((x) => h('li', null,
-      h('a', { href: `/contacts/${enc(x.id)}` }, [x.firstName, x.lastName].filter(Boolean).join(' ') || x.email || x.number),
-      ' ', h('span', { class: 'mono muted' }, x.number),
+      h('a', { href: `/contacts/${enc(x.id)}` }, [x.firstName, x.lastName].filter(Boolean).join(' ') || x.email || phoneText(x.number)),
+      ' ', phone(x.number, { link: true, className: 'muted nowrap' }),
       x.email ? [' · ', h('span', { class: 'muted' }, x.email)] : null)));
   }, 'Looking for a contact…');
 }
@@ -417,7 +454,7 @@ function chatFields() {
   ];
 }
 
-const contactText = (ct) => ct?.number || ct?.email || 'Unknown contact';
+const contactText = (ct) => (ct?.number && phoneText(ct.number)) || ct?.email || 'Unknown contact';
 
 /** @param {PageContext} ctx */
 export function chatList({ view, query }) {
@@ -433,7 +470,7 @@ export function chatList({ view, query }) {
     const rows = (res.data || []).map((c) => h('tr', { 'data-id': c.id, class: 'cc-row', onclick: rowClick },
       h('th', { scope: 'row' }, h('a', { href: `/chats/${enc(c.id)}${back}` }, time(c.createdAt))),
       h('td', { class: 'nowrap' }, CHANNELS[c.channel] || c.channel),
-      h('td', null, h('span', { class: c.contact?.number ? 'mono' : '' }, contactText(c.contact)),
+      h('td', null, h('span', { class: c.contact?.number ? 'nowrap' : '' }, contactText(c.contact)),
         c.summary && h('span', { class: 'cc-sum muted small', title: c.summary }, c.summary)),
       h('td', null, c.agent ? c.agent.name : h('span', { class: 'muted' }, '—')),
       h('td', null, statusBadge(c.status)),

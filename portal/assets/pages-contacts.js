@@ -2,7 +2,7 @@
 // Contacts: /contacts (search, filters, a new contact) and /contacts/{contactId} (details, custom
 // fields, tags, assignments, boards and stage, notes, calls and chats). The CSV import is in
 // pages-import.js, tags and custom fields in pages-contact-settings.js.
-import { h, replace, field, form, loader, table, badge, time, num, fullName, alertBox, errorText, uid, confirmDialog, toast, navigate, section, pager, pageOf, hrefWith, showFormError, enc, contactName, areaField, tagChip as chip, opt, append } from './dom.js';
+import { h, replace, field, form, loader, table, badge, time, num, fullName, alertBox, errorText, uid, confirmDialog, toast, navigate, section, pager, pageOf, hrefWith, showFormError, enc, contactName, areaField, tagChip as chip, opt, append, phone } from './dom.js';
 import { api, can, cachedGet, primeCache } from './api.js';
 
 /** @typedef {import('./dom.js').PageContext} PageContext */
@@ -39,7 +39,7 @@ export function list({ view, query, signal }) {
     replace(filterSlot, filterForm(q, res.availableTags || [], boards || [], users || []));
     const rows = (res.data || []).map((c) => h('tr', null,
       h('th', { scope: 'row' }, h('a', { href: `/contacts/${enc(c.id)}` }, contactName(c))),
-      h('td', { class: 'nowrap' }, c.number),
+      h('td', null, phone(c.number, { className: 'nowrap' })),
       h('td', null, c.email || h('span', { class: 'muted' }, '—')),
       h('td', null, (c.tags || []).length ? h('span', { class: 'tag-list' }, c.tags.map((t) => chip(t))) : h('span', { class: 'muted' }, '—')),
       h('td', null, c.crmStage ? [c.crmStage.name, h('br'), h('span', { class: 'muted small' }, boardName(boards || [], c.crmStage.boardId))] : h('span', { class: 'muted' }, '—')),
@@ -144,7 +144,7 @@ export function detail({ view, params, signal }) {
     return [
       h('div', { class: 'contact-head' },
         h('p', { class: 'contact-name' }, contactName(c)),
-        h('p', { class: 'muted' }, c.number, ' · added ', time(c.createdAt), ' · ', h('a', { href: '/contacts' }, 'All contacts'))),
+        h('p', { class: 'muted' }, phone(c.number, { link: true }), ' · added ', time(c.createdAt), ' · ', h('a', { href: '/contacts' }, 'All contacts'))),
       h('div', { class: 'contact-grid' },
         h('div', null, fieldsSection(ctx), notesSection(ctx)),
         h('div', null, tagsSection(ctx), assignSection(ctx), boardsSection(ctx))),
@@ -378,7 +378,7 @@ function historySection(c) {
     return [table(['Started', 'Direction', 'Other party', 'Duration', 'Status'], (res.data || []).map((x) => h('tr', null,
       h('td', null, h('a', { href: `/calls/${enc(x.id)}` }, time(x.createdAt))),
       h('td', null, x.type === 'INCOMING' ? 'Incoming' : 'Outgoing'),
-      h('td', { class: 'nowrap' }, x.from === c.number ? x.to : x.from),
+      h('td', null, phone(x.from === c.number ? x.to : x.from, { className: 'nowrap' })),
       h('td', { class: 'num' }, typeof x.duration === 'number' ? `${num(x.duration)} s` : '—'),
       h('td', null, badge(x.status || '—')))), { caption: 'Calls with this contact', dense: true, empty: 'No calls with this number.' }),
     res.pagination?.totalCount > 20 && h('p', null, h('a', { href: `/calls?number=${enc(c.number)}` }, `All ${num(res.pagination.totalCount)} calls`))];

@@ -25,6 +25,7 @@ const POLL_MS = 3000;
 /** What the latest delivery says: {failing, text}. */
 function health(w, last) {
   if (w.status === 'failing') return { failing: true, text: 'A delivery was given up after 24 hours of retries.' };
+  if (w.enabled === false) return { failing: false, text: 'Paused: new events are held until it is switched on.' };
   if (!last) return { failing: false, text: 'No deliveries yet.' };
   const code = last.statusCode == null ? 'no answer' : `HTTP ${last.statusCode}`;
   if (last.status === 'delivered') return { failing: false, text: `Last delivery ${code}` };

@@ -188,3 +188,38 @@ async fn a_delivery_given_up_fails_its_webhook_until_one_succeeds() {
     })
     .await;
 }
+
+/// A disabled webhook (issue 40): its deliveries are held, not claimed; at most
+/// HELD_PER_WEBHOOK are held and the next is recorded failed; enabling makes the held ones due.
+#[tokio::test]
+async fn a_disabled_webhook_holds_a_bounded_number_until_enabled() {
+    use switchboard_webhooks::store::{HELD_PER_WEBHOOK, WebhookChange};
+    on_every_engine(|store| async move {
+        let mine = team();
+        let hook = webhook(&store, &mine, &["contact.created"]).await;
+        let off = WebhookChange { url: None, events: None, description: None, enabled: Some(false) };
+        assert!(!store.update_webhook(&mine, &hook, &off, DAY).await.unwrap().enabled);
+        let count = usize::try_from(HELD_PER_WEBHOOK).unwrap() + 1;
+        let events: Vec<StoredEvent> =
+            (0..count).map(|i| event(&mine, "contact.created", &format!("c{}", i % 7))).collect();
+        assert_eq!(store.publish(&events, DAY).await.unwrap(), u32::try_from(count).unwrap());
+        assert!(due(&store).await.is_empty(), "a held delivery was claimed");
+        let (held, page) = store.list_deliveries(&mine, &hook, (1, 100), Some("held")).await.unwrap();
+        assert_eq!(page.total_count, u64::try_from(HELD_PER_WEBHOOK).unwrap(), "{page:?}");
+        assert!(held.iter().all(|d| d.status == "held" && d.next_retry_at_ms.is_none()));
+        let (failed, _) = store.list_deliveries(&mine, &hook, (1, 100), Some("failed")).await.unwrap();
+        assert_eq!(failed.len(), 1);
+        assert_eq!(failed[0].event_id, events[count - 1].id, "the newest beyond the bound is not held");
+        assert!(failed[0].error.as_deref().unwrap_or_default().contains("Not held"), "{:?}", failed[0]);
+        let (pending, _) = store.list_deliveries(&mine, &hook, (1, 100), Some("pending")).await.unwrap();
+        assert!(pending.is_empty(), "held is not pending while disabled");
+
+        let on = WebhookChange { enabled: Some(true), ..off };
+        assert!(store.update_webhook(&mine, &hook, &on, DAY).await.unwrap().enabled);
+        // One per subject at a time: the first delivery of each of the 7 subjects is due.
+        let claimed = due(&store).await;
+        assert_eq!(claimed.len(), 7, "{claimed:?}");
+        assert!(claimed.iter().all(|claim| claim.give_up_at_ms > now_ms() + 3_600_000), "a fresh retry window");
+    })
+    .await;
+}

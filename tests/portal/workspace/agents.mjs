@@ -46,7 +46,7 @@ export default async function agents(w) {
     const nameBox = create.getByLabel('Name', { exact: true });
     await nameBox.fill('x'.repeat(10000));
     ok((await nameBox.inputValue()).length === 10000, 'the long name was cut in the field');
-    const beside = create.locator('.field').filter({ has: nameBox }).locator('.field-error');
+    const beside = create.locator('.field').filter({ has: page.getByLabel('Name', { exact: true }) }).locator('.field-error');
     await visible(beside.getByText('At most 255 characters'), 'the limit beside the name while typing');
     await create.getByRole('button', { name: 'Create agent' }).click();
     await visible(beside.getByText('At most 255 characters (this has 10,000).'), 'the limit beside the name after Create');
@@ -77,6 +77,11 @@ export default async function agents(w) {
     await visible(page.getByRole('heading', { name: 'Instructions' }), 'the Instructions section');
     await visible(page.getByText('Version 1', { exact: true }), 'the version badge');
     await visible(page.getByText(/^Prompt optimisation:/), 'the prompt-optimisation state');
+    // The state is explained in plain words (issue 40: "Queued" said nothing).
+    await visible(page.locator('.ag-opt-means').filter({ hasText: /^(Queued means|Running means|Up to date: new conversations use)/ }), 'what the state means');
+    await page.getByText('What is prompt optimisation?').click();
+    await visible(page.getByText(/prepares the prompt the agent actually uses/), 'what prompt optimisation is');
+    await visible(page.getByText(/the next ones use the new version once it is up to date/), 'what happens next');
     await visible(page.getByText(`${v1.length} / 100,000 characters`), 'the character count');
     await visible(page.getByText(description, { exact: true }), 'the description (as text)');
     await visible(page.getByRole('link', { name: kbName, exact: true }), 'the linked knowledge base (as text)');

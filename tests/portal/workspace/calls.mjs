@@ -20,6 +20,13 @@ async function waitFor(page, fn, arg, what, timeout = T) {
 export default async function calls(w) {
   const { page } = w;
   track(page);
+  // The filter form is folded behind "Filters" (issue 40): open it before using it.
+  const openFilters = async () => {
+    const box = page.locator('details.cc-filter-box');
+    await visible(box.locator('summary'), 'the Filters button');
+    if (!(await box.evaluate((d) => d.open))) await box.locator('summary').click();
+    await visible(page.getByRole('button', { name: 'Apply filters' }), 'the opened filter form');
+  };
   if (mock) { console.log('# the mock server has no calls or chats: the calls steps are skipped'); return; }
   let target; // a call with a recording, found through the API
   let filterUrl;
@@ -48,6 +55,7 @@ export default async function calls(w) {
     const min = Math.max(0, target.duration - 5);
     const max = target.duration + 5;
     const day = target.createdAt.slice(0, 10);
+    await openFilters();
     await page.getByLabel('Direction').selectOption(direction);
     await page.getByLabel('Shortest (seconds)').fill(String(min));
     await page.getByLabel('Longest (seconds)').fill(String(max));
@@ -82,7 +90,8 @@ export default async function calls(w) {
     await check(page, 'calls-filtered');
   });
 
-  await step('calls: an invalid range is shown beside its field', async () => {
+  await step('calls: an invalid range is shown beside its field, in the labels the person sees', async () => {
+    await openFilters();
     await page.getByLabel('Shortest (seconds)').fill('50');
     await page.getByLabel('Longest (seconds)').fill('10');
     await page.getByRole('button', { name: 'Apply filters' }).click();
@@ -92,11 +101,66 @@ export default async function calls(w) {
     try { await page.waitForFunction(() => document.querySelector('input[name="minDuration"]')?.getAttribute('aria-invalid') === 'true', null, { timeout: T }); } catch { fail('the min > max error is not marked on the Shortest field'); }
     const errId = (await minField.getAttribute('aria-describedby')).split(' ').pop();
     const msg = await page.locator(`[id="${errId}"]`).textContent();
-    ok(/maxDuration|more than/i.test(msg), `the Shortest field's error reads "${msg}"`);
+    ok(msg === 'Shortest (seconds) must not be more than Longest (seconds)', `the Shortest field's error reads "${msg}"`);
+    ok(!/maxDuration|minDuration/.test(await page.locator('main').innerText()), 'the page shows an API name (minDuration, maxDuration)');
     await check(page, 'calls-invalid-range');
     await page.goBack();
     await atPath(page, '/calls');
     await settled(page);
+  });
+
+  await step('calls: phone numbers are shown in international format; tel: links keep E.164', async () => {
+    await page.goto('/calls');
+    await settled(page);
+    // The kit's formatting, in the page (dom.js phoneText).
+    const formatted = await page.evaluate(async () => {
+      const { phoneText } = await import('/assets/dom.js');
+      return ['+442079460958', '+14155550132', '+447700900123', '+33123456789', '+2348012345678', 'sip:desk'].map(phoneText);
+    });
+    ok(JSON.stringify(formatted) === JSON.stringify(['+44 20 7946 0958', '+1 415 555 0132', '+44 7700 900123', '+33 1 23 45 67 89', '+234 801 234 5678', 'sip:desk']),
+      `phoneText gives ${JSON.stringify(formatted)}`);
+    const shown = page.locator('main tbody tr').first().locator('.cc-parties .phone');
+    await visible(shown.first(), 'the numbers of the first row');
+    const first = (await w.api('GET', '/calls?limit=1')).body.data[0];
+    const from = (await shown.first().innerText()).trim();
+    ok(/^\+\d{1,3}( \d+)+$/.test(from) && from.replace(/ /g, '') === first.from, `the first row shows ${from} for ${first.from}`);
+    await page.goto(`/calls/${target.id}`);
+    await settled(page);
+    const tel = page.locator(`main a[href="tel:${target.from}"]`);
+    await visible(tel, `the tel: link of ${target.from} (E.164)`);
+    const text = (await tel.first().innerText()).trim();
+    ok(text.includes(' ') && text.replace(/ /g, '') === target.from, `the From number reads ${text}`);
+    await check(page, 'call-numbers');
+  });
+
+  await step('calls: the filters are folded: the first row shows at 1280×800; a chip removes its filter', async () => {
+    const size = page.viewportSize();
+    await page.setViewportSize({ width: 1280, height: 800 });
+    try {
+      await page.goto('/calls');
+      await settled(page);
+      const first = await visible(page.locator('main tbody tr').first(), 'the first call row');
+      const box = await first.boundingBox();
+      ok(box && box.y + box.height <= 800, `the first calls row ends at ${box && box.y + box.height} px, below the first screen (800 px)`);
+      ok(!(await page.getByRole('button', { name: 'Apply filters' }).isVisible()), 'the filter form is open on arrival');
+      ok(await page.locator('.cc-chips').count() === 0, 'chips are shown without a filter');
+      await page.goto('/calls?callType=incoming&minDuration=1');
+      await settled(page);
+      await visible(page.locator('summary').filter({ hasText: 'Filters (2 active)' }), 'the Filters button counting the active ones');
+      const chip = page.getByRole('link', { name: 'Remove the filter Direction: Incoming' });
+      await visible(chip, 'the Direction chip');
+      await visible(page.getByRole('link', { name: 'Remove the filter Shortest (seconds): 1' }), 'the Shortest chip');
+      await check(page, 'calls-chips');
+      await chip.click();
+      try {
+        await page.waitForURL((u) => u.pathname === '/calls' && !u.searchParams.has('callType') && u.searchParams.get('minDuration') === '1', { timeout: T });
+      } catch { fail(`the chip did not remove only its filter: ${page.url()}`); }
+      await settled(page);
+      await hidden(page.getByRole('link', { name: 'Remove the filter Direction: Incoming' }), 'the removed chip');
+      ok(await page.getByLabel('Direction').inputValue() === 'all', 'the form still holds the removed filter');
+    } finally {
+      if (size) await page.setViewportSize(size);
+    }
   });
 
   await step('calls: open the call from the filtered list; its details, transcript and timeline', async () => {
