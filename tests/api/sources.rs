@@ -992,7 +992,14 @@ async fn loopback_pages_are_refused_unless_the_operator_allows_them() {
         format!("http://127.1:{port}/faq"),
         format!("http://[::ffff:127.0.0.1]:{port}/faq"),
     ];
-    for url in urls {
+    for (n, url) in urls.into_iter().enumerate() {
+        // Most of these spell the same page (127.1 is 127.0.0.1), which a knowledge base holds
+        // once (issue 40): each in a knowledge base of its own.
+        let base = if n == 0 {
+            base.clone()
+        } else {
+            format!("/knowledgebase/{}", id(&create_knowledgebase(&api, "Support").await))
+        };
         let page = add_webpage(&api, &base, "FAQ", &url).await;
         let settled = settle(&api, &format!("{base}/webpages/{}", id(&page))).await;
         assert_eq!(settled["status"], "failed", "{url}: {settled}");
