@@ -425,3 +425,30 @@ pub(super) async fn webpage_in(conn: &mut sqlx::AnyConnection, webpage_id: &str)
         .ok_or_else(webpage_not_found)?;
     Ok(webpage_from_row(&row, REFRESH_INTERVAL_MS)?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::page_key;
+
+    #[test]
+    fn a_page_is_its_url_without_the_fragment_and_with_a_lowercase_host() {
+        let faq = page_key("https://example.com/faq");
+        for same in [
+            "https://example.com/faq#2",
+            "HTTPS://Example.COM/faq#top",
+            "https://example.com:443/faq",
+            " https://example.com/faq ",
+        ] {
+            assert_eq!(page_key(same), faq, "{same}");
+        }
+        for other in [
+            "https://example.com/faq/",
+            "https://example.com/FAQ",
+            "https://example.com/faq?page=2",
+            "http://example.com/faq",
+        ] {
+            assert_ne!(page_key(other), faq, "{other}");
+        }
+        assert_eq!(page_key("https://example.com"), page_key("https://example.com/#top"));
+    }
+}
