@@ -118,12 +118,14 @@ pub enum AdminCommand {
         /// Another seed writes other conversations (external ids `demo-<seed>-call-<n>`).
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        /// How many of the calls get a recording (a WAV tone).
+        /// How many of the calls get a recording (a WAV tone as long as the call; these calls are
+        /// all answered and ended).
         #[arg(long, default_value_t = 5)]
         recordings: u32,
-        /// The size of each recording in KiB (at most 200 MiB).
-        #[arg(long, default_value_t = 48, value_parser = clap::value_parser!(u64).range(1..=204_800))]
-        recording_kb: u64,
+        /// The size of each recording in KiB (at most 200 MiB); it still lasts as long as its
+        /// call, at the sample rate that takes. Default: 8 kHz, about 16 KB a second of call.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=204_800))]
+        recording_kb: Option<u64>,
         /// Conversations written at once.
         #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=256))]
         concurrency: u32,
@@ -204,6 +206,7 @@ pub async fn run(
             seed,
             recordings,
             recording_kb,
+            contacts,
             concurrency: concurrency as usize,
             append_batch: append_batch as usize,
             hostile,

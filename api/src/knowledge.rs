@@ -176,6 +176,10 @@ pub struct SearchResult {
     /// Cosine similarity of the query's embedding and that of the entry's best-matching passage
     /// (at most 1, up to rounding); at least `threshold`.
     pub similarity: f32,
+    /// How well the entry matched by meaning and by words together, from 0 to 1: the results are
+    /// in descending order of it (reciprocal rank fusion, divided by the best score possible), so
+    /// a result can come before one of higher `similarity`.
+    pub relevance: f32,
 }
 
 impl From<&proto::SearchHit> for SearchResult {
@@ -190,6 +194,7 @@ impl From<&proto::SearchHit> for SearchResult {
                 source: ReferenceSource::from(reference.source),
             },
             similarity: hit.similarity,
+            relevance: hit.relevance,
         }
     }
 }

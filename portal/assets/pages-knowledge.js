@@ -569,6 +569,7 @@ function documents(kb, ctx, writer, refresh, say) {
 }
 
 // ---- search: query, limit, threshold; the credit balance beside it ----
+// Results are listed by relevance, best first; the threshold is a minimum similarity.
 
 function search(kb) {
   const balance = h('strong', { class: 'kb-balance-value' }, '…');
@@ -625,15 +626,22 @@ const SOURCE = { manual: 'Q&A reference', webpage: 'Webpage', document: 'Documen
 function hit(r) {
   const ref = r.reference || {};
   const src = ref.source || {};
-  const pct = typeof r.similarity === 'number' ? `${(r.similarity * 100).toFixed(1)}%` : '—';
+  const percent = (n) => (typeof n === 'number' ? `${(n * 100).toFixed(1)}%` : '—');
+  // The results come in the order of `relevance` (meaning and words together, issue 40): that is
+  // the number shown first, with the meter. `similarity` (meaning alone) is what the minimum
+  // similarity of the form filters, so it is shown too, smaller.
+  const rel = percent(r.relevance);
   return h('li', { class: 'kb-hit' },
     h('p', { class: 'kb-q' }, ref.question),
     h('p', { class: 'kb-a' }, ref.answer),
     h('p', { class: 'kb-hit-meta' },
       badge(SOURCE[src.type] || ref.type || 'Entry', src.type === 'manual' ? 'accent' : ''),
       src.name && h('span', { class: 'muted' }, src.name),
-      h('span', { class: 'kb-sim' }, 'Similarity ', h('strong', null, pct)),
-      typeof r.similarity === 'number' && h('meter', {
-        min: 0, max: 1, value: Math.max(0, Math.min(1, r.similarity)), 'aria-label': `Similarity ${pct}`,
-      })));
+      h('span', { class: 'kb-rel', title: 'How well this entry matched by meaning and by words together; results are in this order.' },
+        'Relevance ', h('strong', null, rel)),
+      typeof r.relevance === 'number' && h('meter', {
+        min: 0, max: 1, value: Math.max(0, Math.min(1, r.relevance)), 'aria-label': `Relevance ${rel}`,
+      }),
+      h('span', { class: 'kb-sim muted', title: 'Similarity of meaning alone: what the minimum similarity filters.' },
+        'similarity ', percent(r.similarity))));
 }

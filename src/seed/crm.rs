@@ -96,10 +96,28 @@ fn contact(seed: u64, n: u32, board_id: &str) -> ContactInput {
         custom_fields: String::new(),
         tag_ids: Vec::new(),
         tag_names: tags,
-        note: rng.random_bool(0.3).then(|| format!("Asked about pricing for {} seats.", rng.random_range(2..200))),
+        // About the seed's one business, as its calls and chats are.
+        note: rng.random_bool(0.3).then(|| {
+            let notes = super::script::business(seed).notes;
+            notes[rng.random_range(0..notes.len())].to_owned()
+        }),
         assign_user_ids: Vec::new(),
         board_ids: if rng.random_bool(0.5) { vec![board_id.to_owned()] } else { Vec::new() },
     }
+}
+
+/// What the conversations of a seed know of its contact `n`: the number, first name and e-mail
+/// the CRM holds for it, so that a call or chat of a contact is on the contact's own number or
+/// address and greets the contact by the contact's name.
+pub struct Person {
+    pub number: String,
+    pub first_name: String,
+    pub email: Option<String>,
+}
+
+pub fn person(seed: u64, n: u32) -> Person {
+    let contact = contact(seed, n, "");
+    Person { number: contact.number, first_name: contact.first_name.unwrap_or_default(), email: contact.email }
 }
 
 /// An e-mail's local part: lowercase ASCII letters of a name.
@@ -176,6 +194,11 @@ mod tests {
         let numbers: std::collections::HashSet<String> = (0..20_000).map(|n| number(1, n)).collect();
         assert_eq!(numbers.len(), 20_000);
         assert!(number(1, 0).contains("55501"));
+        // The team's own lines and the numbers of strangers are never a contact's (issue 40).
+        for line in super::super::script::TEAM_NUMBERS {
+            assert!(!numbers.contains(line), "{line} is a contact's");
+        }
+        assert!(numbers.iter().all(|n| !n.starts_with("+1929") && !n.starts_with("+1718") && !n.starts_with("+44")));
         let rules = switchboard_kit::phone::PhoneRules::for_region("US").unwrap();
         for n in [0, 799, 800, 19_999, 99_999] {
             assert_eq!(rules.normalise(&number(3, n)).unwrap(), number(3, n), "contact {n}");

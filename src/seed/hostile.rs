@@ -38,8 +38,9 @@ pub async fn seed(mut client: Client, plan: &Plan, today: i64) -> anyhow::Result
         team_id: plan.team.clone(),
         external_id: external_id.clone(),
         agent_id: None,
-        from: "+14155550123".to_owned(),
-        to: "+16285550100".to_owned(),
+        // A stranger (no demo contact has this number) calling the team's first line.
+        from: "+19295550123".to_owned(),
+        to: super::script::TEAM_NUMBERS[0].to_owned(),
         direction: "INCOMING".to_owned(),
         status: "in-progress".to_owned(),
         started_at: iso_ms(started_at),
@@ -64,10 +65,9 @@ pub async fn seed(mut client: Client, plan: &Plan, today: i64) -> anyhow::Result
         data: json!({ "tool": PAYLOADS[0], "note": PAYLOADS[1] }).to_string(),
     };
     client.add_call_event(event).await.map_err(grpc_error("adding the hostile event"))?;
-    // 8 kHz 16-bit mono: 16,000 bytes a second, as long as the transcript.
+    // As long as the transcript, and the call.
     let length_ms = 500 + SEGMENTS * SEGMENT_MS;
-    let bytes = u64::try_from(length_ms * 16).unwrap_or(0) + 44;
-    put_recording(&mut client, &plan.team, &external_id, bytes).await?;
+    put_recording(&mut client, &plan.team, &external_id, length_ms.unsigned_abs(), None).await?;
     let end = EndCallRequest {
         team_id: plan.team.clone(),
         external_id,

@@ -26,7 +26,7 @@ use switchboard_proto::v1::{
     NewChatMessage, PutRecordingRequest, TranscriptSegment, UpsertCallRequest, UpsertChatRequest,
 };
 
-use script::{CALLS, CHATS, TEAM_NUMBERS};
+use script::TEAM_NUMBERS;
 
 /// What to write.
 #[derive(Debug, Clone)]
@@ -37,9 +37,16 @@ pub struct Plan {
     /// Transcript segments per call; by default each scenario's own length, a little varied.
     pub segments: Option<u32>,
     pub seed: u64,
-    /// How many of the calls (the first ones) get a recording, and its size.
+    /// How many of the calls (the first ones, all answered and ended) get a recording, as long as
+    /// the call.
     pub recordings: u32,
-    pub recording_kb: u64,
+    /// The size of each recording: its sample rate is chosen so that it still lasts as long as its
+    /// call (a large size is a high rate, for measuring ingestion). `None`: 8 kHz, 16,000 bytes a
+    /// second of call.
+    pub recording_kb: Option<u64>,
+    /// How many CRM contacts the seed has (`crm::seed`): a call or chat is with one of them (on
+    /// the contact's own number or address, greeting the contact by name) or with a stranger.
+    pub contacts: u32,
     /// Conversations written at once.
     pub concurrency: usize,
     /// Transcript segments sent per append.
@@ -123,6 +130,11 @@ pub async fn run(url: &str, access: &ServiceAccess, plan: &Plan) -> anyhow::Resu
     }))
 }
 
+/// Six conversations in ten are with one of the seed's contacts (when it has any).
+fn known_contact(rng: &mut StdRng, plan: &Plan) -> Option<crm::Person> {
+    (plan.contacts > 0 && rng.random_bool(0.6)).then(|| crm::person(plan.seed, rng.random_range(0..plan.contacts)))
+}
+
 /// The same conversation for the same seed and number, whatever order they are written in.
 fn rng_for(plan: &Plan, kind: u64, n: u32) -> StdRng {
     StdRng::seed_from_u64(plan.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (kind << 32) ^ u64::from(n))
@@ -135,14 +147,22 @@ pub(crate) fn grpc_error(what: &str) -> impl Fn(tonic::Status) -> anyhow::Error 
 async fn seed_call(mut client: Client, plan: &Plan, today: i64, n: u32) -> anyhow::Result<Written> {
     let mut rng = rng_for(plan, 1, n);
     let external_id = format!("demo-{}-call-{n}", plan.seed);
-    let scenario = &CALLS[rng.random_range(0..CALLS.len())];
-    let name = script::first_name(&mut rng);
+    let business = script::business(plan.seed);
+    let scenario = &business.calls[rng.random_range(0..business.calls.len())];
+    // A contact calls from the contact's own number and gives the contact's name; a stranger's
+    // number is in a range no contact has.
+    let (theirs, name) = match known_contact(&mut rng, plan) {
+        Some(person) => (person.number, person.first_name),
+        None => (script::stranger_number(&mut rng), script::first_name(&mut rng).to_owned()),
+    };
     let started_at = today - rng.random_range(0..90 * DAY_MS) - DAY_MS / 2;
     let incoming = rng.random_bool(0.75);
-    let (ours, theirs) = (TEAM_NUMBERS[rng.random_range(0..TEAM_NUMBERS.len())], script::customer_number(&mut rng));
+    let ours = TEAM_NUMBERS[rng.random_range(0..TEAM_NUMBERS.len())];
     let (from, to) = if incoming { (theirs, ours.to_owned()) } else { (ours.to_owned(), theirs) };
     let outcome = rng.random_range(0..100);
-    let (answered, in_progress) = (outcome >= 5, (5..8).contains(&outcome));
+    // A recorded call was answered and has ended: its recording is as long as it.
+    let recorded = n < plan.recordings;
+    let (answered, in_progress) = (recorded || outcome >= 5, !recorded && (5..8).contains(&outcome));
     let call = UpsertCallRequest {
         team_id: plan.team.clone(),
         external_id: external_id.clone(),
@@ -162,7 +182,7 @@ async fn seed_call(mut client: Client, plan: &Plan, today: i64, n: u32) -> anyho
         0
     };
     let mut offset_ms = 1_000;
-    let segments: Vec<TranscriptSegment> = script::turns(scenario, name, count)
+    let segments: Vec<TranscriptSegment> = script::turns(scenario, business, &name, count)
         .into_iter()
         .enumerate()
         .map(|(seq, (speaker, text))| {
@@ -213,11 +233,11 @@ async fn seed_call(mut client: Client, plan: &Plan, today: i64, n: u32) -> anyho
         written.events += 1;
     }
 
-    if n < plan.recordings {
-        let bytes = plan.recording_kb * 1024;
-        put_recording(&mut client, &plan.team, &external_id, bytes).await?;
+    if recorded {
+        let bytes = plan.recording_kb.map(|kb| kb * 1024);
+        let length_ms = u64::try_from(ended_at - started_at).context("a call that ends before it starts")?;
+        written.recording_bytes += put_recording(&mut client, &plan.team, &external_id, length_ms, bytes).await?;
         written.recordings += 1;
-        written.recording_bytes += bytes.max(44);
     }
     if !in_progress {
         let end = EndCallRequest {
@@ -225,7 +245,7 @@ async fn seed_call(mut client: Client, plan: &Plan, today: i64, n: u32) -> anyho
             external_id,
             ended_at: iso_ms(ended_at),
             status: if answered { "completed" } else { "no-answer" }.to_owned(),
-            summary: answered.then(|| scenario.summary.to_owned()),
+            summary: answered.then(|| script::fill(scenario.summary, business, Some(&name))),
             score: answered.then(|| f64::from(rng.random_range(55..99u8)) / 100.0),
         };
         client.end_call(end).await.map_err(grpc_error("ending a call"))?;
@@ -233,15 +253,25 @@ async fn seed_call(mut client: Client, plan: &Plan, today: i64, n: u32) -> anyho
     Ok(written)
 }
 
-/// A WAV file of `bytes` bytes (a 440 Hz tone, 8 kHz 16-bit mono), streamed in pieces as it is
-/// made: the service must never need the whole of it at once, and neither does this.
+/// A WAV file (a 440 Hz tone, 16-bit mono) that lasts `length_ms`, as the call it records: at
+/// 8 kHz, or of about `bytes` bytes when given, at whatever sample rate makes it last as long.
+/// Streamed in pieces as it is made: the service must never need the whole of it at once, and
+/// neither does this. Answers its size.
 pub(crate) async fn put_recording(
     client: &mut Client,
     team: &str,
     external_id: &str,
-    bytes: u64,
-) -> anyhow::Result<()> {
-    let data_bytes = u32::try_from(bytes.saturating_sub(44)).context("a recording over 4 GB")?;
+    length_ms: u64,
+    bytes: Option<u64>,
+) -> anyhow::Result<u64> {
+    let length_ms = length_ms.max(1);
+    let samples = match bytes {
+        Some(bytes) => bytes.saturating_sub(44) / 2,
+        None => length_ms * 8,
+    };
+    // The rate that makes `samples` last `length_ms`; what a player reads as the duration.
+    let rate = u32::try_from((samples * 1000).div_ceil(length_ms).max(1)).context("a sample rate over 4 GHz")?;
+    let data_bytes = u32::try_from(samples * 2).context("a recording over 4 GB")?;
     let mut header = Vec::with_capacity(44);
     header.extend_from_slice(b"RIFF");
     header.extend_from_slice(&(36 + data_bytes).to_le_bytes());
@@ -249,13 +279,21 @@ pub(crate) async fn put_recording(
     header.extend_from_slice(&16u32.to_le_bytes());
     header.extend_from_slice(&1u16.to_le_bytes());
     header.extend_from_slice(&1u16.to_le_bytes());
-    header.extend_from_slice(&8_000u32.to_le_bytes());
-    header.extend_from_slice(&16_000u32.to_le_bytes());
+    header.extend_from_slice(&rate.to_le_bytes());
+    header.extend_from_slice(&(rate * 2).to_le_bytes());
     header.extend_from_slice(&2u16.to_le_bytes());
     header.extend_from_slice(&16u16.to_le_bytes());
     header.extend_from_slice(b"data");
     header.extend_from_slice(&data_bytes.to_le_bytes());
-    let samples = u64::from(data_bytes) / 2;
+    // One period of the tone (at most `rate` samples), repeated: a long recording costs a copy
+    // per sample, not a sine.
+    let period: Vec<[u8; 2]> = {
+        let per_period = (f64::from(rate) / 440.0).round().max(1.0) as usize;
+        (0..per_period)
+            .map(|i| ((i as f64 * std::f64::consts::TAU / per_period as f64).sin() * 8_000.0) as i16)
+            .map(i16::to_le_bytes)
+            .collect()
+    };
     let chunk_samples = (CHUNK / 2) as u64;
     let pieces = samples.div_ceil(chunk_samples).max(1);
     let (team, external_id) = (team.to_owned(), external_id.to_owned());
@@ -263,8 +301,7 @@ pub(crate) async fn put_recording(
         let first = piece * chunk_samples;
         let mut data = if piece == 0 { header.clone() } else { Vec::with_capacity(CHUNK) };
         for sample in first..(first + chunk_samples).min(samples) {
-            let phase = sample as f64 * 440.0 * std::f64::consts::TAU / 8_000.0;
-            data.extend_from_slice(&((phase.sin() * 8_000.0) as i16).to_le_bytes());
+            data.extend_from_slice(&period[(sample % period.len() as u64) as usize]);
         }
         let opening = piece == 0;
         PutRecordingRequest {
@@ -275,25 +312,34 @@ pub(crate) async fn put_recording(
         }
     });
     client.put_recording(stream).await.map_err(grpc_error("streaming a recording"))?;
-    Ok(())
+    Ok(44 + u64::from(data_bytes))
 }
 
 async fn seed_chat(mut client: Client, plan: &Plan, today: i64, n: u32) -> anyhow::Result<Written> {
     let mut rng = rng_for(plan, 2, n);
     let external_id = format!("demo-{}-chat-{n}", plan.seed);
-    let chat = &CHATS[rng.random_range(0..CHATS.len())];
-    let name = script::first_name(&mut rng);
+    let business = script::business(plan.seed);
+    let chat = &business.chats[rng.random_range(0..business.chats.len())];
     let channel = ["web", "web-agent", "voice-widget", "whatsapp"][rng.random_range(0..4)];
     let started_at = today - rng.random_range(0..90 * DAY_MS) - DAY_MS / 2;
     let by_phone = channel == "whatsapp" || rng.random_bool(0.3);
-    let email = format!("{}@example.com", name.to_lowercase().replace('é', "e"));
+    // A contact writes from the contact's own number or address, and only then is the visitor
+    // greeted by name (issue 40: a bare-number chat opened "Hi Priya").
+    let (number, email, name) = match known_contact(&mut rng, plan) {
+        Some(person) => match person.email {
+            Some(email) if !by_phone => (None, Some(email), Some(person.first_name)),
+            _ => (Some(person.number), None, Some(person.first_name)),
+        },
+        None if by_phone => (Some(script::stranger_number(&mut rng)), None, None),
+        None => (None, Some(format!("visitor-{}-{n}@example.net", plan.seed)), None),
+    };
     let upsert = UpsertChatRequest {
         team_id: plan.team.clone(),
         external_id: external_id.clone(),
         agent_id: None,
         channel: channel.to_owned(),
-        contact_number: by_phone.then(|| script::customer_number(&mut rng)),
-        contact_email: (!by_phone).then_some(email),
+        contact_number: number,
+        contact_email: email,
         started_at: iso_ms(started_at),
     };
     client.upsert_chat(upsert).await.map_err(grpc_error("upserting a chat"))?;
@@ -307,7 +353,7 @@ async fn seed_chat(mut client: Client, plan: &Plan, today: i64, n: u32) -> anyho
             NewChatMessage {
                 external_id: format!("m{}", index + 1),
                 role: (*role).to_owned(),
-                text: text.replace("{name}", name),
+                text: script::fill(text, business, name.as_deref()),
                 created_at: iso_ms(at),
             }
         })
@@ -320,7 +366,7 @@ async fn seed_chat(mut client: Client, plan: &Plan, today: i64, n: u32) -> anyho
             team_id: plan.team.clone(),
             external_id,
             ended_at: iso_ms(at + 60_000),
-            summary: Some(chat.summary.to_owned()),
+            summary: Some(script::fill(chat.summary, business, None)),
         };
         client.end_chat(end).await.map_err(grpc_error("ending a chat"))?;
     }

@@ -237,6 +237,8 @@ fn ms(value: &Value) -> i64 {
 async fn a_daily_webpage_refreshes_itself_by_the_manual_rules_and_after_a_restart() {
     let pages: Pages = Arc::default();
     page(&pages, "/hours", 200, "text/html", FAQ);
+    // The same text at another address: one knowledge base holds a page once (issue 40).
+    page(&pages, "/hours-copy", 200, "text/html", FAQ);
     let site = web_server(pages.clone()).await;
     let env: Vec<_> = ENV.iter().chain(SHORT_DAY).copied().collect();
     // Always `switchboard dev` on a data directory (not the Qdrant-server variant of
@@ -250,7 +252,7 @@ async fn a_daily_webpage_refreshes_itself_by_the_manual_rules_and_after_a_restar
     let bad =
         api.post(&base, json!({ "name": "FAQ", "url": format!("{site}/hours"), "refreshInterval": "hourly" })).await;
     assert_eq!(bad.fields(), ["refreshInterval"]);
-    let plain = api.post(&base, json!({ "name": "Plain", "url": format!("{site}/hours") })).await;
+    let plain = api.post(&base, json!({ "name": "Plain", "url": format!("{site}/hours-copy") })).await;
     assert_eq!(
         (plain.expect(201)["data"]["refreshInterval"].as_str(), plain.body["data"]["nextRefreshAt"].is_null()),
         (Some("off"), true)

@@ -271,7 +271,7 @@ async fn search_ranks_the_paraphrased_questions_answer_first_and_costs_one_credi
     assert_eq!(results[0]["reference"]["type"], "QA");
     assert!(results.len() <= 10);
     let scores: Vec<f64> = results.iter().map(|r| r["similarity"].as_f64().unwrap()).collect();
-    assert!(scores.windows(2).all(|pair| pair[0] >= pair[1]), "best first: {scores:?}");
+    assert_in_order_of_relevance(&results);
     assert!(scores.iter().all(|s| *s >= 0.1));
     assert_eq!(
         response.body["meta"],
@@ -484,7 +484,28 @@ async fn search_finds_codes_surnames_and_facts_at_the_end_of_long_entries() {
         let results = search(query, "").await;
         assert_eq!(results[0]["reference"]["id"], ids[expected], "{query}: {results:#?}");
         assert!(results.len() <= 10);
+        assert_in_order_of_relevance(&results);
     }
+
+    // Issue 40: "Insurance 19.5 %" came above "Payment options 44.4 %". The part number's entry
+    // is first by its words although another is more similar by meaning: the number the order
+    // follows is `relevance`, returned beside `similarity`, on both paths.
+    let results = search("How much is FX-4471-ZQ?", "").await;
+    let first_similarity = results[0]["similarity"].as_f64().unwrap();
+    assert!(
+        results.iter().any(|r| r["similarity"].as_f64().unwrap() > first_similarity),
+        "the case of the issue (a less similar result first) did not occur: {results:#?}"
+    );
+    let agent =
+        create_agent(&api, "Ava", json!({ "knowledgebaseId": base.trim_start_matches("/knowledgebase/") })).await;
+    let path = format!(
+        "/agents/{}/knowledgebase/search?query={}&threshold=0",
+        id(&agent),
+        url_encode("How much is FX-4471-ZQ?")
+    );
+    let through_agent = api.get(&path).await.expect(200)["data"].as_array().unwrap().clone();
+    assert_eq!(through_agent[0]["reference"]["id"], ids[0]);
+    assert_in_order_of_relevance(&through_agent);
 
     // The long entry's best passage matches, while its opening (what one vector per entry
     // saw), put in a knowledge base of its own to compare, is not even found at threshold 0.
@@ -510,4 +531,14 @@ async fn search_finds_codes_surnames_and_facts_at_the_end_of_long_entries() {
     let kept_ids: Vec<&Value> = kept.iter().map(|r| &r["reference"]["id"]).collect();
     let all_ids: Vec<&Value> = all.iter().map(|r| &r["reference"]["id"]).filter(|id| kept_ids.contains(id)).collect();
     assert_eq!(kept_ids, all_ids, "the kept results keep their order");
+}
+
+/// The results are in descending order of the `relevance` each carries, from 0 to 1 (issue 40).
+fn assert_in_order_of_relevance(results: &[Value]) {
+    let relevance: Vec<f64> = results
+        .iter()
+        .map(|r| r["relevance"].as_f64().unwrap_or_else(|| panic!("a result without relevance: {r}")))
+        .collect();
+    assert!(relevance.iter().all(|r| (0.0..=1.0).contains(r)), "{relevance:?}");
+    assert!(relevance.windows(2).all(|pair| pair[0] >= pair[1]), "not in order of relevance: {relevance:?}");
 }

@@ -42,8 +42,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             .doc("searchAgentKnowledgebase", AGENT_KNOWLEDGEBASE, "Semantic search in the agent's knowledge base (1 credit)")
             .about(
                 "Best match first: hybrid retrieval, the entries found by meaning (embeddings of the entries' \
-                 passages) and by words (BM25) merged by reciprocal rank fusion, so the order is not always by \
-                 `similarity`. Costs 1 credit from the team acted on, taken by the knowledgebase service only \
+                 passages) and by words (BM25) merged by reciprocal rank fusion: in descending order of each result's `relevance`, not always of \
+                 its `similarity` (which `threshold` floors). Costs 1 credit from the team acted on, taken by the knowledgebase service only \
                  after the parameters, the agent and the knowledge base check out, and given back if the search \
                  fails; `meta` also names the agent and its knowledge base.",
             )
@@ -103,8 +103,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             .doc("searchKnowledgebase", KNOWLEDGEBASE, "Semantic search in a knowledge base (1 credit)")
             .about(
                 "Best match first: hybrid retrieval, the entries found by meaning (embeddings of the entries' \
-                 passages) and by words (BM25) merged by reciprocal rank fusion, so the order is not always by \
-                 `similarity`. Costs 1 credit from the team acted on, taken by the knowledgebase service only \
+                 passages) and by words (BM25) merged by reciprocal rank fusion: in descending order of each result's `relevance`, not always of \
+                 its `similarity` (which `threshold` floors). Costs 1 credit from the team acted on, taken by the knowledgebase service only \
                  after the parameters and the knowledge base check out, and given back if the search fails.",
             )
             .class(RateClass::Search)

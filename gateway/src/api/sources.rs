@@ -44,6 +44,10 @@ pub fn endpoints() -> Vec<Endpoint> {
     all
 }
 
+const DUPLICATE_PAGE_409: &str = "Another webpage of the knowledge base has this URL, or one that differs only by its \
+    `#fragment`, the case of its scheme or host, or a default port: the same page, whose entries would show twice \
+    in search.";
+
 /// Paths and operation ids of one family.
 struct Family {
     collection: &'static str,
@@ -96,14 +100,16 @@ where
                 "Beyond the spec: adds a webpage source with status `pending`; its first scrape is queued in the \
                  same transaction (it does not count as a refresh).",
             )
-            .fails(404, base_missing),
+            .fails(404, base_missing)
+            .fails(409, DUPLICATE_PAGE_409),
         Endpoint::get(family.item, get_webpage::<I>)
             .doc(get, tag, "A webpage with the Q&A content extracted from it")
             .fails(404, family.item_missing),
         Endpoint::put(family.item, update_webpage::<I>)
             .doc(update, tag, "Change a webpage's name, url or notes (no re-scrape)")
             .about("A partial update (`null` clears the notes); a new url is not scraped until the next refresh.")
-            .fails(404, family.item_missing),
+            .fails(404, family.item_missing)
+            .fails(409, DUPLICATE_PAGE_409),
         Endpoint::delete(family.item, delete_webpage::<I>)
             .doc(delete, tag, "Remove a webpage and its content")
             .about("Beyond the spec: its extracted entries leave search before the answer.")

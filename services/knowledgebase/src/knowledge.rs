@@ -397,9 +397,11 @@ impl Knowledge {
         Ok(hits
             .iter()
             .filter_map(|hit| {
-                references
-                    .remove(&hit.id.to_string())
-                    .map(|reference| SearchHit { reference: Some(reference), similarity: hit.score })
+                references.remove(&hit.id.to_string()).map(|reference| SearchHit {
+                    reference: Some(reference),
+                    similarity: hit.score,
+                    relevance: hit.relevance,
+                })
             })
             .collect())
     }

@@ -113,7 +113,8 @@ export default async function knowledge(w) {
     await page.getByRole('button', { name: 'Search', exact: true }).click();
     const hit = await visible(page.locator('.kb-hit').filter({ hasText: question }), 'the reference among the results');
     const text = await hit.innerText();
-    ok(/Similarity\s+\d+(\.\d)?%/.test(text), `the result shows no similarity: ${text}`);
+    ok(/Relevance\s+\d+(\.\d)?%/.test(text), `the result shows no relevance: ${text}`);
+    ok(/similarity\s+\d+(\.\d)?%/.test(text), `the result shows no similarity: ${text}`);
     await visible(page.getByText(/this search cost 1 credit/), 'the cost of the search');
     await page.waitForFunction((b) => Number((document.querySelector('.kb-balance-value')?.textContent || '').replace(/[^\d-]/g, '')) === b - 1,
       before, { timeout: T }).catch(() => {});
@@ -121,6 +122,40 @@ export default async function knowledge(w) {
     ok(after === before - 1, `the balance shown went from ${before} to ${after}, not down by 1`);
     await check(page, 'knowledge-search');
     await noXss();
+  });
+
+  // Issue 40: "Insurance 19.5 %" was listed above "Payment options 44.4 %". A part number is found
+  // by its words while its meaning is like its neighbours', so it comes first with a lower
+  // similarity: the number shown first must still go down the list.
+  await step('knowledge: the percentages shown go down the list of results', async () => {
+    const corpus = [
+      ['Which parts make up the countertop purifier?', 'The housing is FX-2210-QB, the carbon cartridge FX-4471-ZQ, the sediment pre-filter FX-9034-LM and the seal FX-5518-TR.'],
+      ['What do spare components cost?', 'Spare components cost between 5 and 40 euros each.'],
+      ['Can I order a single cartridge?', 'Cartridges are sold in packs of three only.'],
+      ['Do you ship abroad?', 'We ship to every country in the European Union within five days.'],
+    ];
+    const added = [];
+    for (const [q, a] of corpus) {
+      const r = await w.api('POST', `/knowledgebase/${id}/references`, { question: q, answer: a });
+      ok(r.status === 201, `adding a reference answered ${r.status}: ${JSON.stringify(r.body)}`);
+      added.push(r.body.data.id);
+    }
+    try {
+      await page.getByLabel('Search for').fill('How much is FX-4471-ZQ?');
+      await page.getByLabel('Minimum similarity (0 to 1)').fill('0');
+      await page.getByRole('button', { name: 'Search', exact: true }).click();
+      await visible(page.locator('.kb-meta').filter({ hasText: 'FX-4471-ZQ' }), 'the results of the part-number search');
+      const first = page.locator('.kb-hit').first();
+      await visible(first.filter({ hasText: corpus[0][0] }), 'the entry holding the part number first');
+      const shown = await page.locator('.kb-hit .kb-hit-meta strong').allInnerTexts();
+      const numbers = shown.map((t) => Number(t.replace('%', '')));
+      ok(numbers.length >= corpus.length && numbers.every((n) => Number.isFinite(n)), `no percentages shown: ${JSON.stringify(shown)}`);
+      ok(numbers.every((n, i) => i === 0 || numbers[i - 1] >= n), `the percentages shown do not go down the list: ${JSON.stringify(shown)}`);
+      await check(page, 'knowledge-search-order');
+    } finally {
+      for (const ref of added) await w.api('DELETE', `/knowledgebase/${id}/references/${ref}`);
+      await page.getByLabel('Minimum similarity (0 to 1)').fill('0.1');
+    }
   });
 
   await step('knowledge: upload a text document through the file input; its status turns ready', async () => {

@@ -6,6 +6,10 @@
 //! then by similarity, then by id. An entry's similarity is the best cosine similarity among
 //! its passages either list returned, and `threshold` is its floor.
 //!
+//! An entry's relevance is its fused score divided by the best one possible with the lists
+//! that answered (first in each of them), so it runs from 0 to 1 and orders the hits: the
+//! number a person is shown beside a result explains why it is where it is.
+//!
 //! The fusion runs here rather than in Qdrant's `Fusion::Rrf` because a hit is an entry, not a
 //! passage: an entry whose lexical match is one passage and whose semantic match is another
 //! must get both contributions, and Qdrant fuses by point.
@@ -95,13 +99,26 @@ pub fn fuse(candidates: &Candidates, tuning: &Tuning, limit: usize, threshold: f
             }
         }
     }
-    let mut hits: Vec<(f32, Hit)> = entries
+    // The best fused score possible: first in every list that answered (a query of stopwords
+    // only has no lexical list, and its best hit is then as relevant as can be).
+    let best: f32 = [(&candidates.dense, tuning.dense), (&candidates.lexical, tuning.lexical)]
+        .iter()
+        .filter(|(list, _)| !list.is_empty())
+        .map(|(_, weight)| weight / (tuning.k + 1.0))
+        .sum();
+    let mut hits: Vec<Hit> = entries
         .into_iter()
         .filter(|(_, fused)| super::reaches(fused.similarity, threshold))
-        .map(|(id, fused)| (fused.rrf, Hit { id, score: fused.similarity }))
+        .map(|(id, fused)| {
+            let relevance = if best > 0.0 { (fused.rrf / best).clamp(0.0, 1.0) } else { 0.0 };
+            Hit { id, score: fused.similarity, relevance }
+        })
         .collect();
-    hits.sort_by(|(ra, a), (rb, b)| rb.total_cmp(ra).then(b.score.total_cmp(&a.score)).then(a.id.cmp(&b.id)));
-    hits.into_iter().take(limit).map(|(_, hit)| hit).collect()
+    // By relevance (the rounding of the division keeps the fused order, as it is monotonic),
+    // then similarity, then id.
+    hits.sort_by(|a, b| b.relevance.total_cmp(&a.relevance).then(b.score.total_cmp(&a.score)).then(a.id.cmp(&b.id)));
+    hits.truncate(limit);
+    hits
 }
 
 #[cfg(test)]
@@ -167,6 +184,23 @@ mod tests {
         };
         assert_eq!(ids(&fuse(&candidates, &Tuning::default(), 10, 0.5)), vec![id(2), id(1)]);
         assert_eq!(ids(&fuse(&candidates, &Tuning::default(), 1, 0.0)), vec![id(2)]);
+    }
+
+    #[test]
+    fn relevance_orders_the_hits_even_when_similarity_does_not() {
+        // Issue 40: entry 3 is far less similar than entry 1 but above it; its relevance says why.
+        let candidates = Candidates {
+            dense: vec![candidate(1, 0.44, 0.44), candidate(3, 0.19, 0.19)],
+            lexical: vec![candidate(3, 12.0, 0.19)],
+        };
+        let hits = fuse(&candidates, &Tuning::default(), 10, 0.0);
+        assert_eq!(ids(&hits), vec![id(3), id(1)]);
+        assert!(hits[0].score < hits[1].score);
+        assert!(hits.windows(2).all(|pair| pair[0].relevance >= pair[1].relevance), "{hits:?}");
+        assert!(hits.iter().all(|hit| (0.0..=1.0).contains(&hit.relevance)), "{hits:?}");
+        // Without a lexical list the first by meaning is as relevant as can be.
+        let dense_only = Candidates { dense: candidates.dense.clone(), lexical: Vec::new() };
+        assert_eq!(fuse(&dense_only, &Tuning::default(), 10, 0.0)[0].relevance, 1.0);
     }
 
     #[test]

@@ -125,6 +125,9 @@ pub struct Hit {
     pub id: uuid::Uuid,
     /// Cosine similarity of the query and the entry's best passage.
     pub score: f32,
+    /// The fused relevance the hits are ordered by, from 0 to 1 (see `fusion`): hits never
+    /// come before one of higher relevance.
+    pub relevance: f32,
 }
 
 #[async_trait::async_trait]

@@ -114,6 +114,27 @@ pub fn url_violation(url: &str) -> Option<FieldViolation> {
     }
 }
 
+/// The page a URL names, for telling duplicates apart (issue 40): parsed, so that the scheme and
+/// host are lowercase and a default port is dropped, and without its `#fragment`, which a browser
+/// never sends. The path keeps its case and a trailing slash (`/faq` and `/faq/` may be different
+/// pages to a server), and the query is kept. A URL that does not parse is its trimmed text.
+pub fn page_key(url: &str) -> String {
+    match url::Url::parse(url.trim()) {
+        Ok(mut parsed) => {
+            parsed.set_fragment(None);
+            parsed.to_string()
+        }
+        Err(_) => url.trim().to_owned(),
+    }
+}
+
+fn duplicate_page(existing: &str) -> ServiceError {
+    ServiceError::conflict("This knowledge base already has a webpage with this URL").with_hint(format!(
+        "It is {existing}: a URL that differs only by its #fragment (or the case of its host) is the same page. \
+         Refresh that webpage instead."
+    ))
+}
+
 /// A partial change of a webpage or document: `None` keeps the value.
 #[derive(Debug, Clone, Default)]
 pub struct SourcePatch {
@@ -156,6 +177,7 @@ impl KnowledgeStore {
         let now = now_ms();
         let mut tx = self.db.begin_write().await?;
         self.knowledgebase_in(&mut tx, team_id, knowledgebase_id).await?;
+        self.refuse_duplicate_page(&mut tx, team_id, knowledgebase_id, url, None).await?;
         sqlx::query(
             "INSERT INTO webpages (id, team_id, knowledgebase_id, name, url, notes, status, created_at, updated_at, \
              refresh_interval) VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7, $8)",
@@ -223,6 +245,10 @@ impl KnowledgeStore {
     ) -> ServiceResult<Webpage> {
         patch.validate()?;
         self.webpage(team_id, knowledgebase_id, webpage_id).await?;
+        let mut tx = self.db.begin_write().await?;
+        if let Some(url) = patch.url.as_deref() {
+            self.refuse_duplicate_page(&mut tx, team_id, knowledgebase_id, url, Some(webpage_id)).await?;
+        }
         sqlx::query(
             "UPDATE webpages SET name = COALESCE($1, name), url = COALESCE($2, url), \
              notes = CASE WHEN $3 = 1 THEN $4 ELSE notes END, updated_at = $5, \
@@ -236,8 +262,9 @@ impl KnowledgeStore {
         .bind(webpage_id)
         .bind(team_id)
         .bind(patch.refresh_interval.map(RefreshInterval::as_str))
-        .execute(self.db.pool())
+        .execute(&mut *tx)
         .await?;
+        tx.commit().await?;
         self.webpage(team_id, knowledgebase_id, webpage_id).await
     }
 
@@ -329,6 +356,33 @@ impl KnowledgeStore {
             .collect()
     }
 
+    /// A 409 when another webpage of the knowledge base names the same page as `url` (see
+    /// [`page_key`]); `except` is the webpage being changed. The check and the write that follows
+    /// are serialised per knowledge base, so two adds of one page at once cannot both pass.
+    async fn refuse_duplicate_page(
+        &self,
+        tx: &mut sqlx::AnyConnection,
+        team_id: &str,
+        knowledgebase_id: &str,
+        url: &str,
+        except: Option<&str>,
+    ) -> ServiceResult<()> {
+        self.db.lock_scope(tx, &format!("webpages:{knowledgebase_id}")).await?;
+        let key = page_key(url);
+        let rows = sqlx::query("SELECT id, url FROM webpages WHERE knowledgebase_id = $1 AND team_id = $2")
+            .bind(knowledgebase_id)
+            .bind(team_id)
+            .fetch_all(&mut *tx)
+            .await?;
+        for row in rows {
+            let (id, existing): (String, String) = (row.try_get("id")?, row.try_get("url")?);
+            if Some(id.as_str()) != except && page_key(&existing) == key {
+                return Err(duplicate_page(&existing));
+            }
+        }
+        Ok(())
+    }
+
     /// The knowledge base exists for the team, checked inside a write.
     pub(crate) async fn knowledgebase_in(
         &self,
@@ -370,4 +424,31 @@ pub(super) async fn webpage_in(conn: &mut sqlx::AnyConnection, webpage_id: &str)
         .await?
         .ok_or_else(webpage_not_found)?;
     Ok(webpage_from_row(&row, REFRESH_INTERVAL_MS)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::page_key;
+
+    #[test]
+    fn a_page_is_its_url_without_the_fragment_and_with_a_lowercase_host() {
+        let faq = page_key("https://example.com/faq");
+        for same in [
+            "https://example.com/faq#2",
+            "HTTPS://Example.COM/faq#top",
+            "https://example.com:443/faq",
+            " https://example.com/faq ",
+        ] {
+            assert_eq!(page_key(same), faq, "{same}");
+        }
+        for other in [
+            "https://example.com/faq/",
+            "https://example.com/FAQ",
+            "https://example.com/faq?page=2",
+            "http://example.com/faq",
+        ] {
+            assert_ne!(page_key(other), faq, "{other}");
+        }
+        assert_eq!(page_key("https://example.com"), page_key("https://example.com/#top"));
+    }
 }
