@@ -87,7 +87,8 @@ export function confirmEmail({ view, params }) {
   (async () => {
     try {
       const done = await api('POST', '/v1/auth/confirm-email', { token: params[0] });
-      // A signed-in browser shows the new address from now on.
+      // A signed-in browser shows the new address from now on (the gateway read the session
+      // again when this browser's cookie came with the link).
       if (state.session) await loadSession().catch(() => null);
       replace(status,
         alertBox(['Your e-mail address is now ', h('strong', null, done.email), '. Sign in with it from now on.'], { kind: 'success' }),
