@@ -137,7 +137,8 @@ function creditPrices() {
     const prices = await api('GET', '/v1/credits/prices', undefined, { scoped: false });
     return [
       table(['Operation', 'API', 'Cost'], prices.map((p) => h('tr', null,
-        h('th', { scope: 'row' }, p.summary),
+        // The summary may end with its price in brackets ("(1 credit)"): the Cost column says it.
+        h('th', { scope: 'row' }, p.summary.replace(/\s*\([^)]*\bcredits?\)$/, '')),
         h('td', null, h('code', null, `${p.method} ${p.path}`)),
         h('td', { class: 'num' }, `${plural(p.credits, 'credit')} each`))),
       { caption: 'What costs credits', empty: 'Nothing costs credits on this platform.' }),

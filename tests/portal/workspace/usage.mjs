@@ -57,7 +57,7 @@ export default async function usage(w) {
     const table = page.getByRole('table', { name: 'What costs credits' });
     await visible(table, 'the price table');
     for (const p of prices.body.data) {
-      const row = table.getByRole('row').filter({ hasText: p.summary });
+      const row = table.getByRole('row').filter({ hasText: `${p.method} ${p.path}` });
       const each = `${p.credits} ${p.credits === 1 ? 'credit' : 'credits'} each`;
       await visible(row.getByText(each), `the price of ${p.operationId} (${each})`);
     }
