@@ -147,9 +147,26 @@ async fn invitations_are_mailed_when_the_platform_has_smtp() {
 #[tokio::test]
 async fn a_person_changes_their_name_and_confirms_a_new_address() {
     let (stack, dir, mut sink) = stack_with_sink().await;
-    let maildir = dir.path().join("mail");
+    profile_changes(&stack, &dir.path().join("mail")).await;
+    let _ = sink.kill().await;
+}
+
+/// The same with identity on PostgreSQL behind a `serve gateway`.
+#[tokio::test]
+async fn a_person_changes_their_name_and_address_on_postgres() {
+    let (dir, mut sink, smtp) = smtp_sink().await;
+    let env = [("SWITCHBOARD_SMTP_URL", smtp.as_str())];
+    let Some(stack) = Stack::serve_on_postgres(&["identity", "agents"], &env).await else {
+        eprintln!("NOTE: a_person_changes_their_name_and_address_on_postgres skipped: no TEST_DATABASE_URL");
+        return;
+    };
+    profile_changes(&stack, &dir.path().join("mail")).await;
+    let _ = sink.kill().await;
+}
+
+async fn profile_changes(stack: &Stack, maildir: &Path) {
     let team = stack.team("Profile Team", false, 10).await;
-    let ada = owner(&stack, &team.id, "ada@profile.example").await;
+    let ada = owner(stack, &team.id, "ada@profile.example").await;
 
     // The name: both, one, and what is refused.
     let renamed = ada.patch("/me", json!({ "firstName": " Augusta ", "lastName": "Lovelace" })).await;
@@ -178,7 +195,7 @@ async fn a_person_changes_their_name_and_confirms_a_new_address() {
     ada.post("/me/email", json!({ "email": "not an address", "password": PASSWORD })).await.expect(400);
     ada.post("/me/email", json!({ "email": "ADA@profile.example", "password": PASSWORD })).await.expect(400);
     let other = stack.team("Other Team", false, 10).await;
-    owner(&stack, &other.id, "taken@profile.example").await;
+    owner(stack, &other.id, "taken@profile.example").await;
     let taken = ada.post("/me/email", json!({ "email": "Taken@profile.example", "password": PASSWORD })).await;
     assert_eq!(taken.expect(409)["error"], "This e-mail address cannot be used: another account uses it");
     assert!(!taken.text.contains("Other Team"), "{}", taken.text);
@@ -186,7 +203,7 @@ async fn a_person_changes_their_name_and_confirms_a_new_address() {
     let asked = ada.post("/me/email", json!({ "email": new, "password": PASSWORD })).await;
     let data = asked.expect(202)["data"].clone();
     assert_eq!((data["email"].as_str(), data["mailed"].as_bool()), (Some(new), Some(true)), "{data}");
-    let mail = received(&maildir, "/confirm-email/").await;
+    let mail = received(maildir, "/confirm-email/").await;
     assert!(mail.contains(&format!("To: {new}")), "{mail}");
     // A line longer than 78 characters is sent quoted-printable: its soft line breaks go.
     let body = mail.replace("=\r\n", "").replace("=\n", "");
@@ -194,7 +211,7 @@ async fn a_person_changes_their_name_and_confirms_a_new_address() {
     let token = link.rsplit('/').next().expect("its token").to_owned();
 
     // Nothing changes until the link is opened.
-    sign_in(&stack, "ada@profile.example", PASSWORD).await.expect(200);
+    sign_in(stack, "ada@profile.example", PASSWORD).await.expect(200);
     assert_eq!(ada.get("/auth/session").await.expect(200)["data"]["user"]["email"], "ada@profile.example");
 
     let visitor = stack.anonymous();
@@ -205,7 +222,7 @@ async fn a_person_changes_their_name_and_confirms_a_new_address() {
     visitor.post("/auth/confirm-email", json!({ "token": token })).await.expect(404);
 
     // The old address is told; the session stays, with the new address; sign-in follows it.
-    let notice = received(&maildir, "no longer").await;
+    let notice = received(maildir, "no longer").await;
     assert!(notice.contains("To: ada@profile.example"), "{notice}");
     assert!(notice.contains(new), "{notice}");
     // Gateways keep a session's answer for 2 s at most: the new address shows within that.
@@ -215,8 +232,8 @@ async fn a_person_changes_their_name_and_confirms_a_new_address() {
         }
     };
     tokio::time::timeout(Duration::from_secs(10), shown).await.expect("the session shows the new address within 10 s");
-    sign_in(&stack, new, PASSWORD).await.expect(200);
-    sign_in(&stack, "ada@profile.example", PASSWORD).await.expect(401);
+    sign_in(stack, new, PASSWORD).await.expect(200);
+    sign_in(stack, "ada@profile.example", PASSWORD).await.expect(401);
 
     // The audit log has each step.
     let log = ada.get("/audit-log?limit=100").await.expect(200)["data"].clone();
@@ -231,9 +248,7 @@ async fn a_person_changes_their_name_and_confirms_a_new_address() {
     let accept = json!({
         "token": token_of(&invited.expect(201)["data"]["url"]), "password": PASSWORD, "firstName": "Vic", "lastName": "V"
     });
-    let vic = browser(&stack, &stack.anonymous().post("/auth/accept-invite", accept).await);
+    let vic = browser(stack, &stack.anonymous().post("/auth/accept-invite", accept).await);
     vic.post("/agents", json!({ "name": "Nope", "type": "phone" })).await.expect(403);
     vic.patch("/me", json!({ "lastName": "Viewer" })).await.expect(200);
-
-    let _ = sink.kill().await;
 }
