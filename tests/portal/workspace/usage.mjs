@@ -1,6 +1,6 @@
 // The overview's usage: credits used, calls and call minutes per day for the last 30 days as
 // charts (with the figures as a table), and for an agency the same per subteam.
-import { check, ok, settled, step, visible, hidden, nav, atPath, rand } from '../harness.mjs';
+import { check, ok, settled, step, visible, hidden, nav, atPath, rand, newContext, password, track } from '../harness.mjs';
 
 export default async function usage(w) {
   const { page } = w;
@@ -93,5 +93,33 @@ export default async function usage(w) {
     const after = (await w.api('GET', '/me')).body.data.credits.balance;
     ok(after === before - 7, `the agency had ${before} credits and has ${after} after moving 7`);
     await check(page, 'overview-top-up');
+  });
+
+  await step('a viewer reads the threshold and the prices but is offered no change; they rename themselves', async () => {
+    await w.api('PUT', '/credits/alert', { threshold: 40 });
+    const inv = await w.api('POST', '/members/invitations', { email: `usage-viewer-${rand}@portal-dev.example`, role: 'viewer' });
+    ok(inv.status === 201, `POST /v1/members/invitations answered ${inv.status}: ${JSON.stringify(inv.body)}`);
+    const ctx = await newContext(w.browser, 'usage-viewer');
+    try {
+      const vp = track(await ctx.newPage());
+      const token = decodeURIComponent(new URL(inv.body.data.url).pathname.split('/').pop());
+      const res = await vp.request.post('/v1/auth/accept-invite', { data: { token, password: password(), firstName: 'Vera', lastName: 'Viewer' } });
+      ok(res.ok(), `accepting the viewer invitation answered ${res.status()}: ${await res.text()}`);
+      await vp.goto('/');
+      await settled(vp);
+      await visible(vp.getByText('The threshold is 40 credits.'), 'the threshold, read-only, for a viewer');
+      ok(await vp.getByLabel('Alert when the balance falls under').count() === 0, 'a viewer is offered the threshold field');
+      ok(await vp.getByRole('button', { name: /Top up/ }).count() === 0, 'a viewer is offered Top up');
+      await visible(vp.getByRole('table', { name: 'What costs credits' }), 'the prices, for a viewer');
+      await vp.getByRole('banner').getByRole('link', { name: 'Vera Viewer' }).click();
+      await atPath(vp, '/settings/profile');
+      await vp.getByLabel('Last name').fill('Reader');
+      await vp.getByRole('button', { name: 'Save name' }).click();
+      await visible(vp.getByRole('banner').getByText('Vera Reader'), "the viewer's new name in the header");
+    } finally {
+      track(page);
+      await ctx.close();
+    }
+    await w.api('PUT', '/credits/alert', { threshold: null });
   });
 }
