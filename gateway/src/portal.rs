@@ -46,6 +46,8 @@ const FILES: &[(&str, &str, &[u8])] = &[
     ("pages-webhooks.css", "text/css; charset=utf-8", include_bytes!("../../portal/assets/pages-webhooks.css")),
     ("passkeys.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/passkeys.js")),
     ("pages-security.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/pages-security.js")),
+    ("pages-profile.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/pages-profile.js")),
+    ("pages-account.css", "text/css; charset=utf-8", include_bytes!("../../portal/assets/pages-account.css")),
     ("charts.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/charts.js")),
     ("logo.svg", "image/svg+xml", include_bytes!("../../portal/assets/logo.svg")),
 ];

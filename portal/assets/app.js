@@ -14,6 +14,7 @@ import * as contactSettings from './pages-contact-settings.js';
 import * as boards from './pages-boards.js';
 import * as webhooks from './pages-webhooks.js';
 import * as security from './pages-security.js';
+import * as profile from './pages-profile.js';
 
 /**
  * allow: the permission (api.js `can`) a page needs; nav: shown in the side navigation.
@@ -45,6 +46,7 @@ const ROUTES = [
   { path: '/sso/callback', title: 'Signing in', public: true, page: auth.ssoCallback },
   { path: /^\/invite\/([^/]+)$/, title: 'Accept your invitation', public: true, page: auth.invite },
   { path: /^\/reset\/([^/]+)$/, title: 'Choose a new password', public: true, page: auth.reset },
+  { path: /^\/confirm-email\/([^/]+)$/, title: 'Confirm your e-mail address', public: true, page: profile.confirmEmail },
   { path: '/', title: 'Overview', nav: 'Overview', page: team.overview },
   { path: '/agents', title: 'Agents', nav: 'Agents', page: agents.list },
   // The agent page says itself that an agent is not found, malformed ids included.
@@ -68,6 +70,7 @@ const ROUTES = [
   { path: '/members', title: 'Members', nav: 'Members', allow: 'members', page: team.members },
   { path: '/subteams', title: 'Subteams', nav: 'Subteams', allow: 'subteams', page: team.subteams, showDenied: true },
   { path: '/audit-log', title: 'Audit log', nav: 'Audit log', allow: 'audit', page: team.auditLog },
+  { path: '/settings/profile', title: 'Profile', nav: 'Profile', page: profile.profile },
   { path: '/settings/security', title: 'Security', nav: 'Security', page: security.security },
 ];
 /** @type {Route} */
@@ -155,7 +158,7 @@ function appShell(route, { params, query, signal }, focus) {
       h('div', { class: 'topbar-menu', id: 'topbar-menu' },
         teamSwitcher(),
         h('div', { class: 'user' },
-          h('span', { class: 'user-name' }, fullName(s.user)),
+          h('a', { class: 'user-name', href: '/settings/profile', title: 'Your profile' }, fullName(s.user)),
           badge(cap(s.role)),
           h('button', { type: 'button', class: 'btn secondary small', onclick: doSignOut }, 'Sign out')))),
     h('div', { class: 'layout' },

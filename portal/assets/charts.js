@@ -11,14 +11,24 @@ const shortDay = new Intl.DateTimeFormat(undefined, { day: 'numeric', month: 'sh
 const dayLabel = (date) => shortDay.format(new Date(`${date}T00:00:00Z`));
 
 /**
- * A bar chart of days[i][field]: {title, field, unit, days: [{date, ...}]}. The total is in the
- * heading; each bar has a <title> (its tooltip).
- * @param {{title: string, field: string, unit: string, days: Day[], format?: (n: number) => string}} spec
+ * "1 credit", "2 credits", "0 credits": `unit` is the plural, `one` the singular (default: the
+ * unit without its final s; "min" stays "min").
+ * @param {(n: number) => string} format @param {string} unit @param {string} [one]
  */
-export function barChart({ title, field, unit, days, format = num }) {
+const counted = (format, unit, one = unit.replace(/s$/, '')) => (/** @type {number} */ n) => `${format(n)} ${n === 1 ? one : unit}`;
+
+/**
+ * A bar chart of days[i][field]: {title, field, unit, days: [{date, ...}]}. The total is in the
+ * heading; each bar has a <title> (its tooltip). A chart of nothing says so where the scale
+ * would be, instead of a scale up to 1.
+ * @param {{title: string, field: string, unit: string, one?: string, days: Day[], format?: (n: number) => string}} spec
+ */
+export function barChart({ title, field, unit, one, days, format = num }) {
   const W = 300; const H = 120; const PAD = 16;
+  const label = counted(format, unit, one);
   const values = days.map((d) => Number(d[field]) || 0);
-  const max = Math.max(1, ...values);
+  const top = Math.max(0, ...values);
+  const max = Math.max(1, top);
   const step = W / Math.max(1, days.length);
   const barW = Math.max(1, step - 2);
   const id = uid('chart');
@@ -26,24 +36,29 @@ export function barChart({ title, field, unit, days, format = num }) {
     const v = values[i];
     const bh = v ? Math.max(2, (v / max) * (H - PAD * 2)) : 0; // a day with anything shows
     return svg('rect', { x: (i * step + 1).toFixed(1), y: (H - PAD - bh).toFixed(1), width: barW.toFixed(1), height: bh.toFixed(1), class: 'bar' },
-      svg('title', null, `${dayLabel(d.date)}: ${format(v)} ${unit}`));
+      svg('title', null, `${dayLabel(d.date)}: ${label(v)}`));
   });
   const total = values.reduce((a, b) => a + b, 0);
+  const none = `No ${title.toLowerCase()} in these ${days.length} days`;
   const first = days[0]?.date; const last = days[days.length - 1]?.date;
   return h('figure', { class: 'chart', 'aria-labelledby': id },
-    h('figcaption', { id }, h('span', { class: 'chart-title' }, title), ' ', h('span', { class: 'chart-total' }, `${format(total)} ${unit}`)),
-    svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart-svg', role: 'img', 'aria-label': `${title} per day, at most ${format(max)} ${unit}` },
+    h('figcaption', { id }, h('span', { class: 'chart-title' }, title), ' ', h('span', { class: 'chart-total' }, label(total))),
+    svg('svg', { viewBox: `0 0 ${W} ${H}`, class: top === 0 ? 'chart-svg chart-empty' : 'chart-svg', role: 'img',
+      'aria-label': top === 0 ? none : `${title} per day, at most ${label(top)}` },
       svg('line', { x1: 0, x2: W, y1: H - PAD, y2: H - PAD, class: 'axis' }),
       svg('text', { x: 0, y: H - 3, class: 'tick' }, first ? dayLabel(first) : ''),
       svg('text', { x: W, y: H - 3, class: 'tick end' }, last ? dayLabel(last) : ''),
-      svg('text', { x: 0, y: 11, class: 'tick' }, `${format(max)} ${unit}`),
+      top === 0
+        ? svg('text', { x: W / 2, y: H / 2, class: 'tick middle empty-note' }, none)
+        : svg('text', { x: 0, y: 11, class: 'tick' }, label(top)),
       bars));
 }
 
 /** A small bar chart of one field per day, for a table cell: the bars and their tooltips only. */
-/** @param {{label: string, field: string, unit: string, days: Day[], format?: (n: number) => string}} spec */
-export function sparkBars({ label, field, unit, days, format = num }) {
+/** @param {{label: string, field: string, unit: string, one?: string, days: Day[], format?: (n: number) => string}} spec */
+export function sparkBars({ label, field, unit, one, days, format = num }) {
   const W = 120; const H = 28;
+  const amount = counted(format, unit, one);
   const values = days.map((d) => Number(d[field]) || 0);
   const max = Math.max(1, ...values);
   const step = W / Math.max(1, days.length);
@@ -51,7 +66,7 @@ export function sparkBars({ label, field, unit, days, format = num }) {
     days.map((d, i) => {
       const bh = values[i] ? Math.max(1, (values[i] / max) * H) : 0;
       return svg('rect', { x: (i * step).toFixed(1), y: (H - bh).toFixed(1), width: Math.max(1, step - 1).toFixed(1), height: bh.toFixed(1), class: 'bar' },
-        svg('title', null, `${dayLabel(d.date)}: ${format(values[i])} ${unit}`));
+        svg('title', null, `${dayLabel(d.date)}: ${amount(values[i])}`));
     }));
 }
 

@@ -2,7 +2,7 @@
 // Pages of a signed-in team: overview, API keys, members, subteams, audit log.
 import {
   h, append, replace, field, form, loader, table, badge, time, num, fullName, cap, alertBox,
-  copyField, confirmDialog, toast, navigate, section, pager, pageOf, ACTIONS, enc, focusTitle,
+  copyField, confirmDialog, formDialog, toast, navigate, section, pager, pageOf, ACTIONS, enc, focusTitle, plural,
 } from './dom.js';
 import { api, state, actingTeam, can, setScope, loadSubteams, ROLES, isOwner, isOwnerRole } from './api.js';
 import { barChart, usageTable, totals, sparkBars } from './charts.js';
@@ -52,9 +52,18 @@ export function overview({ view }) {
       api('GET', '/v1/credits/alert').catch((err) => ({ err })),
     ]);
     const balance = me.credits?.balance;
-    const threshold = alert?.threshold;
-    const low = typeof threshold === 'number' && typeof balance === 'number' && balance < threshold;
     const sub = me.subscription || {};
+    const thresholdSlot = h('div', { class: 'tile-slot' });
+    const balanceSlot = h('div', { class: 'tile-slot' });
+    /** Draws the two tiles that depend on the threshold. @param {number | null | undefined} threshold */
+    const showThreshold = (threshold) => {
+      const low = typeof threshold === 'number' && typeof balance === 'number' && balance < threshold;
+      replace(balanceSlot, tile('Credit balance', num(balance), low ? 'Under the low-credit threshold' : 'Credits available', low ? 'warn' : ''));
+      replace(thresholdSlot, alert?.err ? tile('Low-credit threshold', 'Unavailable', alert.err.message)
+        : threshold == null ? tile('Low-credit threshold', 'Not set', 'No credits.low alert')
+          : tile('Low-credit threshold', num(threshold), 'Webhooks hear credits.low when the balance falls under it'));
+    };
+    showThreshold(alert?.threshold);
     /** @type {import('./dom.js').Child[]} */ 
     const parts = [
       h('div', { class: 'tiles' },
@@ -62,15 +71,80 @@ export function overview({ view }) {
           me.agencyTeam ? `Client subteam of ${me.agencyTeam.name}` : me.ownsAgency ? 'Agency' : 'Team'),
         tile('Plan', cap(sub.plan) || '—',
           [cap(sub.status), sub.currentPeriodEnd && `period ends ${new Date(sub.currentPeriodEnd).toLocaleDateString()}`].filter(Boolean).join(' · ')),
-        tile('Credit balance', num(balance), low ? 'Under the low-credit threshold' : 'Credits available', low ? 'warn' : ''),
-        alert?.err ? tile('Low-credit threshold', 'Unavailable', alert.err.message)
-          : threshold == null ? tile('Low-credit threshold', 'Not set', 'No credits.low alert')
-            : tile('Low-credit threshold', num(threshold), 'Webhooks hear credits.low when the balance falls under it')),
+        balanceSlot,
+        thresholdSlot),
+      section('Credits',
+        alert?.err ? null : thresholdForm(alert?.threshold, showThreshold),
+        creditPrices()),
     ];
     parts.push(usageSection());
     if (me.ownsAgency && !team.isSubteam) parts.push(subteamSummary(), subteamUsage());
     return parts;
   }));
+}
+
+/**
+ * The low-credit threshold (PUT /v1/credits/alert): whoever may write to the team (owners,
+ * admins, members: the API's rule) sets or clears it; a viewer reads it.
+ * @param {number | null | undefined} initial
+ * @param {(threshold: number | null) => void} changed
+ */
+function thresholdForm(initial, changed) {
+  const about = h('p', null, 'When the balance falls under the threshold, the team\u2019s webhooks subscribed to ',
+    h('code', null, 'credits.low'), ' hear it, once each time.');
+  const status = h('p', { role: 'status', class: 'muted credit-alert-status' });
+  if (!can('write')) {
+    return h('div', { class: 'credit-alert' }, h('h3', null, 'Low-credit alert'), about,
+      h('p', null, initial == null ? 'No threshold is set.' : `The threshold is ${plural(initial, 'credit')}.`,
+        ' Owners, admins and members can change it.'));
+  }
+  let current = initial;
+  const clear = h('button', { type: 'button', class: 'btn secondary', hidden: current == null }, 'Clear threshold');
+  const save = async (/** @type {number | null} */ threshold) => {
+    const answer = await api('PUT', '/v1/credits/alert', { threshold });
+    current = answer.threshold ?? null;
+    clear.hidden = current == null;
+    changed(current);
+    replace(status, current == null ? 'Threshold cleared: no credits.low alert.' : `Threshold set to ${plural(current, 'credit')}.`);
+  };
+  const f = form({
+    className: 'inline',
+    fields: [field({
+      name: 'threshold', label: 'Alert when the balance falls under', type: 'number', required: true, min: 0, max: 1000000000000, step: 1,
+      value: current == null ? '' : String(current), inputmode: 'numeric',
+    })],
+    submit: 'Save threshold',
+    secondary: clear,
+    onSubmit: async (v) => { await save(Number(v.threshold)); },
+  });
+  clear.addEventListener('click', async () => {
+    clear.disabled = true;
+    try {
+      await save(null);
+      /** @type {HTMLInputElement} */ (f.elements.namedItem('threshold')).value = '';
+    } catch (err) {
+      replace(status, alertBox(err.message));
+    } finally {
+      clear.disabled = false;
+    }
+  });
+  return h('div', { class: 'credit-alert' }, h('h3', null, 'Low-credit alert'), about, f, status);
+}
+
+/** What costs credits, as the API prices it (GET /v1/credits/prices): never a number of our own. */
+function creditPrices() {
+  return h('div', { class: 'credit-prices' }, h('h3', null, 'What costs credits'), loader(async () => {
+    const prices = await api('GET', '/v1/credits/prices', undefined, { scoped: false });
+    return [
+      table(['Operation', 'API', 'Cost'], prices.map((p) => h('tr', null,
+        // The summary may end with its price in brackets ("(1 credit)"): the Cost column says it.
+        h('th', { scope: 'row' }, p.summary.replace(/\s*\([^)]*\bcredits?\)$/, '')),
+        h('td', null, h('code', null, `${p.method} ${p.path}`)),
+        h('td', { class: 'num' }, `${plural(p.credits, 'credit')} each`))),
+      { caption: 'What costs credits', empty: 'Nothing costs credits on this platform.' }),
+      h('p', { class: 'muted' }, 'A failed operation is given back. Operations not listed cost no credits.'),
+    ];
+  }, 'Loading prices…'));
 }
 
 // ---------------------------------------------------------------- usage (GET /v1/usage)
@@ -82,7 +156,7 @@ function usageSection() {
       h('div', { class: 'charts' },
         barChart({ title: 'Credits used', field: 'creditsUsed', unit: 'credits', days }),
         barChart({ title: 'Calls', field: 'calls', unit: 'calls', days }),
-        barChart({ title: 'Call minutes', field: 'callMinutes', unit: 'min', days })),
+        barChart({ title: 'Call minutes', field: 'callMinutes', unit: 'min', one: 'min', days })),
       usageTable(days),
     ];
   }, 'Loading usage…'));
@@ -109,15 +183,52 @@ function subteamUsage() {
   }, 'Loading usage per subteam…'));
 }
 
-function subteamRow(t, withOwner) {
+/**
+ * A subteam's row: its balance, and for those who manage the agency a "Top up" that moves
+ * credits from the agency (POST /v1/agency/subteams/{id}/credits); the new balances are said in
+ * `status` under the table, a refusal (not enough credits) beside the amount.
+ * @param {Record<string, any>} t @param {boolean} withOwner @param {HTMLElement} status
+ */
+function subteamRow(t, withOwner, status) {
   const owner = (t.users || [])[0];
+  const balance = h('td', { class: 'num subteam-balance' }, num(t.credits?.balance));
+  const topUp = can('createSubteam') && h('button', {
+    type: 'button', class: 'btn secondary small', 'aria-label': `Top up ${t.name}`,
+    onclick: async () => {
+      /** @type {Record<string, any> | null} */
+      let moved = null;
+      const done = await formDialog({
+        title: `Top up ${t.name}`,
+        fields: [field({
+          name: 'amount', label: 'Credits to move from the agency', type: 'number', required: true, min: 1, max: 1000000000, step: 1,
+          inputmode: 'numeric', hint: `${t.name} has ${plural(t.credits?.balance ?? 0, 'credit')} now.`,
+        })],
+        submit: 'Move credits',
+        onSubmit: async (v) => {
+          try {
+            moved = await api('POST', `/v1/agency/subteams/${enc(t.id)}/credits`, { amount: Number(v.amount) }, { scoped: false });
+          } catch (err) {
+            // Not enough credits is about the amount asked for: said beside it.
+            if (err.status === 402) err.details = [{ field: 'amount', message: err.message }];
+            throw err;
+          }
+        },
+      });
+      if (!done || !moved) return;
+      t.credits = moved.credits;
+      replace(balance, num(moved.credits?.balance));
+      const agency = await api('GET', '/v1/me', undefined, { scoped: false }).catch(() => null);
+      replace(status, `${t.name} now has ${plural(moved.credits?.balance, 'credit')}`,
+        agency ? `; the agency has ${plural(agency.credits?.balance, 'credit')} left.` : '.');
+    },
+  }, 'Top up');
   return h('tr', null,
     h('th', { scope: 'row' }, t.name),
-    h('td', { class: 'num' }, num(t.credits?.balance)),
+    balance,
     h('td', { class: 'num' }, num(t.totalMonthlyCredits)),
     withOwner && h('td', null, owner ? [fullName(owner), h('br'), h('span', { class: 'muted small' }, owner.email)] : '—'),
     h('td', null, time(t.createdAt, { day: true })),
-    h('td', { class: 'actions' }, h('button', {
+    h('td', { class: 'actions' }, topUp, ' ', h('button', {
       type: 'button', class: 'btn secondary small', 'aria-label': `Switch to ${t.name}`,
       onclick: () => switchTeam({ id: t.id, name: t.name }, '/'),
     }, 'Switch to')));
@@ -127,9 +238,11 @@ function subteamSummary() {
   return section('Subteams',
     loader(async () => {
       const data = await api('GET', '/v1/agency/subteams?page=1&limit=50', undefined, { full: true });
+      const status = h('p', { role: 'status', class: 'subteam-topped' });
       return [
-        table(['Subteam', 'Credit balance', 'Monthly credits', 'Created', ACTIONS], (data.data || []).map((t) => subteamRow(t)),
+        table(['Subteam', 'Credit balance', 'Monthly credits', 'Created', ACTIONS], (data.data || []).map((t) => subteamRow(t, false, status)),
           { caption: 'Subteams and their balances', empty: 'This agency has no subteams yet.' }),
+        status,
         h('p', null, h('a', { href: '/subteams' }, 'Go to the Subteams page')),
       ];
     }));
@@ -370,9 +483,11 @@ export function subteams({ view, query }) {
   const list = loader(async (again) => {
     reload = again;
     const res = await api('GET', `/v1/agency/subteams?page=${page}&limit=50`, undefined, { full: true });
+    const status = h('p', { role: 'status', class: 'subteam-topped' });
     return [
-      table(['Subteam', 'Credit balance', 'Monthly credits', 'First owner', 'Created', ACTIONS], (res.data || []).map((t) => subteamRow(t, true)),
+      table(['Subteam', 'Credit balance', 'Monthly credits', 'First owner', 'Created', ACTIONS], (res.data || []).map((t) => subteamRow(t, true, status)),
         { caption: 'Subteams', empty: page > 1 ? 'No subteams on this page.' : 'No subteams yet.' }),
+      status,
       pager(res.pagination, (p) => `/subteams?page=${p}`),
     ];
   });
@@ -409,7 +524,8 @@ export function subteams({ view, query }) {
 // ---------------------------------------------------------------- audit log
 
 // The actions the API records (GET /v1/audit-log's description); others seen are added.
-const AUDIT_ACTIONS = ['auth.signed_in', 'auth.sign_in_failed', 'auth.signed_out', 'auth.signed_up',
+const AUDIT_ACTIONS = ['user.name_changed', 'user.email_change_requested', 'user.email_change_failed', 'user.email_changed',
+  'auth.signed_in', 'auth.sign_in_failed', 'auth.signed_out', 'auth.signed_up',
   'auth.password_changed', 'auth.password_change_failed', 'auth.session_ended', 'auth.signed_out_elsewhere', 'auth.password_reset', 'api_key.created', 'api_key.revoked', 'member.invited',
   'member.invitation_revoked', 'member.joined', 'member.role_changed', 'member.removed', 'subteam.created', 'webhook.created',
   'webhook.deleted', 'instructions.replaced', 'instructions.restored', 'auth.second_factor_enabled',

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use crate::accounts::{PASSWORD, browser, owner, sign_in, token_of};
 use crate::auth::subteam_body;
 use crate::common::{Stack, free_port};
 
@@ -36,15 +37,16 @@ async fn received(maildir: &Path, needle: &str) -> String {
         .unwrap_or_else(|_| panic!("no mail with {needle} reached the sink within 15 s"))
 }
 
-#[tokio::test]
-async fn invitations_are_mailed_when_the_platform_has_smtp() {
+/// The SMTP sink (aiosmtpd, killed when dropped) on a free port, listening: its folder (the
+/// maildir is `mail` in it), the process, and the `SWITCHBOARD_SMTP_URL` that reaches it.
+pub(crate) async fn smtp_sink() -> (tempfile::TempDir, tokio::process::Child, String) {
     let python = std::env::var("SWITCHBOARD_TEST_SMTP_PYTHON").expect(
         "SWITCHBOARD_TEST_SMTP_PYTHON names a Python with aiosmtpd (scripts/test installs it: ensure_smtp_sink)",
     );
     let dir = tempfile::tempdir().expect("tempdir");
     let maildir = dir.path().join("mail");
     let port = free_port();
-    let mut sink = tokio::process::Command::new(python)
+    let sink = tokio::process::Command::new(python)
         .args(["-m", "aiosmtpd", "-n", "-l", &format!("127.0.0.1:{port}"), "-c", "aiosmtpd.handlers.Mailbox"])
         .arg(&maildir)
         .kill_on_drop(true)
@@ -56,13 +58,24 @@ async fn invitations_are_mailed_when_the_platform_has_smtp() {
         }
     };
     tokio::time::timeout(Duration::from_secs(20), listening).await.expect("the SMTP sink listens within 20 s");
+    (dir, sink, format!("smtp://127.0.0.1:{port}"))
+}
 
-    let smtp = format!("smtp://127.0.0.1:{port}");
+/// The SMTP sink, and a stack that mails through it.
+async fn stack_with_sink() -> (Stack, tempfile::TempDir, tokio::process::Child) {
+    let (dir, sink, smtp) = smtp_sink().await;
     let stack = Stack::start_with(&[
         ("SWITCHBOARD_SMTP_URL", &smtp),
         ("SWITCHBOARD_SMTP_FROM", "Portal <portal@switchboard.example>"),
     ])
     .await;
+    (stack, dir, sink)
+}
+
+#[tokio::test]
+async fn invitations_are_mailed_when_the_platform_has_smtp() {
+    let (stack, dir, mut sink) = stack_with_sink().await;
+    let maildir = dir.path().join("mail");
     let agency = stack.team("Mail Agency", true, 50).await;
     let api = stack.client(&agency.key);
 
@@ -127,4 +140,115 @@ async fn invitations_are_mailed_when_the_platform_has_smtp() {
     reset.expect(200);
 
     let _ = sink.kill().await;
+}
+
+/// Issue 40, defect 7: a person changes their own name, and their e-mail address through a
+/// link mailed to the new one; the old one gets a notice, sessions stay, keys cannot.
+#[tokio::test]
+async fn a_person_changes_their_name_and_confirms_a_new_address() {
+    let (stack, dir, mut sink) = stack_with_sink().await;
+    profile_changes(&stack, &dir.path().join("mail")).await;
+    let _ = sink.kill().await;
+}
+
+/// The same with identity on PostgreSQL behind a `serve gateway`.
+#[tokio::test]
+async fn a_person_changes_their_name_and_address_on_postgres() {
+    let (dir, mut sink, smtp) = smtp_sink().await;
+    let env = [("SWITCHBOARD_SMTP_URL", smtp.as_str())];
+    let Some(stack) = Stack::serve_on_postgres(&["identity", "agents"], &env).await else {
+        eprintln!("NOTE: a_person_changes_their_name_and_address_on_postgres skipped: no TEST_DATABASE_URL");
+        return;
+    };
+    profile_changes(&stack, &dir.path().join("mail")).await;
+    let _ = sink.kill().await;
+}
+
+async fn profile_changes(stack: &Stack, maildir: &Path) {
+    let team = stack.team("Profile Team", false, 10).await;
+    let ada = owner(stack, &team.id, "ada@profile.example").await;
+
+    // The name: both, one, and what is refused.
+    let renamed = ada.patch("/me", json!({ "firstName": " Augusta ", "lastName": "Lovelace" })).await;
+    let user = renamed.expect(200)["data"].clone();
+    assert_eq!((user["firstName"].as_str(), user["lastName"].as_str()), (Some("Augusta"), Some("Lovelace")));
+    let session = ada.get("/auth/session").await;
+    assert_eq!(session.expect(200)["data"]["user"]["lastName"], "Lovelace", "{}", session.text);
+    ada.patch("/me", json!({ "firstName": "Ada" })).await.expect(200);
+    let me = ada.get("/me").await.expect(200)["data"]["user"].clone();
+    assert_eq!((me["firstName"].as_str(), me["lastName"].as_str()), (Some("Ada"), Some("Lovelace")), "{me}");
+    let long = ada.patch("/me", json!({ "firstName": "x".repeat(51) })).await;
+    assert_eq!(long.expect(400)["details"][0]["field"], "firstName", "{}", long.text);
+    ada.patch("/me", json!({ "lastName": "   " })).await.expect(400);
+
+    // A key acts for the team, not for a person.
+    let key = stack.client(&team.key);
+    key.patch("/me", json!({ "firstName": "Key" })).await.expect(401);
+    key.post("/me/email", json!({ "email": "key@profile.example", "password": PASSWORD })).await.expect(401);
+
+    // The address: the password is needed, a taken address is refused with one message.
+    let new = "ada.new@profile.example";
+    let missing = ada.post("/me/email", json!({ "email": new })).await;
+    assert_eq!(missing.expect(400)["details"][0]["field"], "password", "{}", missing.text);
+    let wrong = ada.post("/me/email", json!({ "email": new, "password": "not the password" })).await;
+    assert_eq!(wrong.expect(400)["details"][0]["field"], "password", "{}", wrong.text);
+    ada.post("/me/email", json!({ "email": "not an address", "password": PASSWORD })).await.expect(400);
+    ada.post("/me/email", json!({ "email": "ADA@profile.example", "password": PASSWORD })).await.expect(400);
+    let other = stack.team("Other Team", false, 10).await;
+    owner(stack, &other.id, "taken@profile.example").await;
+    let taken = ada.post("/me/email", json!({ "email": "Taken@profile.example", "password": PASSWORD })).await;
+    assert_eq!(taken.expect(409)["error"], "This e-mail address cannot be used: another account uses it");
+    assert!(!taken.text.contains("Other Team"), "{}", taken.text);
+
+    let asked = ada.post("/me/email", json!({ "email": new, "password": PASSWORD })).await;
+    let data = asked.expect(202)["data"].clone();
+    assert_eq!((data["email"].as_str(), data["mailed"].as_bool()), (Some(new), Some(true)), "{data}");
+    let mail = received(maildir, "/confirm-email/").await;
+    assert!(mail.contains(&format!("To: {new}")), "{mail}");
+    // A line longer than 78 characters is sent quoted-printable: its soft line breaks go.
+    let body = mail.replace("=\r\n", "").replace("=\n", "");
+    let link = body.split_whitespace().find(|word| word.contains("/confirm-email/")).expect("the link in the mail");
+    let token = link.rsplit('/').next().expect("its token").to_owned();
+
+    // Nothing changes until the link is opened.
+    sign_in(stack, "ada@profile.example", PASSWORD).await.expect(200);
+    assert_eq!(ada.get("/auth/session").await.expect(200)["data"]["user"]["email"], "ada@profile.example");
+
+    let visitor = stack.anonymous();
+    visitor.post("/auth/confirm-email", json!({ "token": "not-a-token" })).await.expect(404);
+    let confirmed = visitor.post("/auth/confirm-email", json!({ "token": token })).await;
+    assert_eq!(confirmed.status, 200, "the link {link} of {mail}: {}", confirmed.text);
+    assert_eq!(confirmed.expect(200)["data"]["email"], new);
+    visitor.post("/auth/confirm-email", json!({ "token": token })).await.expect(404);
+
+    // The old address is told; the session stays, with the new address; sign-in follows it.
+    let notice = received(maildir, "no longer").await;
+    assert!(notice.contains("To: ada@profile.example"), "{notice}");
+    assert!(notice.contains(new), "{notice}");
+    // Gateways keep a session's answer for 2 s at most: the new address shows within that.
+    let shown = async {
+        while ada.get("/auth/session").await.expect(200)["data"]["user"]["email"] != new {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), shown).await.expect("the session shows the new address within 10 s");
+    sign_in(stack, new, PASSWORD).await.expect(200);
+    sign_in(stack, "ada@profile.example", PASSWORD).await.expect(401);
+
+    // The audit log has each step.
+    let log = ada.get("/audit-log?limit=100").await.expect(200)["data"].clone();
+    let actions: Vec<&str> = log.as_array().expect("entries").iter().filter_map(|e| e["action"].as_str()).collect();
+    for action in ["user.name_changed", "user.email_change_requested", "user.email_change_failed", "user.email_changed"]
+    {
+        assert!(actions.contains(&action), "{action} missing from {actions:?}");
+    }
+
+    // A viewer changes their own name too: it is theirs, not the team's.
+    let invited = ada.post("/members/invitations", json!({ "email": "vic@profile.example", "role": "viewer" })).await;
+    let accept = json!({
+        "token": token_of(&invited.expect(201)["data"]["url"]), "password": PASSWORD, "firstName": "Vic", "lastName": "V"
+    });
+    let vic = browser(stack, &stack.anonymous().post("/auth/accept-invite", accept).await);
+    vic.post("/agents", json!({ "name": "Nope", "type": "phone" })).await.expect(403);
+    vic.patch("/me", json!({ "lastName": "Viewer" })).await.expect(200);
 }

@@ -29,7 +29,11 @@ const ENV: &[(&str, &str)] = &[
 async fn the_portal_works_in_a_real_browser() {
     let runner = std::env::var("SWITCHBOARD_TEST_PORTAL")
         .expect("SWITCHBOARD_TEST_PORTAL names tests/portal/run.mjs (scripts/test installs it: ensure_portal_tests)");
-    let stack = Stack::start_with(ENV).await;
+    // The profile's e-mail change follows the link the platform mails (issue 40, defect 7).
+    let (mail_dir, mut sink, smtp) = crate::mail::smtp_sink().await;
+    let mut env = ENV.to_vec();
+    env.push(("SWITCHBOARD_SMTP_URL", &smtp));
+    let stack = Stack::start_with(&env).await;
     let agency = stack.team("Browser Agency", true, 500).await;
     let seed = stack
         .admin(&[
@@ -65,6 +69,7 @@ async fn the_portal_works_in_a_real_browser() {
         .env("OWNER_INVITE_URL", url)
         .env("SCREENSHOT_DIR", &shots)
         .env("PORTAL_SEED", &seed_file)
+        .env("PORTAL_MAILDIR", mail_dir.path().join("mail"))
         .kill_on_drop(true);
     let output = tokio::time::timeout(RUN_LIMIT, command.output())
         .await
@@ -79,4 +84,5 @@ async fn the_portal_works_in_a_real_browser() {
         shots.display()
     );
     println!("{stdout}");
+    let _ = sink.kill().await;
 }

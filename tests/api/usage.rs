@@ -105,3 +105,44 @@ async fn usage_refuses_ranges_it_cannot_answer() {
     let one = api.get("/usage?from=2026-03-01T18:00:00Z&to=2026-03-01").await;
     assert_eq!(one.expect(200)["data"].as_array().unwrap().len(), 1);
 }
+
+/// Issue 40, defect 6: `GET /v1/credits/prices` says what each metered operation costs, and a
+/// search takes exactly what its price says.
+#[tokio::test]
+async fn prices_say_what_a_search_takes() {
+    let stack = Stack::start().await;
+    let team = stack.team("Prices", false, 10).await;
+    let api = stack.client(&team.key);
+    let prices = api.get("/credits/prices").await;
+    let prices = prices.expect(200)["data"].as_array().expect("a list").clone();
+    let ids: Vec<&str> = prices.iter().filter_map(|p| p["operationId"].as_str()).collect();
+    assert_eq!(ids, ["searchAgentKnowledgebase", "searchKnowledgebase"], "{prices:?}");
+    let price = prices.iter().find(|p| p["operationId"] == "searchKnowledgebase").expect("the search's price");
+    assert_eq!(
+        (price["method"].as_str(), price["path"].as_str()),
+        (Some("GET"), Some("/v1/knowledgebase/{knowledgebaseId}/search"))
+    );
+    let credits = price["credits"].as_i64().expect("credits");
+    assert!(credits > 0, "{price}");
+
+    let kb = api.post("/knowledgebase", json!({ "name": "Priced" })).await.expect(201)["data"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    api.post(&format!("/knowledgebase/{kb}/references"), json!({ "question": "Opening hours?", "answer": "9 to 5" }))
+        .await
+        .expect(201);
+    let before = api.get("/me").await.expect(200)["data"]["credits"]["balance"].as_i64().expect("a balance");
+    api.get(&format!("/knowledgebase/{kb}/search?query=hours")).await.expect(200);
+    let after = api.get("/me").await.expect(200)["data"]["credits"]["balance"].as_i64().expect("a balance");
+    assert_eq!(before - after, credits, "a search took {} credits; its price says {credits}", before - after);
+
+    // The same for a signed-in viewer of any team: nothing secret, read-only keys too.
+    let read_only =
+        api.post("/api-keys", json!({ "name": "ro", "access": "read-only" })).await.expect(201)["data"]["key"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    let seen = stack.client(&read_only).get("/credits/prices").await;
+    assert_eq!(seen.expect(200)["data"].as_array().map(Vec::len), Some(prices.len()));
+}

@@ -471,6 +471,10 @@ impl Api {
         self.send(self.request(reqwest::Method::PUT, path).json(&body)).await
     }
 
+    pub async fn patch(&self, path: &str, body: Value) -> Response {
+        self.send(self.request(reqwest::Method::PATCH, path).json(&body)).await
+    }
+
     pub async fn raw(&self, method: &str, path: &str, content_type: Option<&str>, body: Vec<u8>) -> Response {
         let mut request =
             self.request(reqwest::Method::from_bytes(method.as_bytes()).expect("method"), path).body(body);

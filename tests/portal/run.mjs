@@ -10,6 +10,8 @@
 //   SCREENSHOT_DIR     where a PNG of each page goes (default: $TMPDIR/switchboard-portal-screenshots)
 //   CHROMIUM           the browser (default /usr/bin/chromium)
 //   PORTAL_TIMEOUT_MS  the bound of every wait (default 10000)
+//   PORTAL_MAILDIR     the maildir of the SMTP sink the platform mails through (optional: the
+//                      e-mail change then follows the link mailed)
 // `node run.mjs --mock` runs the same steps against mock_server.mjs (a development aid).
 // Exit status 0 when every step passed; the last line is "N passed, N failed".
 import { chromium } from 'playwright-core';
@@ -524,6 +526,65 @@ try {
         console.log('# the audit log is empty: the filter was not tried');
       }
       await check(page, 'audit-log');
+    });
+
+    // Issue 40, defect 7: a profile page, reached from the header's name.
+    await step('the owner changes their name on /settings/profile; the header shows it', async () => {
+      const { page } = owner;
+      await page.getByRole('banner').getByRole('link', { name: 'Ada Lovelace' }).click();
+      await atPath(page, '/settings/profile');
+      await settled(page);
+      await visible(nav(page).getByRole('link', { name: 'Profile' }), 'Profile in the navigation');
+      await visible(page.getByRole('link', { name: 'Security page' }), 'the way to the password change');
+      await page.getByLabel('Last name').fill('King');
+      await page.getByRole('button', { name: 'Save name' }).click();
+      await visible(page.getByRole('banner').getByText('Ada King'), 'the new name in the header');
+      await page.reload();
+      await visible(page.getByRole('banner').getByText('Ada King'), 'the new name in the header after a reload');
+      ok(await page.getByLabel('Last name').inputValue() === 'King', 'the form does not show the new last name');
+      await check(page, 'profile');
+    });
+
+    await step('the owner changes their e-mail: the link mailed to the new address confirms it', async () => {
+      const { page } = owner;
+      const newEmail = `ada-${rand}@new-address.example`;
+      await page.getByLabel('New e-mail address').fill(newEmail);
+      await page.getByLabel('Current password').fill('not the password at all');
+      await page.getByRole('button', { name: 'Send confirmation link' }).click();
+      await visible(page.locator('input[name="password"][aria-invalid="true"]'), 'a wrong password marked beside its field');
+      await page.getByLabel('Current password').fill(ownerPassword);
+      await page.getByRole('button', { name: 'Send confirmation link' }).click();
+      await visible(page.getByText(`We sent a link to ${newEmail}`), 'the link sent, said on the page');
+      await visible(page.locator('.profile-email').filter({ hasText: owner.email }), 'the old address, still the one signed in with');
+      await check(page, 'profile-email-sent');
+      const maildir = process.env.PORTAL_MAILDIR;
+      if (!maildir) {
+        console.log('# PORTAL_MAILDIR is not set: the mailed link is not followed');
+        return;
+      }
+      let link = null;
+      for (const until = Date.now() + 2 * T; !link;) {
+        ok(Date.now() < until, `no mail to ${newEmail} with a /confirm-email/ link reached ${maildir} within ${2 * T} ms`);
+        for (const sub of ['new', 'cur']) {
+          const dir = path.join(maildir, sub);
+          for (const file of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
+            // Quoted-printable (a line over 78 characters): its soft line breaks go.
+            const text = fs.readFileSync(path.join(dir, file), 'utf8').replace(/=\r?\n/g, '');
+            if (text.includes(`To: ${newEmail}`)) link ||= text.split(/\s+/).find((w) => w.includes('/confirm-email/')) || null;
+          }
+        }
+        if (!link) await new Promise((r) => setTimeout(r, 200));
+      }
+      await page.goto(new URL(link).pathname);
+      await visible(page.getByText(`Your e-mail address is now ${newEmail}`), 'the confirmation page');
+      await check(page, 'confirm-email');
+      await page.getByRole('link', { name: 'Go to your profile' }).click();
+      await atPath(page, '/settings/profile');
+      await visible(page.locator('.profile-email').filter({ hasText: newEmail }), 'the new address on the profile');
+      await page.goto(new URL(link).pathname);
+      await visible(page.getByText('This link is not valid'), 'a used link refused');
+      owner.email = newEmail;
+      await page.goto('/');
     });
 
   } else {

@@ -402,3 +402,42 @@ async fn usage_counts_searches_and_credits_per_day_less_refunds() {
     })
     .await;
 }
+
+/// Issue 40: an e-mail confirmation link expires, works once, and only the newest one of a
+/// person works.
+#[tokio::test]
+async fn email_change_links_expire_work_once_and_the_newest_wins() {
+    on_every_engine(|store| async move {
+        let id = team(&store, "Mailers", false, 0).await;
+        let ada = store.create_user(&id, &user("ada@mailers.example")).await.unwrap();
+
+        let expired = store.begin_email_change(&ada, "old-link@mailers.example", -1).await.unwrap();
+        let error = store.confirm_email_change(&expired.token).await.err().expect("an expired link");
+        assert_eq!(error.kind, ErrorKind::NotFound);
+
+        let first = store.begin_email_change(&ada, "first@mailers.example", 60_000).await.unwrap();
+        let second = store.begin_email_change(&ada, "Second@Mailers.example", 60_000).await.unwrap();
+        assert_eq!(second.email, "second@mailers.example");
+        let error = store.confirm_email_change(&first.token).await.err().expect("an older link");
+        assert_eq!(error.kind, ErrorKind::NotFound);
+        let changed = store.confirm_email_change(&second.token).await.unwrap();
+        assert_eq!(
+            (changed.old_email.as_str(), changed.user.email.as_str()),
+            ("ada@mailers.example", "second@mailers.example")
+        );
+        let error = store.confirm_email_change(&second.token).await.err().expect("a used link");
+        assert_eq!(error.kind, ErrorKind::NotFound);
+
+        // A teammate's address is refused, at the request and at the confirmation.
+        let bob = store.create_user(&id, &user("bob@mailers.example")).await.unwrap();
+        let error = store.begin_email_change(&bob, "SECOND@mailers.example", 60_000).await.err().expect("taken");
+        assert_eq!(error.kind, ErrorKind::Conflict);
+        let late = store.begin_email_change(&bob, "late@mailers.example", 60_000).await.unwrap();
+        store.begin_email_change(&changed.user, "late@mailers.example", 60_000).await.unwrap();
+        let mine = store.begin_email_change(&changed.user, "late@mailers.example", 60_000).await.unwrap();
+        store.confirm_email_change(&mine.token).await.unwrap();
+        let error = store.confirm_email_change(&late.token).await.err().expect("taken since");
+        assert_eq!(error.kind, ErrorKind::Conflict);
+    })
+    .await;
+}
