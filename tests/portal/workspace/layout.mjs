@@ -20,7 +20,8 @@ async function pages(w) {
     ['overview', '/'], ['agents', '/agents'], ['knowledge', '/knowledge'], ['calls', '/calls'], ['chats', '/chats'],
     ['contacts', '/contacts'], ['import', '/contacts/import'], ['boards', '/boards'], ['tags', '/settings/tags'],
     ['custom-fields', '/settings/custom-fields'], ['webhooks', '/webhooks'], ['keys', '/keys'], ['members', '/members'],
-    ['subteams', '/subteams'], ['audit-log', '/audit-log'], ['security', '/settings/security'], ['not-found', '/nothing-here'],
+    ['subteams', '/subteams'], ['audit-log', '/audit-log'], ['security', '/settings/security'],
+    ['profile', '/settings/profile'], ['not-found', '/nothing-here'],
   ];
   const details = [
     ['agent', '/agents', '/agents'], ['knowledge-base', '/knowledgebase', '/knowledge'], ['call', '/calls', '/calls'],
@@ -76,7 +77,10 @@ async function everyPage(page, list, size, prefix) {
     await show(page, url);
     const m = await overflow(page);
     if (m.scrollWidth > m.innerWidth) wide.push(`${url}: ${m.scrollWidth} px wide in ${m.innerWidth}: ${m.out.join(', ')}`);
-    await page.screenshot({ path: path.join(SHOTS, `${prefix}-${name}.png`), fullPage: true });
+    // The top 6,000 px: a chat of hundreds of messages would make a picture too big for the
+    // browser's memory (a full-page shot of it crashed the page on a loaded machine).
+    const height = await page.evaluate(() => document.documentElement.scrollHeight);
+    await page.screenshot({ path: path.join(SHOTS, `${prefix}-${name}.png`), fullPage: true, clip: { x: 0, y: 0, width: size.width, height: Math.min(height, 6000) } });
     // What a phone's screen shows first (the README's picture of the calls page).
     if (name === 'calls') await page.screenshot({ path: path.join(SHOTS, `${prefix}-calls-screen.png`) });
   }
