@@ -462,8 +462,11 @@ export function limitLength(control, max) {
   queueMicrotask(() => { if (control.value) check(); });
 }
 
-/** @param {Element} control @param {string} message */
-function setFieldError(control, message) {
+/**
+ * Shows `message` beside a form control, or takes its error away when it is empty.
+ * @param {Element} control @param {string} message
+ */
+export function setFieldError(control, message) {
   const last = control.getAttribute('aria-describedby')?.split(' ').pop();
   // Its error line, by id, or before it is in the document, beside it in its field.
   const err = (last && (document.getElementById(last) || control.closest('.field')?.querySelector(`[id="${CSS.escape(last)}"]`)));

@@ -3,6 +3,7 @@
 import {
   h, append, replace, field, form, loader, table, badge, time, num, fullName, cap, alertBox,
   copyField, confirmDialog, formDialog, toast, navigate, section, pager, pageOf, ACTIONS, enc, focusTitle, plural,
+  setFieldError,
 } from './dom.js';
 import { api, state, actingTeam, can, setScope, loadSubteams, ROLES, isOwner, isOwnerRole } from './api.js';
 import { barChart, usageTable, totals, sparkBars } from './charts.js';
@@ -121,7 +122,9 @@ function thresholdForm(initial, changed) {
     clear.disabled = true;
     try {
       await save(null);
-      /** @type {HTMLInputElement} */ (f.elements.namedItem('threshold')).value = '';
+      const input = /** @type {HTMLInputElement} */ (f.elements.namedItem('threshold'));
+      input.value = '';
+      setFieldError(input, ''); // an error of a value typed before is no longer true
     } catch (err) {
       replace(status, alertBox(err.message));
     } finally {

@@ -46,6 +46,7 @@ export default async function usage(w) {
     await page.getByRole('button', { name: 'Clear threshold' }).click();
     await visible(page.getByRole('status').filter({ hasText: 'Threshold cleared' }), 'the cleared threshold');
     await visible(tile.getByText('Not set'), 'the threshold tile saying Not set');
+    ok(!await page.locator('.credit-alert .field-error').filter({ hasText: /./ }).isVisible(), 'the error of the value typed before stays after clearing');
     await hidden(page.getByRole('button', { name: 'Clear threshold' }), 'the Clear button of a threshold not set');
     alert = await w.api('GET', '/credits/alert');
     ok(alert.body.data.threshold === null, `GET /v1/credits/alert still has ${JSON.stringify(alert.body.data)}`);
