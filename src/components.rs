@@ -263,8 +263,10 @@ impl Component {
 pub fn stop_on_signal() -> watch::Receiver<bool> {
     let (stop, stopped) = watch::channel(false);
     let stop = Arc::new(stop);
+    // Listening now, not when the task first runs: the process may say it is ready before that.
+    let signals = switchboard_kit::shutdown::Signals::listen();
     tokio::spawn(async move {
-        switchboard_kit::shutdown::signal().await;
+        signals.wait().await;
         let _ = stop.send(true);
     });
     stopped

@@ -88,11 +88,13 @@ pub async fn run(file: FileConfig, data_dir: Option<&Path>, listen: Option<Strin
         writeln!(out, "Created the demo team {DEMO_TEAM} ({team}), an agency with {DEMO_CREDITS} credits.")?;
         writeln!(out, "  API key (shown once, keep it): {secret}")?;
     }
+    // Listening before the ready line: a SIGTERM right after it must stop the platform cleanly.
+    let signals = switchboard_kit::shutdown::Signals::listen();
     writeln!(out, "Stop with Ctrl-C.")?;
     out.flush()?;
     drop(out);
 
-    switchboard_kit::shutdown::signal().await;
+    signals.wait().await;
     DevSession::remove(&data_dir);
     gateway.shutdown().await;
     let _ = stop.send(true);
