@@ -45,7 +45,7 @@ pages=(
   "chat /chats/$(first chats)" "contacts /contacts" "contact /contacts/$(first contacts)" "boards /boards"
   "board /boards/$(first boards)" "tags /settings/tags" "custom-fields /settings/custom-fields"
   "webhooks /webhooks" "keys /keys" "members /members" "subteams /subteams" "audit-log /audit-log"
-  "security /settings/security"
+  "security /settings/security" "profile /settings/profile"
 )
 for entry in "${pages[@]}"; do
   read -r name path <<<"$entry"
