@@ -583,16 +583,20 @@ async fn webpage_bodies_and_paths_are_validated() {
     }
 }
 
+/// A knowledge base with an agent on it, and its two API paths: through the agent and directly.
+async fn on_both_paths(api: &Api) -> (String, String) {
+    let kb = create_knowledgebase(api, "Support").await;
+    let agent = create_agent(api, "Ava", json!({ "knowledgebaseId": kb["id"] })).await;
+    (format!("/agents/{}/knowledgebase", id(&agent)), format!("/knowledgebase/{}", id(&kb)))
+}
+
 #[tokio::test]
 async fn webpages_are_renamed_without_rescraping_and_deleted_on_both_paths() {
     let site = Site::start().await;
     let stack = Stack::start_with(ENV).await;
     let team = stack.team("Acme", false, 1000).await;
     let api = stack.client(&team.key);
-    let kb = create_knowledgebase(&api, "Support").await;
-    let agent = create_agent(&api, "Ava", json!({ "knowledgebaseId": kb["id"] })).await;
-    let via_agent = format!("/agents/{}/knowledgebase", id(&agent));
-    let via_kb = format!("/knowledgebase/{}", id(&kb));
+    let (via_agent, via_kb) = on_both_paths(&api).await;
 
     let created = api.post(&format!("{via_agent}/webpages"), json!({ "name": "FAQ", "url": site.url("/faq") })).await;
     let page = created.expect(201)["data"].clone();
@@ -671,10 +675,7 @@ async fn a_url_that_differs_only_by_its_fragment_is_the_same_page() {
     let stack = Stack::start_with(ENV).await;
     let team = stack.team("Acme", false, 1000).await;
     let api = stack.client(&team.key);
-    let kb = create_knowledgebase(&api, "Support").await;
-    let agent = create_agent(&api, "Ava", json!({ "knowledgebaseId": kb["id"] })).await;
-    let via_agent = format!("/agents/{}/knowledgebase", id(&agent));
-    let via_kb = format!("/knowledgebase/{}", id(&kb));
+    let (via_agent, via_kb) = on_both_paths(&api).await;
     let faq = site.url("/faq");
     let page = add_webpage(&api, &via_kb, "FAQ", &faq).await;
     let on_kb = format!("{via_kb}/webpages/{}", id(&page));
@@ -1194,10 +1195,7 @@ async fn documents_are_renamed_and_deleted_on_both_paths() {
     let stack = Stack::start_with(ENV).await;
     let team = stack.team("Acme", false, 1000).await;
     let api = stack.client(&team.key);
-    let kb = create_knowledgebase(&api, "Support").await;
-    let agent = create_agent(&api, "Ava", json!({ "knowledgebaseId": kb["id"] })).await;
-    let via_agent = format!("/agents/{}/knowledgebase", id(&agent));
-    let via_kb = format!("/knowledgebase/{}", id(&kb));
+    let (via_agent, via_kb) = on_both_paths(&api).await;
     let text = b"Our bakery on Elm Street bakes sourdough rye bread every morning at five.\n";
     let document = upload_file(&api, &via_agent, "bakery.txt", text).await;
     let on_kb = format!("{via_kb}/documents/{}", id(&document));

@@ -6,8 +6,20 @@ use switchboard_kit::time::{iso_ms, now_ms};
 use switchboard_proto::v1::UpsertChatRequest;
 
 use crate::auth::subteam_body;
-use crate::common::Stack;
+use crate::common::{Api, Stack};
 use crate::conversations::{Runtime, upsert};
+
+/// A knowledge base holding one reference that `query=hours` finds; its id.
+async fn knowledgebase_with_a_reference(api: &Api, name: &str) -> String {
+    let kb = api.post("/knowledgebase", json!({ "name": name })).await.expect(201)["data"]["id"]
+        .as_str()
+        .expect("the knowledge base's id")
+        .to_owned();
+    api.post(&format!("/knowledgebase/{kb}/references"), json!({ "question": "Opening hours?", "answer": "9 to 5" }))
+        .await
+        .expect(201);
+    kb
+}
 
 fn day<'a>(answer: &'a Value, date: &str) -> &'a Value {
     answer["data"]
@@ -44,13 +56,7 @@ async fn usage_counts_each_day_for_its_own_team_only() {
     runtime.client.upsert_chat(request).await.unwrap();
 
     // A search today costs a credit.
-    let kb = api.post("/knowledgebase", json!({ "name": "Usage" })).await.expect(201)["data"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    api.post(&format!("/knowledgebase/{kb}/references"), json!({ "question": "Opening hours?", "answer": "9 to 5" }))
-        .await
-        .expect(201);
+    let kb = knowledgebase_with_a_reference(&api, "Usage").await;
     api.get(&format!("/knowledgebase/{kb}/search?query=hours")).await.expect(200);
 
     let march = api.get("/usage?from=2026-03-01&to=2026-03-03&interval=day").await;
@@ -125,13 +131,7 @@ async fn prices_say_what_a_search_takes() {
     let credits = price["credits"].as_i64().expect("credits");
     assert!(credits > 0, "{price}");
 
-    let kb = api.post("/knowledgebase", json!({ "name": "Priced" })).await.expect(201)["data"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    api.post(&format!("/knowledgebase/{kb}/references"), json!({ "question": "Opening hours?", "answer": "9 to 5" }))
-        .await
-        .expect(201);
+    let kb = knowledgebase_with_a_reference(&api, "Priced").await;
     let before = api.get("/me").await.expect(200)["data"]["credits"]["balance"].as_i64().expect("a balance");
     api.get(&format!("/knowledgebase/{kb}/search?query=hours")).await.expect(200);
     let after = api.get("/me").await.expect(200)["data"]["credits"]["balance"].as_i64().expect("a balance");
