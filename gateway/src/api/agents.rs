@@ -228,6 +228,7 @@ async fn create(call: Call, input: Input<Nothing, Nothing, Json<CreateAgent>>) -
         r#type: AgentType::from(body.kind).into(),
         instructions: body.instructions,
         knowledgebase_id: body.knowledgebase_id.map(Id::into_string),
+        settings: None,
     };
     let agent = call.services.agents.clone().create_agent(request).await?.into_inner();
     Ok(Created::new(agent_view(&call, agent).await?, "Agent created successfully"))
@@ -250,6 +251,8 @@ async fn update(call: Call, input: Input<AgentPath, Nothing, Json<UpdateAgent>>)
         description,
         knowledgebase_change: knowledgebase_change.into(),
         knowledgebase_id,
+        settings_paths: Vec::new(),
+        settings: None,
     };
     let agent = call.services.agents.clone().update_agent(request).await?.into_inner();
     Ok(Updated::new(agent_view(&call, agent).await?, "Agent updated successfully"))

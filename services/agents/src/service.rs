@@ -145,6 +145,16 @@ impl AgentsService for AgentsApi {
         reply(self.store.runtime_prompt(&request.team_id, &request.agent_id).await)
     }
 
+    type WatchAgentsStream = tokio_stream::wrappers::ReceiverStream<Result<AgentChange, tonic::Status>>;
+
+    async fn get_runtime_config(&self, _request: Request<GetAgentRequest>) -> Reply<RuntimeConfig> {
+        Err(tonic::Status::unimplemented("GetRuntimeConfig is not built yet"))
+    }
+
+    async fn watch_agents(&self, _request: Request<WatchAgentsRequest>) -> Reply<Self::WatchAgentsStream> {
+        Err(tonic::Status::unimplemented("WatchAgents is not built yet"))
+    }
+
     async fn unlink_knowledgebase(
         &self,
         request: Request<UnlinkKnowledgebaseRequest>,

@@ -24,6 +24,7 @@ pub(super) fn agent_from_row(row: &AnyRow) -> Result<Agent, sqlx::Error> {
         knowledgebase_id: row.try_get("knowledgebase_id")?,
         created_at_ms: row.try_get("created_at")?,
         updated_at_ms: row.try_get("updated_at")?,
+        settings: None,
     })
 }
 

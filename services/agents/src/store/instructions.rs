@@ -188,6 +188,7 @@ impl AgentStore {
                 instructions: row.try_get("instructions")?,
                 created_at_ms: row.try_get("created_at")?,
                 replaced_at_ms: row.try_get("replaced_at")?,
+                settings: None,
             });
         }
         Ok(versions)
@@ -216,6 +217,7 @@ impl AgentStore {
             instructions: row.try_get("instructions")?,
             created_at_ms: row.try_get("created_at")?,
             replaced_at_ms: row.try_get("replaced_at")?,
+            settings: None,
         })
     }
 
