@@ -8,6 +8,7 @@ mod common;
 mod accounts;
 mod admin;
 mod agency_lifecycle;
+mod agent_settings;
 mod agents;
 mod api_keys;
 mod auth;

@@ -81,6 +81,8 @@ async fn a_client_initialises_lists_tools_and_searches_knowledge_for_a_credit() 
         [
             "whoami",
             "list_agents",
+            "get_agent",
+            "update_agent",
             "get_agent_instructions",
             "update_agent_instructions",
             "search_knowledge",

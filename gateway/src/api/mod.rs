@@ -3,6 +3,7 @@
 //! endpoints.
 
 pub mod agency;
+pub mod agent_settings;
 pub mod agents;
 pub mod api_keys;
 pub mod auth;
