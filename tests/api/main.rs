@@ -12,6 +12,7 @@ mod agents;
 mod api_keys;
 mod auth;
 mod backends;
+mod call_outcomes;
 mod conversations;
 mod credits;
 mod crm;
