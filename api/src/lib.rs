@@ -11,6 +11,7 @@ pub mod accounts;
 pub mod agency;
 pub mod agent_settings;
 pub mod agents;
+pub mod analytics;
 pub mod api_keys;
 pub mod boards;
 pub mod calls;

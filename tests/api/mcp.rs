@@ -89,6 +89,7 @@ async fn a_client_initialises_lists_tools_and_searches_knowledge_for_a_credit() 
             "add_knowledge_answer",
             "list_calls",
             "get_call",
+            "get_call_analytics",
             "list_chats",
             "get_chat",
             "find_contacts",
