@@ -42,12 +42,12 @@ async fn ended(runtime: &mut Runtime, request: EndCallRequest) -> Result<(), Ser
 }
 
 /// The rows of a CSV export, header first, as a spreadsheet reads them.
-fn rows(text: &str) -> Vec<Vec<String>> {
+pub fn rows(text: &str) -> Vec<Vec<String>> {
     let mut reader = csv::ReaderBuilder::new().has_headers(false).from_reader(text.as_bytes());
     reader.records().map(|record| record.unwrap().iter().map(str::to_owned).collect()).collect()
 }
 
-fn cell<'a>(rows: &'a [Vec<String>], row: usize, column: &str) -> &'a str {
+pub fn cell<'a>(rows: &'a [Vec<String>], row: usize, column: &str) -> &'a str {
     let at = rows[0].iter().position(|name| name == column).unwrap_or_else(|| panic!("no {column} in {:?}", rows[0]));
     &rows[row][at]
 }

@@ -31,6 +31,7 @@ mod mail;
 mod mcp;
 mod portal;
 mod replicas;
+mod runtime_contract;
 mod scoping;
 mod sources;
 mod sso;
