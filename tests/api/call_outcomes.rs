@@ -297,3 +297,28 @@ async fn call_outcomes_on_postgres() {
     outcomes_are_ingested_paid_once_filtered_counted_and_exported(&stack).await;
     an_agency_reads_a_subteams_outcomes_with_team_id(&stack).await;
 }
+
+/// With identity down, an EndCall with a cost fails UNAVAILABLE and writes nothing: the runtime
+/// retries later, and the debit's reference makes that safe.
+#[tokio::test]
+async fn an_end_with_a_cost_fails_unavailable_while_identity_is_down() {
+    let Some(mut stack) = Stack::serve_on_postgres(&SERVED, &[]).await else {
+        return;
+    };
+    let team = stack.team("Outage", false, 100).await;
+    let mut runtime = Runtime::connect(&stack).await;
+    let id = runtime.call(upsert(&team, "down", "+14155550105", "INCOMING", "2026-03-06T09:00:00Z")).await.unwrap();
+    let url = stack.grpc_url("conversations");
+    stack.stop("identity").await;
+    let report = EndCallRequest { cost_credits: Some(5), ..end(&team, "down", "2026-03-06T09:01:00Z") };
+    let error = ended(&mut runtime, report).await.unwrap_err();
+    assert_eq!(error.kind, switchboard_kit::ErrorKind::Unavailable, "{error:?}");
+    let channel = tonic::transport::Channel::from_shared(url).unwrap().connect().await.unwrap();
+    let mut reader = switchboard_proto::v1::conversations_service_client::ConversationsServiceClient::new(channel);
+    let read = reader
+        .get_call(runtime.signed(switchboard_proto::v1::GetCallRequest { team_id: team.id.clone(), call_id: id }))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!((read.ended_at_ms, read.cost_credits), (None, None), "nothing written");
+}
