@@ -24,6 +24,11 @@ SWITCHBOARD_BIN="${SWITCHBOARD_BIN:-$(release_binary)}"
 steal0="$(steal_ticks)"
 report="$(mktemp)"
 {
+  echo "## Calls: analytics and CSV export (issue 41)"
+  echo
+  echo "Command: \`bench/call_analytics.sh --write\` (conversations, identity and the gateway each a \`serve\` process;"
+  echo "targets: \`GET /v1/analytics/calls\` p95 <= 200 ms over 30 days; an export of 100,000 calls within +50 MB RSS)."
+  echo
   machine_line
   echo "$CALLS calls of the measured team over 30 days (and as many of another team), each with an analysis;"
   echo "binary: \`$SWITCHBOARD_BIN\`."
