@@ -61,6 +61,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         knowledge::endpoints(),
         sources::endpoints(),
         calls::endpoints(),
+        calls_export::endpoints(),
         analytics::endpoints(),
         chats::endpoints(),
         contacts::endpoints(),
