@@ -124,8 +124,8 @@ export default async function agents(w) {
   });
 
   await step('agents: the diff of version 1 against the current text marks added and removed lines', async () => {
-    await page.getByRole('link', { name: 'Compare version 1 with the current text' }).click();
-    await visible(page.getByRole('heading', { name: 'Version 1 compared with the current text' }), 'the comparison');
+    await page.getByRole('link', { name: 'Compare version 1 with the current version' }).click();
+    await visible(page.getByRole('heading', { name: 'Version 1 compared with the current version' }), 'the comparison');
     ok(new URL(page.url()).searchParams.get('compare') === '1', `the comparison is not in the address: ${page.url()}`);
     const diff = page.locator('ol.ag-diff');
     const removed = diff.locator('li[data-diff="del"]', { hasText: 'Ask for their name.' });
@@ -141,7 +141,7 @@ export default async function agents(w) {
     // The address opens the comparison by itself.
     await noXss();
     await page.reload();
-    await visible(page.getByRole('heading', { name: 'Version 1 compared with the current text' }), 'the comparison after a reload');
+    await visible(page.getByRole('heading', { name: 'Version 1 compared with the current version' }), 'the comparison after a reload');
     await noXss();
   });
 
