@@ -39,9 +39,9 @@ const STATUS_KIND = { completed: 'cc-ok', 'in-progress': 'accent', active: 'acce
 const statusBadge = (s) => badge(String(s || '—').replace(/[-_]/g, ' '), STATUS_KIND[s] ?? '');
 
 // A call's outcome (issue 41), in words: the API's values are for programs.
-const SENTIMENTS = { positive: 'Positive', neutral: 'Neutral', negative: 'Negative', unknown: 'Unknown' };
+export const SENTIMENTS = { positive: 'Positive', neutral: 'Neutral', negative: 'Negative', unknown: 'Unknown' };
 const SENTIMENT_KIND = { positive: 'cc-ok', negative: 'warn' };
-const REASONS = {
+export const REASONS = {
   customer_hangup: 'Customer hung up', agent_hangup: 'Agent hung up', transfer: 'Transferred', voicemail: 'Reached voicemail',
   no_answer: 'No answer', busy: 'Line busy', error: 'Error', other: 'Other reason',
 };
@@ -147,7 +147,7 @@ function foldedFilters(formEl, query, fields, defaults, ready) {
 }
 
 /** The agents for a filter's select: filled when they arrive; the chosen id stays listed. */
-function fillAgents(formEl, chosen) {
+export function fillAgents(formEl, chosen) {
   const select = /** @type {HTMLSelectElement} */ (formEl.elements.namedItem('agentId'));
   if (!select) return Promise.resolve();
   if (chosen) select.append(h('option', { value: chosen }, `Agent ${chosen}`));
