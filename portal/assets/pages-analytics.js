@@ -6,7 +6,7 @@
 // Per agent: the API answers one series per request (`agentId`), so the page asks once for the
 // team and once for each of the first MAX_AGENTS agents (by name), in parallel; a team with more
 // agents is told so, and any agent can be chosen in the filter.
-import { h, append, replace, field, form, loader, table, num, navigate, section, hrefWith, enc, tile, alertBox, showFormError, errorText } from './dom.js';
+import { h, append, field, form, loader, table, num, navigate, section, hrefWith, enc, tile, alertBox, showFormError, errorText } from './dom.js';
 import { api, actingTeam } from './api.js';
 import { barChart, sparkBars, shareTable, share } from './charts.js';
 import { SENTIMENTS, REASONS, fillAgents } from './pages-calls.js';
@@ -167,11 +167,9 @@ function perAgent(path) {
     const note = h('p', { class: 'hint an-note' }, more
       ? `The first ${num(MAX_AGENTS)} of ${num(agents.length)} agents, by name: choose another in the filter above.`
       : 'Choose an agent’s name to see its figures alone.');
-    const box = h('div');
-    replace(box,
+    return h('div', { class: 'an-per-agent' },
       table(['Agent', 'Calls', 'Minutes', 'Success rate', 'Positive', 'Negative', 'Cost (credits)', 'Calls per day'], rows,
         { caption: 'Calls per agent', dense: true, empty: 'No agents yet.' }),
       rows.length ? note : null);
-    return box;
   }, 'Loading the agents…');
 }
