@@ -115,7 +115,7 @@ pub const TABLE: [Governs; 9] = [
     Governs { feature: Feature::AgentCreation, operations: &["POST /v1/agents"], events: &[] },
     Governs {
         feature: Feature::Conversations,
-        operations: &["* /v1/calls/**", "* /v1/chats/**"],
+        operations: &["* /v1/calls/**", "* /v1/chats/**", "GET /v1/analytics/calls"],
         events: &["call.ended", "chat.ended"],
     },
     Governs {

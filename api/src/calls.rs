@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use switchboard_proto::v1 as proto;
 
 use crate::id::Id;
@@ -30,6 +30,69 @@ pub enum Direction {
 pub enum Speaker {
     Agent,
     Caller,
+}
+
+/// How a call went, as its analysis says; a call without analysis has none.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Sentiment {
+    Positive,
+    Neutral,
+    Negative,
+    Unknown,
+}
+
+/// A value's name on the wire (the conversations service spells them as the API does).
+pub fn wire_name<T: Serialize>(value: T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(name)) => name,
+        _ => String::new(),
+    }
+}
+
+/// The value a name on the wire stands for; `None` for a name this API does not know.
+pub fn from_wire<T: serde::de::DeserializeOwned>(name: &str) -> Option<T> {
+    serde_json::from_value(serde_json::Value::String(name.to_owned())).ok()
+}
+
+/// Why a call ended, as its runtime reported it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum DisconnectionReason {
+    CustomerHangup,
+    AgentHangup,
+    Transfer,
+    Voicemail,
+    NoAnswer,
+    Busy,
+    Error,
+    Other,
+}
+
+/// What the runtime made of a call after it ended.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct CallAnalysis {
+    /// The call's summary (the same as the call's `summary`).
+    pub summary: Option<String>,
+    pub sentiment: Sentiment,
+    /// Whether the call reached its goal; null when not known.
+    pub successful: Option<bool>,
+    /// The values of the agent's post-call analysis fields, by name; a field the runtime could
+    /// not fill in is left out.
+    pub custom: serde_json::Map<String, serde_json::Value>,
+}
+
+impl CallAnalysis {
+    pub fn of(analysis: &proto::CallAnalysis) -> Self {
+        Self {
+            summary: analysis.summary.clone(),
+            sentiment: from_wire(&analysis.sentiment).unwrap_or(Sentiment::Unknown),
+            successful: analysis.successful,
+            custom: serde_json::from_str(&analysis.custom_json).unwrap_or_default(),
+        }
+    }
 }
 
 /// One utterance of a call.
@@ -71,6 +134,15 @@ pub struct CallView {
     pub transcript: Vec<TranscriptLine>,
     /// A short-lived link to the recording, playable without headers; null without one.
     pub recording_url: Option<String>,
+    /// Null until the runtime reports one at the call's end.
+    pub analysis: Option<CallAnalysis>,
+    /// Null until the runtime reports it.
+    pub disconnection_reason: Option<DisconnectionReason>,
+    /// What the call cost, in credits, debited from the team's balance; null when not reported.
+    pub cost: Option<i64>,
+    /// The part of `cost` the balance could not cover when it was debited (0 when it could);
+    /// null without a cost.
+    pub cost_unpaid: Option<i64>,
 }
 
 /// A moment of a call's timeline.
@@ -130,6 +202,10 @@ impl CallView {
                 })
                 .collect(),
             recording_url,
+            analysis: call.analysis.as_ref().map(CallAnalysis::of),
+            disconnection_reason: call.disconnection_reason.as_deref().and_then(from_wire),
+            cost: call.cost_credits,
+            cost_unpaid: call.cost_credits.map(|_| call.cost_unpaid_credits.unwrap_or_default()),
         }
     }
 }

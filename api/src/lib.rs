@@ -10,6 +10,7 @@ pub mod access;
 pub mod accounts;
 pub mod agency;
 pub mod agents;
+pub mod analytics;
 pub mod api_keys;
 pub mod boards;
 pub mod calls;

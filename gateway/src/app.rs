@@ -23,7 +23,7 @@ use crate::endpoint::{BodyKind, Endpoint, Method, RawInput};
 use crate::idempotency;
 use crate::limits::Decision;
 use crate::pipeline::{Admission, Admit, Once, Pipeline};
-use crate::reply::{HandlerResult, Reply};
+use crate::reply::{HandlerResult, Reply, Streamed};
 use crate::router::{Match, Router};
 use crate::sessions;
 use crate::{mcp, openapi, playback, portal};
@@ -218,11 +218,14 @@ impl App {
     async fn write(&self, session: &mut Session, ctx: &RequestCtx, reply: Reply) -> pingora::Result<()> {
         let head_only = session.req_header().method == http::Method::HEAD;
         let (content_type, length, body) = match (reply.streamed, reply.raw) {
-            (Some(streamed), _) => (Cow::Owned(streamed.content_type), streamed.length, Body::Stream(streamed.body)),
-            (None, Some((content_type, bytes))) => (content_type, bytes.len() as u64, Body::Whole(bytes)),
+            (Some(streamed), _) => {
+                let Streamed { content_type, length, body } = *streamed;
+                (Cow::Owned(content_type), length, Body::Stream(body))
+            }
+            (None, Some((content_type, bytes))) => (content_type, Some(bytes.len() as u64), Body::Whole(bytes)),
             (None, None) => {
                 let bytes = Bytes::from(serde_json::to_vec(&reply.body).unwrap_or_default());
-                (Cow::Borrowed("application/json"), bytes.len() as u64, Body::Whole(bytes))
+                (Cow::Borrowed("application/json"), Some(bytes.len() as u64), Body::Whole(bytes))
             }
         };
         // Static values are not copied: this runs for every response.
@@ -241,7 +244,12 @@ impl App {
         let headers = &mut parts.headers;
         headers.reserve(12 + reply.headers.len());
         headers.insert(http::header::CONTENT_TYPE, content_type);
-        headers.insert(http::header::CONTENT_LENGTH, HeaderValue::from(length));
+        match length {
+            Some(length) => headers.insert(http::header::CONTENT_LENGTH, HeaderValue::from(length)),
+            // A body whose length is known only at its end (an export): pingora frames it in
+            // chunks when the header says so.
+            None => headers.insert(http::header::TRANSFER_ENCODING, HeaderValue::from_static("chunked")),
+        };
         headers.insert(X_REQUEST_ID, header_value(ctx.request_id.as_str())?);
         headers.insert(http::header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         if let Some(decision) = &ctx.decision {

@@ -150,7 +150,7 @@ pub async fn serve(
             };
             async move { piece }
         });
-    let mut reply = Reply::stream(if range.is_some() { 206 } else { 200 }, content_type, length, body.boxed())
+    let mut reply = Reply::stream(if range.is_some() { 206 } else { 200 }, content_type, Some(length), body.boxed())
         .with_header("Accept-Ranges", "bytes".to_owned())
         .with_header("Cache-Control", "private, max-age=900".to_owned());
     if range.is_some() {

@@ -12,7 +12,8 @@ pub type BodyStream = futures::stream::BoxStream<'static, Result<bytes::Bytes, S
 
 pub struct Streamed {
     pub content_type: String,
-    pub length: u64,
+    /// `None` when it is not known before the body ends: sent chunked.
+    pub length: Option<u64>,
     pub body: BodyStream,
 }
 
@@ -23,8 +24,9 @@ pub struct Reply {
     pub headers: Vec<(Cow<'static, str>, String)>,
     /// Bytes sent as they are, with their content type, instead of `body`.
     pub raw: Option<(Cow<'static, str>, bytes::Bytes)>,
-    /// A body sent as it is read, instead of `body`.
-    pub streamed: Option<Streamed>,
+    /// A body sent as it is read, instead of `body` (boxed: rare, and it keeps every other
+    /// answer small).
+    pub streamed: Option<Box<Streamed>>,
 }
 
 impl std::fmt::Debug for Reply {
@@ -39,8 +41,8 @@ impl Reply {
     }
 
     /// `length` bytes of `content_type`, sent as `body` yields them.
-    pub fn stream(status: u16, content_type: String, length: u64, body: BodyStream) -> Self {
-        Self { streamed: Some(Streamed { content_type, length, body }), ..Self::json(status, Value::Null) }
+    pub fn stream(status: u16, content_type: String, length: Option<u64>, body: BodyStream) -> Self {
+        Self { streamed: Some(Box::new(Streamed { content_type, length, body })), ..Self::json(status, Value::Null) }
     }
 
     /// A status without a body, e.g. 202 for an MCP notification.

@@ -75,6 +75,7 @@ pub async fn seed(mut client: Client, plan: &Plan, today: i64) -> anyhow::Result
         status: "completed".to_owned(),
         summary: Some(format!("hostile summary {} {}", PAYLOADS[0], PAYLOADS[1])),
         score: Some(0.5),
+        ..EndCallRequest::default()
     };
     client.end_call(end).await.map_err(grpc_error("ending the hostile call"))?;
 

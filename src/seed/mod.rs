@@ -247,6 +247,7 @@ async fn seed_call(mut client: Client, plan: &Plan, today: i64, n: u32) -> anyho
             status: if answered { "completed" } else { "no-answer" }.to_owned(),
             summary: answered.then(|| script::fill(scenario.summary, business, Some(&name))),
             score: answered.then(|| f64::from(rng.random_range(55..99u8)) / 100.0),
+            ..EndCallRequest::default()
         };
         client.end_call(end).await.map_err(grpc_error("ending a call"))?;
     }

@@ -66,6 +66,7 @@ impl Runtime {
             status: "completed".to_owned(),
             summary: Some(summary.to_owned()),
             score: Some(0.8),
+            ..EndCallRequest::default()
         };
         let request = self.signed(request);
         self.client.end_call(request).await.unwrap();
@@ -220,6 +221,7 @@ async fn a_deleted_teams_conversations_take_no_more_writes() {
         status: "completed".into(),
         summary: None,
         score: None,
+        ..EndCallRequest::default()
     };
     assert_eq!(runtime.client.end_call(runtime.signed(end)).await.unwrap_err().code(), tonic::Code::NotFound);
     let recording = put_recording(&mut runtime, &team.id, "last", &[0; 64]).await;

@@ -5,12 +5,13 @@ use std::collections::HashMap;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use switchboard_api::calls::{CallDetail, CallView};
+use switchboard_api::calls::{CallDetail, CallView, DisconnectionReason, Sentiment, wire_name};
 use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{self as proto, GetCallRequest, ListAgentsRequest, ListCallsRequest, UpdateCallRequest};
 
 use super::groups::CALLS;
 use crate::call::Call;
+use crate::config::RateClass;
 use crate::endpoint::{Data, Endpoint, Id, Input, Json, Nothing, Page, Updated};
 use switchboard_api::paging::{DateBound, SortOrder, default_limit, descending, first_page, page_request};
 
@@ -27,7 +28,26 @@ pub fn endpoints() -> Vec<Endpoint> {
                  written in any spelling of the same E.164 number.",
             )
             .fails(404, "Team not found: the key's team, or the `teamId` subteam, has been deleted.")
-            .tool("list_calls", "Lists the team's phone calls with filters (number, agent, dates, duration, text)."),
+            .tool(
+                "list_calls",
+                "Lists the team's phone calls with filters (number, agent, dates, duration, text, sentiment, \
+                 success, disconnection reason).",
+            ),
+        Endpoint::get("/v1/calls/export", super::calls_export::export)
+            .doc("exportCalls", CALLS, "The team's calls as CSV, with their analysis, for the list's filters")
+            .about(
+                "Takes the filters of `listCalls` (not its page or sort) and answers every call they select, \
+                 oldest first, as `text/csv; charset=utf-8` (RFC 4180: a header row, fields quoted when they hold \
+                 a comma, a quote or a line break, CRLF line ends), streamed as it is read, so that any number \
+                 of calls is exported in constant memory. Columns: `id`, `created_at`, `ended_at`, `type`, \
+                 `from`, `to`, `status`, `duration`, `agent_id`, `agent_name`, `summary`, `sentiment`, \
+                 `successful`, `disconnection_reason`, `cost`, `cost_unpaid`, then one `custom.<name>` column \
+                 per custom analysis field that the exported calls hold (sorted by name; a string value as it \
+                 is, another as JSON). Empty cells are nulls. Transcripts are not exported. A failure after the \
+                 first bytes ends the body early (the status is sent already).",
+            )
+            .class(RateClass::Bulk)
+            .fails(404, "Team not found: the key's team, or the `teamId` subteam, has been deleted."),
         Endpoint::get("/v1/calls/{callId}", get)
             .doc("getCall", CALLS, "A call with its full transcript and timeline")
             .fails(404, CALL_GONE)
@@ -85,6 +105,20 @@ pub struct CallQuery {
     #[serde(default = "default_limit")]
     #[schemars(range(min = limits::PAGE_LIMIT.min, max = limits::PAGE_LIMIT.max))]
     pub limit: u32,
+    #[serde(flatten)]
+    pub filters: CallFilters,
+    /// Sort field.
+    #[serde(default = "by_creation")]
+    pub sort_by: CallSortBy,
+    /// Sort direction; ties are broken by id, so that paging is stable.
+    #[serde(default = "descending")]
+    pub sort_order: SortOrder,
+}
+
+/// Which calls a list or an export holds; every filter given must match.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CallFilters {
     /// A substring of either number, the transcript or the summary (case-insensitive).
     #[schemars(length(min = limits::CONVERSATION_SEARCH.min, max = limits::CONVERSATION_SEARCH.max))]
     pub search: Option<String>,
@@ -106,12 +140,46 @@ pub struct CallQuery {
     /// A phone number on either side, in any spelling (`(415) 555-2671`, `+14155552671`).
     #[schemars(length(min = 1, max = 64))]
     pub number: Option<String>,
-    /// Sort field.
-    #[serde(default = "by_creation")]
-    pub sort_by: CallSortBy,
-    /// Sort direction; ties are broken by id, so that paging is stable.
-    #[serde(default = "descending")]
-    pub sort_order: SortOrder,
+    /// Calls whose analysis has this sentiment (calls without analysis have none).
+    pub sentiment: Option<Sentiment>,
+    /// Calls whose analysis says they reached their goal (`true`) or not (`false`); calls whose
+    /// success is not known match neither.
+    pub successful: Option<bool>,
+    /// Calls that ended for this reason.
+    pub disconnection_reason: Option<DisconnectionReason>,
+}
+
+impl CallFilters {
+    /// The request of a list with these filters (a page and sort added by the caller).
+    pub fn request(self, team_id: &str) -> ServiceResult<ListCallsRequest> {
+        if let (Some(min), Some(max)) = (self.min_duration, self.max_duration)
+            && min > max
+        {
+            return Err(ServiceError::validation(vec![FieldViolation::new(
+                "minDuration",
+                "must not be more than maxDuration",
+            )]));
+        }
+        Ok(ListCallsRequest {
+            team_id: team_id.to_owned(),
+            page: None,
+            search: self.search,
+            direction: match self.call_type {
+                CallType::All => None,
+                CallType::Incoming => Some("INCOMING".to_owned()),
+                CallType::Outgoing => Some("OUTGOING".to_owned()),
+            },
+            agent_id: self.agent_id.map(Id::into_string),
+            min_duration: self.min_duration,
+            max_duration: self.max_duration,
+            created_from_ms: self.date_from.map(DateBound::start_ms),
+            created_to_ms: self.date_to.map(DateBound::end_ms),
+            number: self.number,
+            sentiment: self.sentiment.map(wire_name),
+            successful: self.successful,
+            disconnection_reason: self.disconnection_reason.map(wire_name),
+        })
+    }
 }
 
 /// What a call's flags become; members left out keep their value.
@@ -144,34 +212,14 @@ fn call_request(call: &Call, path: &CallPath) -> GetCallRequest {
 
 async fn list(call: Call, input: Input<Nothing, CallQuery>) -> ServiceResult<Page<CallView>> {
     let query = input.query;
-    if let (Some(min), Some(max)) = (query.min_duration, query.max_duration)
-        && min > max
-    {
-        return Err(ServiceError::validation(vec![FieldViolation::new(
-            "minDuration",
-            "must not be more than maxDuration",
-        )]));
-    }
     let sort_by = match query.sort_by {
         CallSortBy::CreatedAt => "createdAt",
         CallSortBy::Duration => "duration",
         CallSortBy::EndedAt => "endedAt",
     };
     let request = ListCallsRequest {
-        team_id: call.team_id().to_owned(),
         page: Some(page_request(query.page, query.limit, sort_by, query.sort_order)),
-        search: query.search,
-        direction: match query.call_type {
-            CallType::All => None,
-            CallType::Incoming => Some("INCOMING".to_owned()),
-            CallType::Outgoing => Some("OUTGOING".to_owned()),
-        },
-        agent_id: query.agent_id.map(Id::into_string),
-        min_duration: query.min_duration,
-        max_duration: query.max_duration,
-        created_from_ms: query.date_from.map(DateBound::start_ms),
-        created_to_ms: query.date_to.map(DateBound::end_ms),
-        number: query.number,
+        ..query.filters.request(call.team_id())?
     };
     let (listed, names) = tokio::try_join!(
         async { Ok::<_, ServiceError>(call.services.conversations.clone().list_calls(request).await?.into_inner()) },

@@ -4,10 +4,12 @@
 
 pub mod agency;
 pub mod agents;
+pub mod analytics;
 pub mod api_keys;
 pub mod auth;
 pub mod boards;
 pub mod calls;
+pub mod calls_export;
 pub mod chats;
 pub mod contacts;
 pub mod custom_fields;
@@ -58,6 +60,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         knowledge::endpoints(),
         sources::endpoints(),
         calls::endpoints(),
+        analytics::endpoints(),
         chats::endpoints(),
         contacts::endpoints(),
         boards::endpoints(),

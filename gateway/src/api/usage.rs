@@ -17,7 +17,7 @@ use super::groups::IDENTITY;
 use crate::call::Call;
 use crate::endpoint::{Endpoint, Input, List, Nothing};
 
-const DAY_MS: i64 = 86_400_000;
+pub const DAY_MS: i64 = 86_400_000;
 /// The default range: today and the 29 days before it.
 const DEFAULT_DAYS: i64 = 30;
 /// The longest range one request may ask for.
@@ -85,12 +85,11 @@ pub struct UsageQuery {
     pub interval: Interval,
 }
 
-async fn usage(call: Call, input: Input<Nothing, UsageQuery>) -> ServiceResult<List<UsageDay>> {
-    let query = input.query;
-    // Days are the only interval: a new one is a new arm here.
-    let Interval::Day = query.interval;
-    let last_day = query.to.map_or_else(now_ms, DateBound::start_ms).div_euclid(DAY_MS);
-    let first_day = query.from.map_or(last_day - (DEFAULT_DAYS - 1), |from| from.start_ms().div_euclid(DAY_MS));
+/// The first and last day (days since the epoch, UTC) of a `from`/`to` range, with the
+/// defaults and bounds that `/v1/usage` documents; `/v1/analytics/calls` keeps the same rules.
+pub fn day_range(from: Option<DateBound>, to: Option<DateBound>) -> ServiceResult<(i64, i64)> {
+    let last_day = to.map_or_else(now_ms, DateBound::start_ms).div_euclid(DAY_MS);
+    let first_day = from.map_or(last_day - (DEFAULT_DAYS - 1), |from| from.start_ms().div_euclid(DAY_MS));
     let invalid = |field: &str, message: &str| Err(ServiceError::validation(vec![FieldViolation::new(field, message)]));
     if first_day > last_day {
         return invalid("from", "must not be after to");
@@ -98,6 +97,14 @@ async fn usage(call: Call, input: Input<Nothing, UsageQuery>) -> ServiceResult<L
     if last_day - first_day >= MAX_DAYS {
         return invalid("from", "must be at most 366 days before to");
     }
+    Ok((first_day, last_day))
+}
+
+async fn usage(call: Call, input: Input<Nothing, UsageQuery>) -> ServiceResult<List<UsageDay>> {
+    let query = input.query;
+    // Days are the only interval: a new one is a new arm here.
+    let Interval::Day = query.interval;
+    let (first_day, last_day) = day_range(query.from, query.to)?;
     let request = UsageRequest {
         team_id: call.team_id().to_owned(),
         from_ms: first_day * DAY_MS,

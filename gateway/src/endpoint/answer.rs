@@ -15,6 +15,8 @@ const JSON: &str = "application/json";
 /// A successful answer.
 pub trait Answer: JsonSchema + Send + Sized + 'static {
     const STATUS: u16;
+    /// The media type of the answer's body, as the OpenAPI description gives it.
+    const MEDIA_TYPE: &'static str = JSON;
 
     fn into_reply(self) -> Reply;
 }

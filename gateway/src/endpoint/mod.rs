@@ -144,6 +144,7 @@ pub struct Described {
     pub request: Option<Schema>,
     pub status: u16,
     pub answer: Schema,
+    pub media_type: &'static str,
 }
 
 #[derive(Clone)]
@@ -193,7 +194,12 @@ pub struct Endpoint {
 }
 
 fn describe<B: RequestBody, R: Answer>(generators: &mut Generators) -> Described {
-    Described { request: B::describe(generators), status: R::STATUS, answer: generators.answer::<R>() }
+    Described {
+        request: B::describe(generators),
+        status: R::STATUS,
+        answer: generators.answer::<R>(),
+        media_type: R::MEDIA_TYPE,
+    }
 }
 
 impl Endpoint {

@@ -240,7 +240,7 @@ fn operation(
         "summary": endpoint.summary,
         "description": description,
         "parameters": parameters,
-        "responses": responses(endpoint, described.status, Value::from(described.answer), links(endpoint, endpoints), errors)?,
+        "responses": responses(endpoint, (described.status, described.media_type), Value::from(described.answer), links(endpoint, endpoints), errors)?,
         "x-rate-class": endpoint.class.name(),
     });
     for also in &endpoint.also_answers {
@@ -312,14 +312,14 @@ fn links(source: &Endpoint, endpoints: &[Endpoint]) -> Map<String, Value> {
 /// The answer, the operation's own errors, then the errors every operation can give.
 fn responses(
     endpoint: &Endpoint,
-    status: u16,
+    (status, media_type): (u16, &str),
     answer: Value,
     links: Map<String, Value>,
     errors: &ErrorRefs,
 ) -> anyhow::Result<Value> {
     let mut responses = Map::new();
     let summary = if status == 201 { "Created." } else { "Done." };
-    let mut success = json!({ "description": summary, "content": { "application/json": { "schema": answer } } });
+    let mut success = json!({ "description": summary, "content": { media_type: { "schema": answer } } });
     if !links.is_empty() {
         success["links"] = Value::Object(links);
     }

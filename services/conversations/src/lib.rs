@@ -2,6 +2,7 @@
 //! (with their messages), as voice and chat runtimes record them through the ingestion API and
 //! as the gateway reads them.
 
+pub mod analysis;
 pub mod service;
 pub mod store;
 

@@ -18,9 +18,11 @@ use switchboard_proto::v1::*;
 use tonic::service::Routes;
 use tonic::{Request, Status, Streaming};
 
+use crate::analysis;
 use crate::store::{
-    CallEnd, CallFilter, CallFlags, CallSort, Channel as ChatChannel, ChatEnd, ChatFilter, ChatSort, ChatStatus,
-    ConversationStore, Direction, NewCall, NewChat, NewEvent, NewMessage, NewSegment, RecordingMeta, Role, Speaker,
+    AnalysisEnd, CallCost, CallEnd, CallFilter, CallFlags, CallSort, Channel as ChatChannel, ChatEnd, ChatFilter,
+    ChatSort, ChatStatus, ConversationStore, Direction, DisconnectionReason, EXPORT_CHUNK, ExportCursor, NewCall,
+    NewChat, NewEvent, NewMessage, NewSegment, RecordingMeta, Role, Sentiment, Speaker,
 };
 use switchboard_kit::phone::PhoneRules;
 use switchboard_kit::recent::Recent;
@@ -133,6 +135,42 @@ impl ConversationsApi {
             self.known.remember(agent_key).await;
         }
         Ok(())
+    }
+
+    /// The post-call analysis fields the call's agent declares: none for a call without an
+    /// agent, or whose agent is gone or has no settings yet.
+    async fn analysis_fields(&self, call: &Call) -> ServiceResult<Vec<AnalysisField>> {
+        let Some(agent_id) = call.agent_id.clone() else {
+            return Ok(Vec::new());
+        };
+        let request = GetAgentRequest { team_id: call.team_id.clone(), agent_id };
+        match self.peers.agents.clone().get_agent(request).await {
+            Ok(agent) => {
+                Ok(agent.into_inner().settings.map(|settings| settings.post_call_analysis).unwrap_or_default())
+            }
+            Err(status) if status.code() == tonic::Code::NotFound => Ok(Vec::new()),
+            Err(status) => Err(status.into()),
+        }
+    }
+
+    /// Takes the call's cost from the team's balance, idempotently: the debit's reference is
+    /// `call:<id>`, so a retry (or a concurrent EndCall) is answered the first debit. What the
+    /// balance cannot cover is recorded as unpaid rather than refused: the call happened. A
+    /// call whose cost is recorded already is not debited again: the store keeps that cost and
+    /// refuses a different one.
+    async fn pay(&self, call: &Call, credits: i64) -> ServiceResult<CallCost> {
+        if call.cost_credits.is_some() || credits == 0 {
+            return Ok(CallCost { credits, unpaid: 0, credit_entry_id: None });
+        }
+        let request = DebitCreditsRequest {
+            team_id: call.team_id.clone(),
+            amount: credits,
+            reason: "call".to_owned(),
+            reference_id: Some(format!("call:{}", call.id)),
+            up_to_balance: true,
+        };
+        let entry = self.peers.identity.clone().debit_credits(request).await?.into_inner();
+        Ok(CallCost { credits, unpaid: credits + entry.delta, credit_entry_id: Some(entry.id) })
     }
 
     /// NOT_FOUND unless the team exists: a deleted team's conversations take no more writes.
@@ -301,6 +339,10 @@ impl ConversationIngest for ConversationsApi {
         reply(Ok(Recording { content_type, size_bytes, object_key: key, playback_url: None }))
     }
 
+    /// Checks everything, then the custom analysis against the call's agent, then takes the
+    /// cost (once: see [`ConversationsApi::pay`]), then writes the end. Nothing is written when
+    /// a check fails; when identity is unavailable the EndCall fails UNAVAILABLE and a retry
+    /// is safe.
     async fn end_call(&self, request: Request<EndCallRequest>) -> Reply<Call> {
         let request = request.into_inner();
         let mut checks = Checks::default();
@@ -308,9 +350,55 @@ impl ConversationIngest for ConversationsApi {
         if request.score.is_some_and(|score| !score.is_finite()) {
             checks.0.push(FieldViolation::new("score", "must be a number"));
         }
+        let reason = request.disconnection_reason.as_deref().and_then(|text| {
+            checks.one_of("disconnectionReason", text, DisconnectionReason::parse, DisconnectionReason::NAMES)
+        });
+        if request.cost_credits.is_some_and(|cost| cost < 0) {
+            checks.0.push(FieldViolation::new("costCredits", "must be 0 or more"));
+        }
+        let mut summary = request.summary;
+        let analysis = request.analysis.map(|analysis| {
+            let sentiment = match analysis.sentiment.as_str() {
+                "" => Some(Sentiment::Unknown),
+                text => checks.one_of("analysis.sentiment", text, Sentiment::parse, Sentiment::NAMES),
+            };
+            let custom = analysis::parse(&analysis.custom_json).unwrap_or_else(|violation| {
+                checks.0.push(violation);
+                serde_json::Map::new()
+            });
+            if analysis.summary.is_some() {
+                summary = analysis.summary;
+            }
+            (sentiment.unwrap_or(Sentiment::Unknown), analysis.successful, custom)
+        });
         checks.finish()?;
         self.check_team(&request.team_id).await?;
-        let end = CallEnd { ended_at_ms, status: request.status, summary: request.summary, score: request.score };
+        let has_custom = analysis.as_ref().is_some_and(|(_, _, custom)| !custom.is_empty());
+        let custom = analysis.as_ref().filter(|_| has_custom).map(|(_, _, custom)| custom.clone());
+        let mut end = CallEnd {
+            analysis: analysis.map(|(sentiment, successful, custom)| AnalysisEnd {
+                sentiment,
+                successful,
+                custom: serde_json::Value::Object(custom).to_string(),
+            }),
+            disconnection_reason: reason,
+            ..CallEnd::plain(ended_at_ms, request.status, summary, request.score)
+        };
+        if has_custom || request.cost_credits.is_some() {
+            // What the store would refuse is refused before the agent is asked or the cost taken.
+            crate::store::check_end(&request.external_id, &end)?;
+            let current = self.store.call_head(&request.team_id, &request.external_id).await?;
+            if ended_at_ms < current.started_at_ms {
+                return reply(Err(ServiceError::invalid_field("endedAt", "must not be before the call's start")));
+            }
+            if let Some(custom) = &custom {
+                let fields = self.analysis_fields(&current).await?;
+                validate(analysis::check(custom, &fields).into_iter().map(Some))?;
+            }
+            if let Some(credits) = request.cost_credits {
+                end.cost = Some(self.pay(&current, credits).await?);
+            }
+        }
         reply(self.store.end_call(&request.team_id, &request.external_id, end).await)
     }
 
@@ -374,10 +462,9 @@ impl ConversationIngest for ConversationsApi {
     }
 }
 
-#[tonic::async_trait]
-impl ConversationsService for ConversationsApi {
-    async fn list_calls(&self, request: Request<ListCallsRequest>) -> Reply<ListCallsResponse> {
-        let request = request.into_inner();
+impl ConversationsApi {
+    /// The list's filters, checked, with the team; a list's page and sort come with them.
+    fn call_filter(&self, request: ListCallsRequest) -> ServiceResult<(String, CallFilter)> {
         let page = Self::page(request.page);
         let mut checks = Checks::default();
         let direction = request
@@ -385,6 +472,13 @@ impl ConversationsService for ConversationsApi {
             .as_deref()
             .and_then(|text| checks.one_of("callType", text, Direction::parse, "INCOMING, OUTGOING"));
         let number = request.number.as_deref().map(|number| checks.number(&self.phones, "number", number));
+        let sentiment = request
+            .sentiment
+            .as_deref()
+            .and_then(|text| checks.one_of("sentiment", text, Sentiment::parse, Sentiment::NAMES));
+        let disconnection_reason = request.disconnection_reason.as_deref().and_then(|text| {
+            checks.one_of("disconnectionReason", text, DisconnectionReason::parse, DisconnectionReason::NAMES)
+        });
         let sort = match page.sort_by.as_str() {
             "" | "createdAt" => CallSort::CreatedAt,
             "duration" => CallSort::Duration,
@@ -406,12 +500,60 @@ impl ConversationsService for ConversationsApi {
             created_from_ms: request.created_from_ms,
             created_to_ms: request.created_to_ms,
             number,
+            sentiment,
+            successful: request.successful,
+            disconnection_reason,
             sort,
             ascending: page.ascending,
         };
-        let (mut calls, page) = self.store.list_calls(&request.team_id, &filter).await?;
+        Ok((request.team_id, filter))
+    }
+}
+
+#[tonic::async_trait]
+impl ConversationsService for ConversationsApi {
+    async fn list_calls(&self, request: Request<ListCallsRequest>) -> Reply<ListCallsResponse> {
+        let filter = self.call_filter(request.into_inner())?;
+        let team_id = filter.0;
+        let (mut calls, page) = self.store.list_calls(&team_id, &filter.1).await?;
         self.sign_playback(&mut calls).await;
         reply(Ok(ListCallsResponse { calls, page: Some(page) }))
+    }
+
+    async fn get_call_analytics(&self, request: Request<CallAnalyticsRequest>) -> Reply<CallAnalyticsResponse> {
+        let request = request.into_inner();
+        let range = (request.from_ms, request.to_ms);
+        let days = self.store.call_analytics(&request.team_id, range, request.agent_id.as_deref()).await?;
+        reply(Ok(CallAnalyticsResponse { days }))
+    }
+
+    type ExportCallsStream = tokio_stream::wrappers::ReceiverStream<Result<ExportCallsChunk, Status>>;
+
+    /// Pages are read one at a time, as the gateway takes them: the channel holds one chunk
+    /// ahead, so a slow client slows the reads instead of filling memory.
+    async fn export_calls(&self, request: Request<ListCallsRequest>) -> Reply<Self::ExportCallsStream> {
+        let (team_id, filter) = self.call_filter(request.into_inner())?;
+        let custom_names = self.store.export_custom_names(&team_id, &filter).await?;
+        let (sender, receiver) = tokio::sync::mpsc::channel(1);
+        let store = self.store.clone();
+        tokio::spawn(async move {
+            let mut after: Option<ExportCursor> = None;
+            let mut names = custom_names;
+            loop {
+                let page = store.export_page(&team_id, &filter, after.as_ref()).await;
+                let chunk = page.map(|calls| {
+                    after = calls
+                        .last()
+                        .map(|call| ExportCursor { started_at_ms: call.started_at_ms, id: call.id.clone() });
+                    ExportCallsChunk { custom_names: std::mem::take(&mut names), calls }
+                });
+                let last = chunk.as_ref().map_or(true, |chunk| chunk.calls.len() < EXPORT_CHUNK as usize);
+                if sender.send(chunk.map_err(Status::from)).await.is_err() || last {
+                    return;
+                }
+            }
+        });
+        reply(Ok(tokio_stream::wrappers::ReceiverStream::new(receiver)))
     }
 
     async fn get_call(&self, request: Request<GetCallRequest>) -> Reply<Call> {

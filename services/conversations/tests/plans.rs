@@ -237,6 +237,9 @@ fn calls_filter() -> CallFilter {
         created_from_ms: None,
         created_to_ms: None,
         number: None,
+        sentiment: None,
+        successful: None,
+        disconnection_reason: None,
         sort: CallSort::CreatedAt,
         ascending: false,
     }

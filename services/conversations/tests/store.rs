@@ -8,8 +8,9 @@ use std::time::Duration;
 use sqlx::Row;
 use switchboard_conversations::ConversationStore;
 use switchboard_conversations::store::{
-    CallEnd, CallFilter, CallFlags, CallSort, Channel, ChatEnd, ChatFilter, ChatSort, ChatStatus, Direction, NewCall,
-    NewChat, NewEvent, NewMessage, NewSegment, RecordingMeta, Role, Speaker,
+    AnalysisEnd, CallCost, CallEnd, CallFilter, CallFlags, CallSort, Channel, ChatEnd, ChatFilter, ChatSort,
+    ChatStatus, Direction, DisconnectionReason, ExportCursor, NewCall, NewChat, NewEvent, NewMessage, NewSegment,
+    RecordingMeta, Role, Sentiment, Speaker,
 };
 use switchboard_kit::db::Engine;
 use switchboard_kit::{ErrorKind, ServiceError, testdb};
@@ -52,7 +53,7 @@ fn segment(seq: i64, text: &str, offset_ms: i64) -> NewSegment {
 }
 
 fn end(ended_at_ms: i64, summary: Option<&str>) -> CallEnd {
-    CallEnd { ended_at_ms, status: "completed".into(), summary: summary.map(str::to_owned), score: None }
+    CallEnd::plain(ended_at_ms, "completed".into(), summary.map(str::to_owned), None)
 }
 
 fn calls_filter() -> CallFilter {
@@ -67,6 +68,9 @@ fn calls_filter() -> CallFilter {
         created_from_ms: None,
         created_to_ms: None,
         number: None,
+        sentiment: None,
+        successful: None,
+        disconnection_reason: None,
         sort: CallSort::CreatedAt,
         ascending: true,
     }
@@ -357,16 +361,7 @@ async fn invalid_calls_are_refused_with_every_field() {
         assert_eq!(fields(&error), ["externalId", "agentId", "status"]);
         store.upsert_call(&team, new_call("c1", 10_000)).await.unwrap();
         let error = store
-            .end_call(
-                &team,
-                "c1",
-                CallEnd {
-                    ended_at_ms: 20_000,
-                    status: String::new(),
-                    summary: Some("s".repeat(20_001)),
-                    score: Some(f64::NAN),
-                },
-            )
+            .end_call(&team, "c1", CallEnd::plain(20_000, String::new(), Some("s".repeat(20_001)), Some(f64::NAN)))
             .await
             .unwrap_err();
         assert_eq!(fields(&error), ["status", "summary", "score"]);
@@ -1388,6 +1383,163 @@ async fn usage_counts_calls_minutes_and_chats_per_day() {
         let seen: Vec<_> = days.iter().map(|d| (d.day_ms, d.calls, d.call_seconds, d.chats)).collect();
         assert_eq!(seen, [(day, 2, 125, 0), (day + DAY, 1, 0, 1)]);
         assert!(store.usage(&team, day + 2 * DAY, day + 3 * DAY).await.unwrap().is_empty());
+    })
+    .await;
+}
+
+fn outcome(sentiment: Sentiment, successful: Option<bool>, reason: DisconnectionReason, cost: i64) -> CallEnd {
+    CallEnd {
+        analysis: Some(AnalysisEnd { sentiment, successful, custom: r#"{"tier":"gold"}"#.into() }),
+        disconnection_reason: Some(reason),
+        cost: Some(CallCost { credits: cost, unpaid: 0, credit_entry_id: None }),
+        ..end(0, Some("Booked a table"))
+    }
+}
+
+#[tokio::test]
+async fn an_end_records_analysis_reason_and_cost_once() {
+    on_every_engine(|store| async move {
+        let team = team();
+        store.upsert_call(&team, new_call("a1", 0)).await.unwrap();
+        let mut first = outcome(Sentiment::Positive, Some(true), DisconnectionReason::CustomerHangup, 12);
+        first.ended_at_ms = 60_000;
+        first.cost = Some(CallCost { credits: 12, unpaid: 2, credit_entry_id: Some("entry".into()) });
+        let ended = store.end_call(&team, "a1", first.clone()).await.unwrap();
+        let analysis = ended.analysis.clone().unwrap();
+        assert_eq!((analysis.sentiment.as_str(), analysis.successful), ("positive", Some(true)));
+        assert_eq!(
+            (analysis.summary.as_deref(), analysis.custom_json.as_str()),
+            (Some("Booked a table"), r#"{"tier":"gold"}"#)
+        );
+        assert_eq!(ended.disconnection_reason.as_deref(), Some("customer_hangup"));
+        assert_eq!((ended.cost_credits, ended.cost_unpaid_credits), (Some(12), Some(2)));
+        // The same end again changes nothing; another cost is refused and writes nothing.
+        let again = store.end_call(&team, "a1", first.clone()).await.unwrap();
+        assert_eq!(again.updated_at_ms, ended.updated_at_ms);
+        let other = CallEnd { cost: Some(CallCost { credits: 13, unpaid: 0, credit_entry_id: None }), ..first };
+        let error = store.end_call(&team, "a1", other).await.unwrap_err();
+        assert_eq!(error.details[0].field, "costCredits");
+        assert_eq!(store.call_by_external_id(&team, "a1").await.unwrap().cost_credits, Some(12));
+        // A plain end keeps the analysis, reason and cost.
+        let kept = store.end_call(&team, "a1", end(61_000, None)).await.unwrap();
+        assert_eq!(
+            (kept.analysis, kept.disconnection_reason, kept.cost_credits),
+            (ended.analysis, ended.disconnection_reason, Some(12))
+        );
+        // A call never analysed has none.
+        store.upsert_call(&team, new_call("a2", 0)).await.unwrap();
+        let plain = store.end_call(&team, "a2", end(1_000, None)).await.unwrap();
+        assert_eq!((plain.analysis, plain.disconnection_reason, plain.cost_credits), (None, None, None));
+    })
+    .await;
+}
+
+/// Five calls of one day and one of the next, with every kind of outcome.
+async fn outcome_fixture(store: &ConversationStore, team: &str, day: i64) {
+    let outcomes = [
+        (Sentiment::Positive, Some(true), DisconnectionReason::CustomerHangup, 5),
+        (Sentiment::Negative, Some(false), DisconnectionReason::AgentHangup, 3),
+        (Sentiment::Neutral, None, DisconnectionReason::Voicemail, 0),
+        (Sentiment::Unknown, Some(true), DisconnectionReason::CustomerHangup, 1),
+    ];
+    for (index, (sentiment, successful, reason, cost)) in outcomes.into_iter().enumerate() {
+        let external = format!("o{index}");
+        let start = day + i64::try_from(index).unwrap() * 1_000;
+        store.upsert_call(team, new_call(&external, start)).await.unwrap();
+        let ended = CallEnd { ended_at_ms: start + 90_000, ..outcome(sentiment, successful, reason, cost) };
+        store.end_call(team, &external, ended).await.unwrap();
+    }
+    // Never analysed: counted as unknown sentiment, in no reason, neither successful nor not.
+    store.upsert_call(team, new_call("o4", day + 10_000)).await.unwrap();
+    store.end_call(team, "o4", end(day + 40_000, None)).await.unwrap();
+    store.upsert_call(team, new_call("o5", day + 86_400_000)).await.unwrap();
+}
+
+#[tokio::test]
+async fn calls_filter_by_sentiment_success_and_reason() {
+    on_every_engine(|store| async move {
+        let team = team();
+        outcome_fixture(&store, &team, 0).await;
+        outcome_fixture(&store, &self::team(), 0).await;
+        let filtered = |change: fn(&mut CallFilter)| {
+            let mut filter = calls_filter();
+            change(&mut filter);
+            filter
+        };
+        let positive = filtered(|f| f.sentiment = Some(Sentiment::Positive));
+        assert_eq!(listed_calls(&store, &team, positive).await.len(), 1);
+        let unknown = filtered(|f| f.sentiment = Some(Sentiment::Unknown));
+        assert_eq!(listed_calls(&store, &team, unknown).await.len(), 1, "a call without analysis has no sentiment");
+        let successful = filtered(|f| f.successful = Some(true));
+        assert_eq!(listed_calls(&store, &team, successful).await.len(), 2);
+        let unsuccessful = filtered(|f| f.successful = Some(false));
+        assert_eq!(listed_calls(&store, &team, unsuccessful).await.len(), 1);
+        let hangups = filtered(|f| {
+            f.disconnection_reason = Some(DisconnectionReason::CustomerHangup);
+            f.successful = Some(true);
+        });
+        assert_eq!(listed_calls(&store, &team, hangups).await.len(), 2);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn analytics_count_outcomes_per_day() {
+    on_every_engine(|store| async move {
+        let team = team();
+        const DAY: i64 = 86_400_000;
+        let day = 20_000 * DAY;
+        outcome_fixture(&store, &team, day).await;
+        outcome_fixture(&store, &self::team(), day).await;
+        let days = store.call_analytics(&team, (day, day + 2 * DAY), None).await.unwrap();
+        assert_eq!(days.len(), 2);
+        let first = &days[0];
+        assert_eq!((first.day_ms, first.calls, first.seconds, first.cost_credits), (day, 5, 4 * 90 + 30, 9));
+        assert_eq!((first.successful, first.unsuccessful), (2, 1));
+        assert_eq!((first.positive, first.neutral, first.negative, first.unknown), (1, 1, 1, 2));
+        assert_eq!(first.disconnection_reasons["customer_hangup"], 2);
+        assert_eq!(first.disconnection_reasons["voicemail"], 1);
+        assert_eq!(first.disconnection_reasons["busy"], 0);
+        assert_eq!(first.disconnection_reasons.len(), 8);
+        assert_eq!((days[1].day_ms, days[1].calls, days[1].unknown), (day + DAY, 1, 1));
+        let agent = uuid::Uuid::new_v4().to_string();
+        assert!(store.call_analytics(&team, (day, day + 2 * DAY), Some(&agent)).await.unwrap().is_empty());
+        let error = store.call_analytics(&team, (day, day), Some("nope")).await.unwrap_err();
+        assert_eq!(error.details[0].field, "agentId");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn exports_read_every_call_once_in_keyset_pages() {
+    on_every_engine(|store| async move {
+        let team = team();
+        outcome_fixture(&store, &team, 0).await;
+        // More than a page, some sharing a start, so that a page boundary falls inside a tie.
+        for index in 0..1_005 {
+            store.upsert_call(&team, new_call(&format!("bulk{index}"), 500_000 + index / 3)).await.unwrap();
+        }
+        let filter = calls_filter();
+        assert_eq!(store.export_custom_names(&team, &filter).await.unwrap(), ["tier"]);
+        let mut seen = Vec::new();
+        let mut after: Option<ExportCursor> = None;
+        loop {
+            let page = store.export_page(&team, &filter, after.as_ref()).await.unwrap();
+            seen.extend(page.iter().map(|call| call.external_id.clone()));
+            match page.last() {
+                Some(last) if page.len() == 1_000 => {
+                    after = Some(ExportCursor { started_at_ms: last.started_at_ms, id: last.id.clone() });
+                }
+                _ => break,
+            }
+        }
+        assert_eq!(seen.len(), 1_011);
+        assert_eq!(seen.iter().collect::<std::collections::HashSet<_>>().len(), 1_011);
+        assert_eq!(seen[0], "o0");
+        let positive = CallFilter { sentiment: Some(Sentiment::Positive), ..calls_filter() };
+        assert_eq!(store.export_page(&team, &positive, None).await.unwrap().len(), 1);
+        let none = CallFilter { sentiment: Some(Sentiment::Negative), successful: Some(true), ..calls_filter() };
+        assert!(store.export_custom_names(&team, &none).await.unwrap().is_empty());
     })
     .await;
 }

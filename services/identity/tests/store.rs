@@ -6,7 +6,7 @@
 use std::future::Future;
 
 use switchboard_identity::IdentityStore;
-use switchboard_identity::store::{NewSubteam, NewTeam};
+use switchboard_identity::store::{Debit, NewSubteam, NewTeam};
 use switchboard_kit::ErrorKind;
 use switchboard_kit::apikey::hash_key;
 use switchboard_kit::testdb;
@@ -168,6 +168,77 @@ async fn concurrent_debits_never_drive_a_balance_below_zero() {
         let ledger = store.ledger(&id, 100).await.unwrap();
         assert_eq!(ledger.iter().filter(|e| e.kind == "debit").count(), 20);
         assert_eq!(ledger.iter().map(|e| e.delta).sum::<i64>(), 0);
+    })
+    .await;
+}
+
+async fn outbox_events(store: &IdentityStore) -> i64 {
+    use sqlx::Row;
+    sqlx::query("SELECT COUNT(*) AS n FROM event_outbox").fetch_one(store.db().pool()).await.unwrap().get("n")
+}
+
+fn call_debit(amount: i64, reference: &str) -> Debit<'_> {
+    Debit { amount, reason: "call", reference_id: Some(reference), up_to_balance: true }
+}
+
+#[tokio::test]
+async fn a_referenced_debit_is_taken_once_even_concurrently() {
+    on_every_engine(|store| async move {
+        let id = team(&store, "Calls", false, 100).await;
+        let debits = (0..10).map(|_| {
+            let store = store.clone();
+            let id = id.clone();
+            tokio::spawn(async move { store.debit_with(&id, call_debit(30, "call:one")).await })
+        });
+        let mut entries = Vec::new();
+        for debit in debits {
+            entries.push(debit.await.unwrap().unwrap());
+        }
+        assert!(entries.iter().all(|entry| entry.id == entries[0].id && entry.delta == -30));
+        assert_eq!(entries[0].reference_id.as_deref(), Some("call:one"));
+        assert_eq!(store.balance(&id).await.unwrap(), 70);
+        // Another team may use the same reference: references are per team.
+        let other = team(&store, "Other", false, 10).await;
+        assert_eq!(store.debit_with(&other, call_debit(4, "call:one")).await.unwrap().balance_after, 6);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_debit_up_to_the_balance_empties_it_and_keeps_its_reference() {
+    on_every_engine(|store| async move {
+        let id = team(&store, "Short", false, 25).await;
+        let partial = store.debit_with(&id, call_debit(40, "call:a")).await.unwrap();
+        assert_eq!((partial.delta, partial.balance_after), (-25, 0));
+        let nothing = store.debit_with(&id, call_debit(5, "call:b")).await.unwrap();
+        assert_eq!((nothing.delta, nothing.balance_after), (0, 0));
+        store.grant(&id, 50, "top-up").await.unwrap();
+        // Retries after a top-up take nothing more: the reference answers the first entry.
+        assert_eq!(store.debit_with(&id, call_debit(5, "call:b")).await.unwrap().id, nothing.id);
+        assert_eq!(store.balance(&id).await.unwrap(), 50);
+        // Without up_to_balance a short balance still refuses, and a bad reference is named.
+        let strict = Debit { up_to_balance: false, ..call_debit(60, "call:c") };
+        assert_eq!(store.debit_with(&id, strict).await.unwrap_err().kind, ErrorKind::InsufficientCredits);
+        let error = store.debit_with(&id, call_debit(1, "")).await.unwrap_err();
+        assert_eq!(error.details[0].field, "referenceId");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_call_debit_tells_credits_low_once_like_a_search() {
+    on_every_engine(|store| async move {
+        let id = team(&store, "Alerted", false, 100).await;
+        store.set_credits_alert(&id, Some(50)).await.unwrap();
+        let before = outbox_events(&store).await;
+        store.debit_with(&id, call_debit(60, "call:x")).await.unwrap();
+        assert_eq!(outbox_events(&store).await, before + 1);
+        store.debit_with(&id, call_debit(60, "call:x")).await.unwrap();
+        store.debit_with(&id, call_debit(10, "call:y")).await.unwrap();
+        assert_eq!(outbox_events(&store).await, before + 1, "a retry and a debit under the threshold tell nobody");
+        // Call debits are credits used, not searches.
+        let days = store.usage(&id, 0, i64::MAX / 2).await.unwrap();
+        assert_eq!((days[0].searches, days[0].credits_used), (0, 70));
     })
     .await;
 }

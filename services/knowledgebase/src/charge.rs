@@ -58,6 +58,8 @@ impl PaidSearch {
                 team_id: team_id.clone(),
                 amount: limits::SEARCH_CREDITS,
                 reason: REASON.to_owned(),
+                reference_id: None,
+                up_to_balance: false,
             })
             .await?
             .into_inner();

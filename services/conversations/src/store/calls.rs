@@ -10,12 +10,12 @@ use sqlx::{AnyConnection, Row};
 use switchboard_kit::limits::{self, Length};
 use switchboard_kit::time::now_ms;
 use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, validate};
-use switchboard_proto::v1::{Call, CallEvent, PageInfo, Recording, TranscriptSegment};
+use switchboard_proto::v1::{Call, CallAnalysis, CallEvent, PageInfo, Recording, TranscriptSegment};
 
 use super::search::{self, Kind, Source};
 use super::{
-    Appended, CallEnd, CallFilter, CallFlags, CallSort, ConversationStore, Key, NewCall, NewEvent, NewSegment,
-    RecordingMeta, call_not_found, check_ids,
+    Appended, CallCost, CallEnd, CallFilter, CallFlags, CallSort, ConversationStore, Key, NewCall, NewEvent,
+    NewSegment, RecordingMeta, call_not_found, check_ids,
 };
 use switchboard_kit::listing::{self, Arg, Filter, Listing};
 
@@ -23,11 +23,24 @@ use switchboard_kit::listing::{self, Arg, Filter, Listing};
 /// service; this bound only keeps anything else out.
 pub(super) const NUMBER: Length = Length::new(1, 32);
 
-const CALL_COLUMNS: &str = "c.id, c.team_id, c.external_id, c.agent_id, c.from_number, c.to_number, c.direction, \
+pub(super) const CALL_COLUMNS: &str = "c.id, c.team_id, c.external_id, c.agent_id, c.from_number, c.to_number, c.direction, \
      c.status, c.started_at, c.ended_at, c.duration_seconds, c.summary, c.score, c.flagged, c.favorite, c.spam, \
-     c.recording_object_key, c.recording_content_type, c.recording_size_bytes, c.updated_at";
+     c.recording_object_key, c.recording_content_type, c.recording_size_bytes, c.updated_at, c.sentiment, \
+     c.successful, c.analysis_custom, c.disconnection_reason, c.cost_credits, c.cost_unpaid_credits";
 
-fn call_from_row(row: &AnyRow) -> Result<Call, sqlx::Error> {
+pub(super) fn call_from_row(row: &AnyRow) -> Result<Call, sqlx::Error> {
+    let summary: Option<String> = row.try_get("summary")?;
+    // A call has an analysis once one was reported: its sentiment is then set ("unknown" at
+    // least).
+    let analysis = match row.try_get::<Option<String>, _>("sentiment")? {
+        Some(sentiment) => Some(CallAnalysis {
+            summary: summary.clone(),
+            sentiment,
+            successful: row.try_get::<Option<i64>, _>("successful")?.map(|successful| successful != 0),
+            custom_json: row.try_get::<Option<String>, _>("analysis_custom")?.unwrap_or_else(|| "{}".to_owned()),
+        }),
+        None => None,
+    };
     let object_key: Option<String> = row.try_get("recording_object_key")?;
     let recording = match object_key {
         Some(object_key) => Some(Recording {
@@ -51,7 +64,7 @@ fn call_from_row(row: &AnyRow) -> Result<Call, sqlx::Error> {
         started_at_ms: row.try_get("started_at")?,
         ended_at_ms: row.try_get("ended_at")?,
         duration_seconds: row.try_get("duration_seconds")?,
-        summary: row.try_get("summary")?,
+        summary,
         score: row.try_get("score")?,
         flagged: row.try_get::<i64, _>("flagged")? != 0,
         favorite: row.try_get::<i64, _>("favorite")? != 0,
@@ -60,6 +73,10 @@ fn call_from_row(row: &AnyRow) -> Result<Call, sqlx::Error> {
         timeline: Vec::new(),
         recording,
         updated_at_ms: row.try_get("updated_at")?,
+        analysis,
+        disconnection_reason: row.try_get("disconnection_reason")?,
+        cost_credits: row.try_get("cost_credits")?,
+        cost_unpaid_credits: row.try_get("cost_unpaid_credits")?,
     })
 }
 
@@ -199,16 +216,22 @@ fn event_data(event: &NewEvent) -> ServiceResult<String> {
     }
 }
 
-fn validate_end(external_id: &str, end: &CallEnd) -> ServiceResult<()> {
+/// What [`ConversationStore::end_call`] refuses of an end, before anything is read.
+pub fn check_end(external_id: &str, end: &CallEnd) -> ServiceResult<()> {
     validate([
         external_id_violation(external_id),
         limits::CALL_STATUS.check("status", &end.status),
         end.summary.as_deref().and_then(|summary| limits::SUMMARY.check("summary", summary)),
         end.score.filter(|score| !score.is_finite()).map(|_| FieldViolation::new("score", "must be a number")),
+        end.analysis.as_ref().and_then(|analysis| limits::EVENT_DATA.check("analysis.custom", &analysis.custom)),
+        end.cost
+            .as_ref()
+            .filter(|cost| cost.credits < 0 || !(0..=cost.credits).contains(&cost.unpaid))
+            .map(|_| FieldViolation::new("costCredits", "must be 0 or more")),
     ])
 }
 
-fn validate_filter(filter: &CallFilter) -> ServiceResult<()> {
+pub(super) fn validate_filter(filter: &CallFilter) -> ServiceResult<()> {
     let duration = |field: &str, value: Option<i64>| value.and_then(|value| limits::DURATION.check(field, value));
     let inverted = matches!((filter.min_duration, filter.max_duration), (Some(min), Some(max)) if min > max);
     validate([
@@ -270,6 +293,32 @@ async fn touch(conn: &mut AnyConnection, call_id: &str, now: i64) -> ServiceResu
 async fn index_meta(conn: &mut AnyConnection, call: &Call) -> ServiceResult<()> {
     let texts = [call.from.as_str(), call.to.as_str(), call.summary.as_deref().unwrap_or_default()];
     search::replace(conn, Kind::Call, (&call.id, &call.team_id), Source::Meta, texts).await
+}
+
+/// Writes the call's analysis and disconnection reason, and a new cost with its ledger entry.
+async fn write_outcome(conn: &mut AnyConnection, call: &Call, cost: Option<&CallCost>) -> ServiceResult<()> {
+    let analysis = call.analysis.as_ref();
+    sqlx::query(
+        "UPDATE calls SET sentiment = $1, successful = $2, analysis_custom = $3, disconnection_reason = $4 \
+         WHERE id = $5",
+    )
+    .bind(analysis.map(|analysis| analysis.sentiment.as_str()))
+    .bind(analysis.and_then(|analysis| analysis.successful).map(switchboard_kit::db::flag))
+    .bind(analysis.map(|analysis| analysis.custom_json.as_str()))
+    .bind(call.disconnection_reason.as_deref())
+    .bind(call.id.as_str())
+    .execute(&mut *conn)
+    .await?;
+    if let Some(cost) = cost {
+        sqlx::query("UPDATE calls SET cost_credits = $1, cost_unpaid_credits = $2, credit_entry_id = $3 WHERE id = $4")
+            .bind(cost.credits)
+            .bind(cost.unpaid)
+            .bind(cost.credit_entry_id.as_deref())
+            .bind(call.id.as_str())
+            .execute(conn)
+            .await?;
+    }
+    Ok(())
 }
 
 /// Inserts a new call; `None` when a concurrent upsert inserted it first.
@@ -459,15 +508,22 @@ impl ConversationStore {
     }
 
     /// Ends the call: its end time, status, duration (whole seconds, rounded down) and,
-    /// when given, summary and score (absent ones keep what the call has). Ending again
-    /// with the same values writes nothing.
+    /// when given, summary, score, analysis and disconnection reason (absent ones keep what the
+    /// call has), and its cost, which is written once (a different one is refused). Ending
+    /// again with the same values writes nothing.
     pub async fn end_call(&self, team_id: &str, external_id: &str, end: CallEnd) -> ServiceResult<Call> {
         check_ids(&[("teamId", team_id)])?;
-        validate_end(external_id, &end)?;
+        check_end(external_id, &end)?;
         let mut tx = self.db.begin_write().await?;
         let current = find_call(&mut tx, team_id, Key::External(external_id), self.db.for_update()).await?;
         if end.ended_at_ms < current.started_at_ms {
             return Err(ServiceError::invalid_field("endedAt", "must not be before the call's start"));
+        }
+        if let (Some(recorded), Some(cost)) = (current.cost_credits, &end.cost)
+            && recorded != cost.credits
+        {
+            let message = format!("the call's cost is recorded already, as {recorded}, and cannot change");
+            return Err(ServiceError::invalid_field("costCredits", message));
         }
         let mut call = current.clone();
         call.ended_at_ms = Some(end.ended_at_ms);
@@ -475,6 +531,26 @@ impl ConversationStore {
         call.status = end.status;
         call.summary = end.summary.or(current.summary.clone());
         call.score = end.score.or(current.score);
+        if let Some(analysis) = &end.analysis {
+            call.analysis = Some(CallAnalysis {
+                summary: None,
+                sentiment: analysis.sentiment.as_str().to_owned(),
+                successful: analysis.successful,
+                custom_json: analysis.custom.clone(),
+            });
+        }
+        if let Some(analysis) = call.analysis.as_mut() {
+            analysis.summary.clone_from(&call.summary);
+        }
+        if let Some(reason) = end.disconnection_reason {
+            call.disconnection_reason = Some(reason.as_str().to_owned());
+        }
+        // A cost is written once, with the ledger entry that paid it.
+        let new_cost = end.cost.filter(|_| current.cost_credits.is_none());
+        if let Some(cost) = &new_cost {
+            call.cost_credits = Some(cost.credits);
+            call.cost_unpaid_credits = Some(cost.unpaid);
+        }
         if call != current {
             call.updated_at_ms = now_ms();
             // The score goes as a number and a flag, never as a NULL of type f64: sqlx's Any
@@ -494,6 +570,7 @@ impl ConversationStore {
             .bind(call.id.as_str())
             .execute(&mut *tx)
             .await?;
+            write_outcome(&mut tx, &call, new_cost.as_ref()).await?;
             if call.summary != current.summary {
                 index_meta(&mut tx, &call).await?;
             }
@@ -554,6 +631,15 @@ impl ConversationStore {
         full_call(&mut conn, call).await
     }
 
+    /// The call named by its runtime's id, without transcript or timeline: what an end needs
+    /// to know (its id, agent and cost) before it is written.
+    pub async fn call_head(&self, team_id: &str, external_id: &str) -> ServiceResult<Call> {
+        check_ids(&[("teamId", team_id)])?;
+        validate([external_id_violation(external_id)])?;
+        let mut conn = self.db.pool().acquire().await?;
+        find_call(&mut conn, team_id, Key::External(external_id), "").await
+    }
+
     /// The call named by its runtime's id, with its transcript and timeline.
     pub async fn call_by_external_id(&self, team_id: &str, external_id: &str) -> ServiceResult<Call> {
         check_ids(&[("teamId", team_id)])?;
@@ -590,7 +676,7 @@ impl ConversationStore {
     }
 
     /// The list's conditions; a search reads the text index on `conn` (see [`Filter::search`]).
-    async fn call_conditions(
+    pub(super) async fn call_conditions(
         &self,
         conn: &mut AnyConnection,
         team_id: &str,
@@ -609,6 +695,17 @@ impl ConversationStore {
         if let Some(number) = &filter.number {
             let number = conditions.arg(Arg::Text(number.clone()));
             conditions.and(format!("(c.from_number = {number} OR c.to_number = {number})"));
+        }
+        let outcomes = [
+            ("c.sentiment", filter.sentiment.map(|sentiment| Arg::Text(sentiment.as_str().to_owned()))),
+            ("c.successful", filter.successful.map(|successful| Arg::Int(switchboard_kit::db::flag(successful)))),
+            ("c.disconnection_reason", filter.disconnection_reason.map(|reason| Arg::Text(reason.as_str().to_owned()))),
+        ];
+        for (column, value) in outcomes {
+            if let Some(value) = value {
+                let value = conditions.arg(value);
+                conditions.and(format!("{column} = {value}"));
+            }
         }
         let bounds = [
             ("c.duration_seconds >=", filter.min_duration),

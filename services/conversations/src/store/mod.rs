@@ -6,10 +6,15 @@
 //! enum values); the store checks lengths and ids itself, so that nothing invalid is written
 //! whoever calls it.
 
+mod analytics;
 mod calls;
 mod chats;
+mod export;
 mod search;
 mod usage;
+
+pub use calls::check_end;
+pub use export::{EXPORT_CHUNK, ExportCursor};
 
 use switchboard_kit::db::Db;
 use switchboard_kit::{ServiceError, ServiceResult};
@@ -52,6 +57,77 @@ impl Direction {
             "OUTGOING" => Some(Direction::Outgoing),
             _ => None,
         }
+    }
+}
+
+/// How a call went, as its analysis says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sentiment {
+    Positive,
+    Neutral,
+    Negative,
+    Unknown,
+}
+
+impl Sentiment {
+    pub const ALL: [Sentiment; 4] = [Sentiment::Positive, Sentiment::Neutral, Sentiment::Negative, Sentiment::Unknown];
+    pub const NAMES: &str = "positive, neutral, negative, unknown";
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Sentiment::Positive => "positive",
+            Sentiment::Neutral => "neutral",
+            Sentiment::Negative => "negative",
+            Sentiment::Unknown => "unknown",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Sentiment> {
+        Self::ALL.into_iter().find(|sentiment| sentiment.as_str() == text)
+    }
+}
+
+/// Why a call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DisconnectionReason {
+    CustomerHangup,
+    AgentHangup,
+    Transfer,
+    Voicemail,
+    NoAnswer,
+    Busy,
+    Error,
+    Other,
+}
+
+impl DisconnectionReason {
+    pub const ALL: [DisconnectionReason; 8] = [
+        DisconnectionReason::CustomerHangup,
+        DisconnectionReason::AgentHangup,
+        DisconnectionReason::Transfer,
+        DisconnectionReason::Voicemail,
+        DisconnectionReason::NoAnswer,
+        DisconnectionReason::Busy,
+        DisconnectionReason::Error,
+        DisconnectionReason::Other,
+    ];
+    pub const NAMES: &str = "customer_hangup, agent_hangup, transfer, voicemail, no_answer, busy, error, other";
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DisconnectionReason::CustomerHangup => "customer_hangup",
+            DisconnectionReason::AgentHangup => "agent_hangup",
+            DisconnectionReason::Transfer => "transfer",
+            DisconnectionReason::Voicemail => "voicemail",
+            DisconnectionReason::NoAnswer => "no_answer",
+            DisconnectionReason::Busy => "busy",
+            DisconnectionReason::Error => "error",
+            DisconnectionReason::Other => "other",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<DisconnectionReason> {
+        Self::ALL.into_iter().find(|reason| reason.as_str() == text)
     }
 }
 
@@ -190,6 +266,37 @@ pub struct CallEnd {
     pub status: String,
     pub summary: Option<String>,
     pub score: Option<f64>,
+    /// Replaces the call's analysis when given.
+    pub analysis: Option<AnalysisEnd>,
+    pub disconnection_reason: Option<DisconnectionReason>,
+    /// Set once: a call that has a cost refuses another one.
+    pub cost: Option<CallCost>,
+}
+
+impl CallEnd {
+    /// An end with nothing beyond its time, status, summary and score.
+    pub fn plain(ended_at_ms: i64, status: String, summary: Option<String>, score: Option<f64>) -> Self {
+        Self { ended_at_ms, status, summary, score, analysis: None, disconnection_reason: None, cost: None }
+    }
+}
+
+/// A call's analysis as the store keeps it; its summary is the call's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnalysisEnd {
+    pub sentiment: Sentiment,
+    pub successful: Option<bool>,
+    /// A JSON object, compact, checked by the service against the agent's fields.
+    pub custom: String,
+}
+
+/// What a call cost and how it was paid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallCost {
+    pub credits: i64,
+    /// What the balance could not cover.
+    pub unpaid: i64,
+    /// The ledger entry that took the rest; none for a cost of 0.
+    pub credit_entry_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -229,6 +336,9 @@ pub struct CallFilter {
     pub created_to_ms: Option<i64>,
     /// Either party, E.164.
     pub number: Option<String>,
+    pub sentiment: Option<Sentiment>,
+    pub successful: Option<bool>,
+    pub disconnection_reason: Option<DisconnectionReason>,
     pub sort: CallSort,
     pub ascending: bool,
 }

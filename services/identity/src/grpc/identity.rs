@@ -10,7 +10,7 @@ use tonic::{Request, Status};
 
 use crate::mail::{self, Mailer};
 use crate::settings::AccountSettings;
-use crate::store::{IdentityStore, NewSubteam, NewTeam, SubteamChange};
+use crate::store::{Debit, IdentityStore, NewSubteam, NewTeam, SubteamChange};
 
 /// The most teams one `GetIdentities` call reads (the gateway asks for at most 256).
 const MOST_IDENTITIES: usize = 1_000;
@@ -229,9 +229,17 @@ impl IdentityService for IdentityApi {
 
     async fn debit_credits(&self, request: Request<DebitCreditsRequest>) -> Reply<CreditEntry> {
         let request = request.into_inner();
-        let debited = self.store.debit(&request.team_id, request.amount, &request.reason).await;
-        if debited.is_ok() {
-            credits_debited().add(u64::try_from(request.amount).unwrap_or(0), &[]);
+        let debit = Debit {
+            amount: request.amount,
+            reason: &request.reason,
+            reference_id: request.reference_id.as_deref(),
+            up_to_balance: request.up_to_balance,
+        };
+        let debited = self.store.debit_with(&request.team_id, debit).await;
+        if let Ok(entry) = &debited {
+            // What was taken: less than asked when the balance ran short, and counted again
+            // when a repeated reference answers the first entry (a retry).
+            credits_debited().add(u64::try_from(-entry.delta).unwrap_or(0), &[]);
         }
         reply(self.changed(debited, &[&request.team_id]).await)
     }
@@ -262,13 +270,13 @@ impl IdentityService for IdentityApi {
     }
 }
 
-/// `switchboard.credits.debited`: credits taken from teams (searches), all teams together.
+/// `switchboard.credits.debited`: credits taken from teams (searches, calls), all teams together.
 fn credits_debited() -> &'static switchboard_kit::metrics::Counter<u64> {
     static COUNTER: std::sync::OnceLock<switchboard_kit::metrics::Counter<u64>> = std::sync::OnceLock::new();
     COUNTER.get_or_init(|| {
         switchboard_kit::metrics::meter()
             .u64_counter("switchboard.credits.debited")
-            .with_description("Credits debited from teams (knowledge-base searches).")
+            .with_description("Credits debited from teams (knowledge-base searches, call costs).")
             .with_unit("{credit}")
             .build()
     })

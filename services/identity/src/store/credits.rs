@@ -10,6 +10,9 @@ use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::{CreditEntry, CreditsAlert, TransferCreditsResponse, UsageDay};
 
 use super::{IdentityStore, check_id, team_not_found};
+
+/// A debit's reference: `call:<uuid>` and the like.
+const REFERENCE: limits::Length = limits::Length::new(1, 255);
 use crate::validate;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,13 +111,46 @@ pub(super) async fn apply(
         .execute(&mut *conn)
         .await
         .map_err(|error| {
-            if switchboard_kit::db::is_unique_violation(&error) {
+            if !switchboard_kit::db::is_unique_violation(&error) {
+                error.into()
+            } else if kind == Kind::Refund {
                 ServiceError::conflict("This debit has already been refunded")
             } else {
-                error.into()
+                ServiceError::conflict(REFERENCE_TAKEN)
             }
         })?;
     Ok(entry)
+}
+
+/// The conflict of a debit whose reference another debit took meanwhile (PostgreSQL: both
+/// read no entry, the unique index lets one in); the loser answers with the winner's entry.
+const REFERENCE_TAKEN: &str = "A debit with this reference exists";
+
+/// A debit as a caller asks for it; see [`IdentityStore::debit_with`].
+#[derive(Debug, Clone, Default)]
+pub struct Debit<'a> {
+    pub amount: i64,
+    pub reason: &'a str,
+    /// Unique per team among debits: the same reference again answers the first entry.
+    pub reference_id: Option<&'a str>,
+    /// Take what the balance has, up to `amount`, rather than fail.
+    pub up_to_balance: bool,
+}
+
+/// The team's debit with `reference_id`, if it has one.
+async fn debit_by_reference(
+    conn: &mut AnyConnection,
+    team_id: &str,
+    reference_id: &str,
+) -> ServiceResult<Option<CreditEntry>> {
+    let row = sqlx::query(&format!(
+        "SELECT {ENTRY_COLUMNS} FROM credit_ledger WHERE team_id = $1 AND reference_id = $2 AND kind = 'debit'"
+    ))
+    .bind(team_id)
+    .bind(reference_id)
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.as_ref().map(entry_from_row).transpose()?)
 }
 
 /// The balance row every team gets at creation, at zero; grants then go through [`apply`].
@@ -167,11 +203,51 @@ impl IdentityStore {
     }
 
     pub async fn debit(&self, team_id: &str, amount: i64, reason: &str) -> ServiceResult<CreditEntry> {
-        validate::all([validate::uuid("teamId", team_id), validate::positive("amount", amount)])?;
+        self.debit_with(team_id, Debit { amount, reason, ..Debit::default() }).await
+    }
+
+    /// Takes `debit.amount` from the balance with its ledger entry, in one transaction (where
+    /// `credits.low` is recorded too, see [`apply`]). With a reference the debit is idempotent:
+    /// the team's debit with that reference is answered again and nothing more is taken. With
+    /// `up_to_balance` a balance smaller than the amount is emptied (a balance of 0 gives an
+    /// entry of 0, which still holds the reference) instead of failing.
+    pub async fn debit_with(&self, team_id: &str, debit: Debit<'_>) -> ServiceResult<CreditEntry> {
+        validate::all([
+            validate::uuid("teamId", team_id),
+            validate::positive("amount", debit.amount),
+            debit.reference_id.and_then(|reference| REFERENCE.check("referenceId", reference)),
+        ])?;
         let mut tx = self.db.begin_write().await?;
-        let entry = apply(&mut tx, team_id, -amount, Kind::Debit, reason, None).await?;
-        tx.commit().await?;
-        Ok(entry)
+        if let Some(reference) = debit.reference_id
+            && let Some(first) = debit_by_reference(&mut tx, team_id, reference).await?
+        {
+            return Ok(first);
+        }
+        let amount = if debit.up_to_balance {
+            let balance: i64 =
+                sqlx::query(&format!("SELECT balance FROM credit_balances WHERE team_id = $1{}", self.db.for_update()))
+                    .bind(team_id)
+                    .fetch_optional(&mut *tx)
+                    .await?
+                    .ok_or_else(team_not_found)?
+                    .try_get("balance")?;
+            debit.amount.min(balance.max(0))
+        } else {
+            debit.amount
+        };
+        let applied = apply(&mut tx, team_id, -amount, Kind::Debit, debit.reason, debit.reference_id).await;
+        match (applied, debit.reference_id) {
+            (Ok(entry), _) => {
+                tx.commit().await?;
+                Ok(entry)
+            }
+            (Err(error), Some(reference)) if error.message == REFERENCE_TAKEN => {
+                drop(tx);
+                let mut conn = self.db.pool().acquire().await?;
+                debit_by_reference(&mut conn, team_id, reference).await?.ok_or(error)
+            }
+            (Err(error), _) => Err(error),
+        }
     }
 
     pub async fn grant(&self, team_id: &str, amount: i64, reason: &str) -> ServiceResult<CreditEntry> {
@@ -251,15 +327,18 @@ const DAY_MS: i64 = 86_400_000;
 
 impl IdentityStore {
     /// Searches and credits used per UTC day in `[from_ms, to_ms)`, days without either left
-    /// out. Searches are the only debits (each one credit or more); a refunded search (one that
-    /// failed) is not counted, and its refund is taken off the credits used.
+    /// out. Searches are the debits without a reference (each one credit or more; a call's
+    /// cost is a debit referenced `call:<id>`, counted in the credits but not as a search); a
+    /// refunded search (one that failed) is not counted, and its refund is taken off the
+    /// credits used.
     pub async fn usage(&self, team_id: &str, from_ms: i64, to_ms: i64) -> ServiceResult<Vec<UsageDay>> {
         check_id("teamId", team_id)?;
         // Integer division by the day length gives the UTC day on both engines; the casts keep
         // PostgreSQL's SUM from answering NUMERIC.
         let rows = sqlx::query(
             "SELECT created_at / 86400000 AS day, \
-                CAST(SUM(CASE kind WHEN 'debit' THEN 1 WHEN 'refund' THEN -1 ELSE 0 END) AS BIGINT) AS searches, \
+                CAST(SUM(CASE WHEN kind = 'debit' AND reference_id IS NULL THEN 1 \
+                    WHEN kind = 'refund' THEN -1 ELSE 0 END) AS BIGINT) AS searches, \
                 CAST(SUM(CASE WHEN kind IN ('debit', 'refund') THEN -delta ELSE 0 END) AS BIGINT) AS used \
              FROM credit_ledger \
              WHERE team_id = $1 AND created_at >= $2 AND created_at < $3 AND kind IN ('debit', 'refund') \

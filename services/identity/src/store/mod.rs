@@ -22,6 +22,7 @@ use switchboard_kit::db::Db;
 use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::{AccessConfig, Team};
 
+pub use credits::Debit;
 pub use subteams::{SubteamChange, TopUp};
 pub use teams::{DEFAULT_PERIOD_MS, NewSubteam, NewTeam};
 
