@@ -159,11 +159,16 @@ async fn agents(context: Context) -> anyhow::Result<Component> {
         .component(AGENTS.name)
         .handle(OPTIMIZE_PROMPT, OptimizePrompt::new(store.clone()));
     let knowledgebases = KnowledgebaseServiceClient::new(context.channel(&KNOWLEDGEBASE)?);
-    let routes = switchboard_agents::routes(store.clone(), runner.waker(), knowledgebases);
+    let feed = switchboard_agents::watch::Feed::new(store.clone()).await?;
+    let routes = switchboard_agents::routes(store.clone(), runner.waker(), knowledgebases, feed.clone());
     Ok(Component {
         info: &AGENTS,
         routes,
-        background: vec![Box::new(move |stop| Box::pin(runner.run(stop))), context.relay(store.db())?],
+        background: vec![
+            Box::new(move |stop| Box::pin(runner.run(stop))),
+            Box::new(move |stop| Box::pin(feed.run(stop))),
+            context.relay(store.db())?,
+        ],
         databases: vec![store.db().clone()],
     })
 }

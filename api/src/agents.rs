@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use switchboard_proto::v1::{self as proto, AgentType};
 
+use crate::agent_settings::Settings;
 use crate::id::Id;
 use crate::time::Timestamp;
 
@@ -42,6 +43,9 @@ pub struct Agent {
     pub knowledgebase: Option<KnowledgebaseRef>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+    /// Beyond the spec (issue 41): what a runtime needs beyond the instructions.
+    #[serde(flatten)]
+    pub settings: Settings,
 }
 
 impl Agent {
@@ -55,6 +59,7 @@ impl Agent {
             knowledgebase,
             created_at: Timestamp::from_ms(agent.created_at_ms),
             updated_at: Timestamp::from_ms(agent.updated_at_ms),
+            settings: agent.settings.as_ref().map(Settings::from).unwrap_or_default(),
         }
     }
 }
@@ -102,7 +107,8 @@ pub struct Instructions {
     pub name: String,
     /// The current instructions (system prompt); empty when none were ever set.
     pub instructions: String,
-    /// Increases by one with each replacement or restore; 0 when none were ever set.
+    /// Increases by one with each replacement or restore, and with each change of the agent's
+    /// runtime settings (one history holds both); 0 when neither was ever set.
     pub version: u64,
     /// When the instructions were last set.
     pub updated_at: Timestamp,
@@ -140,6 +146,8 @@ pub struct InstructionVersion {
     pub created_at: Timestamp,
     /// When it was replaced.
     pub replaced_at: Timestamp,
+    /// Beyond the spec (issue 41): the runtime settings of this version.
+    pub settings: Settings,
 }
 
 impl From<&proto::InstructionVersion> for InstructionVersion {
@@ -149,6 +157,7 @@ impl From<&proto::InstructionVersion> for InstructionVersion {
             instructions: version.instructions.clone(),
             created_at: Timestamp::from_ms(version.created_at_ms),
             replaced_at: Timestamp::from_ms(version.replaced_at_ms),
+            settings: version.settings.as_ref().map(Settings::from).unwrap_or_default(),
         }
     }
 }

@@ -9,6 +9,7 @@
 pub mod access;
 pub mod accounts;
 pub mod agency;
+pub mod agent_settings;
 pub mod agents;
 pub mod analytics;
 pub mod api_keys;

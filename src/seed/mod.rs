@@ -22,8 +22,8 @@ use switchboard_kit::grpc::{Channel, ServiceAccess};
 use switchboard_kit::time::iso_ms;
 use switchboard_proto::v1::conversation_ingest_client::ConversationIngestClient;
 use switchboard_proto::v1::{
-    AddCallEventRequest, AppendChatMessagesRequest, AppendTranscriptRequest, EndCallRequest, EndChatRequest,
-    NewChatMessage, PutRecordingRequest, TranscriptSegment, UpsertCallRequest, UpsertChatRequest,
+    AddCallEventRequest, AppendChatMessagesRequest, AppendTranscriptRequest, CallAnalysis, EndCallRequest,
+    EndChatRequest, NewChatMessage, PutRecordingRequest, TranscriptSegment, UpsertCallRequest, UpsertChatRequest,
 };
 
 use script::TEAM_NUMBERS;
@@ -213,13 +213,15 @@ async fn seed_call(mut client: Client, plan: &Plan, today: i64, n: u32) -> anyho
         if let Some(tool) = scenario.tool {
             events.push(("tool_call", started_at + offset_ms / 2, json!({ "tool": tool, "ok": true })));
         }
-        if scenario.tool.is_none() && scenario.turns.len() == 6 && !in_progress {
-            events.push(("transferred", started_at + offset_ms, json!({ "to": "+16285550142" })));
-        }
+    }
+    let transferred = answered && scenario.outcome.transfer && !in_progress;
+    if transferred {
+        events.push(("transferred", started_at + offset_ms, json!({ "to": "+16285550142" })));
     }
     let ended_at = started_at + offset_ms + if answered { 2_000 } else { rng.random_range(5_000..25_000) };
+    let caller_hung_up = rng.random_bool(0.7);
     if !in_progress {
-        events.push(("hangup", ended_at, json!({ "by": if rng.random_bool(0.7) { "caller" } else { "agent" } })));
+        events.push(("hangup", ended_at, json!({ "by": if caller_hung_up { "caller" } else { "agent" } })));
     }
     for (kind, at, data) in events {
         let event = AddCallEventRequest {
@@ -247,6 +249,23 @@ async fn seed_call(mut client: Client, plan: &Plan, today: i64, n: u32) -> anyho
             status: if answered { "completed" } else { "no-answer" }.to_owned(),
             summary: answered.then(|| script::fill(scenario.summary, business, Some(&name))),
             score: answered.then(|| f64::from(rng.random_range(55..99u8)) / 100.0),
+            // What the transcript says, and how the timeline ends. No cost: seeding spends no
+            // credits of the team's.
+            analysis: answered.then(|| CallAnalysis {
+                summary: None,
+                sentiment: scenario.outcome.sentiment.to_owned(),
+                successful: Some(scenario.outcome.successful),
+                custom_json: String::new(),
+            }),
+            disconnection_reason: Some(
+                match (answered, transferred, caller_hung_up) {
+                    (false, _, _) => "no_answer",
+                    (true, true, _) => "transfer",
+                    (true, false, true) => "customer_hangup",
+                    (true, false, false) => "agent_hangup",
+                }
+                .to_owned(),
+            ),
             ..EndCallRequest::default()
         };
         client.end_call(end).await.map_err(grpc_error("ending a call"))?;

@@ -15,6 +15,16 @@ pub struct Scenario {
     pub turns: &'static [(&'static str, &'static str)],
     /// A tool the agent calls midway, for the timeline.
     pub tool: Option<&'static str>,
+    /// The analysis a runtime reports when the call was answered: what the turns say.
+    pub outcome: Outcome,
+}
+
+/// A call's sentiment and whether it reached the caller's goal, as its transcript reads.
+pub struct Outcome {
+    pub sentiment: &'static str,
+    pub successful: bool,
+    /// The agent hands the caller to a person (a "transferred" event ends the timeline).
+    pub transfer: bool,
 }
 
 /// A chat: the messages of a visitor and the agent, in turn.
@@ -46,6 +56,7 @@ pub const BUSINESSES: [Business; 2] = [
         calls: &[
             Scenario {
                 summary: "Rescheduled a check-up at {business} to next Tuesday at 8:45.",
+                outcome: Outcome { sentiment: "positive", successful: true, transfer: false },
                 turns: &[
                     ("agent", "Good morning, {business}, this is {agent}. How can I help you today?"),
                     ("caller", "Hi, this is {name}. I need to move my appointment on Thursday."),
@@ -64,6 +75,7 @@ pub const BUSINESSES: [Business; 2] = [
             },
             Scenario {
                 summary: "Booked a first cleaning at {business}; asked whether insurance covers it.",
+                outcome: Outcome { sentiment: "positive", successful: true, transfer: false },
                 turns: &[
                     ("agent", "{business}, {agent} speaking. How can I help?"),
                     ("caller", "Hello, I'd like to book a cleaning. I'm new, my name is {name}."),
@@ -79,6 +91,7 @@ pub const BUSINESSES: [Business; 2] = [
             },
             Scenario {
                 summary: "Asked {business} for Saturday opening hours and parking.",
+                outcome: Outcome { sentiment: "neutral", successful: true, transfer: false },
                 turns: &[
                     ("agent", "{business}, this is {agent}. How can I help you?"),
                     ("caller", "What are your opening hours on Saturdays?"),
@@ -91,6 +104,7 @@ pub const BUSINESSES: [Business; 2] = [
             },
             Scenario {
                 summary: "Billing question about a double charge at {business}; transferred to the front desk.",
+                outcome: Outcome { sentiment: "negative", successful: false, transfer: true },
                 turns: &[
                     ("agent", "Hello, you've reached {business}. This is {agent}, how can I help?"),
                     ("caller", "I was charged twice for my last filling, this is {name}."),
@@ -149,6 +163,7 @@ pub const BUSINESSES: [Business; 2] = [
         calls: &[
             Scenario {
                 summary: "Asked {business} where an order is; it ships tomorrow with tracking by e-mail.",
+                outcome: Outcome { sentiment: "positive", successful: true, transfer: false },
                 turns: &[
                     (
                         "agent",
@@ -166,6 +181,7 @@ pub const BUSINESSES: [Business; 2] = [
             },
             Scenario {
                 summary: "Returned a faulty toaster to {business}; a prepaid label was e-mailed.",
+                outcome: Outcome { sentiment: "neutral", successful: true, transfer: false },
                 turns: &[
                     ("agent", "{business}, this is {agent}. How can I help?"),
                     ("caller", "Hi, it's {name}. The toaster I bought stopped working after a week."),
@@ -179,6 +195,7 @@ pub const BUSINESSES: [Business; 2] = [
             },
             Scenario {
                 summary: "Billing question about a double charge at {business}; transferred to accounts.",
+                outcome: Outcome { sentiment: "negative", successful: false, transfer: true },
                 turns: &[
                     ("agent", "Hello, you've reached {business} customer care. How can I help?"),
                     ("caller", "I was charged twice for the same order, this is {name}."),
@@ -191,6 +208,7 @@ pub const BUSINESSES: [Business; 2] = [
             },
             Scenario {
                 summary: "Asked {business} whether the warehouse shop is open on Sundays.",
+                outcome: Outcome { sentiment: "neutral", successful: true, transfer: false },
                 turns: &[
                     ("agent", "{business}, {agent} speaking. What can I do for you?"),
                     ("caller", "Is your warehouse shop open on Sundays?"),

@@ -2,7 +2,7 @@
 //! shell, each answering JSON that scripts can read.
 
 use crate::common::Stack;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 #[tokio::test]
 async fn admin_commands_manage_teams_keys_and_credits_as_json() {
@@ -66,6 +66,28 @@ async fn seed_demo_writes_one_coherent_business() {
     let business = *BUSINESSES.iter().find(|b| first_summary.contains(*b)).expect("the summary names a business");
     for summary in calls.iter().chain(&chats).filter_map(|c| c["summary"].as_str()) {
         assert!(summary.contains(business), "{summary:?} is not about {business}");
+    }
+
+    // The analysis agrees with the call: a transferred call was a billing complaint that failed
+    // and ended in a transfer, an unanswered one has no analysis, every answered one has a
+    // sentiment and an outcome.
+    for call in &calls {
+        let (summary, analysis, reason) = (call["summary"].as_str(), &call["analysis"], &call["disconnectionReason"]);
+        match summary {
+            None if call["status"] == "no-answer" => {
+                assert_eq!((analysis, reason), (&Value::Null, &json!("no_answer")), "{call}");
+            }
+            None => assert_eq!(analysis, &Value::Null, "a call in progress: {call}"),
+            Some(summary) if summary.contains("transferred") => {
+                assert_eq!(reason, "transfer", "{call}");
+                assert_eq!((&analysis["sentiment"], &analysis["successful"]), (&json!("negative"), &json!(false)));
+            }
+            Some(_) => {
+                assert!(["customer_hangup", "agent_hangup"].contains(&reason.as_str().unwrap()), "{call}");
+                assert!(["positive", "neutral"].contains(&analysis["sentiment"].as_str().unwrap()), "{call}");
+                assert_eq!(analysis["successful"], true, "{call}");
+            }
+        }
     }
 
     // The team's own lines are no contact's number.

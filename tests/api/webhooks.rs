@@ -15,25 +15,25 @@ use crate::common::{Api, Stack};
 
 /// A request the receiver got.
 #[derive(Debug, Clone)]
-struct Received {
+pub(crate) struct Received {
     path: String,
     headers: HashMap<String, String>,
     body: String,
 }
 
 impl Received {
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.body).expect("webhook bodies are JSON")
     }
 
-    fn kind(&self) -> String {
+    pub(crate) fn kind(&self) -> String {
         self.json()["type"].as_str().unwrap_or_default().to_owned()
     }
 }
 
 /// An HTTP receiver on loopback answering every request with the status of the moment.
-struct Receiver {
-    url: String,
+pub(crate) struct Receiver {
+    pub(crate) url: String,
     status: Arc<AtomicU16>,
     received: Arc<Mutex<Vec<Received>>>,
     /// Stops accepting when the receiver is dropped.
@@ -41,7 +41,7 @@ struct Receiver {
 }
 
 impl Receiver {
-    async fn start() -> Receiver {
+    pub(crate) async fn start() -> Receiver {
         let status = Arc::new(AtomicU16::new(200));
         let received = Arc::new(Mutex::new(Vec::new()));
         let (answer, log) = (status.clone(), received.clone());
@@ -58,12 +58,12 @@ impl Receiver {
         self.status.store(status, Ordering::SeqCst);
     }
 
-    fn on(&self, path: &str) -> Vec<Received> {
+    pub(crate) fn on(&self, path: &str) -> Vec<Received> {
         self.received.lock().unwrap().iter().filter(|request| request.path == path).cloned().collect()
     }
 
     /// Waits (at most 20 s) until `path` got `count` requests; then returns them.
-    async fn wait_for(&self, path: &str, count: usize, what: &str) -> Vec<Received> {
+    pub(crate) async fn wait_for(&self, path: &str, count: usize, what: &str) -> Vec<Received> {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let got = self.on(path);
@@ -299,7 +299,7 @@ async fn contact_events_reach_the_receiver(stack: &Stack) {
     }
 }
 
-const FAST_RETRIES: [(&str, &str); 2] =
+pub(crate) const FAST_RETRIES: [(&str, &str); 2] =
     [("SWITCHBOARD_WEBHOOK_ALLOW_PRIVATE", "true"), ("SWITCHBOARD_WEBHOOK_RETRY_BASE_MS", "200")];
 
 #[tokio::test]

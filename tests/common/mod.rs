@@ -242,6 +242,17 @@ impl Stack {
         .unwrap_or_else(|| panic!("no {component} in this stack"))
     }
 
+    /// Stops a `serve` component, as an outage would; only for stacks of `serve` processes.
+    pub async fn stop(&mut self, component: &str) {
+        let served = self.served.as_ref().expect("stopping a component needs a stack of serve processes");
+        let index = served.grpc_urls.iter().position(|(c, _)| c == component).expect("a component of the stack");
+        // `others` holds the components in the order of `grpc_urls`, replicas after them.
+        self.others.remove(index).terminate().await;
+        if let Some(served) = self.served.as_mut() {
+            served.grpc_urls.remove(index);
+        }
+    }
+
     /// Another `serve <component>` process on the same database and settings (a replica), and
     /// its gRPC URL. Only for stacks of `serve` processes.
     pub async fn start_replica(&self, component: &str) -> (Process, String) {

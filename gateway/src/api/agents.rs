@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use super::agent_settings::{AnalysisFieldInput, ModelInput, ToolInput, VoiceInput};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use switchboard_api::agents::{Agent, AgentKind, InstructionVersion, Instructions, KnowledgebaseRef};
@@ -32,20 +33,31 @@ pub fn endpoints() -> Vec<Endpoint> {
             .creates("agentId")
             .about(
                 "Beyond the spec: instructions given here become version 1, and a prompt-optimisation job is \
-                 queued either way. A `knowledgebaseId` must name one of the team's knowledge bases.",
+                 queued either way. A `knowledgebaseId` must name one of the team's knowledge bases. The runtime \
+                 settings (`firstMessage`, `language`, `voice`, `model`, `tools`, `postCallAnalysis`) are \
+                 optional; given ones are part of version 1.",
             )
             .fails(404, "Knowledgebase not found (the `knowledgebaseId` is not one of the team's)."),
         Endpoint::get("/v1/agents/{agentId}", get)
             .doc("getAgent", AGENTS, "Get an agent")
-            .about("Beyond the spec: one agent with its linked knowledge base.")
-            .fails(404, AGENT_GONE),
+            .about("Beyond the spec: one agent with its linked knowledge base and runtime settings.")
+            .fails(404, AGENT_GONE)
+            .tool("get_agent", "Reads one agent with its runtime settings (first message, language, voice, model, tools, post-call analysis)."),
         Endpoint::put("/v1/agents/{agentId}", update)
-            .doc("updateAgent", AGENTS, "Rename an agent, change its description or its knowledge base (null unlinks)")
+            .doc("updateAgent", AGENTS, "Change an agent: name, description, knowledge base (null unlinks) or runtime settings")
             .about(
-                "Beyond the spec: a partial update of name, description and linked knowledge base; `null` clears \
-                 the description or unlinks the knowledge base. Does not change the instructions.",
+                "Beyond the spec: a partial update. `null` clears the description, unlinks the knowledge base or \
+                 clears a runtime setting; an absent member is kept. A change to the runtime settings is a new \
+                 version in the instructions history (kept with the instructions, restored with them); the \
+                 instructions themselves are changed with `PUT .../instructions`.",
             )
-            .fails(404, "Agent not found, or Knowledgebase not found (the `knowledgebaseId` is not one of the team's)."),
+            .fails(404, "Agent not found, or Knowledgebase not found (the `knowledgebaseId` is not one of the team's).")
+            // Sending the same settings twice adds no second version: idempotent as a PUT is.
+            .tool(
+                "update_agent",
+                "Changes an agent's name, description, knowledge base or runtime settings. Only the members given \
+                 change; null clears one. A settings change is a new version in the agent's history (restorable).",
+            ),
         Endpoint::delete("/v1/agents/{agentId}", delete)
             .doc("deleteAgent", AGENTS, "Delete an agent with its instructions history")
             .about(
@@ -130,6 +142,20 @@ pub struct CreateAgent {
     pub instructions: Option<String>,
     /// One of the team's knowledge bases to link (404 otherwise); null or absent links none.
     pub knowledgebase_id: Option<Id>,
+    /// Runtime settings; absent or null: none. Given settings make a version as instructions do.
+    #[schemars(length(min = limits::FIRST_MESSAGE.min, max = limits::FIRST_MESSAGE.max))]
+    pub first_message: Option<String>,
+    /// A BCP 47 language tag such as `en-US`.
+    #[schemars(length(min = limits::LANGUAGE_TAG.min, max = limits::LANGUAGE_TAG.max))]
+    pub language: Option<String>,
+    pub voice: Option<VoiceInput>,
+    pub model: Option<ModelInput>,
+    /// At most 32; function names unique.
+    #[schemars(length(max = limits::TOOLS.max))]
+    pub tools: Option<Vec<ToolInput>>,
+    /// At most 50; names unique.
+    #[schemars(length(max = limits::ANALYSIS_FIELDS.max))]
+    pub post_call_analysis: Option<Vec<AnalysisFieldInput>>,
 }
 
 /// A partial update: every member is optional. Other members are ignored.
@@ -147,6 +173,54 @@ pub struct UpdateAgent {
     /// otherwise).
     #[serde(default)]
     pub knowledgebase_id: Patch<Id>,
+    /// Runtime settings: absent keeps each, null clears it. A change to any of them is a new
+    /// version in the instructions history.
+    #[serde(default)]
+    #[schemars(length(min = limits::FIRST_MESSAGE.min, max = limits::FIRST_MESSAGE.max))]
+    pub first_message: Patch<String>,
+    #[serde(default)]
+    #[schemars(length(min = limits::LANGUAGE_TAG.min, max = limits::LANGUAGE_TAG.max))]
+    pub language: Patch<String>,
+    #[serde(default)]
+    pub voice: Patch<VoiceInput>,
+    #[serde(default)]
+    pub model: Patch<ModelInput>,
+    /// The whole list; null or `[]` removes every tool.
+    #[serde(default)]
+    #[schemars(length(max = limits::TOOLS.max))]
+    pub tools: Patch<Vec<ToolInput>>,
+    /// The whole list; null or `[]` removes every field.
+    #[serde(default)]
+    #[schemars(length(max = limits::ANALYSIS_FIELDS.max))]
+    pub post_call_analysis: Patch<Vec<AnalysisFieldInput>>,
+}
+
+/// The value of a setting an update names, noting its name in `paths`.
+fn named<T>(patch: Patch<T>, path: &str, paths: &mut Vec<String>) -> Option<T> {
+    if !matches!(patch, Patch::Absent) {
+        paths.push(path.to_owned());
+    }
+    patch.value()
+}
+
+/// The settings an update names (`settings_paths`) with their values.
+fn settings_patch(body: &mut UpdateAgent) -> (proto::AgentSettings, Vec<String>) {
+    let mut paths = Vec::new();
+    let first_message = named(std::mem::take(&mut body.first_message), "first_message", &mut paths);
+    let language = named(std::mem::take(&mut body.language), "language", &mut paths);
+    let voice = named(std::mem::take(&mut body.voice), "voice", &mut paths);
+    let model = named(std::mem::take(&mut body.model), "model", &mut paths);
+    let tools = named(std::mem::take(&mut body.tools), "tools", &mut paths);
+    let analysis = named(std::mem::take(&mut body.post_call_analysis), "post_call_analysis", &mut paths);
+    let settings = proto::AgentSettings {
+        first_message,
+        language,
+        voice: voice.map(Into::into),
+        model: model.map(Into::into),
+        tools: tools.unwrap_or_default().into_iter().map(Into::into).collect(),
+        post_call_analysis: analysis.unwrap_or_default().into_iter().map(Into::into).collect(),
+    };
+    (settings, paths)
 }
 
 /// Other members are ignored.
@@ -228,7 +302,14 @@ async fn create(call: Call, input: Input<Nothing, Nothing, Json<CreateAgent>>) -
         r#type: AgentType::from(body.kind).into(),
         instructions: body.instructions,
         knowledgebase_id: body.knowledgebase_id.map(Id::into_string),
-        settings: None,
+        settings: Some(proto::AgentSettings {
+            first_message: body.first_message,
+            language: body.language,
+            voice: body.voice.map(Into::into),
+            model: body.model.map(Into::into),
+            tools: body.tools.unwrap_or_default().into_iter().map(Into::into).collect(),
+            post_call_analysis: body.post_call_analysis.unwrap_or_default().into_iter().map(Into::into).collect(),
+        }),
     };
     let agent = call.services.agents.clone().create_agent(request).await?.into_inner();
     Ok(Created::new(agent_view(&call, agent).await?, "Agent created successfully"))
@@ -240,7 +321,8 @@ async fn get(call: Call, input: Input<AgentPath>) -> ServiceResult<Data<Agent>> 
 }
 
 async fn update(call: Call, input: Input<AgentPath, Nothing, Json<UpdateAgent>>) -> ServiceResult<Updated<Agent>> {
-    let Json(body) = input.body;
+    let Json(mut body) = input.body;
+    let (settings, settings_paths) = settings_patch(&mut body);
     let (description_change, description) = change(body.description);
     let (knowledgebase_change, knowledgebase_id) = change(body.knowledgebase_id);
     let request = UpdateAgentRequest {
@@ -251,8 +333,8 @@ async fn update(call: Call, input: Input<AgentPath, Nothing, Json<UpdateAgent>>)
         description,
         knowledgebase_change: knowledgebase_change.into(),
         knowledgebase_id,
-        settings_paths: Vec::new(),
-        settings: None,
+        settings_paths,
+        settings: Some(settings),
     };
     let agent = call.services.agents.clone().update_agent(request).await?.into_inner();
     Ok(Updated::new(agent_view(&call, agent).await?, "Agent updated successfully"))

@@ -11,7 +11,6 @@ use switchboard_proto::v1::{self as proto, GetCallRequest, ListAgentsRequest, Li
 
 use super::groups::CALLS;
 use crate::call::Call;
-use crate::config::RateClass;
 use crate::endpoint::{Data, Endpoint, Id, Input, Json, Nothing, Page, Updated};
 use switchboard_api::paging::{DateBound, SortOrder, default_limit, descending, first_page, page_request};
 
@@ -33,21 +32,6 @@ pub fn endpoints() -> Vec<Endpoint> {
                 "Lists the team's phone calls with filters (number, agent, dates, duration, text, sentiment, \
                  success, disconnection reason).",
             ),
-        Endpoint::get("/v1/calls/export", super::calls_export::export)
-            .doc("exportCalls", CALLS, "The team's calls as CSV, with their analysis, for the list's filters")
-            .about(
-                "Takes the filters of `listCalls` (not its page or sort) and answers every call they select, \
-                 oldest first, as `text/csv; charset=utf-8` (RFC 4180: a header row, fields quoted when they hold \
-                 a comma, a quote or a line break, CRLF line ends), streamed as it is read, so that any number \
-                 of calls is exported in constant memory. Columns: `id`, `created_at`, `ended_at`, `type`, \
-                 `from`, `to`, `status`, `duration`, `agent_id`, `agent_name`, `summary`, `sentiment`, \
-                 `successful`, `disconnection_reason`, `cost`, `cost_unpaid`, then one `custom.<name>` column \
-                 per custom analysis field that the exported calls hold (sorted by name; a string value as it \
-                 is, another as JSON). Empty cells are nulls. Transcripts are not exported. A failure after the \
-                 first bytes ends the body early (the status is sent already).",
-            )
-            .class(RateClass::Bulk)
-            .fails(404, "Team not found: the key's team, or the `teamId` subteam, has been deleted."),
         Endpoint::get("/v1/calls/{callId}", get)
             .doc("getCall", CALLS, "A call with its full transcript and timeline")
             .fails(404, CALL_GONE)

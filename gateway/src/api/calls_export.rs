@@ -16,9 +16,31 @@ use switchboard_proto::v1::{Call as CallRecord, ExportCallsChunk};
 use tonic::Streaming;
 
 use super::calls::{CallFilters, agent_names};
+use super::groups::CALLS;
 use crate::call::Call;
-use crate::endpoint::{Answer, Input, Nothing};
+use crate::config::RateClass;
+use crate::endpoint::{Answer, Endpoint, Input, Nothing};
 use crate::reply::{BodyStream, Reply};
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::get("/v1/calls/export", export)
+            .doc("exportCalls", CALLS, "The team's calls as CSV, with their analysis, for the list's filters")
+            .about(
+                "Takes the filters of `listCalls` (not its page or sort) and answers every call they select, \
+                 oldest first, as `text/csv; charset=utf-8` (RFC 4180: a header row, fields quoted when they hold \
+                 a comma, a quote or a line break, CRLF line ends), streamed as it is read, so that any number \
+                 of calls is exported in constant memory. Columns: `id`, `created_at`, `ended_at`, `type`, \
+                 `from`, `to`, `status`, `duration`, `agent_id`, `agent_name`, `summary`, `sentiment`, \
+                 `successful`, `disconnection_reason`, `cost`, `cost_unpaid`, then one `custom.<name>` column \
+                 per custom analysis field that the exported calls hold (sorted by name; a string value as it \
+                 is, another as JSON). Empty cells are nulls. Transcripts are not exported. A failure after the \
+                 first bytes ends the body early (the status is sent already).",
+            )
+            .class(RateClass::Bulk)
+            .fails(404, "Team not found: the key's team, or the `teamId` subteam, has been deleted."),
+    ]
+}
 
 /// The columns before the custom analysis fields'.
 const COLUMNS: [&str; 16] = [

@@ -3,6 +3,7 @@
 //! endpoints.
 
 pub mod agency;
+pub mod agent_settings;
 pub mod agents;
 pub mod analytics;
 pub mod api_keys;
@@ -60,6 +61,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         knowledge::endpoints(),
         sources::endpoints(),
         calls::endpoints(),
+        calls_export::endpoints(),
         analytics::endpoints(),
         chats::endpoints(),
         contacts::endpoints(),

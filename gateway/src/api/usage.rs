@@ -30,7 +30,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .about(
                 "One entry per UTC day from `from` to `to`, both included, oldest first, days without \
                  activity included with zeros. By default the last 30 days up to today. At most 366 days. \
-                 `creditsUsed` is what searches took, less refunds; calls and chats are counted on the day \
+                 `creditsUsed` is what searches and calls took, less refunds; calls and chats are counted on the day \
                  they started, from the history as it is now (a deleted call is no longer counted). An \
                  agency reads a subteam's with `teamId`.",
             ),

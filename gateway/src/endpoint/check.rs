@@ -8,14 +8,17 @@
 //! `anyOf`/`oneOf`. Two rules hold for every string whatever its schema says, and the schema
 //! says them too as a `pattern` (see [`super::schema`]): a string with a minimum length must not
 //! be blank, and no string may hold NUL (PostgreSQL cannot store it). The only other pattern is
-//! the e-mail, colour and custom-field-name rules of `switchboard_kit::limits`, checked by the
+//! the e-mail, colour, custom-field-name and tool-name rules of `switchboard_kit::limits`, checked by the
 //! functions beside them.
 
 use serde_json::{Map, Value};
 use switchboard_kit::FieldViolation;
 use switchboard_kit::limits::{Count, Fraction, Length, NUL_MESSAGE};
 
-use switchboard_kit::limits::{COLOR_PATTERN, EMAIL_PATTERN, FIELD_NAME_PATTERN, is_color, is_email, is_field_name};
+use switchboard_kit::limits::{
+    COLOR_PATTERN, EMAIL_PATTERN, FIELD_NAME_PATTERN, TOOL_NAME_MESSAGE, TOOL_NAME_PATTERN, is_color, is_email,
+    is_field_name, is_tool_name,
+};
 
 use switchboard_api::id::{ID_LIST_MESSAGE, ID_LIST_PATTERN, canonical_uuid, is_id_list};
 
@@ -60,6 +63,9 @@ pub fn check(schema: &Value, value: &Value, path: &str, out: &mut Vec<FieldViola
 /// A value is valid when one branch admits it; otherwise the problems of the branch that
 /// matches its JSON type (or the first) are reported. Branches that only name formats (a date-time or a date) are reported together.
 fn check_branches(branches: &[Value], value: &Value, path: &str, out: &mut Vec<FieldViolation>) {
+    if let Some(tag) = tag_of(branches) {
+        return check_tagged(branches, tag, value, path, out);
+    }
     let mut first = None;
     let mut formats = Vec::new();
     for branch in branches {
@@ -85,6 +91,36 @@ fn check_branches(branches: &[Value], value: &Value, path: &str, out: &mut Vec<F
         return;
     }
     out.extend(first.unwrap_or_default());
+}
+
+/// The member that tells the branches of a tagged union apart (`{"type": "function", ...}`):
+/// one every branch requires and gives a constant.
+fn tag_of(branches: &[Value]) -> Option<&str> {
+    let first = branches.first()?;
+    let candidates = first.get("properties")?.as_object()?;
+    candidates.keys().map(String::as_str).find(|name| branches.iter().all(|branch| constant(branch, name).is_some()))
+}
+
+fn constant<'a>(branch: &'a Value, member: &str) -> Option<&'a Value> {
+    let required = branch.get("required")?.as_array()?;
+    required.iter().any(|r| r == member).then(|| branch.get("properties")?.get(member)?.get("const"))?
+}
+
+/// The branch the value's tag names is checked alone, so that its problems are the ones told;
+/// a missing or unknown tag is told with the tags there are.
+fn check_tagged(branches: &[Value], tag: &str, value: &Value, path: &str, out: &mut Vec<FieldViolation>) {
+    let Some(members) = value.as_object() else {
+        out.push(FieldViolation::new(field(path), "must be an object"));
+        return;
+    };
+    let given = members.get(tag);
+    match branches.iter().find(|branch| constant(branch, tag) == given) {
+        Some(branch) => check(branch, value, path, out),
+        None => {
+            let tags: Vec<Value> = branches.iter().filter_map(|branch| constant(branch, tag).cloned()).collect();
+            out.push(FieldViolation::new(join(path, tag), one_of_message(&tags)));
+        }
+    }
 }
 
 fn field(path: &str) -> String {
@@ -213,6 +249,7 @@ fn known_pattern(pattern: &str) -> Option<(TextRule, &'static str)> {
         COLOR_PATTERN => Some((is_color, "must be a colour written #RRGGBB, e.g. #10B981")),
         FIELD_NAME_PATTERN => Some((is_field_name, "must start with a letter and hold only letters, digits and _")),
         ID_LIST_PATTERN => Some((is_id_list, ID_LIST_MESSAGE)),
+        TOOL_NAME_PATTERN => Some((is_tool_name, TOOL_NAME_MESSAGE)),
         _ => None,
     }
 }
@@ -365,6 +402,28 @@ mod tests {
             },
             "required": ["name", "type"],
         })
+    }
+
+    #[test]
+    fn a_tagged_union_is_checked_by_the_branch_its_tag_names() {
+        let tool = super::super::schema::inlined::<Vec<crate::api::agent_settings::ToolInput>>();
+        let found = problems(
+            tool,
+            json!([
+                { "type": "transfer_call", "number": 5 },
+                { "type": "teleport" },
+                { "type": "end_call", "description": null },
+                "end_call",
+            ]),
+        );
+        assert_eq!(
+            found,
+            [
+                ("[0].number".to_owned(), "must be a string".to_owned()),
+                ("[1].type".to_owned(), "must be one of function, transfer_call, end_call".to_owned()),
+                ("[3]".to_owned(), "must be an object".to_owned()),
+            ]
+        );
     }
 
     #[test]

@@ -3,7 +3,9 @@
 
 pub mod prompt;
 pub mod service;
+pub mod settings;
 pub mod store;
+pub mod watch;
 
 pub use service::routes;
 pub use store::AgentStore;

@@ -9,6 +9,7 @@ use tonic::Request;
 use tonic::service::Routes;
 
 use crate::store::{AgentChanges, AgentStore, NewAgent};
+use crate::watch::Feed;
 
 pub struct AgentsApi {
     store: AgentStore,
@@ -16,14 +17,16 @@ pub struct AgentsApi {
     wake: std::sync::Arc<tokio::sync::Notify>,
     /// Where the knowledge bases that agents link to live.
     knowledgebases: KnowledgebaseServiceClient<Channel>,
+    feed: std::sync::Arc<Feed>,
 }
 
 pub fn routes(
     store: AgentStore,
     wake: std::sync::Arc<tokio::sync::Notify>,
     knowledgebases: KnowledgebaseServiceClient<Channel>,
+    feed: std::sync::Arc<Feed>,
 ) -> Routes {
-    Routes::new(AgentsServiceServer::new(AgentsApi { store, wake, knowledgebases }))
+    Routes::new(AgentsServiceServer::new(AgentsApi { store, wake, knowledgebases, feed }))
 }
 
 impl AgentsApi {
@@ -71,6 +74,7 @@ impl AgentsService for AgentsApi {
             agent_type,
             instructions: request.instructions,
             knowledgebase_id: request.knowledgebase_id,
+            settings: request.settings.unwrap_or_default(),
         };
         new.validate()?;
         self.check_knowledgebase(&request.team_id, new.knowledgebase_id.as_deref()).await?;
@@ -86,6 +90,8 @@ impl AgentsService for AgentsApi {
             description: change(description_change, request.description),
             knowledgebase_id: change(knowledgebase_change, request.knowledgebase_id),
             name: request.name,
+            settings: request.settings.unwrap_or_default(),
+            settings_paths: request.settings_paths,
         };
         changes.validate()?;
         self.check_knowledgebase(&request.team_id, changes.knowledgebase_id.clone().flatten().as_deref()).await?;
@@ -147,12 +153,22 @@ impl AgentsService for AgentsApi {
 
     type WatchAgentsStream = tokio_stream::wrappers::ReceiverStream<Result<AgentChange, tonic::Status>>;
 
-    async fn get_runtime_config(&self, _request: Request<GetAgentRequest>) -> Reply<RuntimeConfig> {
-        Err(tonic::Status::unimplemented("GetRuntimeConfig is not built yet"))
+    async fn get_runtime_config(&self, request: Request<GetAgentRequest>) -> Reply<RuntimeConfig> {
+        let request = request.into_inner();
+        reply(self.store.runtime_config(&request.team_id, &request.agent_id).await)
     }
 
-    async fn watch_agents(&self, _request: Request<WatchAgentsRequest>) -> Reply<Self::WatchAgentsStream> {
-        Err(tonic::Status::unimplemented("WatchAgents is not built yet"))
+    async fn watch_agents(&self, request: Request<WatchAgentsRequest>) -> Reply<Self::WatchAgentsStream> {
+        let request = request.into_inner();
+        let team_id = Some(request.team_id).filter(|team| !team.is_empty());
+        if let Some(team_id) = &team_id {
+            crate::store::check_ids(&[("teamId", team_id)])?;
+        }
+        if request.from_version < 0 {
+            return Err(ServiceError::invalid_field("fromVersion", "must not be negative").into());
+        }
+        let changes = self.feed.watch(team_id, request.from_version).await?;
+        Ok(tonic::Response::new(tokio_stream::wrappers::ReceiverStream::new(changes)))
     }
 
     async fn unlink_knowledgebase(

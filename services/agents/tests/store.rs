@@ -2,33 +2,16 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::future::Future;
+mod common;
+
 use std::time::Duration;
 
-use switchboard_agents::AgentStore;
+use common::{on_every_engine, team};
 use switchboard_agents::prompt::{OPTIMIZE_PROMPT, OptimizePrompt};
 use switchboard_agents::store::{AgentChanges, HISTORY_LIMIT, NewAgent};
 use switchboard_kit::ErrorKind;
 use switchboard_kit::jobs::{Runner, RunnerConfig};
-use switchboard_kit::testdb;
-use switchboard_proto::v1::AgentType;
-
-async fn on_every_engine<F, Fut>(test: F)
-where
-    F: Fn(AgentStore) -> Fut,
-    Fut: Future<Output = ()>,
-{
-    for database in testdb::all().await.unwrap() {
-        let store = AgentStore::open(&database.url).await.unwrap();
-        eprintln!("engine: {:?}", database.engine);
-        test(store.clone()).await;
-        store.db().close().await;
-    }
-}
-
-fn team() -> String {
-    uuid::Uuid::new_v4().to_string()
-}
+use switchboard_proto::v1::{AgentSettings, AgentType};
 
 fn new_agent(name: &str, instructions: Option<&str>) -> NewAgent {
     NewAgent {
@@ -37,6 +20,7 @@ fn new_agent(name: &str, instructions: Option<&str>) -> NewAgent {
         agent_type: AgentType::Phone,
         instructions: instructions.map(str::to_owned),
         knowledgebase_id: None,
+        settings: Default::default(),
     }
 }
 
@@ -121,12 +105,13 @@ async fn invalid_agents_are_refused_with_every_field() {
                     agent_type: AgentType::Unspecified,
                     instructions: Some("x".repeat(100_001)),
                     knowledgebase_id: Some("nope".into()),
+                    settings: AgentSettings { language: Some("en_US".into()), ..AgentSettings::default() },
                 },
             )
             .await
             .unwrap_err();
         let fields: Vec<_> = error.details.iter().map(|d| d.field.as_str()).collect();
-        assert_eq!(fields, ["name", "description", "type", "instructions", "knowledgebaseId"]);
+        assert_eq!(fields, ["name", "description", "type", "instructions", "knowledgebaseId", "language"]);
 
         // NUL is a validation error on both engines, not a PostgreSQL failure.
         let agent = store
@@ -138,6 +123,7 @@ async fn invalid_agents_are_refused_with_every_field() {
                     agent_type: AgentType::Chat,
                     instructions: None,
                     knowledgebase_id: None,
+                    settings: AgentSettings::default(),
                 },
             )
             .await

@@ -513,9 +513,8 @@ impl ConversationsApi {
 #[tonic::async_trait]
 impl ConversationsService for ConversationsApi {
     async fn list_calls(&self, request: Request<ListCallsRequest>) -> Reply<ListCallsResponse> {
-        let filter = self.call_filter(request.into_inner())?;
-        let team_id = filter.0;
-        let (mut calls, page) = self.store.list_calls(&team_id, &filter.1).await?;
+        let (team_id, filter) = self.call_filter(request.into_inner())?;
+        let (mut calls, page) = self.store.list_calls(&team_id, &filter).await?;
         self.sign_playback(&mut calls).await;
         reply(Ok(ListCallsResponse { calls, page: Some(page) }))
     }

@@ -214,6 +214,34 @@ pub const FIELD_TEXT: Length = Length::new(0, 5000);
 /// Custom fields a team may define.
 pub const TEAM_FIELDS: i64 = 100;
 
+// An agent's runtime settings (issue 41).
+/// What the agent says first.
+pub const FIRST_MESSAGE: Length = Length::new(1, 2000);
+/// A BCP 47 language tag (RFC 5646 allows longer ones; none in use is).
+pub const LANGUAGE_TAG: Length = Length::new(2, 35);
+/// A voice's or model's provider (`elevenlabs`, `openai`, ...).
+pub const PROVIDER: Length = Length::new(1, 50);
+pub const VOICE_ID: Length = Length::new(1, 255);
+pub const MODEL_NAME: Length = Length::new(1, 255);
+pub const VOICE_SPEED: Fraction = Fraction { min: 0.5, max: 2.0, default: 1.0 };
+pub const TEMPERATURE: Fraction = Fraction { min: 0.0, max: 2.0, default: 1.0 };
+/// Tools of one agent, and their names: what function-calling APIs accept.
+pub const TOOLS: Count = Count { min: 0, max: 32, default: 0 };
+pub const TOOL_NAME: Length = Length::new(1, 64);
+pub const TOOL_NAME_PATTERN: &str = r"^[A-Za-z0-9_-]+$";
+pub const TOOL_NAME_MESSAGE: &str = "must hold only letters, digits, _ and -";
+pub fn is_tool_name(value: &str) -> bool {
+    value.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+/// The description of a tool or of an analysis field, read by the model.
+pub const TOOL_DESCRIPTION: Length = Length::new(0, 2000);
+/// A tool's parameters schema, as JSON text.
+pub const TOOL_PARAMETERS_BYTES: usize = 65_536;
+/// What is extracted from each call: fields (named as custom fields are), and an enum's choices.
+pub const ANALYSIS_FIELDS: Count = Count { min: 0, max: 50, default: 0 };
+pub const ANALYSIS_CHOICES: Count = Count { min: 1, max: 50, default: 1 };
+pub const ANALYSIS_CHOICE: Length = Length::new(1, 100);
+
 // Webhooks.
 /// A webhook's description.
 pub const WEBHOOK_DESCRIPTION: Length = Length::new(0, 500);

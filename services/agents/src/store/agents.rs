@@ -6,12 +6,15 @@ use switchboard_kit::jobs::{self, NewJob};
 use switchboard_kit::limits;
 use switchboard_kit::time::now_ms;
 use switchboard_kit::{FieldViolation, ServiceResult, validate};
-use switchboard_proto::v1::{Agent, AgentType};
+use switchboard_proto::v1::{Agent, AgentSettings, AgentType};
 
-use super::{AgentStore, agent_not_found, check_ids};
+use super::changes::{DELETED, UPDATED};
+use super::{AgentStore, agent_not_found, check_ids, together};
 use crate::prompt::OPTIMIZE_PROMPT;
+use crate::settings;
 
-pub(super) const AGENT_COLUMNS: &str = "id, team_id, name, description, type, knowledgebase_id, created_at, updated_at";
+pub(super) const AGENT_COLUMNS: &str =
+    "id, team_id, name, description, type, knowledgebase_id, settings, created_at, updated_at";
 
 pub(super) fn agent_from_row(row: &AnyRow) -> Result<Agent, sqlx::Error> {
     let kind: String = row.try_get("type")?;
@@ -24,7 +27,7 @@ pub(super) fn agent_from_row(row: &AnyRow) -> Result<Agent, sqlx::Error> {
         knowledgebase_id: row.try_get("knowledgebase_id")?,
         created_at_ms: row.try_get("created_at")?,
         updated_at_ms: row.try_get("updated_at")?,
-        settings: None,
+        settings: Some(settings::decode(row.try_get("settings")?)?),
     })
 }
 
@@ -35,6 +38,7 @@ pub struct NewAgent {
     pub agent_type: AgentType,
     pub instructions: Option<String>,
     pub knowledgebase_id: Option<String>,
+    pub settings: AgentSettings,
 }
 
 /// A partial update; `Some(None)` clears a nullable field.
@@ -43,6 +47,9 @@ pub struct AgentChanges {
     pub name: Option<String>,
     pub description: Option<Option<String>>,
     pub knowledgebase_id: Option<Option<String>>,
+    /// The settings members named (`settings::PATHS`) with their values; none named keeps all.
+    pub settings: AgentSettings,
+    pub settings_paths: Vec<String>,
 }
 
 fn knowledgebase_id_violation(id: Option<&str>) -> Option<FieldViolation> {
@@ -113,17 +120,18 @@ impl AgentStore {
     /// either way, so that the agent has a runtime prompt from the start.
     pub async fn create(&self, team_id: &str, new: NewAgent) -> ServiceResult<Agent> {
         check_ids(&[("teamId", team_id)])?;
-        new.validate()?;
+        let settings = together(new.validate(), settings::checked(new.settings))?;
         let kind = type_str(new.agent_type);
         let instructions = new.instructions.unwrap_or_default();
         let now = now_ms();
         let id = uuid::Uuid::now_v7().to_string();
-        let version = i64::from(!instructions.is_empty());
+        // Version 1 is the first instructions or settings; 0 means neither was ever set.
+        let version = i64::from(!instructions.is_empty() || settings != AgentSettings::default());
         let mut tx = self.db.begin_write().await?;
         sqlx::query(
             "INSERT INTO agents (id, team_id, name, description, type, knowledgebase_id, instructions, \
-             instructions_version, instructions_updated_at, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $9)",
+             instructions_version, instructions_updated_at, created_at, updated_at, settings) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $9, $10)",
         )
         .bind(&id)
         .bind(team_id)
@@ -134,6 +142,7 @@ impl AgentStore {
         .bind(&instructions)
         .bind(version)
         .bind(now)
+        .bind(settings::encode(&settings))
         .execute(&mut *tx)
         .await?;
         jobs::enqueue(
@@ -151,24 +160,27 @@ impl AgentStore {
             .bind(&id)
             .fetch_one(&mut *tx)
             .await?;
+        self.record_change(&mut tx, team_id, &id, UPDATED).await?;
         tx.commit().await?;
+        self.changed();
         Ok(agent_from_row(&row)?)
     }
 
     pub async fn update(&self, team_id: &str, agent_id: &str, changes: AgentChanges) -> ServiceResult<Agent> {
         check_ids(&[("teamId", team_id), ("agentId", agent_id)])?;
-        changes.validate()?;
+        // The named settings alone, checked before anything is looked up.
+        let paths = &changes.settings_paths;
+        let given = together(changes.validate(), settings::merged(AgentSettings::default(), changes.settings, paths))?;
         let mut tx = self.db.begin_write().await?;
-        let current = sqlx::query(&format!(
-            "SELECT {AGENT_COLUMNS} FROM agents WHERE id = $1 AND team_id = $2{}",
-            self.db.for_update()
-        ))
-        .bind(agent_id)
-        .bind(team_id)
-        .fetch_optional(&mut *tx)
-        .await?
-        .ok_or_else(agent_not_found)?;
-        let current = agent_from_row(&current)?;
+        let previous = self.current(&mut tx, team_id, agent_id, true).await?;
+        if !paths.is_empty() {
+            let settings = settings::merged(previous.agent.settings.clone().unwrap_or_default(), given, paths)?;
+            if Some(&settings) != previous.agent.settings.as_ref() {
+                let text = previous.instructions.clone();
+                self.write_version(&mut tx, &previous, &text, &settings).await?;
+            }
+        }
+        let current = previous.agent;
         let name = changes.name.map_or(current.name, |n| n.trim().to_owned());
         let description = changes.description.unwrap_or(current.description);
         let knowledgebase_id = changes.knowledgebase_id.unwrap_or(current.knowledgebase_id);
@@ -188,7 +200,9 @@ impl AgentStore {
             .bind(agent_id)
             .fetch_one(&mut *tx)
             .await?;
+        self.record_change(&mut tx, team_id, agent_id, UPDATED).await?;
         tx.commit().await?;
+        self.changed();
         Ok(agent_from_row(&row)?)
     }
 
@@ -208,21 +222,35 @@ impl AgentStore {
             .bind(team_id)
             .execute(&mut *tx)
             .await?;
+        self.record_change(&mut tx, team_id, agent_id, DELETED).await?;
         tx.commit().await?;
+        self.changed();
         Ok(agent)
     }
 
     /// Unlinks every agent of the team from a knowledge base that is going away.
     pub async fn unlink_knowledgebase(&self, team_id: &str, knowledgebase_id: &str) -> ServiceResult<i64> {
         check_ids(&[("teamId", team_id), ("knowledgebaseId", knowledgebase_id)])?;
-        let result = sqlx::query(
+        let mut tx = self.db.begin_write().await?;
+        let linked: Vec<String> =
+            sqlx::query_scalar("SELECT id FROM agents WHERE team_id = $1 AND knowledgebase_id = $2")
+                .bind(team_id)
+                .bind(knowledgebase_id)
+                .fetch_all(&mut *tx)
+                .await?;
+        sqlx::query(
             "UPDATE agents SET knowledgebase_id = NULL, updated_at = $1 WHERE team_id = $2 AND knowledgebase_id = $3",
         )
         .bind(now_ms())
         .bind(team_id)
         .bind(knowledgebase_id)
-        .execute(self.db.pool())
+        .execute(&mut *tx)
         .await?;
-        Ok(i64::try_from(result.rows_affected()).unwrap_or(i64::MAX))
+        for agent_id in &linked {
+            self.record_change(&mut tx, team_id, agent_id, UPDATED).await?;
+        }
+        tx.commit().await?;
+        self.changed();
+        Ok(i64::try_from(linked.len()).unwrap_or(i64::MAX))
     }
 }

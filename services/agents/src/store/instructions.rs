@@ -4,26 +4,44 @@
 //! transaction), so concurrent replacements never lose a version or keep more than the limit.
 
 use sqlx::Row;
+use sqlx::any::AnyRow;
 use switchboard_kit::jobs::{self, NewJob};
 use switchboard_kit::time::now_ms;
 use switchboard_kit::{ServiceError, ServiceResult};
-use switchboard_proto::v1::{Agent, InstructionVersion, Instructions, PromptOptimization, RuntimePrompt};
+use switchboard_proto::v1::{
+    Agent, AgentSettings, InstructionVersion, Instructions, PromptOptimization, RuntimePrompt,
+};
 
 use super::agents::{AGENT_COLUMNS, agent_from_row};
+use super::changes::UPDATED;
 use super::{AgentStore, agent_not_found, check_ids};
 use crate::prompt::OPTIMIZE_PROMPT;
+use crate::settings;
 
 pub const HISTORY_LIMIT: i64 = 20;
 
-struct Current {
-    agent: Agent,
-    instructions: String,
-    version: i64,
-    updated_at: i64,
+/// An agent as it is now, with its instructions; its settings are `agent.settings`.
+pub(super) struct Current {
+    pub agent: Agent,
+    pub instructions: String,
+    pub version: i64,
+    pub updated_at: i64,
+}
+
+const VERSION_COLUMNS: &str = "version, instructions, settings, created_at, replaced_at";
+
+fn version_from_row(row: &AnyRow) -> Result<InstructionVersion, sqlx::Error> {
+    Ok(InstructionVersion {
+        version: row.try_get("version")?,
+        instructions: row.try_get("instructions")?,
+        created_at_ms: row.try_get("created_at")?,
+        replaced_at_ms: row.try_get("replaced_at")?,
+        settings: Some(settings::decode(row.try_get("settings")?)?),
+    })
 }
 
 impl AgentStore {
-    async fn current(
+    pub(super) async fn current(
         &self,
         conn: &mut sqlx::AnyConnection,
         team_id: &str,
@@ -101,43 +119,22 @@ impl AgentStore {
         if let Some(violation) = switchboard_kit::limits::INSTRUCTIONS.check("instructions", text) {
             return Err(ServiceError::validation(vec![violation]));
         }
+        self.set_instructions(team_id, agent_id, text, None).await
+    }
+
+    /// A new version with `text` and `settings` (`None`: the current ones): the version it
+    /// replaces goes to the history, and a prompt-optimisation job is queued.
+    async fn set_instructions(
+        &self,
+        team_id: &str,
+        agent_id: &str,
+        text: &str,
+        settings: Option<AgentSettings>,
+    ) -> ServiceResult<Instructions> {
         let mut tx = self.db.begin_write().await?;
         let previous = self.current(&mut tx, team_id, agent_id, true).await?;
-        let now = now_ms();
-        if !previous.instructions.is_empty() {
-            sqlx::query(
-                "INSERT INTO instruction_versions (agent_id, team_id, version, instructions, created_at, replaced_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6)",
-            )
-            .bind(agent_id)
-            .bind(team_id)
-            .bind(previous.version)
-            .bind(&previous.instructions)
-            .bind(previous.updated_at)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-            sqlx::query(
-                "DELETE FROM instruction_versions WHERE agent_id = $1 AND version NOT IN \
-                 (SELECT version FROM instruction_versions WHERE agent_id = $1 ORDER BY version DESC LIMIT $2)",
-            )
-            .bind(agent_id)
-            .bind(HISTORY_LIMIT)
-            .execute(&mut *tx)
-            .await?;
-        }
-        let version = previous.version + 1;
-        sqlx::query(
-            "UPDATE agents SET instructions = $1, instructions_version = $2, instructions_updated_at = $3, \
-             updated_at = $3 WHERE id = $4 AND team_id = $5",
-        )
-        .bind(text)
-        .bind(version)
-        .bind(now)
-        .bind(agent_id)
-        .bind(team_id)
-        .execute(&mut *tx)
-        .await?;
+        let settings = settings.unwrap_or_else(|| previous.agent.settings.clone().unwrap_or_default());
+        let (version, now) = self.write_version(&mut tx, &previous, text, &settings).await?;
         jobs::enqueue(
             &mut tx,
             NewJob {
@@ -166,32 +163,75 @@ impl AgentStore {
         };
         let resource = switchboard_proto::v1::event::Resource::Instructions(told);
         switchboard_kit::outbox::record(&mut tx, "agent.instructions.updated", (team_id, agent_id), resource).await?;
+        self.record_change(&mut tx, team_id, agent_id, UPDATED).await?;
         tx.commit().await?;
+        self.changed();
         self.view(current).await
+    }
+
+    /// Makes `text` and `settings` the next version: the current one (if any was ever set) goes
+    /// to the history, which keeps the newest [`HISTORY_LIMIT`]. Returns the version and when.
+    pub(super) async fn write_version(
+        &self,
+        tx: &mut sqlx::AnyConnection,
+        previous: &Current,
+        text: &str,
+        settings: &AgentSettings,
+    ) -> ServiceResult<(i64, i64)> {
+        let (team_id, agent_id) = (previous.agent.team_id.as_str(), previous.agent.id.as_str());
+        let now = now_ms();
+        if previous.version > 0 {
+            let previous_settings = previous.agent.settings.as_ref().and_then(settings::encode);
+            sqlx::query(
+                "INSERT INTO instruction_versions (agent_id, team_id, version, instructions, created_at, replaced_at, \
+                 settings) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            )
+            .bind(agent_id)
+            .bind(team_id)
+            .bind(previous.version)
+            .bind(&previous.instructions)
+            .bind(previous.updated_at)
+            .bind(now)
+            .bind(previous_settings)
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query(
+                "DELETE FROM instruction_versions WHERE agent_id = $1 AND version NOT IN \
+                 (SELECT version FROM instruction_versions WHERE agent_id = $1 ORDER BY version DESC LIMIT $2)",
+            )
+            .bind(agent_id)
+            .bind(HISTORY_LIMIT)
+            .execute(&mut *tx)
+            .await?;
+        }
+        let version = previous.version + 1;
+        sqlx::query(
+            "UPDATE agents SET instructions = $1, instructions_version = $2, instructions_updated_at = $3, \
+             updated_at = $3, settings = $4 WHERE id = $5 AND team_id = $6",
+        )
+        .bind(text)
+        .bind(version)
+        .bind(now)
+        .bind(settings::encode(settings))
+        .bind(agent_id)
+        .bind(team_id)
+        .execute(&mut *tx)
+        .await?;
+        Ok((version, now))
     }
 
     /// The saved versions, newest first.
     pub async fn history(&self, team_id: &str, agent_id: &str) -> ServiceResult<Vec<InstructionVersion>> {
         self.get(team_id, agent_id).await?;
-        let rows = sqlx::query(
-            "SELECT version, instructions, created_at, replaced_at FROM instruction_versions \
-             WHERE agent_id = $1 AND team_id = $2 ORDER BY version DESC",
-        )
+        let rows = sqlx::query(&format!(
+            "SELECT {VERSION_COLUMNS} FROM instruction_versions WHERE agent_id = $1 AND team_id = $2 \
+             ORDER BY version DESC"
+        ))
         .bind(agent_id)
         .bind(team_id)
         .fetch_all(self.db.pool())
         .await?;
-        let mut versions = Vec::with_capacity(rows.len());
-        for row in rows {
-            versions.push(InstructionVersion {
-                version: row.try_get("version")?,
-                instructions: row.try_get("instructions")?,
-                created_at_ms: row.try_get("created_at")?,
-                replaced_at_ms: row.try_get("replaced_at")?,
-                settings: None,
-            });
-        }
-        Ok(versions)
+        Ok(rows.iter().map(version_from_row).collect::<Result<_, _>>()?)
     }
 
     /// One saved version of an agent's instructions.
@@ -202,40 +242,23 @@ impl AgentStore {
         version: i64,
     ) -> ServiceResult<InstructionVersion> {
         self.get(team_id, agent_id).await?;
-        let row = sqlx::query(
-            "SELECT version, instructions, created_at, replaced_at FROM instruction_versions \
-             WHERE agent_id = $1 AND team_id = $2 AND version = $3",
-        )
+        let row = sqlx::query(&format!(
+            "SELECT {VERSION_COLUMNS} FROM instruction_versions WHERE agent_id = $1 AND team_id = $2 AND version = $3"
+        ))
         .bind(agent_id)
         .bind(team_id)
         .bind(version)
         .fetch_optional(self.db.pool())
         .await?
         .ok_or_else(|| ServiceError::not_found("Instructions version not found"))?;
-        Ok(InstructionVersion {
-            version: row.try_get("version")?,
-            instructions: row.try_get("instructions")?,
-            created_at_ms: row.try_get("created_at")?,
-            replaced_at_ms: row.try_get("replaced_at")?,
-            settings: None,
-        })
+        Ok(version_from_row(&row)?)
     }
 
-    /// Makes a saved version the current instructions again (as a new version, so that the
-    /// text being replaced is itself kept).
+    /// Makes a saved version's instructions and settings current again (as a new version, so
+    /// that the version being replaced is itself kept).
     pub async fn restore(&self, team_id: &str, agent_id: &str, version: i64) -> ServiceResult<Instructions> {
-        self.get(team_id, agent_id).await?;
-        let text: String = sqlx::query(
-            "SELECT instructions FROM instruction_versions WHERE agent_id = $1 AND team_id = $2 AND version = $3",
-        )
-        .bind(agent_id)
-        .bind(team_id)
-        .bind(version)
-        .fetch_optional(self.db.pool())
-        .await?
-        .ok_or_else(|| ServiceError::not_found("Instructions version not found"))?
-        .try_get("instructions")?;
-        self.replace_instructions(team_id, agent_id, &text).await
+        let saved = self.instruction_version(team_id, agent_id, version).await?;
+        self.set_instructions(team_id, agent_id, &saved.instructions, saved.settings).await
     }
 
     pub async fn runtime_prompt(&self, team_id: &str, agent_id: &str) -> ServiceResult<RuntimePrompt> {
@@ -312,7 +335,14 @@ impl AgentStore {
                 .await?;
             }
         }
+        let stored_now = stored.is_none_or(|stored| stored <= version);
+        if stored_now {
+            self.record_change(&mut tx, &agent.team_id, &agent.id, UPDATED).await?;
+        }
         tx.commit().await?;
+        if stored_now {
+            self.changed();
+        }
         Ok(())
     }
 }

@@ -5,6 +5,7 @@
 use std::sync::OnceLock;
 
 use sqlx::Row;
+use switchboard_kit::db::Engine;
 use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::CallAnalyticsDay;
 
@@ -15,10 +16,19 @@ const DAY_MS: i64 = 86_400_000;
 /// The statement: a count per sentiment and per reason, as columns named after them. Calls
 /// without analysis count as `unknown`; calls without a reason in no reason; a call whose
 /// success is not known is neither successful nor unsuccessful. The casts keep PostgreSQL's
-/// SUM from answering NUMERIC. `$4` is the agent, or NULL for every agent.
-fn statement() -> &'static str {
-    static SQL: OnceLock<String> = OnceLock::new();
-    SQL.get_or_init(|| {
+/// SUM from answering NUMERIC. `$4` is the agent, or '' for every agent.
+///
+/// SQLite is told to read `calls_analytics`: its planner takes the narrower `calls_started`
+/// (the same leading columns) and then reads every call's row, 2.5 times slower at 100,000
+/// calls (measured: 250 ms against 95 ms). PostgreSQL's planner, with real statistics, is left
+/// to choose.
+fn statement(engine: Engine) -> &'static str {
+    static SQL: [OnceLock<String>; 2] = [OnceLock::new(), OnceLock::new()];
+    let (slot, index) = match engine {
+        Engine::Sqlite => (&SQL[0], " INDEXED BY calls_analytics"),
+        Engine::Postgres => (&SQL[1], ""),
+    };
+    slot.get_or_init(|| {
         let count = |condition: String, name: &str| {
             format!("CAST(SUM(CASE WHEN {condition} THEN 1 ELSE 0 END) AS BIGINT) AS {name}")
         };
@@ -42,7 +52,7 @@ fn statement() -> &'static str {
             columns.push(count(format!("disconnection_reason = '{name}'"), &format!("r_{name}")));
         }
         format!(
-            "SELECT {} FROM calls WHERE team_id = $1 AND started_at >= $2 AND started_at < $3 \
+            "SELECT {} FROM calls{index} WHERE team_id = $1 AND started_at >= $2 AND started_at < $3 \
              AND ($4 = '' OR agent_id = $4) GROUP BY started_at / 86400000 ORDER BY day",
             columns.join(", ")
         )
@@ -65,7 +75,7 @@ impl ConversationStore {
         if from_ms > to_ms {
             return Err(ServiceError::invalid_field("from", "must not be after to"));
         }
-        let rows = sqlx::query(statement())
+        let rows = sqlx::query(statement(self.db.engine()))
             .bind(team_id)
             .bind(from_ms)
             .bind(to_ms)
