@@ -748,7 +748,8 @@ function closeDiff(ctx) {
  * @param {string[][]} ops lineDiff's answer ([op, line]) @param {string} label the list's name
  */
 function diffList(ops, label) {
-  return h('ol', { class: 'ag-diff', 'aria-label': label }, ops.map(([op, line]) => {
+  // Focusable: a long diff scrolls inside its box, by keyboard too.
+  return h('ol', { class: 'ag-diff', 'aria-label': label, tabindex: '0' }, ops.map(([op, line]) => {
     const kind = op === '+' ? 'add' : op === '-' ? 'del' : 'same';
     const word = op === '+' ? 'Added: ' : op === '-' ? 'Removed: ' : 'Unchanged: ';
     return h('li', { class: kind, 'data-diff': kind },
