@@ -409,7 +409,7 @@ function toolFields(t) {
     const box = own.closest('fieldset');
     const parts = kind === 'function' ? [
       keyed('name', { label: 'Name', required: true, maxlength: 64, autocomplete: 'off', spellcheck: 'false', value: item?.name || '', hint: 'Letters, digits, _ and -; unique among the tools.' }),
-      keyed('url', { label: 'URL', type: 'url', required: true, autocomplete: 'off', value: item?.url || '', placeholder: 'https://api.example.com/book', hint: 'Where the runtime sends the arguments (https).' }),
+      keyed('url', { label: 'URL', type: 'url', required: true, autocomplete: 'off', value: item?.url || '', hint: 'Where the runtime sends the arguments: an https address.' }),
       keyed('parameters', {
         label: 'Parameters (JSON Schema)', value: item?.parameters ? JSON.stringify(item.parameters, null, 2) : DEFAULT_PARAMETERS,
         hint: 'The arguments the model fills in, as a JSON Schema of type object.',
