@@ -100,8 +100,12 @@ export function can(what) {
 
 // ---- requests ----
 
-/** @param {string} path */
-function withTeam(path) {
+/**
+ * `path` for the team the portal acts on: with ?teamId= of the chosen subteam (a link, such as a
+ * download, needs it as api() does).
+ * @param {string} path
+ */
+export function withTeam(path) {
   const sc = scope();
   if (!sc || path.startsWith('/v1/auth/')) return path;
   return `${path}${path.includes('?') ? '&' : '?'}teamId=${encodeURIComponent(sc.id)}`;

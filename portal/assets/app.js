@@ -8,6 +8,7 @@ import * as team from './pages-team.js';
 import * as agents from './pages-agents.js';
 import * as knowledge from './pages-knowledge.js';
 import * as calls from './pages-calls.js';
+import * as analytics from './pages-analytics.js';
 import * as contacts from './pages-contacts.js';
 import * as contactImport from './pages-import.js';
 import * as contactSettings from './pages-contact-settings.js';
@@ -57,6 +58,7 @@ const ROUTES = [
   { path: idPath('calls'), title: 'Call', page: calls.callDetail },
   { path: '/chats', title: 'Chats', nav: 'Chats', page: calls.chatList },
   { path: idPath('chats'), title: 'Chat', page: calls.chatDetail },
+  { path: '/analytics', title: 'Analytics', nav: 'Analytics', page: analytics.analytics },
   { path: '/contacts', title: 'Contacts', nav: 'Contacts', page: contacts.list },
   { path: '/contacts/import', title: 'Import contacts', allow: 'write', page: contactImport.importPage },
   { path: idPath('contacts'), title: 'Contact', page: contacts.detail },

@@ -95,3 +95,29 @@ export function totals(days) {
   t.callMinutes = Math.round(t.callMinutes * 10) / 10;
   return t;
 }
+
+const percent = new Intl.NumberFormat(undefined, { style: 'percent', maximumFractionDigits: 0 });
+/** "40%" of part in whole, "—" of nothing. @param {number} part @param {number} whole */
+export const share = (part, whole) => (whole > 0 ? percent.format(part / whole) : '—');
+
+/**
+ * Parts of a whole (calls by sentiment, by how they ended) as a table that is also the chart:
+ * each row its name, its count, its share, and a bar of that share (hidden from screen readers,
+ * which have the figures).
+ * @param {{caption: string, head: string, unit?: string, items: Array<{key: string, label: string, value: number}>}} spec
+ */
+export function shareTable({ caption, head, unit = 'Calls', items }) {
+  const total = items.reduce((a, x) => a + (Number(x.value) || 0), 0);
+  const top = Math.max(1, ...items.map((x) => Number(x.value) || 0));
+  return h('div', { class: 'table-wrap share-table', tabindex: '0', role: 'region', 'aria-label': caption },
+    h('table', { class: 'dense' },
+      h('caption', { class: 'sr-only' }, caption),
+      h('thead', null, h('tr', null, [head, unit, 'Share'].map((t) => h('th', { scope: 'col' }, t)),
+        h('th', { scope: 'col' }, h('span', { class: 'sr-only' }, 'Bar')))),
+      h('tbody', null, items.map((x) => h('tr', { 'data-key': x.key },
+        h('th', { scope: 'row' }, x.label),
+        h('td', { class: 'num' }, num(x.value)),
+        h('td', { class: 'num' }, share(x.value, total)),
+        h('td', { class: 'share-cell' }, svg('svg', { viewBox: '0 0 100 10', preserveAspectRatio: 'none', class: 'chart-svg share-bar', 'aria-hidden': 'true' },
+          svg('rect', { x: 0, y: 0, width: ((Number(x.value) || 0) / top * 100).toFixed(1), height: 10, class: 'bar' }))))))));
+}

@@ -674,6 +674,17 @@ export function toast(message) {
 
 // ---- shared page parts ----
 
+/**
+ * A figure in a box: its label, its value large, and a note under it.
+ * @param {Child} label @param {Child} value @param {Child} [note] @param {string} [kind] e.g. warn
+ */
+export function tile(label, value, note, kind) {
+  return h('div', { class: ['tile', kind] },
+    h('p', { class: 'tile-label' }, label),
+    h('p', { class: 'tile-value' }, value),
+    note && h('p', { class: 'tile-note' }, note));
+}
+
 /** A <section> with its <h2>. @param {Child} title @param {...Child} content */
 export const section = (title, ...content) => h('section', { class: 'section' }, h('h2', null, title), content);
 

@@ -1,12 +1,13 @@
 // @ts-check
 // Agents: /agents (list, create, delete) and /agents/{agentId} (fields, instructions with a
-// live character count, their history, a line diff of a version against the current text,
-// restore, and the prompt-optimisation state).
+// live character count, the runtime settings (first message, language, voice, model, tools,
+// post-call analysis), their history, a line diff of a version's text and settings against the
+// current ones, restore, and the prompt-optimisation state).
 import {
   h, append, replace, field, form, loader, table, badge, time, num, confirmDialog, toast, navigate,
-  section, pager, pageOf, hrefWith, every, alertBox, ACTIONS, enc, focusTitle, areaField, uid,
+  section, pager, pageOf, hrefWith, every, alertBox, ACTIONS, enc, focusTitle, areaField, uid, setFieldError, phone, cap,
 } from './dom.js';
-import { api, can, actingTeam } from './api.js';
+import { api, can, actingTeam, ApiError } from './api.js';
 
 /** @typedef {import('./dom.js').PageContext} PageContext */
 
@@ -200,12 +201,14 @@ export function detail({ view, params, query, signal }) {
     ctx.diffSlot = h('div', { class: 'ag-diff-slot' });
     ctx.history = historySection(ctx);
     ctx.instructions = instructionsSection(ctx);
+    ctx.settings = settingsSection(ctx);
     const compare = Number.parseInt(query.get('compare') || '', 10);
     if (compare > 0) showDiff(ctx, compare, false);
     return [
       h('p', { class: 'ag-back' }, h('a', { href: '/agents' }, '← All agents')),
       detailsSection(ctx, kbs),
       ctx.instructions.el,
+      ctx.settings.el,
       ctx.diffSlot,
       ctx.history.el,
     ];
@@ -247,6 +250,324 @@ function detailsSection(ctx, kbs) {
     },
   });
   return section('Details', facts, h('h3', { class: 'ag-sub' }, 'Edit the agent'), edit);
+}
+
+// ---- runtime settings: first message, language, voice, model, tools, post-call analysis
+
+const MAX_TOOLS = 32;
+const MAX_FIELDS = 50;
+const TOOL_TYPES = [['function', 'Function (calls your URL)'], ['transfer_call', 'Transfer the call'], ['end_call', 'End the call']];
+const FIELD_TYPES = [['string', 'Text'], ['number', 'Number'], ['boolean', 'Yes or no'], ['enum', 'One of a list']];
+const toolTypeName = (t) => (TOOL_TYPES.find(([v]) => v === t) || [t, t])[1];
+const fieldTypeName = (t) => (FIELD_TYPES.find(([v]) => v === t) || [t, t])[1];
+const DEFAULT_PARAMETERS = '{\n  "type": "object",\n  "properties": {}\n}';
+const LANGUAGES = ['en-US', 'en-GB', 'en-AU', 'de-DE', 'fr-FR', 'es-ES', 'es-MX', 'it-IT', 'nl-NL', 'pt-BR', 'pt-PT', 'pl-PL', 'sv-SE', 'ja-JP', 'ko-KR', 'zh-CN', 'hi-IN'];
+
+/** @param {any} v */
+const orNull = (v) => (v === undefined || v === '' ? null : v);
+
+/**
+ * An agent's runtime settings with every member, in one order, tools and fields with their own
+ * members only: what the form compares to know what changed, and what the diff pretty-prints.
+ * @param {Record<string, any> | null | undefined} a an agent, or a history version's `settings`
+ */
+export function settingsOf(a) {
+  const tool = (t) => {
+    if (t.type === 'function') {
+      return { type: t.type, name: t.name ?? '', description: orNull(t.description), parameters: t.parameters ?? null, url: t.url ?? '' };
+    }
+    if (t.type === 'transfer_call') return { type: t.type, number: t.number ?? '', description: orNull(t.description) };
+    return { type: t.type, description: orNull(t.description) };
+  };
+  const analysisField = (f) => ({
+    name: f.name ?? '', type: f.type, description: orNull(f.description), ...(f.type === 'enum' ? { choices: f.choices || [] } : {}),
+  });
+  return {
+    firstMessage: orNull(a?.firstMessage),
+    language: orNull(a?.language),
+    voice: a?.voice ? { provider: a.voice.provider ?? '', voiceId: a.voice.voiceId ?? '', speed: orNull(a.voice.speed) } : null,
+    model: a?.model ? { provider: a.model.provider ?? '', name: a.model.name ?? '', temperature: orNull(a.model.temperature) } : null,
+    tools: (a?.tools || []).map(tool),
+    postCallAnalysis: (a?.postCallAnalysis || []).map(analysisField),
+  };
+}
+
+/** The settings as the diff shows them: pretty-printed JSON, keys in settingsOf's order. */
+export const settingsText = (a) => JSON.stringify(settingsOf(a), null, 2);
+
+/**
+ * A field's path as the API names it ("tools/2/parameters" as a JSON pointer, or
+ * "tools[2].parameters") → the name of the control that shows its error: the path itself, or the
+ * nearest enclosing one that the form has (a tool's box for "tools[2]", the list for "tools").
+ * @param {HTMLFormElement} formEl @param {string} field
+ */
+function controlName(formEl, field) {
+  let path = String(field || '');
+  if (path.includes('/')) {
+    path = path.split('/').filter(Boolean).map((p, i) => (/^\d+$/.test(p) ? `[${p}]` : i ? `.${p}` : p)).join('');
+  }
+  for (let p = path; p;) {
+    if (formEl.elements.namedItem(p)) return p;
+    const up = p.replace(/(\[\d+\]|\.[^.[\]]+)$/, '');
+    if (up === p) break;
+    p = up;
+  }
+  return path;
+}
+
+/** A box of the form with its own error line, for errors about the box as a whole. */
+function box(name, legend, ...children) {
+  const err = h('p', { class: 'field-error', id: uid('set-error'), hidden: true });
+  return h('fieldset', { class: 'ag-set', name, 'aria-describedby': err.id, tabindex: '-1' },
+    h('legend', null, legend), children, err);
+}
+
+/** A JSON Schema in a textarea: parsed as it is typed, an error beside it when it is not JSON (or not an object). */
+function jsonArea(spec) {
+  const el = areaField({ rows: 6, wrap: 'ag-area', spellcheck: 'false', class: 'ag-mono ag-json', ...spec });
+  const control = el.querySelector('textarea');
+  const check = () => {
+    let message = '';
+    const text = control.value.trim();
+    if (!text) message = 'Enter the parameters as a JSON Schema, for example {"type": "object", "properties": {}}.';
+    else {
+      try {
+        const value = JSON.parse(text);
+        if (value === null || typeof value !== 'object' || Array.isArray(value)) message = 'The parameters must be a JSON object (a JSON Schema).';
+      } catch (err) {
+        message = `This is not valid JSON: ${err instanceof Error ? err.message : String(err)}`;
+      }
+    }
+    control.setCustomValidity(message);
+    setFieldError(control, message);
+  };
+  control.addEventListener('input', check);
+  queueMicrotask(check);
+  return el;
+}
+
+/**
+ * A list of boxes (tools, analysis fields) with Add and Remove: each box's controls are named
+ * `<list>[i].<key>` (as the API names the fields of its errors), renumbered when one is removed.
+ * @param {{list: string, title: string, one: string, max: number, items: any[], build: (item: any) => HTMLElement[], empty: string}} spec
+ */
+function repeater({ list, title, one, max, items, build, empty }) {
+  const boxes = h('div', { class: 'ag-cards' });
+  const status = h('p', { class: 'sr-only', role: 'status' });
+  const emptyNote = h('p', { class: 'muted ag-empty' }, empty);
+  const add = h('button', { type: 'button', class: 'btn secondary small' }, `Add ${one}`);
+  const renumber = () => {
+    [...boxes.children].forEach((card, i) => {
+      card.setAttribute('name', `${list}[${i}]`);
+      card.querySelector('legend').textContent = `${cap(one)} ${i + 1}`;
+      for (const c of card.querySelectorAll('[data-k]')) c.setAttribute('name', `${list}[${i}].${c.getAttribute('data-k')}`);
+    });
+    emptyNote.hidden = boxes.children.length > 0;
+    add.disabled = boxes.children.length >= max;
+    add.title = add.disabled ? `At most ${max} ${one}s` : '';
+  };
+  const card = (item) => {
+    const remove = h('button', { type: 'button', class: 'btn danger-quiet small ag-remove' }, 'Remove');
+    const el = box('', '', build(item), h('div', { class: 'ag-card-actions' }, remove));
+    el.classList.add('ag-card');
+    remove.addEventListener('click', () => {
+      const i = [...boxes.children].indexOf(el);
+      const label = el.querySelector('legend').textContent;
+      el.remove();
+      renumber();
+      status.textContent = `${label} removed.`;
+      /** @type {HTMLElement | null} */ (boxes.children[Math.min(i, boxes.children.length - 1)]?.querySelector('select, input, textarea') || add).focus();
+    });
+    return el;
+  };
+  boxes.append(...items.map(card));
+  add.addEventListener('click', () => {
+    const el = card(null);
+    boxes.append(el);
+    renumber();
+    status.textContent = `${el.querySelector('legend').textContent} added.`;
+    /** @type {HTMLElement | null} */ (el.querySelector('select, input, textarea'))?.focus();
+  });
+  renumber();
+  return box(list, title, emptyNote, boxes, h('div', null, add), status);
+}
+
+/** A control of a list's box: named by renumber() from its data-k. */
+const keyed = (k, spec, make = field) => {
+  const el = make({ name: k, ...spec });
+  el.querySelector('input, select, textarea').setAttribute('data-k', k);
+  return el;
+};
+
+/** A tool's box: its type, and the fields of that type (swapped when the type changes). */
+function toolFields(t) {
+  const type = t?.type || 'function';
+  const typeField = keyed('type', { label: 'Type', type: 'select', options: TOOL_TYPES, value: type });
+  const own = h('div', { class: 'ag-own' });
+  const description = keyed('description', { label: 'Description (optional)', rows: 2, wrap: 'ag-area', maxlength: 1000, value: t?.description || '', hint: 'When the model should use it.' }, areaField);
+  const fill = (kind, item) => {
+    const box = own.closest('fieldset');
+    const parts = kind === 'function' ? [
+      keyed('name', { label: 'Name', required: true, maxlength: 64, autocomplete: 'off', spellcheck: 'false', value: item?.name || '', hint: 'Letters, digits, _ and -; unique among the tools.' }),
+      keyed('url', { label: 'URL', type: 'url', required: true, autocomplete: 'off', value: item?.url || '', hint: 'Where the runtime sends the arguments: an https address.' }),
+      keyed('parameters', {
+        label: 'Parameters (JSON Schema)', value: item?.parameters ? JSON.stringify(item.parameters, null, 2) : DEFAULT_PARAMETERS,
+        hint: 'The arguments the model fills in, as a JSON Schema of type object.',
+      }, jsonArea),
+    ] : kind === 'transfer_call' ? [
+      keyed('number', { label: 'Number', type: 'tel', required: true, autocomplete: 'off', value: item?.number || '', placeholder: '+14155550132', hint: 'In international (E.164) form: + and the country code.' }),
+    ] : [];
+    replace(own, parts);
+    if (box) {
+      const name = box.getAttribute('name');
+      for (const c of own.querySelectorAll('[data-k]')) c.setAttribute('name', `${name}.${c.getAttribute('data-k')}`);
+    }
+  };
+  fill(type, t);
+  typeField.querySelector('select').addEventListener('change', (ev) => fill(/** @type {HTMLSelectElement} */ (ev.target).value, null));
+  return [typeField, own, description];
+}
+
+/** An analysis field's box: name, type, description, and the choices of an "enum". */
+function analysisFields(f) {
+  const type = f?.type || 'string';
+  const typeField = keyed('type', { label: 'Type', type: 'select', options: FIELD_TYPES, value: type });
+  const choices = keyed('choices', {
+    label: 'Choices', rows: 3, wrap: 'ag-area', value: (f?.choices || []).join('\n'), required: true, hint: 'One a line (1 to 50).',
+  }, areaField);
+  const show = (kind) => {
+    choices.hidden = kind !== 'enum';
+    /** @type {HTMLTextAreaElement} */ (choices.querySelector('textarea')).disabled = kind !== 'enum';
+  };
+  show(type);
+  typeField.querySelector('select').addEventListener('change', (ev) => show(/** @type {HTMLSelectElement} */ (ev.target).value));
+  return [
+    keyed('name', { label: 'Name', required: true, maxlength: 64, autocomplete: 'off', spellcheck: 'false', value: f?.name || '', hint: 'The key in the call’s analysis.' }),
+    typeField,
+    keyed('description', { label: 'Description (optional)', rows: 2, wrap: 'ag-area', maxlength: 1000, value: f?.description || '', hint: 'What to extract, for the model.' }, areaField),
+    choices,
+  ];
+}
+
+/** Reads the form into settings (settingsOf's shape); a voice or model half filled in is an error beside its field. */
+function readSettings(formEl) {
+  const value = (name) => {
+    const c = /** @type {HTMLInputElement | null} */ (formEl.elements.namedItem(name));
+    return c && !c.disabled ? c.value.trim() : '';
+  };
+  const number = (name) => (value(name) === '' ? null : Number(value(name)));
+  const details = [];
+  const pair = (group, keys, extra) => {
+    const filled = [...keys, extra].some((k) => value(`${group}.${k}`) !== '');
+    if (!filled) return null;
+    for (const k of keys) if (!value(`${group}.${k}`)) details.push({ field: `${group}.${k}`, message: `is needed for a ${group}` });
+    return Object.fromEntries([...keys.map((k) => [k, value(`${group}.${k}`)]), [extra, number(`${group}.${extra}`)]]);
+  };
+  const cards = (list) => [...formEl.querySelectorAll(`fieldset[name^="${list}["]`)];
+  const settings = {
+    firstMessage: orNull(value('firstMessage')),
+    language: orNull(value('language')),
+    voice: pair('voice', ['provider', 'voiceId'], 'speed'),
+    model: pair('model', ['provider', 'name'], 'temperature'),
+    tools: cards('tools').map((_, i) => {
+      const p = `tools[${i}]`;
+      const type = value(`${p}.type`);
+      const description = orNull(value(`${p}.description`));
+      if (type === 'function') {
+        return { type, name: value(`${p}.name`), description, parameters: JSON.parse(value(`${p}.parameters`)), url: value(`${p}.url`) };
+      }
+      if (type === 'transfer_call') return { type, number: value(`${p}.number`), description };
+      return { type, description };
+    }),
+    postCallAnalysis: cards('postCallAnalysis').map((_, i) => {
+      const p = `postCallAnalysis[${i}]`;
+      const type = value(`${p}.type`);
+      const f = { name: value(`${p}.name`), type, description: orNull(value(`${p}.description`)) };
+      return type === 'enum' ? { ...f, choices: value(`${p}.choices`).split('\n').map((s) => s.trim()).filter(Boolean) } : f;
+    }),
+  };
+  if (details.length) throw new ApiError(400, { error: 'A voice needs its provider and voice, a model its provider and name.', details });
+  return settings;
+}
+
+/** A read-only account of the settings (for those who may not change them). */
+function settingsFacts(a) {
+  const s = settingsOf(a);
+  const none = (text = 'Not set') => h('span', { class: 'muted' }, text);
+  const parts = (...xs) => xs.filter(Boolean).join(' · ');
+  return h('dl', { class: 'ag-facts card' },
+    h('div', { class: 'ag-wide' }, h('dt', null, 'First message'), h('dd', { class: 'ag-pre' }, s.firstMessage ?? none())),
+    h('div', null, h('dt', null, 'Language'), h('dd', null, s.language ?? none())),
+    h('div', null, h('dt', null, 'Voice'), h('dd', null, s.voice
+      ? parts(s.voice.provider, s.voice.voiceId, s.voice.speed != null && `speed ${s.voice.speed}`) : none())),
+    h('div', null, h('dt', null, 'Model'), h('dd', null, s.model
+      ? parts(s.model.provider, s.model.name, s.model.temperature != null && `temperature ${s.model.temperature}`) : none())),
+    h('div', { class: 'ag-wide' }, h('dt', null, 'Tools'), h('dd', null, s.tools.length
+      ? h('ul', { class: 'ag-list' }, s.tools.map((t) => h('li', null,
+        h('strong', null, t.type === 'function' ? t.name : toolTypeName(t.type)),
+        t.type === 'function' && h('span', { class: 'muted' }, ` (function, ${t.url})`),
+        t.type === 'transfer_call' && [' to ', phone(t.number)],
+        t.description && [': ', t.description])))
+      : none('No tools'))),
+    h('div', { class: 'ag-wide' }, h('dt', null, 'Post-call analysis'), h('dd', null, s.postCallAnalysis.length
+      ? h('ul', { class: 'ag-list' }, s.postCallAnalysis.map((f) => h('li', null,
+        h('strong', null, f.name), h('span', { class: 'muted' }, ` (${fieldTypeName(f.type)}${f.type === 'enum' ? `: ${f.choices.join(', ')}` : ''})`),
+        f.description && [': ', f.description])))
+      : none('Nothing extracted'))));
+}
+
+/** The settings section: a form for those who may write (only what changed is sent), else the facts. */
+function settingsSection(ctx) {
+  const slot = h('div');
+  const el = h('section', { class: 'section', 'aria-labelledby': 'ag-set-h' },
+    h('h2', { id: 'ag-set-h', tabindex: '-1' }, 'Runtime settings'),
+    h('p', { class: 'hint ag-set-lead' }, 'What a runtime needs besides the instructions. Each saved change is a new version in the history, with the instructions, so it can be compared and restored.'),
+    slot);
+  const show = (a) => {
+    if (!can('write')) return replace(slot, settingsFacts(a));
+    const s = settingsOf(a);
+    const languages = uid('languages');
+    const f = form({
+      className: 'grid ag-settings',
+      fields: [
+        areaField({ name: 'firstMessage', label: 'First message (optional)', rows: 2, wrap: 'ag-area', maxlength: 5000, value: s.firstMessage ?? '', hint: 'What the agent says first. Empty: the runtime’s default.' }),
+        field({ name: 'language', label: 'Language', value: s.language ?? '', list: languages, autocomplete: 'off', spellcheck: 'false', placeholder: 'en-US', hint: 'A BCP 47 tag such as en-US or de-DE. Empty: not set.' }),
+        h('datalist', { id: languages }, LANGUAGES.map((l) => h('option', { value: l }))),
+        box('voice', 'Voice',
+          field({ name: 'voice.provider', label: 'Voice provider', value: s.voice?.provider ?? '', autocomplete: 'off', placeholder: 'elevenlabs' }),
+          field({ name: 'voice.voiceId', label: 'Voice id', value: s.voice?.voiceId ?? '', autocomplete: 'off', spellcheck: 'false' }),
+          field({ name: 'voice.speed', label: 'Speed', type: 'number', min: 0.5, max: 2, step: 0.05, inputmode: 'decimal', value: s.voice?.speed ?? '', hint: '0.5 to 2. Empty: normal speed.' })),
+        box('model', 'Model',
+          field({ name: 'model.provider', label: 'Model provider', value: s.model?.provider ?? '', autocomplete: 'off', placeholder: 'openai' }),
+          field({ name: 'model.name', label: 'Model name', value: s.model?.name ?? '', autocomplete: 'off', spellcheck: 'false' }),
+          field({ name: 'model.temperature', label: 'Temperature', type: 'number', min: 0, max: 2, step: 0.1, inputmode: 'decimal', value: s.model?.temperature ?? '', hint: '0 to 2. Empty: the provider’s default.' })),
+        repeater({ list: 'tools', title: 'Tools', one: 'tool', max: MAX_TOOLS, items: s.tools, build: toolFields, empty: 'No tools: the agent only talks.' }),
+        repeater({ list: 'postCallAnalysis', title: 'Post-call analysis', one: 'field', max: MAX_FIELDS, items: s.postCallAnalysis, build: analysisFields, empty: 'Nothing is extracted from calls beyond the summary, sentiment and success.' }),
+      ],
+      submit: 'Save settings',
+      onSubmit: async (_, formEl) => {
+        const want = readSettings(formEl);
+        const have = settingsOf(ctx.agent);
+        const body = Object.fromEntries(Object.entries(want).filter(([k, v]) => JSON.stringify(v) !== JSON.stringify(have[k])));
+        if (!Object.keys(body).length) { toast('The settings have not changed'); return; }
+        let a;
+        try {
+          a = await api('PUT', agentPath(ctx.id), body);
+        } catch (err) {
+          for (const d of err.details || []) d.field = controlName(formEl, d.field);
+          throw err;
+        }
+        ctx.agent = a;
+        show(a);
+        toast('Settings saved as a new version');
+        ctx.instructions.refresh();
+        ctx.history.reload();
+      },
+    });
+    return replace(slot, f);
+  };
+  show(ctx.agent);
+  return { el, show };
 }
 
 // ---- instructions: editor, count, save, prompt-optimisation state
@@ -348,7 +669,14 @@ function instructionsSection(ctx) {
 
   const load = () => replace(slot, loader(async () => build(await api('GET', `${agentPath(ctx.id)}/instructions`))));
   load();
-  return { el, reload: load, current: () => saved };
+  // A settings change is a new version too: its number and state, the editor left as it is.
+  const refresh = async () => {
+    const ins = await api('GET', `${agentPath(ctx.id)}/instructions`).catch(() => null);
+    if (!ins || ctx.signal.aborted) return;
+    saved = ins;
+    showStatus(ins);
+  };
+  return { el, reload: load, refresh, current: () => saved };
 }
 
 // ---- history, restore
@@ -366,7 +694,7 @@ function historySection(ctx) {
       h('td', { class: 'ag-first' }, h('span', { class: 'ag-preview', title: firstLine(v.instructions) }, firstLine(v.instructions) || '—')),
       h('td', { class: 'actions' },
         h('a', {
-          class: 'btn secondary small', href: hrefWith({ compare: v.version }), 'aria-label': `Compare version ${v.version} with the current text`,
+          class: 'btn secondary small', href: hrefWith({ compare: v.version }), 'aria-label': `Compare version ${v.version} with the current version`,
           onclick: (ev) => { ev.preventDefault(); showDiff(ctx, v.version, true); },
         }, 'Compare'),
         can('write') && [' ', h('button', {
@@ -389,7 +717,7 @@ const firstLine = (s) => (String(s).split('\n').find((l) => l.trim()) || '').tri
 function restore(ctx, version) {
   return confirmDialog({
     title: `Restore version ${version}?`,
-    body: `Its text becomes the current instructions as a new version; the text it replaces is kept in the history.${
+    body: `Its text and runtime settings become the current ones as a new version; what they replace is kept in the history.${
       document.querySelector('.ag-unsaved')?.textContent ? ' Your unsaved changes in the editor are discarded.' : ''}`,
     confirm: 'Restore',
     danger: false,
@@ -402,6 +730,7 @@ function restore(ctx, version) {
     closeDiff(ctx);
     ctx.instructions.reload();
     ctx.history.reload();
+    api('GET', agentPath(ctx.id)).then((a) => { ctx.agent = a; ctx.settings.show(a); }, () => {});
     ctx.instructions.el.querySelector('h2').focus();
   });
 }
@@ -413,37 +742,66 @@ function closeDiff(ctx) {
   if (new URLSearchParams(location.search).has('compare')) history.replaceState(null, '', hrefWith({ compare: null }));
 }
 
+/**
+ * The lines of a diff as a list: each marked added, removed or unchanged in words for screen
+ * readers, and by colour and sign for the eye.
+ * @param {string[][]} ops lineDiff's answer ([op, line]) @param {string} label the list's name
+ */
+function diffList(ops, label) {
+  // Focusable: a long diff scrolls inside its box, by keyboard too.
+  return h('ol', { class: 'ag-diff', 'aria-label': label, tabindex: '0' }, ops.map(([op, line]) => {
+    const kind = op === '+' ? 'add' : op === '-' ? 'del' : 'same';
+    const word = op === '+' ? 'Added: ' : op === '-' ? 'Removed: ' : 'Unchanged: ';
+    return h('li', { class: kind, 'data-diff': kind },
+      h('span', { class: 'ag-mark', 'aria-hidden': 'true' }, op === ' ' ? '' : op === '-' ? '−' : '+'),
+      h('span', { class: 'sr-only' }, word),
+      h('span', { class: 'ag-line' }, line || ' '));
+  }));
+}
+
+/** "2 lines added, 1 removed" of a diff, and whether anything differs. @param {string[][]} ops */
+function diffCount(ops) {
+  const added = ops.filter((o) => o[0] === '+').length;
+  const removed = ops.filter((o) => o[0] === '-').length;
+  return { changed: added + removed > 0, text: `${num(added)} ${added === 1 ? 'line' : 'lines'} added, ${num(removed)} removed` };
+}
+
 function showDiff(ctx, version, push) {
   if (push) history.pushState(null, '', hrefWith({ compare: version }));
-  const heading = h('h2', { tabindex: '-1' }, `Version ${num(version)} compared with the current text`);
+  const heading = h('h2', { tabindex: '-1' }, `Version ${num(version)} compared with the current version`);
   heading.id = uid('diff');
   replace(ctx.diffSlot, h('section', { class: 'section ag-diff-box', 'aria-labelledby': heading.id }, heading,
     loader(async () => {
-      const [old, cur] = await Promise.all([
+      const [old, cur, agent] = await Promise.all([
         api('GET', `${agentPath(ctx.id)}/instructions/history/${enc(version)}`).catch((err) => {
           if (err.status === 404) err.message = `Version ${version} is not in the history (only the last 20 are kept).`;
           throw err;
         }),
         ctx.instructions?.current() || api('GET', `${agentPath(ctx.id)}/instructions`),
+        api('GET', agentPath(ctx.id)),
       ]);
-      const ops = lineDiff(old.instructions, cur.instructions);
-      const added = ops.filter((o) => o[0] === '+').length;
-      const removed = ops.filter((o) => o[0] === '-').length;
+      const text = lineDiff(old.instructions, cur.instructions);
+      const textCount = diffCount(text);
+      const settings = old.settings ? lineDiff(settingsText(old.settings), settingsText(agent)) : null;
+      const settingsCount = settings && diffCount(settings);
       return [
-        h('p', null, `From version ${num(version)} (set `, time(old.createdAt), `) to the current version ${num(cur.version)}: `,
-          h('strong', null, `${num(added)} ${added === 1 ? 'line' : 'lines'} added, ${num(removed)} removed`), '.'),
+        h('p', null, `From version ${num(version)} (set `, time(old.createdAt), `) to the current version ${num(cur.version)}.`),
         h('p', { class: 'ag-legend hint' },
           h('span', { class: 'ag-key del' }, '− Removed'), ' in version ', num(version), ' only · ',
-          h('span', { class: 'ag-key add' }, '+ Added'), ' in the current text only'),
-        added + removed === 0 && h('p', { class: 'muted' }, 'The texts are the same.'),
-        h('ol', { class: 'ag-diff', 'aria-label': `Line differences, version ${version} to current` }, ops.map(([op, line]) => {
-          const kind = op === '+' ? 'add' : op === '-' ? 'del' : 'same';
-          const word = op === '+' ? 'Added: ' : op === '-' ? 'Removed: ' : 'Unchanged: ';
-          return h('li', { class: kind, 'data-diff': kind },
-            h('span', { class: 'ag-mark', 'aria-hidden': 'true' }, op === ' ' ? '' : op === '-' ? '−' : '+'),
-            h('span', { class: 'sr-only' }, word),
-            h('span', { class: 'ag-line' }, line || ' '));
-        })),
+          h('span', { class: 'ag-key add' }, '+ Added'), ' in the current one only'),
+        h('div', { class: 'ag-diffs' },
+          h('div', { class: 'ag-diff-col' },
+            h('h3', null, 'Instructions'),
+            h('p', null, h('strong', null, textCount.text), '.'),
+            !textCount.changed && h('p', { class: 'muted' }, 'The texts are the same.'),
+            diffList(text, `Line differences of the instructions, version ${version} to current`)),
+          h('div', { class: 'ag-diff-col' },
+            h('h3', null, 'Runtime settings'),
+            settings
+              ? [h('p', null, h('strong', null, settingsCount.text), ' (as JSON).'),
+                !settingsCount.changed && h('p', { class: 'muted' }, 'The settings are the same.'),
+                diffList(settings, `Line differences of the runtime settings, version ${version} to current`)]
+              : h('p', { class: 'muted' }, 'This version has no settings recorded.'))),
         h('div', { class: 'form-actions' },
           can('write') && h('button', { type: 'button', class: 'btn primary', onclick: () => restore(ctx, version) }, `Restore version ${num(version)}`),
           h('a', {

@@ -6,7 +6,7 @@ import {
   h, replace, field, form, loader, table, badge, time, num, alertBox, errorText, showFormError,
   confirmDialog, toast, navigate, section, pager, pageOf, hrefWith, every, enc, liveTable, phone, phoneText,
 } from './dom.js';
-import { api, can } from './api.js';
+import { api, can, withTeam } from './api.js';
 
 /** @typedef {import('./dom.js').PageContext} PageContext */
 
@@ -37,6 +37,32 @@ function score(v) {
 
 const STATUS_KIND = { completed: 'cc-ok', 'in-progress': 'accent', active: 'accent', ended: '', 'no-answer': 'warn', failed: 'warn', busy: 'warn' };
 const statusBadge = (s) => badge(String(s || '—').replace(/[-_]/g, ' '), STATUS_KIND[s] ?? '');
+
+// A call's outcome (issue 41), in words: the API's values are for programs.
+export const SENTIMENTS = { positive: 'Positive', neutral: 'Neutral', negative: 'Negative', unknown: 'Unknown' };
+const SENTIMENT_KIND = { positive: 'cc-ok', negative: 'warn' };
+export const REASONS = {
+  customer_hangup: 'Customer hung up', agent_hangup: 'Agent hung up', transfer: 'Transferred', voicemail: 'Reached voicemail',
+  no_answer: 'No answer', busy: 'Line busy', error: 'Error', other: 'Other reason',
+};
+/** @param {boolean | null | undefined} ok */
+const successText = (ok) => (ok === true ? 'Successful' : ok === false ? 'Not successful' : 'Success unknown');
+/** @param {string | null | undefined} s */
+const sentimentText = (s) => (s ? `${SENTIMENTS[s] || s} sentiment` : null);
+/** @param {string | null | undefined} r */
+const reasonText = (r) => (r ? REASONS[r] || r : null);
+/** "12 credits" (a call's cost), "—" when unknown. @param {unknown} n */
+const credits = (n) => (typeof n === 'number' ? `${num(n)} ${n === 1 ? 'credit' : 'credits'}` : h('span', { class: 'muted' }, '—'));
+
+/** A call's outcome in a list cell: success, sentiment and how it ended, in words. */
+function outcome(c) {
+  const a = c.analysis;
+  if (!a && !c.disconnectionReason) return h('span', { class: 'muted' }, '—');
+  return h('span', { class: 'cc-outcome' },
+    a && a.successful != null && badge(successText(a.successful), a.successful ? 'cc-ok' : 'warn'),
+    a && a.sentiment && h('span', { class: 'cc-sentiment' }, sentimentText(a.sentiment)),
+    c.disconnectionReason && h('span', { class: 'cc-reason' }, reasonText(c.disconnectionReason)));
+}
 
 const agentLink = (a) => (a ? h('a', { href: `/agents/${enc(a.id)}` }, a.name || a.id) : h('span', { class: 'muted' }, 'None'));
 
@@ -121,7 +147,7 @@ function foldedFilters(formEl, query, fields, defaults, ready) {
 }
 
 /** The agents for a filter's select: filled when they arrive; the chosen id stays listed. */
-function fillAgents(formEl, chosen) {
+export function fillAgents(formEl, chosen) {
   const select = /** @type {HTMLSelectElement} */ (formEl.elements.namedItem('agentId'));
   if (!select) return Promise.resolve();
   if (chosen) select.append(h('option', { value: chosen }, `Agent ${chosen}`));
@@ -165,7 +191,8 @@ function facts(pairs) {
 
 // ---------------------------------------------------------------- /calls
 
-const CALL_KEYS = ['search', 'number', 'callType', 'agentId', 'minDuration', 'maxDuration', 'dateFrom', 'dateTo', 'sortBy', 'sortOrder', 'limit'];
+const CALL_FILTERS = ['search', 'number', 'callType', 'agentId', 'sentiment', 'successful', 'disconnectionReason', 'minDuration', 'maxDuration', 'dateFrom', 'dateTo'];
+const CALL_KEYS = [...CALL_FILTERS, 'sortBy', 'sortOrder', 'limit'];
 const CALL_DEFAULTS = { callType: 'all', sortBy: 'createdAt', sortOrder: 'desc', limit: '20' };
 
 function callFields() {
@@ -174,6 +201,9 @@ function callFields() {
     { name: 'number', label: 'Phone number', type: 'tel', maxlength: 64, hint: 'Either side, any spelling', autocomplete: 'off' },
     { name: 'callType', label: 'Direction', type: 'select', options: [['all', 'Both directions'], ['incoming', 'Incoming'], ['outgoing', 'Outgoing']] },
     { name: 'agentId', label: 'Agent', type: 'select', options: [['', 'All agents']] },
+    { name: 'successful', label: 'Success', type: 'select', options: [['', 'Any'], ['true', 'Successful'], ['false', 'Not successful']] },
+    { name: 'sentiment', label: 'Sentiment', type: 'select', options: [['', 'Any sentiment'], ...Object.entries(SENTIMENTS)] },
+    { name: 'disconnectionReason', label: 'How it ended', type: 'select', options: [['', 'Any way'], ...Object.entries(REASONS)] },
     { name: 'minDuration', label: 'Shortest (seconds)', type: 'number', min: 0, max: 31536000, step: 1, inputmode: 'numeric' },
     { name: 'maxDuration', label: 'Longest (seconds)', type: 'number', min: 0, max: 31536000, step: 1, inputmode: 'numeric' },
     { name: 'dateFrom', label: 'Started on or after', type: 'date' },
@@ -184,7 +214,8 @@ function callFields() {
   ];
 }
 
-const callKey = (c) => JSON.stringify([c.createdAt, c.type, c.from, c.to, c.agent, c.duration, c.status, c.score, c.flagged, c.favorite, c.spam]);
+const callKey = (c) => JSON.stringify([c.createdAt, c.type, c.from, c.to, c.agent, c.duration, c.status, c.score, c.flagged, c.favorite, c.spam,
+  c.analysis?.successful, c.analysis?.sentiment, c.disconnectionReason]);
 
 function callRow(c, back) {
   const incoming = c.type === 'INCOMING';
@@ -196,6 +227,7 @@ function callRow(c, back) {
     h('td', null, c.agent ? c.agent.name : h('span', { class: 'muted' }, '—')),
     h('td', { class: 'num' }, c.duration == null ? h('span', { class: 'muted' }, 'ongoing') : clock(c.duration)),
     h('td', null, statusBadge(c.status), marks.length ? [' ', marks] : null),
+    h('td', null, outcome(c)),
     h('td', { class: 'num' }, score(c.score)));
 }
 
@@ -208,7 +240,7 @@ export function callList({ view, query, signal }) {
   const folded = foldedFilters(filters, query, callFields(), CALL_DEFAULTS, fillAgents(filters, query.get('agentId')));
   // Unchanged rows are kept as they are on a refresh.
   const rows = liveTable({
-    headers: ['Time', 'Direction', 'From → To', 'Agent', 'Duration', 'Status', 'Score'],
+    headers: ['Time', 'Direction', 'From → To', 'Agent', 'Duration', 'Status', 'Outcome', 'Score'],
     caption: 'Calls', dense: true,
     empty: q.toString().replace(/(^|&)(page|limit)=\d+/g, '') ? 'No call matches these filters.' : 'No calls yet. Calls appear here as your agents take and make them.',
     rowFor: (c) => callRow(c, back),
@@ -241,7 +273,24 @@ export function callList({ view, query, signal }) {
   view.append(
     h('p', { class: 'lead' }, 'Phone calls of your agents, newest first. Open one for its transcript, recording and timeline.'),
     folded,
-    section('Calls', list));
+    section('Calls', exportLink(query), list));
+}
+
+/**
+ * "Export CSV": GET /v1/calls/export with the list's filters (every matching call, not only this
+ * page), a plain link so that the browser streams the file to disk; the session cookie signs it.
+ * @param {URLSearchParams} query
+ */
+function exportLink(query) {
+  const q = new URLSearchParams();
+  for (const k of CALL_FILTERS) {
+    const v = (query.get(k) || '').trim();
+    if (v && v !== CALL_DEFAULTS[k]) q.set(k, v);
+  }
+  const s = q.toString();
+  return h('p', { class: 'cc-export' },
+    h('a', { class: 'btn secondary small', href: withTeam(`/v1/calls/export${s ? `?${s}` : ''}`), download: 'calls.csv' }, 'Export CSV'),
+    h('span', { class: 'muted small' }, s ? ' Every call that matches these filters, not only this page.' : ' Every call, not only this page.'));
 }
 
 // ---------------------------------------------------------------- /calls/{id}
@@ -277,6 +326,7 @@ function callView(c, back, again) {
     : h('p', { class: 'cc-marks' }, [c.favorite && badge('Favorite', 'accent'), c.flagged && badge('Flagged', 'warn'), c.spam && badge('Spam', 'warn')].filter(Boolean));
 
   const player = conversation(c, start);
+  const summary = c.analysis?.summary || c.summary;
   return [
     c.duration == null && alertBox('This call is in progress: its transcript grows as it goes on.', {
       kind: 'info', action: h('button', { type: 'button', class: 'btn secondary small', onclick: () => again() }, 'Refresh'),
@@ -291,13 +341,40 @@ function callView(c, back, again) {
         ['Started', time(c.createdAt)],
         ['Ended', time(c.endedAt, { empty: 'In progress' })],
         ['Duration', c.duration == null ? h('span', { class: 'muted' }, 'In progress') : duration(c.duration)],
+        ['How it ended', reasonText(c.disconnectionReason) ?? h('span', { class: 'muted' }, '—')],
+        ['Cost', credits(c.cost)],
         ['Score', score(c.score)],
       ]),
       actions, rowError),
-    section('Summary', c.summary ? h('p', { class: 'cc-summary' }, c.summary) : h('p', { class: 'muted' }, 'No summary.')),
+    section('Summary', summary ? h('p', { class: 'cc-summary' }, summary) : h('p', { class: 'muted' }, 'No summary.')),
+    section('Analysis', analysisView(c.analysis)),
     section('Contact', contactBox(c)),
     player,
     section('Timeline', timeline(c.timeline || [], start)),
+  ];
+}
+
+/** A value of the analysis' custom fields, as text: yes/no, a number, a string, or JSON. @param {unknown} v */
+function customValue(v) {
+  if (v == null || v === '') return h('span', { class: 'muted' }, '—');
+  if (typeof v === 'boolean') return v ? 'Yes' : 'No';
+  if (typeof v === 'number') return num(v);
+  return typeof v === 'string' ? v : JSON.stringify(v);
+}
+
+/** The analysis the runtime reported: sentiment, success and the agent's custom fields. */
+function analysisView(a) {
+  if (!a) return h('p', { class: 'muted' }, 'No analysis: the runtime has not reported one for this call.');
+  const custom = Object.entries(a.custom || {});
+  return [
+    facts([
+      ['Sentiment', a.sentiment ? badge(SENTIMENTS[a.sentiment] || a.sentiment, SENTIMENT_KIND[a.sentiment] ?? '') : '—'],
+      ['Success', a.successful == null ? h('span', { class: 'muted' }, 'Unknown') : badge(successText(a.successful), a.successful ? 'cc-ok' : 'warn')],
+    ]),
+    h('h3', { class: 'cc-sub' }, 'Custom fields'),
+    custom.length
+      ? h('dl', { class: 'cc-custom' }, custom.map(([k, v]) => h('div', null, h('dt', null, k), h('dd', null, customValue(v)))))
+      : h('p', { class: 'muted' }, 'No custom fields: the agent’s post-call analysis asks for none.'),
   ];
 }
 

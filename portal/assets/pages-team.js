@@ -3,7 +3,7 @@
 import {
   h, append, replace, field, form, loader, table, badge, time, num, fullName, cap, alertBox,
   copyField, confirmDialog, formDialog, toast, navigate, section, pager, pageOf, ACTIONS, enc, focusTitle, plural,
-  setFieldError,
+  setFieldError, tile,
 } from './dom.js';
 import { api, state, actingTeam, can, setScope, loadSubteams, ROLES, isOwner, isOwnerRole } from './api.js';
 import { barChart, usageTable, totals, sparkBars } from './charts.js';
@@ -36,13 +36,6 @@ export function noAccess({ view }) {
 
 
 // ---------------------------------------------------------------- overview
-
-function tile(label, value, note, kind) {
-  return h('div', { class: ['tile', kind] },
-    h('p', { class: 'tile-label' }, label),
-    h('p', { class: 'tile-value' }, value),
-    note && h('p', { class: 'tile-note' }, note));
-}
 
 /** @param {PageContext} ctx */
 export function overview({ view }) {

@@ -1,7 +1,8 @@
 // Browser steps of the agents pages: create in the UI (hostile strings), edit the fields and the
-// instructions (versions, the character count and its limit), the history, the diff of an older
-// version, restore, a missing agent, delete in the UI.
-import { T, step, visible, hidden, atPath, check, ok, rand, track, newContext, password } from '../harness.mjs';
+// instructions (versions, the character count and its limit), the runtime settings (errors
+// beside their fields, kept after a reload), the history, the diff of an older version (text
+// and settings), restore, a missing agent, delete in the UI.
+import { T, step, visible, hidden, atPath, check, ok, fail, rand, track, newContext, password } from '../harness.mjs';
 
 const XSS_IMG = '<img src=x onerror=window.__xss=1>';
 const XSS_SCRIPT = '<script>window.__xss=1</script>';
@@ -124,8 +125,8 @@ export default async function agents(w) {
   });
 
   await step('agents: the diff of version 1 against the current text marks added and removed lines', async () => {
-    await page.getByRole('link', { name: 'Compare version 1 with the current text' }).click();
-    await visible(page.getByRole('heading', { name: 'Version 1 compared with the current text' }), 'the comparison');
+    await page.getByRole('link', { name: 'Compare version 1 with the current version' }).click();
+    await visible(page.getByRole('heading', { name: 'Version 1 compared with the current version' }), 'the comparison');
     ok(new URL(page.url()).searchParams.get('compare') === '1', `the comparison is not in the address: ${page.url()}`);
     const diff = page.locator('ol.ag-diff');
     const removed = diff.locator('li[data-diff="del"]', { hasText: 'Ask for their name.' });
@@ -141,7 +142,7 @@ export default async function agents(w) {
     // The address opens the comparison by itself.
     await noXss();
     await page.reload();
-    await visible(page.getByRole('heading', { name: 'Version 1 compared with the current text' }), 'the comparison after a reload');
+    await visible(page.getByRole('heading', { name: 'Version 1 compared with the current version' }), 'the comparison after a reload');
     await noXss();
   });
 
@@ -157,6 +158,150 @@ export default async function agents(w) {
     ok(ins.instructions === v1 && ins.version === 4, `after the restore the API holds version ${ins.version}: ${JSON.stringify(ins.instructions)}`);
     ok(await page.getByLabel('System prompt').inputValue() === v1, 'the editor does not show the restored text');
     await visible(page.getByRole('row', { name: /Version 3/ }), 'version 3 in the history');
+    await noXss();
+  });
+
+  // Issue 41: the runtime settings, edited in the page, with the API's errors beside their fields.
+  const settingsBox = () => page.locator('section').filter({ has: page.getByRole('heading', { name: 'Runtime settings', level: 2 }) });
+  const tool = (n) => settingsBox().getByRole('group', { name: `Tool ${n}`, exact: true });
+  const analysisField = (n) => settingsBox().getByRole('group', { name: `Field ${n}`, exact: true });
+  const errorOf = async (control) => {
+    const errId = (await control.getAttribute('aria-describedby')).split(' ').pop();
+    return page.locator(`[id="${errId}"]`);
+  };
+  const agent = async () => {
+    const r = await w.api('GET', `/agents/${id}`);
+    ok(r.status === 200, `GET /v1/agents/${id} answered ${r.status}: ${JSON.stringify(r.body)}`);
+    return r.body.data;
+  };
+  const firstMessage = `Hello, this is the front desk. ${XSS_IMG}`;
+  const parameters = { type: 'object', properties: { day: { type: 'string', description: 'The day wanted' } }, required: ['day'] };
+  let settingsVersion;
+
+  await step('agents: runtime settings: JSON checked as typed, the API\'s errors beside their fields', async () => {
+    const box = settingsBox();
+    await visible(box.getByRole('button', { name: 'Save settings' }), 'the settings form');
+    await box.getByLabel('First message (optional)').fill(firstMessage);
+    await box.getByLabel('Language').fill('not a language!');
+    await box.getByLabel('Voice provider').fill('elevenlabs');
+    await box.getByLabel('Voice id').fill('rachel');
+    await box.getByLabel('Speed').fill('1.25');
+    await box.getByLabel('Model provider').fill('openai');
+    await box.getByLabel('Model name').fill('gpt-4o-mini');
+    await box.getByLabel('Temperature').fill('0.4');
+    // A function tool whose parameters are not JSON: said beside them as typed, nothing is sent.
+    await box.getByRole('button', { name: 'Add tool' }).click();
+    await tool(1).getByLabel('Name').fill('book_slot');
+    await tool(1).getByLabel('URL').fill('https://api.example.com/book');
+    const params = tool(1).getByLabel('Parameters (JSON Schema)');
+    await params.fill('{"type": "object",');
+    await visible((await errorOf(params)).getByText(/^This is not valid JSON/), 'the JSON error beside the parameters');
+    ok(await params.getAttribute('aria-invalid') === 'true', 'the parameters are not marked invalid');
+    await box.getByRole('button', { name: 'Save settings' }).click();
+    await visible((await errorOf(params)).getByText(/^This is not valid JSON/), 'the JSON error after Save');
+    ok((await agent()).tools.length === 0, 'settings were sent with parameters that are not JSON');
+    await params.fill(JSON.stringify(parameters, null, 2));
+    ok(await (await errorOf(params)).isHidden(), 'the JSON error stays once the parameters are JSON');
+    // A transfer (its number not E.164: the API's error) and an end-call tool.
+    await box.getByRole('button', { name: 'Add tool' }).click();
+    await tool(2).getByLabel('Type').selectOption('transfer_call');
+    await tool(2).getByLabel('Number').fill('12345');
+    await tool(2).getByLabel('Description (optional)').fill(`To a person ${XSS_SCRIPT}`);
+    await box.getByRole('button', { name: 'Add tool' }).click();
+    await tool(3).getByLabel('Type').selectOption('end_call');
+    // What to extract after the call: a choice among two, and a yes or no.
+    await box.getByRole('button', { name: 'Add field' }).click();
+    await analysisField(1).getByLabel('Name').fill('topic');
+    await analysisField(1).getByLabel('Type').selectOption('enum');
+    await analysisField(1).getByLabel('Choices').fill('billing\nsupport');
+    await box.getByRole('button', { name: 'Add field' }).click();
+    await analysisField(2).getByLabel('Name').fill('callback_wanted');
+    await analysisField(2).getByLabel('Type').selectOption('boolean');
+    await analysisField(2).getByLabel('Description (optional)').fill('Whether the caller asked to be called back');
+    await box.getByRole('button', { name: 'Save settings' }).click();
+    const language = box.getByLabel('Language');
+    await visible((await errorOf(language)).filter({ hasText: /./ }), 'the API\'s error beside the language');
+    ok(await language.getAttribute('aria-invalid') === 'true', 'the language is not marked invalid');
+    const number = tool(2).getByLabel('Number');
+    await visible((await errorOf(number)).filter({ hasText: /./ }), 'the API\'s error beside the transfer number');
+    await check(page, 'agent-settings-errors');
+    const a = await agent();
+    ok(a.language === null && a.tools.length === 0, `the refused settings were saved: ${JSON.stringify(a)}`);
+    await noXss();
+  });
+
+  await step('agents: runtime settings saved, kept after a reload, a new version', async () => {
+    const box = settingsBox();
+    const before = (await instructions()).version;
+    await box.getByLabel('Language').fill('en-US');
+    await tool(2).getByLabel('Number').fill('+14155550132');
+    await box.getByRole('button', { name: 'Save settings' }).click();
+    await visible(page.getByRole('status').filter({ hasText: 'Settings saved as a new version' }), 'the saved message');
+    const a = await agent();
+    const want = {
+      firstMessage, language: 'en-US',
+      voice: { provider: 'elevenlabs', voiceId: 'rachel', speed: 1.25 },
+      model: { provider: 'openai', name: 'gpt-4o-mini', temperature: 0.4 },
+    };
+    for (const [k, v] of Object.entries(want)) ok(JSON.stringify(a[k]) === JSON.stringify(v), `the API holds ${k} = ${JSON.stringify(a[k])}, not ${JSON.stringify(v)}`);
+    ok(a.tools.length === 3 && a.tools[0].type === 'function' && a.tools[0].name === 'book_slot'
+      && JSON.stringify(a.tools[0].parameters) === JSON.stringify(parameters) && a.tools[0].url === 'https://api.example.com/book'
+      && a.tools[1].type === 'transfer_call' && a.tools[1].number === '+14155550132' && a.tools[1].description === `To a person ${XSS_SCRIPT}`
+      && a.tools[2].type === 'end_call', `the API holds other tools: ${JSON.stringify(a.tools)}`);
+    ok(a.postCallAnalysis.length === 2 && a.postCallAnalysis[0].type === 'enum'
+      && JSON.stringify(a.postCallAnalysis[0].choices) === '["billing","support"]'
+      && a.postCallAnalysis[1].name === 'callback_wanted' && a.postCallAnalysis[1].type === 'boolean',
+    `the API holds other analysis fields: ${JSON.stringify(a.postCallAnalysis)}`);
+    settingsVersion = (await instructions()).version;
+    ok(settingsVersion === before + 1, `the settings change made version ${settingsVersion}, not ${before + 1}`);
+    await visible(page.getByText(`Version ${settingsVersion}`, { exact: true }), 'the new version in the instructions status');
+    await noXss();
+    await page.reload();
+    await visible(settingsBox().getByRole('button', { name: 'Save settings' }), 'the settings form after a reload');
+    ok(await settingsBox().getByLabel('Language').inputValue() === 'en-US', 'the language is not kept after a reload');
+    ok(await settingsBox().getByLabel('First message (optional)').inputValue() === firstMessage, 'the first message is not kept');
+    ok(await settingsBox().getByLabel('Speed').inputValue() === '1.25', 'the speed is not kept');
+    ok(await tool(2).getByLabel('Number').inputValue() === '+14155550132', 'the transfer number is not kept');
+    ok(JSON.parse(await tool(1).getByLabel('Parameters (JSON Schema)').inputValue()).required[0] === 'day', 'the parameters are not kept');
+    ok(await analysisField(1).getByLabel('Choices').inputValue() === 'billing\nsupport', 'the choices are not kept');
+    ok(await tool(3).getByLabel('Type').inputValue() === 'end_call', 'the end-call tool is not kept');
+    // Saving the same settings again sends nothing and makes no version.
+    await settingsBox().getByRole('button', { name: 'Save settings' }).click();
+    await visible(page.getByRole('status').filter({ hasText: 'The settings have not changed' }), 'the unchanged message');
+    ok((await instructions()).version === settingsVersion, 'saving unchanged settings made a version');
+    await check(page, 'agent-settings');
+    await noXss();
+  });
+
+  await step('agents: the comparison shows the settings difference; restoring an older version brings its settings back', async () => {
+    const older = settingsVersion - 1;
+    await page.getByRole('link', { name: `Compare version ${older} with the current version` }).click();
+    await visible(page.getByRole('heading', { name: `Version ${older} compared with the current version` }), 'the comparison');
+    const diff = page.getByRole('list', { name: `Line differences of the runtime settings, version ${older} to current` });
+    await visible(diff.locator('li[data-diff="add"]', { hasText: '"language": "en-US"' }), 'the language added in the settings diff');
+    await visible(diff.locator('li[data-diff="del"]', { hasText: '"language": null' }), 'the language removed in the settings diff');
+    await visible(diff.locator('li[data-diff="add"]', { hasText: XSS_SCRIPT }), 'the tool description, as text');
+    const text = page.getByRole('list', { name: `Line differences of the instructions, version ${older} to current` });
+    ok(await text.locator('li[data-diff="add"], li[data-diff="del"]').count() === 0, 'the instructions differ, yet only the settings changed');
+    await check(page, 'agent-settings-diff');
+    await page.getByRole('button', { name: `Restore version ${older}` }).first().click();
+    const dlg = page.getByRole('dialog');
+    await dlg.getByRole('button', { name: 'Restore' }).click();
+    await hidden(dlg, 'the confirmation');
+    await visible(page.getByText(`Version ${settingsVersion + 1}`, { exact: true }), 'the restored version');
+    const a = await agent();
+    ok(a.language === null && a.voice === null && a.tools.length === 0 && a.postCallAnalysis.length === 0,
+      `after restoring version ${older} the API holds settings: ${JSON.stringify(a)}`);
+    try {
+      await page.waitForFunction(() => document.querySelector('input[name="language"]')?.value === '', null, { timeout: T });
+    } catch { fail('the settings form does not show the restored (empty) language'); }
+    await visible(settingsBox().getByText('No tools: the agent only talks.'), 'no tools after the restore');
+    // The version with the settings is in the history: restored again, they come back.
+    await page.getByRole('button', { name: `Restore version ${settingsVersion}` }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Restore' }).click();
+    await hidden(page.getByRole('dialog'), 'the confirmation');
+    await visible(tool(3), 'the tools back after restoring the version that had them');
+    ok((await agent()).language === 'en-US', 'restoring the settings version did not bring the language back');
     await noXss();
   });
 
@@ -177,7 +322,12 @@ export default async function agents(w) {
       const box = await visible(vp.getByLabel('System prompt'), 'the instructions, read-only');
       ok(await box.getAttribute('readonly') !== null, 'the viewer\'s instructions are editable');
       await visible(vp.getByRole('row', { name: /Version 3/ }), 'the history');
-      for (const b of ['Save instructions', 'Save changes', 'Delete agent', 'Restore version 1']) {
+      // The settings, as text (no form).
+      const facts = vp.locator('section').filter({ has: vp.getByRole('heading', { name: 'Runtime settings' }) });
+      await visible(facts.getByText('book_slot', { exact: true }), 'the function tool in the viewer\'s settings');
+      await visible(facts.getByText(`: To a person ${XSS_SCRIPT}`), 'the tool description, as text');
+      ok(await facts.getByRole('textbox').count() === 0, 'a viewer is offered the settings fields');
+      for (const b of ['Save instructions', 'Save changes', 'Save settings', 'Add tool', 'Delete agent', 'Restore version 1']) {
         ok(await vp.getByRole('button', { name: b }).count() === 0, `a viewer is offered "${b}"`);
       }
       ok(await vp.evaluate(() => window.__xss) === undefined, 'a hostile string ran as markup for the viewer');

@@ -1,6 +1,8 @@
-// Browser steps of the calls and chats pages (/calls, /calls/{id}, /chats, /chats/{id}).
+// Browser steps of the calls and chats pages (/calls, /calls/{id}, /chats, /chats/{id}), with
+// the calls' outcome, its filters, Export CSV and the analysis on the call page.
 // They read seed-demo's calls and chats (60 calls, 4 with recordings, 12 chats) and write only
 // what they restore: a call's favourite mark (set, then cleared through the UI and the API).
+import fs from 'node:fs';
 import { T, mock, step, visible, hidden, atPath, settled, check, ok, fail, track, rand, newContext, password } from '../harness.mjs';
 
 const XSS = ['<img src=x onerror=window.__xss=1>', '<script>window.__xss=1</script>'];
@@ -8,6 +10,27 @@ const clock = (s) => { // the list's "m:ss" / "h:mm:ss" → seconds
   const p = String(s).trim().split(':').map(Number);
   return p.reduce((acc, v) => acc * 60 + v, 0);
 };
+
+/** The rows of an RFC 4180 CSV text (quoted fields, "" inside them, line breaks inside quotes). */
+function parseCsv(raw) {
+  const text = raw.replace(/^\ufeff/, '');
+  const rows = [];
+  let row = [];
+  let cell = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i += 1) {
+    const ch = text[i];
+    if (quoted) {
+      if (ch === '"' && text[i + 1] === '"') { cell += '"'; i += 1; } else if (ch === '"') quoted = false; else cell += ch;
+    } else if (ch === '"') quoted = true;
+    else if (ch === ',') { row.push(cell); cell = ''; } else if (ch === '\n' || ch === '\r') {
+      if (ch === '\r' && text[i + 1] === '\n') i += 1;
+      row.push(cell); rows.push(row); row = []; cell = '';
+    } else cell += ch;
+  }
+  if (cell || row.length) { row.push(cell); rows.push(row); }
+  return rows;
+}
 
 async function waitFor(page, fn, arg, what, timeout = T) {
   try {
@@ -300,6 +323,108 @@ export default async function calls(w) {
     ok(ms < 3000, `the ${big.transcript.length} lines took ${Math.round(ms)} ms from the page load`);
     console.log(`# ${big.transcript.length} transcript lines shown ${Math.round(ms)} ms after the page load`);
     await check(page, 'call-long-transcript');
+  });
+
+  // Issue 41: each call's outcome, the filters by it, the analysis on the call page, Export CSV.
+  const REASON_WORDS = {
+    customer_hangup: 'Customer hung up', agent_hangup: 'Agent hung up', transfer: 'Transferred', voicemail: 'Reached voicemail',
+    no_answer: 'No answer', busy: 'Line busy', error: 'Error', other: 'Other reason',
+  };
+  const SENTIMENT_WORDS = { positive: 'Positive', neutral: 'Neutral', negative: 'Negative', unknown: 'Unknown' };
+  let analysed; // a call with an analysis, when the data has one
+
+  await step('calls: the outcome column in words; filter by success, sentiment and how calls ended (chips)', async () => {
+    const all = (await w.api('GET', '/calls?limit=100')).body.data;
+    analysed = all.find((c) => c.analysis && c.analysis.successful != null && c.disconnectionReason);
+    if (!analysed) console.log('# no seeded call has an analysis: the outcome filters are checked against the API\'s (empty) answer only');
+    const want = analysed
+      ? { successful: String(analysed.analysis.successful), sentiment: analysed.analysis.sentiment, disconnectionReason: analysed.disconnectionReason }
+      : { successful: 'true', sentiment: 'positive', disconnectionReason: 'customer_hangup' };
+    await page.goto('/calls');
+    await settled(page);
+    await openFilters();
+    await page.getByLabel('Success').selectOption(want.successful);
+    await page.getByLabel('Sentiment').selectOption(want.sentiment);
+    await page.getByLabel('How it ended').selectOption(want.disconnectionReason);
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    try {
+      await page.waitForURL((u) => u.searchParams.get('successful') === want.successful && u.searchParams.get('sentiment') === want.sentiment
+        && u.searchParams.get('disconnectionReason') === want.disconnectionReason, { timeout: T });
+    } catch { fail(`the outcome filters are not in the address: ${page.url()}`); }
+    await settled(page);
+    const successWord = want.successful === 'true' ? 'Successful' : 'Not successful';
+    await visible(page.getByRole('link', { name: `Remove the filter Success: ${successWord}` }), 'the Success chip');
+    await visible(page.getByRole('link', { name: `Remove the filter Sentiment: ${SENTIMENT_WORDS[want.sentiment]}` }), 'the Sentiment chip');
+    await visible(page.getByRole('link', { name: `Remove the filter How it ended: ${REASON_WORDS[want.disconnectionReason]}` }), 'the How it ended chip');
+    const api = await w.api('GET', `/calls?${new URLSearchParams({ ...want, limit: '20' })}`);
+    ok(api.status === 200, `GET /v1/calls with the outcome filters answered ${api.status}: ${JSON.stringify(api.body).slice(0, 300)}`);
+    const ids = await page.locator('main tbody tr').evaluateAll((trs) => trs.map((tr) => tr.dataset.id));
+    ok(JSON.stringify(ids) === JSON.stringify(api.body.data.map((c) => c.id)), `the page lists ${ids.length} calls, the API ${api.body.data.length}`);
+    if (analysed) {
+      ok(ids.includes(analysed.id), 'the analysed call is not in the list filtered by its own outcome');
+      const cells = await page.locator('main tbody tr').evaluateAll((trs) => trs.map((tr) => tr.cells[6].textContent));
+      for (const c of cells) {
+        ok(c.includes(successWord) && c.includes(`${SENTIMENT_WORDS[want.sentiment]} sentiment`) && c.includes(REASON_WORDS[want.disconnectionReason]),
+          `an outcome cell reads "${c}"`);
+        ok(!/customer_hangup|agent_hangup|no_answer/.test(c), `an outcome cell shows the API's value: "${c}"`);
+      }
+    } else {
+      await visible(page.getByText('No call matches these filters.'), 'the empty filtered list');
+    }
+    await check(page, 'calls-outcome-filtered');
+  });
+
+  await step('calls: Export CSV downloads the filtered calls, with a header row', async () => {
+    const link = page.getByRole('link', { name: 'Export CSV' });
+    await visible(link, 'the Export CSV link');
+    const href = new URL(await link.getAttribute('href'), page.url());
+    ok(href.pathname === '/v1/calls/export' && href.searchParams.get('sentiment') === new URL(page.url()).searchParams.get('sentiment'),
+      `Export CSV links to ${href}`);
+    ok(!href.searchParams.has('page') && !href.searchParams.has('limit'), `the export is limited to a page: ${href}`);
+    const [download] = await Promise.all([page.waitForEvent('download', { timeout: T }), link.click()]);
+    const file = await download.path();
+    const csv = parseCsv(fs.readFileSync(file, 'utf8'));
+    ok(csv.length >= 1 && csv[0].includes('id'), `the CSV's first row is not a header with "id": ${JSON.stringify(csv[0])}`);
+    const byKey = await w.api('GET', `/calls/export${href.search}`);
+    ok(byKey.status === 200 && /^text\/csv/.test(byKey.headers.get('content-type') || ''), `GET /v1/calls/export answered ${byKey.status} ${byKey.headers.get('content-type')}`);
+    const api = await w.api('GET', `/calls?${href.searchParams}&limit=1`);
+    ok(csv.length - 1 === api.body.pagination.totalCount, `the CSV has ${csv.length - 1} calls, the filtered list ${api.body.pagination.totalCount}`);
+    if (analysed) ok(csv.slice(1).some((r) => r[csv[0].indexOf('id')] === analysed.id), 'the analysed call is not in the CSV');
+    // Unfiltered, it has every call.
+    await page.goto('/calls');
+    await settled(page);
+    const [all] = await Promise.all([page.waitForEvent('download', { timeout: T }), page.getByRole('link', { name: 'Export CSV' }).click()]);
+    const rows = parseCsv(fs.readFileSync(await all.path(), 'utf8'));
+    const total = (await w.api('GET', '/calls?limit=1')).body.pagination.totalCount;
+    ok(rows.length - 1 === total, `the unfiltered CSV has ${rows.length - 1} calls, the team ${total}`);
+  });
+
+  await step('calls: the call page shows the analysis (custom fields as text), how it ended and the cost', async () => {
+    if (!analysed) { console.log('# no call has an analysis: the analysis section is checked on a call without one'); }
+    const c = analysed || target;
+    await page.goto(`/calls/${c.id}`);
+    await settled(page);
+    const section = page.locator('section').filter({ has: page.getByRole('heading', { name: 'Analysis', level: 2 }) });
+    await visible(section, 'the Analysis section');
+    if (!analysed) {
+      await visible(section.getByText('No analysis'), 'the note of a call without analysis');
+      return;
+    }
+    const a = analysed.analysis;
+    await visible(section.getByText(SENTIMENT_WORDS[a.sentiment], { exact: true }), 'the sentiment in words');
+    await visible(section.getByText(a.successful ? 'Successful' : 'Not successful', { exact: true }), 'the success in words');
+    for (const [k, v] of Object.entries(a.custom || {})) {
+      const item = section.locator('.cc-custom > div').filter({ has: page.locator('dt', { hasText: k }) });
+      const shown = (await item.locator('dd').innerText()).trim();
+      const expected = typeof v === 'boolean' ? (v ? 'Yes' : 'No') : typeof v === 'number' ? v.toLocaleString('en-US') : typeof v === 'string' ? v : JSON.stringify(v);
+      ok(shown === expected, `the custom field ${k} reads "${shown}", not "${expected}"`);
+    }
+    if (a.summary) await visible(page.locator('.cc-summary', { hasText: a.summary.slice(0, 40) }), 'the analysis summary');
+    const head = page.locator('.cc-head');
+    await visible(head.locator('dd', { hasText: REASON_WORDS[analysed.disconnectionReason] }), 'how the call ended, in words');
+    if (typeof analysed.cost === 'number') await visible(head.locator('dd', { hasText: `${analysed.cost.toLocaleString('en-US')} credit` }), 'the cost');
+    ok(await page.evaluate(() => window.__xss) === undefined, 'a hostile string ran as code');
+    await check(page, 'call-analysis');
   });
 
   // ---------------------------------------------------------------- chats

@@ -1,5 +1,5 @@
-// The workspace pages (agents, knowledge, calls, chats, contacts, boards, webhooks, usage) and
-// every page at a phone's and a laptop's size (layout): each
+// The workspace pages (agents, knowledge, calls, chats, contacts, boards, webhooks, usage,
+// analytics) and every page at a phone's and a laptop's size (layout): each
 // module exports `default async function (w)` that runs its steps on the signed-in owner's page.
 //   w.browser   the browser (for a second context)
 //   w.page      the owner's page, signed in, acting on the owner's own (agency) team
@@ -17,9 +17,10 @@ import contacts from './contacts.mjs';
 import boards from './boards.mjs';
 import webhooks from './webhooks.mjs';
 import usage from './usage.mjs';
+import analytics from './analytics.mjs';
 import layout from './layout.mjs';
 
-const MODULES = { agents, knowledge, calls, contacts, boards, webhooks, usage, layout };
+const MODULES = { agents, knowledge, calls, contacts, boards, webhooks, usage, analytics, layout };
 
 export async function api(key, method, path, body) {
   const res = await fetch(`${BASE}/v1${path}`, {

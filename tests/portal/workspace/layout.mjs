@@ -17,7 +17,7 @@ async function pages(w) {
     return res.body.data?.[0]?.id;
   };
   const list = [
-    ['overview', '/'], ['agents', '/agents'], ['knowledge', '/knowledge'], ['calls', '/calls'], ['chats', '/chats'],
+    ['overview', '/'], ['agents', '/agents'], ['knowledge', '/knowledge'], ['calls', '/calls'], ['chats', '/chats'], ['analytics', '/analytics'],
     ['contacts', '/contacts'], ['import', '/contacts/import'], ['boards', '/boards'], ['tags', '/settings/tags'],
     ['custom-fields', '/settings/custom-fields'], ['webhooks', '/webhooks'], ['keys', '/keys'], ['members', '/members'],
     ['subteams', '/subteams'], ['audit-log', '/audit-log'], ['security', '/settings/security'],
