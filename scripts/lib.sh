@@ -21,6 +21,26 @@ ensure_packages() {
   fi
 }
 
+# ensure_disk_space GB : a build and the test databases need room. A long-lived machine fills
+# its disk with build caches (incremental state above all), and a full disk fails tests that
+# have nothing to do with it (PostgreSQL seeding, screenshots). Below GB free, drops what the
+# cache can rebuild cheaply, and says so; still below, stops with the figures.
+ensure_disk_space() {
+  local want_gb="$1" free_gb
+  mkdir -p "$CARGO_TARGET_DIR"
+  free_gb=$(( $(df -Pk "$CARGO_TARGET_DIR" | awk 'NR == 2 {print $4}') / 1048576 ))
+  if [ "$free_gb" -lt "$want_gb" ]; then
+    echo "disk: ${free_gb} GB free under $CARGO_TARGET_DIR, want ${want_gb}: removing incremental state and examples" >&2
+    rm -rf "$CARGO_TARGET_DIR"/debug/incremental "$CARGO_TARGET_DIR"/debug/examples "$CARGO_TARGET_DIR"/release/incremental
+    free_gb=$(( $(df -Pk "$CARGO_TARGET_DIR" | awk 'NR == 2 {print $4}') / 1048576 ))
+  fi
+  if [ "$free_gb" -lt "$want_gb" ]; then
+    df -h "$CARGO_TARGET_DIR" >&2
+    echo "disk: only ${free_gb} GB free, ${want_gb} needed; free some space (du -sh $CARGO_TARGET_DIR/*)" >&2
+    return 1
+  fi
+}
+
 # What building needs: pingora's zlib-ng wants cmake.
 ensure_build_tools() {
   ensure_packages cmake pkg-config build-essential
