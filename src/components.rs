@@ -237,23 +237,24 @@ async fn webhooks(context: Context) -> anyhow::Result<Component> {
 }
 
 impl Component {
-    /// Serves until `stop` turns true: calls in flight finish, background work stops,
-    /// then the databases are closed.
+    /// Serves until `stop` turns true and `drain` has passed (see `grpc::serve`): calls in
+    /// flight finish, background work stops, then the databases are closed.
     pub async fn serve(
         self,
         listener: TcpListener,
         access: ServiceAccess,
         stop: watch::Receiver<bool>,
+        drain: std::time::Duration,
     ) -> anyhow::Result<()> {
         for db in &self.databases {
             switchboard_kit::metrics::observe_pool(self.info.name, db.pool());
         }
         let tasks: Vec<_> = self.background.into_iter().map(|work| tokio::spawn(work(stop.clone()))).collect();
         let mut stopped = stop.clone();
-        let served = switchboard_kit::grpc::serve(self.info.grpc, listener, self.routes, access, async move {
+        let stopping = async move {
             let _ = stopped.wait_for(|stop| *stop).await;
-        })
-        .await;
+        };
+        let served = switchboard_kit::grpc::serve(self.info.grpc, listener, self.routes, access, stopping, drain).await;
         for task in tasks {
             let _ = task.await;
         }
@@ -314,10 +315,13 @@ mod tests {
                 format!("args: [\"migrate\", \"{name}\"]"),
                 format!("containerPort: {port} }}"),
                 format!("{}_DATABASE_URL", name.to_ascii_uppercase()),
+                format!("name: {name}-replicas\n"),
+                "clusterIP: None".to_owned(),
             ] {
                 assert!(manifest.contains(&expected), "k8s/{name}.yaml has {expected:?}");
             }
-            let url = format!("{}: http://{name}:{port}", registered.info.url_variable());
+            // The headless Service (one DNS record per ready pod), which channels balance over.
+            let url = format!("{}: http://{name}-replicas:{port}", registered.info.url_variable());
             assert!(config_map.contains(&url), "k8s/config.yaml has {url:?}");
 
             let block = yaml_block(&values, name).unwrap_or_else(|| panic!("helm values have a `{name}:` section"));
@@ -326,7 +330,7 @@ mod tests {
             assert!(chart_services.contains(&listed), "the chart's services.yaml deploys {name}");
             assert!(chart_policies.contains(&listed), "the chart's networkpolicy.yaml covers {name}");
             let chart_url =
-                format!("{}, value: \"http://{{{{ .Release.Name }}}}-{name}:", registered.info.url_variable());
+                format!("{}, value: \"http://{{{{ .Release.Name }}}}-{name}-replicas:", registered.info.url_variable());
             assert!(chart_helpers.contains(&chart_url), "the chart's _helpers.tpl gives {chart_url:?}");
         }
     }

@@ -271,6 +271,15 @@ pub fn sqlite_in(data_dir: &Path, name: &str) -> anyhow::Result<String> {
     Ok(switchboard_kit::db::sqlite_url(&data_dir.join(format!("{name}.db"))))
 }
 
+/// How long a stopping service keeps serving while its health says NOT_SERVING
+/// (`SWITCHBOARD_DRAIN_SECONDS`, 0 to 300; none by default, as for `dev`): at least two rounds
+/// of the channels' health checks (`grpc::discovery::REFRESH`) for a restart no caller notices.
+pub fn drain_period() -> anyhow::Result<Duration> {
+    let seconds: u64 = env_parsed("SWITCHBOARD_DRAIN_SECONDS")?.unwrap_or(0);
+    anyhow::ensure!(seconds <= 300, "SWITCHBOARD_DRAIN_SECONDS must be at most 300");
+    Ok(Duration::from_secs(seconds))
+}
+
 /// The gRPC listen address of `serve <service>`.
 pub fn grpc_listen(file: &FileConfig, service: &ServiceInfo) -> String {
     env("SWITCHBOARD_GRPC_LISTEN")

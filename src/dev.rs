@@ -46,7 +46,12 @@ pub async fn run(file: FileConfig, data_dir: Option<&Path>, listen: Option<Strin
     let mut services = Vec::new();
     for (registered, listener) in listeners {
         let component = (registered.build)(context.clone()).await?;
-        services.push(tokio::spawn(component.serve(listener, access.clone(), stopped.clone())));
+        services.push(tokio::spawn(component.serve(
+            listener,
+            access.clone(),
+            stopped.clone(),
+            std::time::Duration::ZERO,
+        )));
     }
     let mut gateway_config = config::gateway(&file, peers.clone())?;
     if let Some(listen) = listen {

@@ -34,12 +34,13 @@ pub async fn run(file: FileConfig, component: &str) -> anyhow::Result<()> {
     }
     let registered = components::find(component).ok_or_else(|| anyhow::anyhow!("no component {component}"))?;
     let listen = config::grpc_listen(&file, registered.info);
+    let drain = config::drain_period()?;
     let data_dir = config::data_dir(&file, None);
     let context = Context { file: Arc::new(file), data_dir, dev: false, peers };
     let service = (registered.build)(context).await?;
     let listener = switchboard_kit::grpc::bind(&listen).await?;
     println!("{component} gRPC listening on {}", listener.local_addr()?);
-    service.serve(listener, access, stop).await
+    service.serve(listener, access, stop, drain).await
 }
 
 /// The knowledgebase's settings outside `dev`, for the admin commands that open its store.

@@ -13,6 +13,7 @@ mod agents;
 mod api_keys;
 mod auth;
 mod backends;
+mod balancing;
 mod call_outcomes;
 mod conversations;
 mod credits;

@@ -256,6 +256,11 @@ impl Stack {
     /// Another `serve <component>` process on the same database and settings (a replica), and
     /// its gRPC URL. Only for stacks of `serve` processes.
     pub async fn start_replica(&self, component: &str) -> (Process, String) {
+        self.start_replica_with(component, &[]).await
+    }
+
+    /// [`Stack::start_replica`] with `extra` settings added to the stack's.
+    pub async fn start_replica_with(&self, component: &str, extra: &[(&str, &str)]) -> (Process, String) {
         let served = self.served.as_ref().expect("replicas need a stack of serve processes");
         let port = free_port();
         let listen = format!("127.0.0.1:{port}");
@@ -263,6 +268,7 @@ impl Stack {
         let mut env: Vec<(&str, &str)> =
             vec![("DATABASE_URL", &database), ("SWITCHBOARD_GRPC_LISTEN", &listen), ("SWITCHBOARD_DATA_DIR", &data)];
         env.extend(served.shared_env.iter().map(|(name, value)| (name.as_str(), value.as_str())));
+        env.extend_from_slice(extra);
         let replica = Process::start(&["serve", component], &env, &format!("{component} gRPC listening on")).await;
         (replica, format!("http://127.0.0.1:{port}"))
     }

@@ -14,12 +14,12 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 - { name: {{ $name }}, value: {{ $value | quote }} }
 {{- end }}
 - { name: SWITCHBOARD_SERVICE_TOKEN, valueFrom: { secretKeyRef: { name: {{ .Values.existingSecret }}, key: SERVICE_TOKEN } } }
-- { name: SWITCHBOARD_IDENTITY_URL, value: "http://{{ .Release.Name }}-identity:{{ .Values.identity.port }}" }
-- { name: SWITCHBOARD_AGENTS_URL, value: "http://{{ .Release.Name }}-agents:{{ .Values.agents.port }}" }
-- { name: SWITCHBOARD_KNOWLEDGEBASE_URL, value: "http://{{ .Release.Name }}-knowledgebase:{{ .Values.knowledgebase.port }}" }
-- { name: SWITCHBOARD_CONVERSATIONS_URL, value: "http://{{ .Release.Name }}-conversations:{{ .Values.conversations.port }}" }
-- { name: SWITCHBOARD_CRM_URL, value: "http://{{ .Release.Name }}-crm:{{ .Values.crm.port }}" }
-- { name: SWITCHBOARD_WEBHOOKS_URL, value: "http://{{ .Release.Name }}-webhooks:{{ .Values.webhooks.port }}" }
+- { name: SWITCHBOARD_IDENTITY_URL, value: "http://{{ .Release.Name }}-identity-replicas:{{ .Values.identity.port }}" }
+- { name: SWITCHBOARD_AGENTS_URL, value: "http://{{ .Release.Name }}-agents-replicas:{{ .Values.agents.port }}" }
+- { name: SWITCHBOARD_KNOWLEDGEBASE_URL, value: "http://{{ .Release.Name }}-knowledgebase-replicas:{{ .Values.knowledgebase.port }}" }
+- { name: SWITCHBOARD_CONVERSATIONS_URL, value: "http://{{ .Release.Name }}-conversations-replicas:{{ .Values.conversations.port }}" }
+- { name: SWITCHBOARD_CRM_URL, value: "http://{{ .Release.Name }}-crm-replicas:{{ .Values.crm.port }}" }
+- { name: SWITCHBOARD_WEBHOOKS_URL, value: "http://{{ .Release.Name }}-webhooks-replicas:{{ .Values.webhooks.port }}" }
 - { name: SWITCHBOARD_ADMIN_LISTEN, value: "0.0.0.0:{{ .Values.metrics.port }}" }
 - { name: SWITCHBOARD_PUBLIC_URL, value: {{ include "switchboard.publicUrl" . | quote }} }
 {{- end -}}

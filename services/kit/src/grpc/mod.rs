@@ -4,6 +4,7 @@
 //! a tracing span per call that continues the caller's trace, and a graceful stop.
 
 pub mod client;
+pub mod discovery;
 pub mod token;
 
 use std::future::Future;
@@ -36,14 +37,17 @@ fn reflection(services: &[&'static str]) -> tonic_reflection::server::Builder<'s
 }
 
 /// Serves `routes`, which implement the gRPC `services` (full names, as health checks and
-/// reflection show them), on an already bound listener until `shutdown` completes; calls in
-/// flight are allowed to finish.
+/// reflection show them), on an already bound listener until `shutdown` completes. Then the
+/// health service answers NOT_SERVING for `drain` while calls keep being served (so that
+/// balanced channels, which check every replica's health, move away: see
+/// [`discovery`]), and the server stops taking calls and lets those in flight finish.
 pub async fn serve(
     services: &[&'static str],
     listener: TcpListener,
     routes: Routes,
     access: ServiceAccess,
     shutdown: impl Future<Output = ()> + Send,
+    drain: std::time::Duration,
 ) -> anyhow::Result<()> {
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     for service in services {
@@ -53,6 +57,17 @@ pub async fn serve(
     let reflection_v1alpha = reflection(services).build_v1alpha().context("building gRPC reflection v1alpha")?;
     let routes = routes.add_service(health_service).add_service(reflection_v1).add_service(reflection_v1alpha);
 
+    let names = services.to_vec();
+    let shutdown = async move {
+        shutdown.await;
+        for service in names.iter().copied().chain([""]) {
+            health_reporter.set_service_status(service, ServingStatus::NotServing).await;
+        }
+        if !drain.is_zero() {
+            tracing::info!(seconds = drain.as_secs_f64(), "draining: health is NOT_SERVING, calls are still served");
+            tokio::time::sleep(drain).await;
+        }
+    };
     let name = services.first().copied().unwrap_or("grpc");
     let address = listener.local_addr().ok();
     tracing::info!(services = ?services, ?address, "gRPC server listening");
