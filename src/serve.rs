@@ -25,16 +25,17 @@ pub async fn run(file: FileConfig, component: &str) -> anyhow::Result<()> {
     if let Some(admin) = switchboard_kit::metrics::start_admin(None, stop.clone()).await? {
         println!("{component} admin listening on http://{admin}/metrics");
     }
+    let drain = config::drain_period()?;
     if component == "gateway" {
         let gateway = switchboard_gateway::start(config::gateway(&file, peers)?).await?;
         println!("gateway listening on http://{}/v1", gateway.address);
         let _ = stop.clone().wait_for(|stop| *stop).await;
+        gateway.drain(drain).await;
         gateway.shutdown().await;
         return Ok(());
     }
     let registered = components::find(component).ok_or_else(|| anyhow::anyhow!("no component {component}"))?;
     let listen = config::grpc_listen(&file, registered.info);
-    let drain = config::drain_period()?;
     let data_dir = config::data_dir(&file, None);
     let context = Context { file: Arc::new(file), data_dir, dev: false, peers };
     let service = (registered.build)(context).await?;

@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -31,6 +31,10 @@ use crate::{mcp, openapi, playback, portal};
 /// Liveness, at the root (where probes look) and under `/v1` (where the description puts it).
 const HEALTH_PATH: &str = "/healthz";
 
+/// Readiness: 503 while the gateway drains before it stops, so that a load balancer's health
+/// checks take it out of rotation while it still serves what it is sent.
+const READY_PATH: &str = "/readyz";
+
 /// What a multipart body may carry beyond its file: boundaries, part headers, name, notes.
 const UPLOAD_ENVELOPE_BYTES: usize = 64 * 1024;
 
@@ -40,6 +44,8 @@ pub struct App {
     pipeline: Pipeline,
     metrics: crate::metrics::GatewayMetrics,
     in_flight: Arc<AtomicUsize>,
+    /// False from the start of a drain (`RunningGateway::drain`).
+    ready: Arc<AtomicBool>,
     /// The OpenAPI description and the skill file, built from the endpoints at start.
     openapi: Bytes,
     skill: Bytes,
@@ -65,7 +71,7 @@ impl Drop for InFlight {
 }
 
 impl App {
-    pub fn new(config: GatewayConfig, in_flight: Arc<AtomicUsize>) -> anyhow::Result<Self> {
+    pub fn new(config: GatewayConfig, in_flight: Arc<AtomicUsize>, ready: Arc<AtomicBool>) -> anyhow::Result<Self> {
         let endpoints = crate::api::endpoints();
         Ok(Self {
             openapi: openapi::document_bytes()?,
@@ -75,6 +81,7 @@ impl App {
             pipeline: Pipeline::new(&config)?,
             metrics: crate::metrics::GatewayMetrics::new(),
             in_flight,
+            ready,
             config,
         })
     }
@@ -203,6 +210,11 @@ impl App {
         let path = path.strip_prefix("/v1").filter(|rest| rest.starts_with('/')).unwrap_or(path);
         let reply = match path {
             HEALTH_PATH => Reply::json(200, serde_json::json!({ "status": "ok" })),
+            READY_PATH if self.ready.load(Ordering::Acquire) => Reply::json(200, serde_json::json!({ "status": "ok" })),
+            READY_PATH => Reply::error(
+                &ServiceError::new(ErrorKind::Unavailable, "This gateway is stopping")
+                    .with_hint("Send requests to another gateway; this one finishes what it has."),
+            ),
             openapi::DOCUMENT_PATH => Reply::document("application/json", self.openapi.clone()),
             openapi::SKILL_PATH => Reply::document("text/markdown; charset=utf-8", self.skill.clone()),
             _ => return None,

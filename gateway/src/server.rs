@@ -8,7 +8,7 @@
 use std::net::SocketAddr;
 use std::os::fd::IntoRawFd;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -28,6 +28,7 @@ pub struct RunningGateway {
     /// The gateway's own event loops, when it has them (`GatewayConfig::threads`).
     loops: Option<pingora_runtime::Runtime>,
     in_flight: Arc<AtomicUsize>,
+    ready: Arc<AtomicBool>,
     drain_timeout: Duration,
 }
 
@@ -63,7 +64,8 @@ pub async fn start(mut config: GatewayConfig) -> anyhow::Result<RunningGateway> 
 
     let in_flight = Arc::new(AtomicUsize::new(0));
     let (drain_timeout, threads) = (config.drain_timeout, config.threads);
-    let app = App::new(config, in_flight.clone())?;
+    let ready = Arc::new(AtomicBool::new(true));
+    let app = App::new(config, in_flight.clone(), ready.clone())?;
     let server_conf = Arc::new(ServerConf::default());
     let mut service = pingora::proxy::http_proxy_service_with_name(&server_conf, app, "switchboard-gateway");
     service.add_tcp(&address.to_string());
@@ -81,10 +83,21 @@ pub async fn start(mut config: GatewayConfig) -> anyhow::Result<RunningGateway> 
         (loops.get_handle().spawn(serve), Some(loops))
     };
     tracing::info!(%address, threads, "gateway listening");
-    Ok(RunningGateway { address, shutdown, task, loops, in_flight, drain_timeout })
+    Ok(RunningGateway { address, shutdown, task, loops, in_flight, ready, drain_timeout })
 }
 
 impl RunningGateway {
+    /// Answers `/readyz` 503 for `period` while still serving everything else, so that the
+    /// load balancer in front stops sending here before [`RunningGateway::shutdown`] closes
+    /// the listener.
+    pub async fn drain(&self, period: Duration) {
+        self.ready.store(false, Ordering::Release);
+        if !period.is_zero() {
+            tracing::info!(seconds = period.as_secs_f64(), "draining: /readyz answers 503, requests are still served");
+            tokio::time::sleep(period).await;
+        }
+    }
+
     /// Stops accepting connections, then waits for the requests in flight.
     pub async fn shutdown(self) {
         let _ = self.shutdown.send(true);

@@ -90,3 +90,38 @@ async fn a_service_of_several_replicas_is_balanced_followed_and_drained() {
         round += 1;
     }
 }
+
+/// A gateway that drains says so on `/readyz` (503, the error body) while it still answers
+/// everything else, then stops cleanly.
+#[tokio::test]
+async fn a_draining_gateway_is_not_ready_but_still_serves() {
+    let Some(stack) = Stack::crm_on_postgres().await else { return };
+    let (gateway, base) = stack.start_gateway(&[("SWITCHBOARD_DRAIN_SECONDS", "3")]).await;
+    let team = stack.team("Drained", false, 0).await;
+    let (api, anonymous) = (Api::new(&base, Some(&team.key)), Api::new(&base, None));
+    let root = base.trim_end_matches("/v1");
+    let ready = Api::new(root, None).get("/readyz").await;
+    assert_eq!(
+        (ready.status, &ready.body),
+        (200, &json!({ "status": "ok" })),
+        "ready before the drain: {}",
+        ready.text
+    );
+
+    let stopping = tokio::spawn(gateway.terminate());
+    let started = Instant::now();
+    let mut draining = None;
+    while draining.is_none() {
+        assert!(started.elapsed() < Duration::from_secs(3), "/readyz never answered 503 during the 3 s drain");
+        let ready = anonymous.get("/readyz").await;
+        if ready.status == 503 {
+            draining = Some(ready);
+        }
+    }
+    let draining = draining.expect("a draining answer");
+    assert_eq!(draining.error_code(503), "SERVICE_UNAVAILABLE", "{}", draining.body);
+    api.get("/contacts").await.expect(200);
+    api.post("/contacts", json!({ "number": "+14155550177" })).await.expect(201);
+    let exit = tokio::time::timeout(Duration::from_secs(40), stopping).await.expect("stopped within 40 s");
+    assert_eq!(exit.expect("the terminate task"), Some(0), "the drained gateway exits cleanly");
+}

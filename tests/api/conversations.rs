@@ -475,7 +475,12 @@ async fn a_subteam_without_the_conversations_flag_cannot_read_them_but_its_agenc
     let own = stack.client(&own_key);
     assert_eq!(own.get("/calls").await.error_code(403), "FORBIDDEN");
     assert_eq!(own.get("/chats").await.error_code(403), "FORBIDDEN");
+    // What is computed from the calls is the calls: their analytics and their export.
+    assert_eq!(own.get("/analytics/calls").await.error_code(403), "FORBIDDEN");
+    assert_eq!(own.get("/calls/export").await.error_code(403), "FORBIDDEN");
     assert_eq!(agency_api.get(&format!("/calls?teamId={subteam_id}")).await.status, 200);
+    assert_eq!(agency_api.get(&format!("/analytics/calls?teamId={subteam_id}")).await.status, 200);
+    assert_eq!(agency_api.get(&format!("/calls/export?teamId={subteam_id}")).await.status, 200);
 }
 
 /// Streams a recording in chunks, as a voice runtime would at the end of a call.

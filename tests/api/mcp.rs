@@ -201,6 +201,10 @@ async fn tool_errors_are_results_the_model_can_read_and_protocol_errors_are_json
     assert_eq!(result["structuredContent"]["code"], "FORBIDDEN");
     let history = stack.client(&owner.key).get(&format!("/agents/{agent}/instructions/history")).await;
     assert!(history.expect(200)["data"].as_array().unwrap().is_empty());
+    let result = reader.call_result("update_agent", json!({ "agentId": agent, "firstMessage": "Hi there" })).await;
+    assert_eq!(result["structuredContent"]["code"], "FORBIDDEN");
+    let kept = stack.client(&owner.key).get(&format!("/agents/{agent}")).await;
+    assert!(kept.expect(200)["data"]["firstMessage"].is_null(), "a refused update changes nothing: {}", kept.body);
 
     // Protocol errors.
     let unknown_tool = mcp.rpc("tools/call", json!({ "name": "launchRocket", "arguments": {} })).await;

@@ -75,6 +75,18 @@ pub fn document(endpoints: &[Endpoint]) -> anyhow::Result<Value> {
             Some(json!({ "$ref": "#/components/schemas/Health" })),
         ),
     );
+    let mut ready = public_get(
+        "getReadiness",
+        "Readiness of the gateway: 503 while it drains before stopping (`SWITCHBOARD_DRAIN_SECONDS`), \
+         so that a load balancer stops sending to it; also served at the root, `/readyz`.",
+        "application/json",
+        Some(json!({ "$ref": "#/components/schemas/Health" })),
+    );
+    ready["get"]["responses"]["503"] = json!({
+        "description": "The gateway is draining.",
+        "content": { "application/json": { "schema": errors.error.clone() } },
+    });
+    paths.insert("/readyz".to_owned(), ready);
     let document = json!({
         "openapi": "3.1.0",
         "info": {

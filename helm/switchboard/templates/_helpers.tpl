@@ -20,6 +20,7 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 - { name: SWITCHBOARD_CONVERSATIONS_URL, value: "http://{{ .Release.Name }}-conversations-replicas:{{ .Values.conversations.port }}" }
 - { name: SWITCHBOARD_CRM_URL, value: "http://{{ .Release.Name }}-crm-replicas:{{ .Values.crm.port }}" }
 - { name: SWITCHBOARD_WEBHOOKS_URL, value: "http://{{ .Release.Name }}-webhooks-replicas:{{ .Values.webhooks.port }}" }
+- { name: SWITCHBOARD_DRAIN_SECONDS, value: {{ .Values.drainSeconds | quote }} }
 - { name: SWITCHBOARD_ADMIN_LISTEN, value: "0.0.0.0:{{ .Values.metrics.port }}" }
 - { name: SWITCHBOARD_PUBLIC_URL, value: {{ include "switchboard.publicUrl" . | quote }} }
 {{- end -}}
