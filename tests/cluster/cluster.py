@@ -1,0 +1,621 @@
+#!/usr/bin/env python3
+"""The platform as a cluster on one machine, and faults injected into it (issue 42).
+
+`up` builds the topology: a bridge (sbc0, 10.88.0.1/24) and one network namespace per replica
+with its own address on it; PostgreSQL (a database per service), Redis and a Qdrant server on
+the bridge's host address; two replicas of every service and two gateways, each in its own
+namespace; HAProxy on 127.0.0.1 in front of the gateways, checking their /readyz. Components
+reach each other's replicas through a URL naming both (the balanced, health-checked channels
+of services/kit/src/grpc/discovery.rs). `test` runs the scenarios, each with a workload that
+records a history of every request and answer, and checkers that read it afterwards. `down`
+removes everything. State lives in CLUSTER_DIR (default /tmp/switchboard-cluster).
+
+Every address is on the bridge or the loopback: no traffic leaves the machine. Every wait has
+a bound and says what it waited for.
+"""
+
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DIR = os.environ.get("CLUSTER_DIR", "/tmp/switchboard-cluster")
+STATE = os.path.join(DIR, "state.json")
+BIN = os.environ.get("SWITCHBOARD_BIN", "")
+BRIDGE, HOST = "sbc0", "10.88.0.1"
+PG_PORT, REDIS_PORT, QDRANT_HTTP, QDRANT_GRPC = 55432, 56379, 56333, 56334
+HAPROXY_PORT = int(os.environ.get("CLUSTER_PORT", "58080"))
+TOKEN = "cluster-service-token-" + "0" * 16
+DRAIN_SECONDS = 5
+SERVICES = [("identity", 50051), ("agents", 50052), ("knowledgebase", 50053),
+            ("conversations", 50054), ("crm", 50055), ("webhooks", 50056)]
+REPLICAS = 2
+
+
+def log(message):
+    print(f"[cluster {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def run(*args, check=True, quiet=False, **kwargs):
+    result = subprocess.run(list(args), capture_output=True, text=True, timeout=120, **kwargs)
+    if check and result.returncode != 0:
+        raise SystemExit(f"failed ({result.returncode}): {' '.join(args)}\n{result.stdout}{result.stderr}")
+    if not quiet and result.returncode != 0:
+        log(f"(ignored) {' '.join(args)}: {result.stderr.strip()}")
+    return result
+
+
+def wait_for(what, test, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if test():
+                return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise SystemExit(f"timed out after {timeout} s waiting for {what}")
+
+
+def port_open(address, port):
+    with socket.create_connection((address, port), timeout=0.5):
+        return True
+
+
+def http(method, url, body=None, key=None, idempotency=None, timeout=15):
+    """One request; (status, parsed JSON body or text). A transport failure is status 0."""
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, method=method)
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    if key:
+        request.add_header("X-API-Key", key)
+    if idempotency:
+        request.add_header("Idempotency-Key", idempotency)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            status, raw = answer.status, answer.read()
+    except urllib.error.HTTPError as error:
+        status, raw = error.code, error.read()
+    except (OSError, urllib.error.URLError) as error:
+        return 0, str(error)
+    try:
+        return status, json.loads(raw)
+    except ValueError:
+        return status, raw.decode(errors="replace")
+
+
+# --- the topology -------------------------------------------------------------------------
+
+def replicas():
+    """Every replica: (name, component, address, port). Gateways first in address order."""
+    out, n = [], 10
+    for component, port in SERVICES + [("gateway", 8080)]:
+        for index in range(1, REPLICAS + 1):
+            n += 1
+            out.append((f"{component}-{index}", component, f"10.88.0.{n}", port))
+    return out
+
+
+def addresses(component):
+    return [(address, port) for _, c, address, port in replicas() if c == component]
+
+
+def namespace(name):
+    return f"sbc-{name}"
+
+
+def network_up():
+    if run("ip", "link", "show", BRIDGE, check=False, quiet=True).returncode != 0:
+        run("ip", "link", "add", BRIDGE, "type", "bridge")
+        run("ip", "addr", "add", f"{HOST}/24", "dev", BRIDGE)
+    run("ip", "link", "set", BRIDGE, "up")
+    for n, (name, _, address, _) in enumerate(replicas()):
+        ns, veth = namespace(name), f"sbcv{n}"
+        if run("ip", "netns", "exec", ns, "true", check=False, quiet=True).returncode == 0:
+            continue
+        run("ip", "netns", "add", ns)
+        run("ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns)
+        run("ip", "link", "set", veth, "master", BRIDGE, "up")
+        run("ip", "netns", "exec", ns, "ip", "addr", "add", f"{address}/24", "dev", "eth0")
+        run("ip", "netns", "exec", ns, "ip", "link", "set", "eth0", "up")
+        run("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
+
+
+def network_down():
+    for n, (name, *_rest) in enumerate(replicas()):
+        run("ip", "netns", "del", namespace(name), check=False, quiet=True)
+        run("ip", "link", "del", f"sbcv{n}", check=False, quiet=True)
+    run("ip", "link", "del", BRIDGE, check=False, quiet=True)
+
+
+def pg_bin():
+    versions = sorted(os.listdir("/usr/lib/postgresql"), key=lambda v: int(v.split(".")[0]))
+    return f"/usr/lib/postgresql/{versions[-1]}/bin"
+
+
+def postgres_up():
+    data = os.path.join(DIR, "postgres")
+    if not os.path.exists(os.path.join(data, "PG_VERSION")):
+        os.makedirs(data, exist_ok=True)
+        run("chown", "postgres:postgres", data)
+        run("su", "postgres", "-c", f"{pg_bin()}/initdb -D {data} -A trust -U postgres")
+        with open(os.path.join(data, "pg_hba.conf"), "a") as hba:
+            hba.write("host all all 10.88.0.0/24 trust\n")
+    run("su", "postgres", "-c",
+        f"{pg_bin()}/pg_ctl -D {data} -l {data}/log -w -t 60 -o "
+        f"\"-c listen_addresses={HOST} -p {PG_PORT} -c unix_socket_directories={data} "
+        f"-c max_connections=400 -c synchronous_commit=on\" start")
+    for component, _ in SERVICES:
+        exists = run("psql", "-h", HOST, "-p", str(PG_PORT), "-U", "postgres", "-qAtc",
+                     f"select 1 from pg_database where datname = '{component}'").stdout.strip()
+        if exists != "1":
+            run("psql", "-h", HOST, "-p", str(PG_PORT), "-U", "postgres", "-qc", f"create database {component}")
+
+
+def postgres_down():
+    data = os.path.join(DIR, "postgres")
+    if os.path.exists(data):
+        run("su", "postgres", "-c", f"{pg_bin()}/pg_ctl -D {data} -m fast -w -t 60 stop", check=False, quiet=True)
+
+
+def database_url(component):
+    return f"postgres://postgres@{HOST}:{PG_PORT}/{component}"
+
+
+def spawn(name, args, env, ns=None):
+    """A process that outlives this script (its own session), its output in DIR/logs."""
+    os.makedirs(os.path.join(DIR, "logs"), exist_ok=True)
+    out = open(os.path.join(DIR, "logs", f"{name}.log"), "ab")
+    command = (["ip", "netns", "exec", ns] if ns else []) + args
+    process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=DIR)
+    return process.pid
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except OSError:
+        return False
+
+
+def stop_pid(pid, sig=signal.SIGTERM, timeout=60):
+    try:
+        os.kill(pid, sig)
+    except OSError:
+        return
+    deadline = time.monotonic() + timeout
+    while alive(pid) and time.monotonic() < deadline:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        time.sleep(0.05)
+    if alive(pid):
+        raise SystemExit(f"pid {pid} did not stop within {timeout} s of signal {sig}")
+
+
+def component_env(component, address, port):
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": os.environ.get("HOME", "/root"),
+        "RUST_LOG": os.environ.get("CLUSTER_RUST_LOG", "warn"),
+        "SWITCHBOARD_SERVICE_TOKEN": TOKEN,
+        "SWITCHBOARD_DRAIN_SECONDS": str(DRAIN_SECONDS),
+        "REDIS_URL": f"redis://{HOST}:{REDIS_PORT}/",
+        "SWITCHBOARD_DATA_DIR": os.path.join(DIR, "data", f"{component}-{address}"),
+    }
+    if "SWITCHBOARD_EMBEDDING_MODEL_DIR" in os.environ:
+        env["SWITCHBOARD_EMBEDDING_MODEL_DIR"] = os.environ["SWITCHBOARD_EMBEDDING_MODEL_DIR"]
+    for other, _ in SERVICES:
+        env[f"SWITCHBOARD_{other.upper()}_URL"] = ",".join(f"http://{a}:{p}" for a, p in addresses(other))
+    if component == "gateway":
+        env.update({
+            "SWITCHBOARD_LISTEN": f"{address}:{port}",
+            "SWITCHBOARD_PUBLIC_URL": f"http://127.0.0.1:{HAPROXY_PORT}",
+            "SWITCHBOARD_TRUSTED_PROXIES": HOST,
+            "SWITCHBOARD_DRAIN_TIMEOUT_MS": "20000",
+            # The workload sends far more than the spec's per-minute limits; the limits are
+            # drilled on their own (tests/api/limits.rs).
+            "SWITCHBOARD_RATE_LIMIT_STANDARD": "1000000",
+            "SWITCHBOARD_RATE_LIMIT_WRITE": "1000000",
+            "SWITCHBOARD_RATE_LIMIT_SEARCH": "1000000",
+        })
+    else:
+        env.update({"SWITCHBOARD_GRPC_LISTEN": f"{address}:{port}", "DATABASE_URL": database_url(component)})
+        if component == "knowledgebase":
+            env.update({"QDRANT_URL": f"http://{HOST}:{QDRANT_GRPC}", "QDRANT_COLLECTION": "cluster"})
+    return env
+
+
+def start_replica(state, name):
+    _, component, address, port = next(r for r in replicas() if r[0] == name)
+    pid = spawn(name, [BIN, "serve", component], component_env(component, address, port), namespace(name))
+    state["pids"][name] = pid
+    save(state)
+    return pid
+
+
+def ready(name, timeout=90):
+    _, component, address, port = next(r for r in replicas() if r[0] == name)
+    if component == "gateway":
+        wait_for(f"{name}'s /readyz", lambda: http("GET", f"http://{address}:{port}/readyz", timeout=1)[0] == 200,
+                 timeout)
+    else:
+        wait_for(f"{name} listening on {address}:{port}", lambda: port_open(address, port), timeout)
+
+
+def haproxy_config():
+    servers = "\n".join(f"    server {name} {address}:{port} check inter 500ms fall 1 rise 2"
+                        for name, c, address, port in replicas() if c == "gateway")
+    return f"""global
+    maxconn 2000
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 30s
+    timeout server 30s
+    retries 3
+    option redispatch
+    retry-on conn-failure empty-response
+frontend switchboard
+    bind 127.0.0.1:{HAPROXY_PORT}
+    default_backend gateways
+backend gateways
+    balance roundrobin
+    option httpchk GET /readyz
+    http-check expect status 200
+{servers}
+"""
+
+
+def save(state):
+    with open(STATE + ".tmp", "w") as out:
+        json.dump(state, out, indent=1)
+    os.replace(STATE + ".tmp", STATE)
+
+
+def load():
+    with open(STATE) as source:
+        return json.load(source)
+
+
+def admin(*args):
+    result = run(BIN, "admin", "--database-url", database_url("identity"), *args,
+                 env={**os.environ, "REDIS_URL": f"redis://{HOST}:{REDIS_PORT}/"})
+    return json.loads(result.stdout)
+
+
+def up():
+    os.makedirs(DIR, exist_ok=True)
+    state = {"pids": {}}
+    network_up()
+    postgres_up()
+    state["redis"] = spawn("redis", ["redis-server", "--bind", HOST, "--port", str(REDIS_PORT), "--save", "",
+                                     "--appendonly", "no"], dict(os.environ))
+    qdrant = os.environ.get("QDRANT_BIN", os.path.join(ROOT, "..", "shared", "bin", "qdrant"))
+    qdrant_env = {**os.environ, "QDRANT__SERVICE__HOST": HOST, "QDRANT__SERVICE__HTTP_PORT": str(QDRANT_HTTP),
+                  "QDRANT__SERVICE__GRPC_PORT": str(QDRANT_GRPC), "QDRANT__TELEMETRY_DISABLED": "true",
+                  "QDRANT__STORAGE__STORAGE_PATH": os.path.join(DIR, "qdrant")}
+    state["qdrant"] = spawn("qdrant", [qdrant], qdrant_env)
+    save(state)
+    wait_for("Redis", lambda: port_open(HOST, REDIS_PORT), 30)
+    wait_for("Qdrant", lambda: port_open(HOST, QDRANT_GRPC), 60)
+    for component, _ in SERVICES:
+        run(BIN, "migrate", component, env={**os.environ, "DATABASE_URL": database_url(component)})
+    for name, *_rest in replicas():
+        start_replica(state, name)
+    for name, *_rest in replicas():
+        ready(name)
+    with open(os.path.join(DIR, "haproxy.cfg"), "w") as out:
+        out.write(haproxy_config())
+    state["haproxy"] = spawn("haproxy", ["haproxy", "-f", os.path.join(DIR, "haproxy.cfg"), "-db"], dict(os.environ))
+    save(state)
+    base = f"http://127.0.0.1:{HAPROXY_PORT}"
+    wait_for("HAProxy in front of a ready gateway", lambda: http("GET", f"{base}/readyz", timeout=1)[0] == 200, 30)
+    team = admin("create-team", "--name", f"Cluster {uuid.uuid4().hex[:6]}", "--credits", "100000")
+    state["team"], state["key"] = team["id"], admin("create-key", "--team", team["id"])["key"]
+    state["base"] = f"{base}/v1"
+    save(state)
+    log(f"up: {len(replicas())} replicas in namespaces on {BRIDGE}, HAProxy on {base}, team {team['id']}")
+
+
+def down():
+    state = load() if os.path.exists(STATE) else {"pids": {}}
+    for pid in list(state["pids"].values()) + [state.get("haproxy"), state.get("redis"), state.get("qdrant")]:
+        if pid:
+            try:
+                stop_pid(pid, signal.SIGKILL, timeout=10)
+            except SystemExit as error:
+                log(str(error))
+    postgres_down()
+    network_down()
+    run("rm", "-rf", DIR, check=False)
+    log("down")
+
+
+# --- the workload and its history -------------------------------------------------------------
+
+class History:
+    """Every operation: what was sent, when, and what came back (JSON lines in DIR)."""
+
+    def __init__(self, scenario):
+        self.path = os.path.join(DIR, f"history-{scenario}.jsonl")
+        self.lock = threading.Lock()
+        self.entries = []
+        open(self.path, "w").close()
+
+    def record(self, entry):
+        with self.lock:
+            self.entries.append(entry)
+            with open(self.path, "a") as out:
+                out.write(json.dumps(entry) + "\n")
+
+
+class UniqueNumbers:
+    """Phone numbers no earlier run on this cluster used (a contact's number is unique in its
+    team): US numbers of random exchanges, each given once; safe across threads."""
+
+    def __init__(self):
+        self.lock, self.given, self.rng = threading.Lock(), set(), random.Random()
+
+    def next(self):
+        with self.lock:
+            while True:
+                number = (f"+1{self.rng.choice((212, 312, 415, 617, 718, 929))}"
+                          f"{self.rng.randint(200, 999)}{self.rng.randint(0, 9999):04d}")
+                if number not in self.given:
+                    self.given.add(number)
+                    return number
+
+
+def workload(state, history, seconds, clients, retries, stop):
+    """`clients` threads for `seconds`: contact writes with Idempotency-Key, reads of what was
+    written, and metered knowledge searches. With `retries`, a failed write is sent again with
+    the same key until it is answered (at most 20 times)."""
+    base, key = state["base"], state["key"]
+    kb = state["knowledgebase"]
+    numbers = UniqueNumbers()
+
+    def operation(kind, method, path, body, idempotency, attempt):
+        started = time.time()
+        status, answer = http(method, base + path, body, key, idempotency)
+        history.record({"kind": kind, "method": method, "path": path, "request": body, "key": idempotency,
+                        "attempt": attempt, "start": started, "end": time.time(), "status": status,
+                        "answer": answer if status else {"transport": answer}})
+        return status, answer
+
+    def client(n):
+        rng = random.Random(n)
+        deadline = time.monotonic() + seconds
+        written = []
+        serial = 0
+        while time.monotonic() < deadline and not stop.is_set():
+            choice = rng.random()
+            if choice < 0.45:
+                serial += 1
+                body = {"number": numbers.next(), "firstName": f"C{n}", "lastName": f"N{serial}"}
+                idempotency = str(uuid.uuid4())
+                for attempt in range(1, (20 if retries else 1) + 1):
+                    status, answer = operation("write", "POST", "/contacts", body, idempotency, attempt)
+                    if status == 201:
+                        written.append(answer["data"]["id"])
+                        break
+                    if not retries or stop.is_set():
+                        break
+                    time.sleep(0.2)
+            elif choice < 0.85 and written:
+                operation("read", "GET", f"/contacts/{rng.choice(written)}", None, None, 1)
+            else:
+                operation("search", "GET", f"/knowledgebase/{kb}/search?query=opening+hours&limit=3", None, None, 1)
+
+    threads = [threading.Thread(target=client, args=(n,), daemon=True) for n in range(clients)]
+    for thread in threads:
+        thread.start()
+    return threads
+
+
+def settle_threads(threads, seconds):
+    deadline = time.monotonic() + seconds + 60
+    for thread in threads:
+        thread.join(max(0.1, deadline - time.monotonic()))
+        if thread.is_alive():
+            raise SystemExit("a workload client did not finish within 60 s of its end")
+
+
+# --- the checkers ---------------------------------------------------------------------------
+
+def check(state, history, credits_before, allow_failures):
+    base, key = state["base"], state["key"]
+    results = []
+    entries = history.entries
+    failed = [e for e in entries if not (200 <= e["status"] < 300)]
+    if allow_failures:
+        # Only the answered outcome of each operation counts: a retried write is one write.
+        finals = {}
+        for e in entries:
+            if e["kind"] == "write":
+                finals[e["key"]] = e
+        unanswered = [e for e in finals.values() if e["status"] != 201]
+        results.append(("every write answered after its retries", not unanswered, f"{len(unanswered)} unanswered"))
+    else:
+        results.append(("0 failed requests", not failed,
+                        f"{len(failed)} of {len(entries)} failed" + (f", first: {failed[0]}" if failed else "")))
+
+    # No acknowledged write lost: every 201 is readable with its content at the end.
+    acknowledged = {}
+    for e in entries:
+        if e["kind"] == "write" and e["status"] == 201:
+            acknowledged.setdefault(e["key"], []).append(e)
+    lost = []
+    for key_, answers in acknowledged.items():
+        contact = answers[0]["answer"]["data"]
+        status, read = http("GET", f"{base}/contacts/{contact['id']}", key=key)
+        if status != 200 or read["data"].get("number") != answers[0]["request"]["number"]:
+            lost.append((contact["id"], status))
+    results.append(("no acknowledged write lost", not lost, f"{len(acknowledged)} acknowledged, {len(lost)} lost"))
+
+    # Exactly once: every answer to one Idempotency-Key names the same contact, and each
+    # number exists once.
+    split = [k for k, answers in acknowledged.items() if len({a["answer"]["data"]["id"] for a in answers}) > 1]
+    numbers = {answers[0]["request"]["number"] for answers in acknowledged.values()}
+    duplicates = []
+    for number in list(numbers)[:200]:
+        status, found = http("GET", f"{base}/contacts?search={urllib.request.quote(number)}&limit=5", key=key)
+        if status == 200 and len([c for c in found["data"] if c.get("number") == number]) > 1:
+            duplicates.append(number)
+    results.append(("exactly once per Idempotency-Key", not split and not duplicates,
+                    f"{len(split)} keys with two resources, {len(duplicates)} numbers created twice"))
+
+    # Credits: the balance fell by exactly the searches answered 200 (one credit each), give
+    # or take those whose answer never reached the client (each may or may not have been paid).
+    searches = [e for e in entries if e["kind"] == "search"]
+    paid = len([e for e in searches if e["status"] == 200])
+    unknown = len([e for e in searches if e["status"] == 0])
+    credits_after = balance(state)
+    spent = credits_before - credits_after
+    results.append(("credits conserved", paid <= spent <= paid + unknown and credits_after >= 0,
+                    f"{spent} spent for {paid} searches answered 200 ({unknown} unanswered)"))
+    return results
+
+
+def balance(state):
+    status, me = http("GET", f"{state['base']}/me", key=state["key"])
+    if status != 200:
+        raise SystemExit(f"GET /me answered {status}: {me}")
+    return me["data"]["credits"]["balance"]
+
+
+# --- the scenarios ----------------------------------------------------------------------------
+
+def prepare(state):
+    if "knowledgebase" not in state:
+        base, key = state["base"], state["key"]
+        status, kb = http("POST", f"{base}/knowledgebase", {"name": "Cluster"}, key)
+        assert status == 201, (status, kb)
+        state["knowledgebase"] = kb["data"]["id"]
+        status, ref = http("POST", f"{base}/knowledgebase/{kb['data']['id']}/references",
+                           {"question": "When are you open?", "answer": "Every day from 9 to 17."}, key)
+        assert status == 201, (status, ref)
+        save(state)
+
+
+def rolling_restart(state, short):
+    """Every replica of every component, one at a time, SIGTERM then started again, as a
+    Deployment's rollout does; the workload sends throughout, without retries."""
+    history = History("rolling-restart")
+    before = balance(state)
+    stop = threading.Event()
+    order = [name for name, *_rest in replicas()]
+    if short:
+        order = [n for n in order if n.split("-")[0] in ("identity", "crm", "gateway")]
+    seconds = 3600
+    threads = workload(state, history, seconds, clients=4, retries=False, stop=stop)
+    time.sleep(2)
+    for name in order:
+        stop_pid(state["pids"][name], signal.SIGTERM, timeout=60)
+        start_replica(state, name)
+        ready(name)
+        # The new replica is healthy; the callers' next health round (2 s) sends to it again.
+        time.sleep(3)
+        log(f"rolled {name}")
+    time.sleep(2)
+    stop.set()
+    settle_threads(threads, 0)
+    return history, check(state, history, before, allow_failures=False)
+
+
+def kill_random(state, short):
+    """SIGKILL of a random replica every 10 s (a pod's process dying), started again 2 s later;
+    the workload retries a failed write with the same Idempotency-Key."""
+    history = History("kill")
+    before = balance(state)
+    stop = threading.Event()
+    rounds = 3 if short else 12
+    threads = workload(state, history, 3600, clients=4, retries=True, stop=stop)
+    rng = random.Random(42)
+    for _ in range(rounds):
+        time.sleep(8)
+        name = rng.choice([n for n, *_rest in replicas()])
+        stop_pid(state["pids"][name], signal.SIGKILL, timeout=10)
+        log(f"killed {name}")
+        time.sleep(2)
+        start_replica(state, name)
+        ready(name)
+    time.sleep(4)
+    stop.set()
+    settle_threads(threads, 0)
+    return history, check(state, history, before, allow_failures=True)
+
+
+SCENARIOS = [("rolling restart", rolling_restart), ("SIGKILL of a random replica", kill_random)]
+
+
+def cpu_times():
+    with open("/proc/stat") as stat:
+        fields = [int(v) for v in stat.readline().split()[1:]]
+    return sum(fields), fields[7] if len(fields) > 7 else 0
+
+
+def cpu_model():
+    with open("/proc/cpuinfo") as info:
+        for line in info:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def test(short):
+    state = load()
+    prepare(state)
+    total_before, steal_before = cpu_times()
+    print(f"machine: {os.cpu_count()} CPUs ({cpu_model()})")
+    passed = failed = 0
+    for title, scenario in SCENARIOS:
+        log(f"scenario: {title}")
+        started = time.monotonic()
+        history, results = scenario(state, short)
+        requests = len(history.entries)
+        failures = len([e for e in history.entries if not (200 <= e["status"] < 300)])
+        print(f"\n## {title}: {requests} requests, {failures} failed, {time.monotonic() - started:.0f} s "
+              f"(history: {history.path})")
+        for name, ok, detail in results:
+            print(f"  {'PASS' if ok else 'FAIL'}  {name}: {detail}")
+        if all(ok for _, ok, _ in results):
+            passed += 1
+        else:
+            failed += 1
+    total_after, steal_after = cpu_times()
+    steal = 100 * (steal_after - steal_before) / max(1, total_after - total_before)
+    print(f"\nsteal time during the run: {steal:.1f} %")
+    print(f"\n{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+def main():
+    global BIN
+    command = sys.argv[1] if len(sys.argv) > 1 else ""
+    if not BIN and command in ("up", "test"):
+        raise SystemExit("set SWITCHBOARD_BIN to a built switchboard binary")
+    if command == "up":
+        up()
+    elif command == "down":
+        down()
+    elif command == "test":
+        sys.exit(test("--short" in sys.argv[2:]))
+    else:
+        raise SystemExit("usage: cluster.py up|test [--short]|down")
+
+
+if __name__ == "__main__":
+    main()
