@@ -249,12 +249,16 @@ impl Component {
         for db in &self.databases {
             switchboard_kit::metrics::observe_pool(self.info.name, db.pool());
         }
-        let tasks: Vec<_> = self.background.into_iter().map(|work| tokio::spawn(work(stop.clone()))).collect();
+        let mut tasks: Vec<_> = self.background.into_iter().map(|work| tokio::spawn(work(stop.clone()))).collect();
+        let (ready, readiness) = watch::channel(true);
+        let databases = self.databases.clone();
+        tasks.push(tokio::spawn(crate::readiness::follow_databases(self.info.name, databases, ready, stop.clone())));
         let mut stopped = stop.clone();
         let stopping = async move {
             let _ = stopped.wait_for(|stop| *stop).await;
         };
-        let served = switchboard_kit::grpc::serve(self.info.grpc, listener, self.routes, access, stopping, drain).await;
+        let (grpc, routes) = (self.info.grpc, self.routes);
+        let served = switchboard_kit::grpc::serve(grpc, listener, routes, access, stopping, drain, readiness).await;
         for task in tasks {
             let _ = task.await;
         }

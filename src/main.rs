@@ -6,6 +6,7 @@ mod admin;
 mod components;
 mod config;
 mod dev;
+mod readiness;
 mod seed;
 mod serve;
 mod session;

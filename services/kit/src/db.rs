@@ -125,6 +125,11 @@ impl Db {
         &self.pool
     }
 
+    /// Whether the database answers a trivial query within `within` (a readiness check).
+    pub async fn answers(&self, within: std::time::Duration) -> bool {
+        matches!(tokio::time::timeout(within, sqlx::query("SELECT 1").execute(&self.pool)).await, Ok(Ok(_)))
+    }
+
     pub fn engine(&self) -> Engine {
         self.engine
     }

@@ -37,9 +37,10 @@ fn reflection(services: &[&'static str]) -> tonic_reflection::server::Builder<'s
 }
 
 /// Serves `routes`, which implement the gRPC `services` (full names, as health checks and
-/// reflection show them), on an already bound listener until `shutdown` completes. Then the
-/// health service answers NOT_SERVING for `drain` while calls keep being served (so that
-/// balanced channels, which check every replica's health, move away: see
+/// reflection show them), on an already bound listener until `shutdown` completes. The health
+/// service answers SERVING while `ready` is true (a service whose database does not answer is
+/// not ready). After `shutdown` it answers NOT_SERVING for `drain` while calls keep being
+/// served (so that balanced channels, which check every replica's health, move away: see
 /// [`discovery`]), and the server stops taking calls and lets those in flight finish.
 pub async fn serve(
     services: &[&'static str],
@@ -48,11 +49,22 @@ pub async fn serve(
     access: ServiceAccess,
     shutdown: impl Future<Output = ()> + Send,
     drain: std::time::Duration,
+    mut ready: tokio::sync::watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
-    for service in services {
-        health_reporter.set_service_status(*service, ServingStatus::Serving).await;
-    }
+    let names = services.to_vec();
+    let reporter = health_reporter.clone();
+    let readiness = tokio::spawn(async move {
+        loop {
+            let status = if *ready.borrow_and_update() { ServingStatus::Serving } else { ServingStatus::NotServing };
+            for service in names.iter().copied().chain([""]) {
+                reporter.set_service_status(service, status).await;
+            }
+            if ready.changed().await.is_err() {
+                return;
+            }
+        }
+    });
     let reflection_v1 = reflection(services).build_v1().context("building gRPC reflection v1")?;
     let reflection_v1alpha = reflection(services).build_v1alpha().context("building gRPC reflection v1alpha")?;
     let routes = routes.add_service(health_service).add_service(reflection_v1).add_service(reflection_v1alpha);
@@ -60,6 +72,7 @@ pub async fn serve(
     let names = services.to_vec();
     let shutdown = async move {
         shutdown.await;
+        readiness.abort();
         for service in names.iter().copied().chain([""]) {
             health_reporter.set_service_status(service, ServingStatus::NotServing).await;
         }
