@@ -54,15 +54,14 @@ pub async fn serve(
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     let names = services.to_vec();
     let reporter = health_reporter.clone();
+    // The first statuses before the server takes a call: a health check right after start
+    // finds every service.
+    let serving = *ready.borrow_and_update();
+    report(&reporter, &names, serving).await;
     let readiness = tokio::spawn(async move {
-        loop {
-            let status = if *ready.borrow_and_update() { ServingStatus::Serving } else { ServingStatus::NotServing };
-            for service in names.iter().copied().chain([""]) {
-                reporter.set_service_status(service, status).await;
-            }
-            if ready.changed().await.is_err() {
-                return;
-            }
+        while ready.changed().await.is_ok() {
+            let now = *ready.borrow_and_update();
+            report(&reporter, &names, now).await;
         }
     });
     let reflection_v1 = reflection(services).build_v1().context("building gRPC reflection v1")?;
@@ -73,9 +72,7 @@ pub async fn serve(
     let shutdown = async move {
         shutdown.await;
         readiness.abort();
-        for service in names.iter().copied().chain([""]) {
-            health_reporter.set_service_status(service, ServingStatus::NotServing).await;
-        }
+        report(&health_reporter, &names, false).await;
         if !drain.is_zero() {
             tracing::info!(seconds = drain.as_secs_f64(), "draining: health is NOT_SERVING, calls are still served");
             tokio::time::sleep(drain).await;
@@ -94,6 +91,14 @@ pub async fn serve(
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await
         .with_context(|| format!("serving gRPC for {name}"))
+}
+
+/// Sets every service's health (and the server's, the empty name) to SERVING or NOT_SERVING.
+async fn report(reporter: &tonic_health::server::HealthReporter, services: &[&'static str], serving: bool) {
+    let status = if serving { ServingStatus::Serving } else { ServingStatus::NotServing };
+    for service in services.iter().copied().chain([""]) {
+        reporter.set_service_status(service, status).await;
+    }
 }
 
 /// What a gRPC method answers.
