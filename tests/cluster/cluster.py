@@ -143,18 +143,110 @@ def pg_bin():
     return f"/usr/lib/postgresql/{versions[-1]}/bin"
 
 
-def postgres_up():
-    data = os.path.join(DIR, "postgres")
-    if not os.path.exists(os.path.join(data, "PG_VERSION")):
-        os.makedirs(data, exist_ok=True)
-        run("chown", "postgres:postgres", data)
-        run("su", "postgres", "-c", f"{pg_bin()}/initdb -D {data} -A trust -U postgres")
-        with open(os.path.join(data, "pg_hba.conf"), "a") as hba:
-            hba.write("host all all 10.88.0.0/24 trust\n")
-    run("su", "postgres", "-c",
-        f"{pg_bin()}/pg_ctl -D {data} -l {data}/log -w -t 60 -o "
-        f"\"-c listen_addresses={HOST} -p {PG_PORT} -c unix_socket_directories={data} "
-        f"-c max_connections=400 -c synchronous_commit=on\" start")
+ETCD_CLIENT, ETCD_PEER = 52379, 52380
+# Each PostgreSQL node: its name, its port and its Patroni REST port. HAProxy's PG_PORT sends
+# connections to whichever answers Patroni's /primary.
+PG_NODES = [("pg-1", 55433, 58008), ("pg-2", 55434, 58009)]
+
+
+def as_postgres(*args):
+    """A command run as the postgres user in place (no shell in between), so that its pid is
+    the command's."""
+    return ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", *args]
+
+
+def patroni_config(name, port, rest):
+    data = os.path.join(DIR, name)
+    return f"""scope: switchboard
+name: {name}
+restapi:
+  listen: {HOST}:{rest}
+  connect_address: {HOST}:{rest}
+etcd3:
+  hosts: {HOST}:{ETCD_CLIENT}
+bootstrap:
+  dcs:
+    ttl: 10
+    loop_wait: 2
+    retry_timeout: 5
+    maximum_lag_on_failover: 1048576
+    # A commit is acknowledged once the standby has it: a failover loses no acknowledged write.
+    synchronous_mode: true
+    postgresql:
+      use_pg_rewind: true
+      parameters:
+        max_connections: 400
+        wal_log_hints: "on"
+        max_wal_senders: 10
+        max_replication_slots: 10
+  initdb:
+    - encoding: UTF8
+  pg_hba:
+    - local all all trust
+    - host all all 10.88.0.0/24 trust
+    - host replication all 10.88.0.0/24 trust
+postgresql:
+  listen: {HOST}:{port}
+  connect_address: {HOST}:{port}
+  data_dir: {data}
+  bin_dir: {pg_bin()}
+  authentication:
+    superuser: {{username: postgres, password: postgres}}
+    replication: {{username: replicator, password: replicator}}
+    rewind: {{username: rewinder, password: rewinder}}
+  parameters:
+    unix_socket_directories: {DIR}
+"""
+
+
+def start_pg_node(state, name):
+    port, rest = next((p, r) for n, p, r in PG_NODES if n == name)
+    config = os.path.join(DIR, f"{name}.yml")
+    with open(config, "w") as out:
+        out.write(patroni_config(name, port, rest))
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": DIR, "LANG": "C.UTF-8"}
+    state["pg"][name] = spawn(name, as_postgres("patroni", config), env)
+    save(state)
+
+
+def patroni_state(rest):
+    status, answer = http("GET", f"http://{HOST}:{rest}/patroni", timeout=1)
+    return answer if status == 200 and isinstance(answer, dict) else {}
+
+
+def leader():
+    """The node whose Patroni says it is the primary, or None."""
+    for name, _, rest in PG_NODES:
+        if http("GET", f"http://{HOST}:{rest}/primary", timeout=1)[0] == 200:
+            return name
+    return None
+
+
+def sync_standby_streaming():
+    status, cluster = http("GET", f"http://{HOST}:{PG_NODES[0][2]}/cluster", timeout=1)
+    if status != 200:
+        status, cluster = http("GET", f"http://{HOST}:{PG_NODES[1][2]}/cluster", timeout=1)
+    members = cluster.get("members", []) if isinstance(cluster, dict) else []
+    return any(m.get("role") == "sync_standby" and m.get("state") in ("streaming", "running") for m in members)
+
+
+def postgres_up(state):
+    os.makedirs(DIR, exist_ok=True)
+    run("chown", "postgres:postgres", DIR)
+    etcd_dir = os.path.join(DIR, "etcd")
+    state["etcd"] = spawn("etcd", ["etcd", "--name", "sb", "--data-dir", etcd_dir,
+                                   "--listen-client-urls", f"http://{HOST}:{ETCD_CLIENT}",
+                                   "--advertise-client-urls", f"http://{HOST}:{ETCD_CLIENT}",
+                                   "--listen-peer-urls", f"http://{HOST}:{ETCD_PEER}",
+                                   "--initial-advertise-peer-urls", f"http://{HOST}:{ETCD_PEER}",
+                                   "--initial-cluster", f"sb=http://{HOST}:{ETCD_PEER}"], dict(os.environ))
+    save(state)
+    wait_for("etcd", lambda: port_open(HOST, ETCD_CLIENT), 30)
+    for name, *_rest in PG_NODES:
+        start_pg_node(state, name)
+    wait_for("a PostgreSQL primary elected by Patroni", lambda: leader() is not None, 120)
+    wait_for("PostgreSQL through HAProxy", lambda: port_open(HOST, PG_PORT), 30)
+    wait_for("a synchronous standby streaming", sync_standby_streaming, 120)
     for component, _ in SERVICES:
         exists = run("psql", "-h", HOST, "-p", str(PG_PORT), "-U", "postgres", "-qAtc",
                      f"select 1 from pg_database where datname = '{component}'").stdout.strip()
@@ -162,10 +254,27 @@ def postgres_up():
             run("psql", "-h", HOST, "-p", str(PG_PORT), "-U", "postgres", "-qc", f"create database {component}")
 
 
-def postgres_down():
-    data = os.path.join(DIR, "postgres")
-    if os.path.exists(data):
-        run("su", "postgres", "-c", f"{pg_bin()}/pg_ctl -D {data} -m fast -w -t 60 stop", check=False, quiet=True)
+def kill_pg_node(state, name):
+    """The node dies: its Patroni and its postmaster, SIGKILLed."""
+    postmaster = os.path.join(DIR, name, "postmaster.pid")
+    pid = state.setdefault("pg", {}).get(name)
+    if pid:
+        stop_pid(pid, signal.SIGKILL, timeout=10)
+    try:
+        with open(postmaster) as source:
+            stop_pid(int(source.readline().strip()), signal.SIGKILL, timeout=10)
+    except (OSError, ValueError):
+        pass
+
+
+def postgres_down(state):
+    for name, *_rest in PG_NODES:
+        try:
+            kill_pg_node(state, name)
+        except SystemExit as error:
+            log(str(error))
+    if state.get("etcd"):
+        stop_pid(state["etcd"], signal.SIGKILL, timeout=10)
 
 
 def database_url(component):
@@ -258,6 +367,7 @@ def ready(name, timeout=90):
 def haproxy_config():
     servers = "\n".join(f"    server {name} {address}:{port} check inter 500ms fall 1 rise 2"
                         for name, c, address, port in replicas() if c == "gateway")
+    pg_servers = "\n".join(f"    server {name} {HOST}:{port} check port {rest}" for name, port, rest in PG_NODES)
     return f"""global
     maxconn 2000
 defaults
@@ -276,6 +386,17 @@ backend gateways
     option httpchk GET /readyz
     http-check expect status 200
 {servers}
+# PostgreSQL: only the node whose Patroni answers /primary; connections to a node that stops
+# being it are closed, so that clients reconnect to the new one.
+listen postgres
+    mode tcp
+    bind {HOST}:{PG_PORT}
+    timeout client 30m
+    timeout server 30m
+    option httpchk OPTIONS /primary
+    http-check expect status 200
+    default-server inter 1s fall 2 rise 1 on-marked-down shutdown-sessions
+{pg_servers}
 """
 
 
@@ -302,9 +423,12 @@ def redis_command():
 
 def up():
     os.makedirs(DIR, exist_ok=True)
-    state = {"pids": {}}
+    state = {"pids": {}, "pg": {}}
     network_up()
-    postgres_up()
+    with open(os.path.join(DIR, "haproxy.cfg"), "w") as out:
+        out.write(haproxy_config())
+    state["haproxy"] = spawn("haproxy", ["haproxy", "-f", os.path.join(DIR, "haproxy.cfg"), "-db"], dict(os.environ))
+    postgres_up(state)
     state["redis"] = spawn("redis", redis_command(), dict(os.environ))
     qdrant = os.environ.get("QDRANT_BIN", os.path.join(ROOT, "..", "shared", "bin", "qdrant"))
     qdrant_env = {**os.environ, "QDRANT__SERVICE__HOST": HOST, "QDRANT__SERVICE__HTTP_PORT": str(QDRANT_HTTP),
@@ -320,28 +444,25 @@ def up():
         start_replica(state, name)
     for name, *_rest in replicas():
         ready(name)
-    with open(os.path.join(DIR, "haproxy.cfg"), "w") as out:
-        out.write(haproxy_config())
-    state["haproxy"] = spawn("haproxy", ["haproxy", "-f", os.path.join(DIR, "haproxy.cfg"), "-db"], dict(os.environ))
-    save(state)
     base = f"http://127.0.0.1:{HAPROXY_PORT}"
     wait_for("HAProxy in front of a ready gateway", lambda: http("GET", f"{base}/readyz", timeout=1)[0] == 200, 30)
     team = admin("create-team", "--name", f"Cluster {uuid.uuid4().hex[:6]}", "--credits", "100000")
     state["team"], state["key"] = team["id"], admin("create-key", "--team", team["id"])["key"]
     state["base"] = f"{base}/v1"
     save(state)
-    log(f"up: {len(replicas())} replicas in namespaces on {BRIDGE}, HAProxy on {base}, team {team['id']}")
+    log(f"up: {len(replicas())} replicas in namespaces on {BRIDGE}, PostgreSQL primary {leader()} (Patroni), "
+        f"HAProxy on {base}, team {team['id']}")
 
 
 def down():
-    state = load() if os.path.exists(STATE) else {"pids": {}}
+    state = load() if os.path.exists(STATE) else {"pids": {}, "pg": {}}
     for pid in list(state["pids"].values()) + [state.get("haproxy"), state.get("redis"), state.get("qdrant")]:
         if pid:
             try:
                 stop_pid(pid, signal.SIGKILL, timeout=10)
             except SystemExit as error:
                 log(str(error))
-    postgres_down()
+    postgres_down(state)
     network_down()
     run("rm", "-rf", DIR, check=False)
     log("down")
@@ -382,6 +503,9 @@ class UniqueNumbers:
                     return number
 
 
+# How long a retrying client keeps sending a write: longer than a failover takes.
+RETRY_SECONDS = 30
+
 # One for the whole run: numbers are unique across its scenarios.
 NUMBERS = UniqueNumbers()
 
@@ -412,14 +536,16 @@ def workload(state, history, seconds, clients, retries, stop):
                 serial += 1
                 body = {"number": NUMBERS.next(), "firstName": f"C{n}", "lastName": f"N{serial}"}
                 idempotency = str(uuid.uuid4())
-                for attempt in range(1, (20 if retries else 1) + 1):
+                first, attempt = time.monotonic(), 0
+                while True:
+                    attempt += 1
                     status, answer = operation("write", "POST", "/contacts", body, idempotency, attempt)
                     if status == 201:
                         written.append(answer["data"]["id"])
                         break
-                    if not retries or stop.is_set():
+                    if not retries or time.monotonic() - first > RETRY_SECONDS:
                         break
-                    time.sleep(0.2)
+                    time.sleep(0.25)
             elif choice < 0.75 and written:
                 operation("read", "GET", f"/contacts/{rng.choice(written)}", None, None, 1)
             elif choice < 0.85:
@@ -643,12 +769,67 @@ def redis_outage(state, short):
     return history, check(state, history, before, "none")
 
 
+def outage(entries, since, until):
+    """Seconds from the first failed write attempt after `since` to the last one before `until`."""
+    failed = [e for e in entries
+              if e["kind"] == "write" and (e["status"] == 0 or e["status"] >= 500) and since <= e["start"] <= until]
+    if not failed:
+        return 0.0, 0
+    return max(e["end"] for e in failed) - min(e["start"] for e in failed), len(failed)
+
+
+def failover(state, short):
+    """PostgreSQL changes primary twice under load: a Patroni switchover to the synchronous
+    standby, then the new primary's node dies (its Patroni and postmaster SIGKILLed) and
+    Patroni promotes the other once the leader key expires (ttl 10 s). Writes are retried
+    with their key. Goal: no acknowledged write lost (synchronous replication); the seconds
+    of unavailability are measured."""
+    history = History("failover")
+    before = balance(state)
+    stop = threading.Event()
+    threads = workload(state, history, 3600, clients=4, retries=True, stop=stop)
+    time.sleep(4)
+    first = leader()
+    if first is None:
+        raise SystemExit("no PostgreSQL primary before the failover scenario")
+    second = next(name for name, *_rest in PG_NODES if name != first)
+    switched = time.time()
+    run("patronictl", "-c", os.path.join(DIR, f"{first}.yml"), "switchover", "--leader", first,
+        "--candidate", second, "--force")
+    wait_for(f"{second} to be the primary after the switchover", lambda: leader() == second, 60)
+    log(f"switchover {first} -> {second} in {time.time() - switched:.1f} s")
+    wait_for("the synchronous standby streaming again", sync_standby_streaming, 120)
+    time.sleep(3)
+    killed = time.time()
+    kill_pg_node(state, second)
+    log(f"killed {second} (Patroni and postmaster)")
+    wait_for(f"{first} to be promoted", lambda: leader() == first, 90)
+    log(f"failover to {first} in {time.time() - killed:.1f} s")
+    time.sleep(2)
+    start_pg_node(state, second)
+    wait_for(f"{second} back as the synchronous standby", sync_standby_streaming, 180)
+    time.sleep(3)
+    stop.set()
+    settle_threads(threads, 0)
+    results = check(state, history, before, "retried")
+    seconds, failed = outage(history.entries, switched, killed)
+    results.append(("switchover measured", True, f"writes failed for {seconds:.1f} s ({failed} attempts)"))
+    seconds, failed = outage(history.entries, killed, time.time())
+    results.append(("failover measured", True, f"writes failed for {seconds:.1f} s ({failed} attempts)"))
+    return history, results
+
+
 SCENARIOS = [
     ("rolling restart", rolling_restart),
     ("SIGKILL of a random replica", kill_random),
     ("partition from PostgreSQL", partition),
+    ("PostgreSQL failover", failover),
     ("Redis killed", redis_outage),
 ]
+# A failover can end a write whose commit reached the new primary with a 503; its retry then
+# meets the contact it made (409), since a 5xx releases the Idempotency-Key (docs/deploy.md).
+# Until services keep keys with their writes, the short run (CI) leaves it out.
+NOT_SHORT = [failover]
 
 
 def cpu_times():
@@ -673,6 +854,9 @@ def test(short, only):
     passed = failed = 0
     for title, scenario in SCENARIOS:
         if only and scenario.__name__ not in only:
+            continue
+        if short and not only and scenario in NOT_SHORT:
+            log(f"scenario: {title}: not in the short run (docs/deploy.md)")
             continue
         log(f"scenario: {title}")
         started = time.monotonic()
