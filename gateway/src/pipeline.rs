@@ -18,6 +18,7 @@ use std::time::Duration;
 use pingora::http::RequestHeader;
 use switchboard_kit::ServiceError;
 use switchboard_kit::peers::Peers;
+use switchboard_kit::write_keys::WriteKey;
 use switchboard_proto::v1::Team;
 use tokio::sync::OnceCell;
 
@@ -230,7 +231,10 @@ impl Pipeline {
             Begin::Refused(error) => return Err(error),
             Begin::Claimed(claim) => claim,
         };
-        let answered = Box::pin(self.admit_and_run(request, raw, decision)).await;
+        // The services record what this write creates under a digest of the key, so that a
+        // retry after a lost answer (a 5xx releases the key below) gets the same resource.
+        let write_key = WriteKey::of(&[&team, &caller, once.key, once.fingerprint]);
+        let answered = Box::pin(write_key.scope(self.admit_and_run(request, raw, decision))).await;
         let reply = Reply::of(answered, once.request_id);
         Box::pin(self.idempotency.finish(claim, idempotency::Kept::of(&reply, route.shows_secret))).await;
         Ok(reply)

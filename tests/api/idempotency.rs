@@ -134,3 +134,58 @@ async fn two_gateways_on_one_redis_agree() {
     let stored = redis.cli(&["--scan", "--pattern", &format!("switchboard:idempotency:{}:*", team.id)]);
     assert_eq!(stored.lines().count(), 1, "one kept answer in Redis: {stored:?}");
 }
+
+/// A 5xx after the service committed (a failover between the commit and its acknowledgement)
+/// releases the gateway's claim on the key, so the client's retry reaches the services again.
+/// Forgetting the gateway's record in Redis puts a retry in exactly that position: the services
+/// must answer it with what the first request made, not make it again (two notes, two
+/// references) or meet it (a contact's number in use: 409).
+#[tokio::test]
+async fn a_retry_after_a_released_key_gets_what_the_first_request_made() {
+    let redis = Redis::start().await;
+    let url = redis.url();
+    let stack = Stack::start_with(&[("REDIS_URL", &url)]).await;
+    let team = stack.team("Lost answers", false, 0).await;
+    let api = stack.client(&team.key);
+    let forget = || {
+        let pattern = format!("switchboard:idempotency:{}:*", team.id);
+        for slot in redis.cli(&["--scan", "--pattern", &pattern]).lines().filter(|line| !line.is_empty()) {
+            redis.cli(&["DEL", slot]);
+        }
+    };
+
+    let grace = json!({ "number": "+14155552671", "firstName": "Grace" });
+    let contact = post_with_key(&api, "/contacts", "contact-1", grace.clone()).await.expect(201).clone();
+    forget();
+    let retried = post_with_key(&api, "/contacts", "contact-1", grace.clone()).await;
+    assert_eq!(retried.expect(201)["data"]["id"], contact["data"]["id"], "the first contact, not CONTACT_EXISTS");
+    assert_eq!(retried.header("idempotent-replayed"), None, "the service answered, not the gateway's record");
+    assert_eq!(contact_count(&api).await, 1);
+    // Another key is another write: the number is taken.
+    assert_eq!(post_with_key(&api, "/contacts", "contact-2", grace).await.error_code(409), "CONTACT_EXISTS");
+
+    let contact_id = contact["data"]["id"].as_str().unwrap().to_owned();
+    let notes = format!("/contacts/{contact_id}/notes");
+    let note = json!({ "note": "Called back about the invoice" });
+    let first_note = post_with_key(&api, &notes, "note-1", note.clone()).await.expect(201).clone();
+    forget();
+    let again = post_with_key(&api, &notes, "note-1", note.clone()).await;
+    assert_eq!(again.expect(201)["data"]["id"], first_note["data"]["id"]);
+    assert_eq!(api.get(&notes).await.expect(200)["data"].as_array().unwrap().len(), 1);
+
+    let kb = api.post("/knowledgebase", json!({ "name": "Support" })).await.expect(201)["data"]["id"].clone();
+    let references = format!("/knowledgebase/{}/references", kb.as_str().unwrap());
+    let qa = json!({ "question": "Do you ship abroad?", "answer": "Yes, to 30 countries." });
+    let first_reference = post_with_key(&api, &references, "reference-1", qa.clone()).await.expect(201).clone();
+    forget();
+    let again = post_with_key(&api, &references, "reference-1", qa.clone()).await;
+    assert_eq!(again.expect(201)["data"]["id"], first_reference["data"]["id"]);
+    let made = api.get(&format!("/knowledgebase/{}", kb.as_str().unwrap())).await;
+    assert_eq!(made.expect(200)["data"]["references"].as_array().unwrap().len(), 1);
+
+    // Keys are the caller's: another key of the team with the same Idempotency-Key and body
+    // makes its own note.
+    let other = stack.key(&team.id, false).await;
+    let theirs = post_with_key(&stack.client(&other), &notes, "note-1", note).await;
+    assert_ne!(theirs.expect(201)["data"]["id"], first_note["data"]["id"]);
+}

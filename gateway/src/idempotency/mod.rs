@@ -8,7 +8,8 @@
 //! same fingerprint gets the kept answer (plus `Idempotent-Replayed: true`) without reaching a
 //! service or the rate limiter; with another fingerprint it is 422 `IDEMPOTENCY_KEY_REUSED`;
 //! while the first is still being answered it is 409 `IDEMPOTENCY_KEY_IN_USE`. Answers of 5xx
-//! and 429 are not kept (the key is released: a retry does the work), every other answer is,
+//! and 429 are not kept (the key is released: a retry does the work, and a service that had
+//! committed it answers with what it made: `switchboard_kit::write_keys`), every other answer is,
 //! errors included, as the outcome of that request. A success that showed a secret once (a new
 //! key, a webhook secret, an invitation link) is kept as a marker only, never the secret: its
 //! repeat is 409 `IDEMPOTENCY_SECRET_SHOWN`.

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use switchboard_kit::grpc::{Channel, Reply, reply};
 use switchboard_kit::recent::Recent;
+use switchboard_kit::write_keys::WriteKey;
 use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::crm_service_server::{CrmService, CrmServiceServer};
 use switchboard_proto::v1::identity_service_client::IdentityServiceClient;
@@ -115,6 +116,7 @@ impl CrmService for CrmApi {
     }
 
     async fn create_contact(&self, request: Request<CreateContactRequest>) -> Reply<Contact> {
+        let key = WriteKey::from_metadata(request.metadata());
         let request = request.into_inner();
         self.check_team(&request.team_id).await?;
         let input = request.contact.unwrap_or_default();
@@ -125,7 +127,7 @@ impl CrmService for CrmApi {
                 return Err(ServiceError::validation(unknown).into());
             }
         }
-        reply(self.store.create_contact(&request.team_id, &input, &request.actor).await)
+        reply(self.store.create_contact_once(&request.team_id, &input, &request.actor, key.as_ref()).await)
     }
 
     async fn update_contact(&self, request: Request<UpdateContactRequest>) -> Reply<Contact> {
@@ -179,7 +181,8 @@ impl CrmService for CrmApi {
     }
 
     async fn add_note(&self, request: Request<AddNoteRequest>) -> Reply<Note> {
-        reply(self.store.add_note(&request.into_inner()).await)
+        let key = WriteKey::from_metadata(request.metadata());
+        reply(self.store.add_note_once(&request.into_inner(), key.as_ref()).await)
     }
 
     async fn delete_note(&self, request: Request<NoteRef>) -> Reply<Note> {

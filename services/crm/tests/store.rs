@@ -11,6 +11,7 @@ use switchboard_crm::CrmStore;
 use switchboard_crm::store::{ContactFilter, ContactSort};
 use switchboard_kit::db::Engine;
 use switchboard_kit::phone::PhoneRules;
+use switchboard_kit::write_keys::WriteKey;
 use switchboard_kit::{ErrorKind, ServiceError, testdb};
 use switchboard_proto::v1::{
     AddNoteRequest, AssignUsersRequest, Board, Contact, ContactInput, CreateBoardRequest, CreateCustomFieldRequest,
@@ -285,6 +286,36 @@ async fn numbers_are_normalised_and_emails_lowercased() {
         assert_eq!((b.number.as_str(), c.number.as_str()), ("+14155550100", "+14155550101"));
         let error = store.create_contact(&team, &input("+1 000 000 0000"), ACTOR).await.unwrap_err();
         assert_eq!(fields(&error), ["number"]);
+    })
+    .await;
+}
+
+/// A write key recorded with a contact or note answers a retry with it (the answer of the
+/// first was lost after its commit); the key is the team's alone.
+#[tokio::test]
+async fn a_recorded_write_key_answers_its_retry_with_what_it_made() {
+    on_every_engine(|store| async move {
+        let (team, other_team) = (team(), team());
+        let key = WriteKey::of(&["retry"]);
+        let first = store.create_contact_once(&team, &input("+14155552671"), ACTOR, Some(&key)).await.unwrap();
+        let again = store.create_contact_once(&team, &input("+14155552671"), ACTOR, Some(&key)).await.unwrap();
+        assert_eq!(again, first);
+        let without = store.create_contact_once(&team, &input("+14155552671"), ACTOR, None).await.unwrap_err();
+        assert_eq!(without.kind, ErrorKind::ContactExists);
+        let theirs = store.create_contact_once(&other_team, &input("+14155552671"), ACTOR, Some(&key)).await.unwrap();
+        assert_ne!(theirs.id, first.id, "another team's write with the same key is its own");
+
+        let note = AddNoteRequest {
+            team_id: team.clone(),
+            contact_id: first.id.clone(),
+            note: "Called back".into(),
+            actor: ACTOR.into(),
+            ..AddNoteRequest::default()
+        };
+        let made = store.add_note_once(&note, Some(&key)).await.unwrap();
+        assert_eq!(store.add_note_once(&note, Some(&key)).await.unwrap(), made);
+        assert_ne!(store.add_note_once(&note, Some(&WriteKey::of(&["other"]))).await.unwrap().id, made.id);
+        assert_eq!(store.list_notes(&team, &first.id).await.unwrap().len(), 2);
     })
     .await;
 }

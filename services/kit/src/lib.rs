@@ -26,5 +26,6 @@ pub mod team_versions;
 pub mod telemetry;
 pub mod testdb;
 pub mod time;
+pub mod write_keys;
 
 pub use error::{ErrorKind, FieldViolation, ServiceError, ServiceResult, validate};

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use switchboard_kit::write_keys::WriteKey;
 use switchboard_kit::{ErrorKind, ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{Document, Knowledgebase, Reference, SearchHit, Webpage};
 use tokio::sync::Notify;
@@ -302,12 +303,19 @@ impl Knowledge {
         team_id: &str,
         knowledgebase_id: &str,
         text: EntryText,
+        key: Option<&WriteKey>,
     ) -> ServiceResult<Reference> {
         text.validate()?;
         // A missing knowledge base is a 404 before the model is asked for anything.
         self.store.knowledgebase(team_id, knowledgebase_id).await?;
+        if let Some(key) = key
+            && let Some(made) = self.store.reference_made_by(team_id, knowledgebase_id, key).await?
+        {
+            return Ok(made);
+        }
         let (vectors, tag) = self.embed_entry(&text).await?;
-        let reference = self.store.insert_reference(team_id, knowledgebase_id, &text, &vectors, &tag).await?;
+        let embedding = (vectors.as_slice(), tag.as_str());
+        let reference = self.store.insert_reference_once(team_id, knowledgebase_id, &text, embedding, key).await?;
         self.sync.apply_or_log().await;
         Ok(reference)
     }

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use switchboard_kit::ServiceError;
 use switchboard_kit::grpc::{Channel, Reply, reply};
+use switchboard_kit::write_keys::WriteKey;
 use switchboard_proto::v1::identity_service_client::IdentityServiceClient;
 use switchboard_proto::v1::knowledgebase_service_server::{KnowledgebaseService, KnowledgebaseServiceServer};
 use switchboard_proto::v1::*;
@@ -88,9 +89,10 @@ impl KnowledgebaseService for KnowledgebaseApi {
     }
 
     async fn create_reference(&self, request: Request<CreateReferenceRequest>) -> Reply<Reference> {
+        let key = WriteKey::from_metadata(request.metadata());
         let request = request.into_inner();
         let text = EntryText { question: request.question, answer: request.answer };
-        reply(self.knowledge.create_reference(&request.team_id, &request.knowledgebase_id, text).await)
+        reply(self.knowledge.create_reference(&request.team_id, &request.knowledgebase_id, text, key.as_ref()).await)
     }
 
     async fn get_reference(&self, request: Request<GetReferenceRequest>) -> Reply<Reference> {

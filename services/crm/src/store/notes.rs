@@ -5,6 +5,7 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 use switchboard_kit::limits;
 use switchboard_kit::time::now_ms;
+use switchboard_kit::write_keys::{self, WriteKey};
 use switchboard_kit::{FieldViolation, ServiceResult, validate};
 use switchboard_proto::v1::{AddNoteRequest, AssignUsersRequest, Note};
 
@@ -13,6 +14,9 @@ use super::{CrmStore, check_ids, distinct, id_list_violations, note_not_found, u
 
 /// The types a note may have; the first is the default.
 pub const NOTE_TYPES: [&str; 4] = ["general", "info", "warning", "danger"];
+
+/// What a recorded write key names (`switchboard_kit::write_keys`).
+const ADD_NOTE: &str = "crm.AddNote";
 
 const NOTE_COLUMNS: &str = "id, contact_id, note, type, created_at, created_by";
 
@@ -25,6 +29,13 @@ fn note_from_row(row: &AnyRow) -> Result<Note, sqlx::Error> {
         created_at_ms: row.try_get("created_at")?,
         created_by: row.try_get("created_by")?,
     })
+}
+
+/// One of the contact's notes.
+async fn note_of(conn: &mut AnyConnection, team_id: &str, contact_id: &str, note_id: &str) -> ServiceResult<Note> {
+    let sql = format!("SELECT {NOTE_COLUMNS} FROM contact_notes WHERE id = $1 AND contact_id = $2 AND team_id = $3");
+    let row = sqlx::query(&sql).bind(note_id).bind(contact_id).bind(team_id).fetch_optional(conn).await?;
+    row.as_ref().map(note_from_row).transpose()?.ok_or_else(note_not_found)
 }
 
 async fn assigned(conn: &mut AnyConnection, contact_id: &str) -> ServiceResult<Vec<String>> {
@@ -52,6 +63,12 @@ impl CrmStore {
 
     /// Adds a note by `actor`; an empty type is `general`.
     pub async fn add_note(&self, request: &AddNoteRequest) -> ServiceResult<Note> {
+        self.add_note_once(request, None).await
+    }
+
+    /// [`Self::add_note`], answered with the note made the first time when a write with `key`
+    /// made one already (`switchboard_kit::write_keys`).
+    pub async fn add_note_once(&self, request: &AddNoteRequest, key: Option<&WriteKey>) -> ServiceResult<Note> {
         let kind = if request.r#type.is_empty() { NOTE_TYPES[0] } else { request.r#type.as_str() };
         validate([
             uuid_violation("teamId", &request.team_id),
@@ -63,6 +80,11 @@ impl CrmStore {
         ])?;
         let mut tx = self.db.begin_write().await?;
         find_contact(&mut tx, &request.team_id, &request.contact_id, self.db.for_update()).await?;
+        if let Some(key) = key
+            && let Some(id) = write_keys::recorded(&mut tx, &request.team_id, key, ADD_NOTE).await?
+        {
+            return note_of(&mut tx, &request.team_id, &request.contact_id, &id).await;
+        }
         let note = Note {
             id: uuid::Uuid::now_v7().to_string(),
             contact_id: request.contact_id.clone(),
@@ -84,6 +106,9 @@ impl CrmStore {
         .bind(note.created_at_ms)
         .execute(&mut *tx)
         .await?;
+        if let Some(key) = key {
+            write_keys::record(&mut tx, &request.team_id, key, ADD_NOTE, &note.id).await?;
+        }
         tx.commit().await?;
         Ok(note)
     }
@@ -94,10 +119,7 @@ impl CrmStore {
         check_ids(&[("teamId", team_id), ("contactId", contact_id), ("noteId", note_id)])?;
         let mut tx = self.db.begin_write().await?;
         find_contact(&mut tx, team_id, contact_id, self.db.for_update()).await?;
-        let sql =
-            format!("SELECT {NOTE_COLUMNS} FROM contact_notes WHERE id = $1 AND contact_id = $2 AND team_id = $3");
-        let row = sqlx::query(&sql).bind(note_id).bind(contact_id).bind(team_id).fetch_optional(&mut *tx).await?;
-        let note = row.as_ref().map(note_from_row).transpose()?.ok_or_else(note_not_found)?;
+        let note = note_of(&mut tx, team_id, contact_id, note_id).await?;
         sqlx::query("DELETE FROM contact_notes WHERE id = $1").bind(note_id).execute(&mut *tx).await?;
         tx.commit().await?;
         Ok(note)

@@ -1,6 +1,7 @@
 //! Channels to other components. Every call made through one carries the service token and
 //! is a client span (OpenTelemetry RPC conventions) whose trace context goes along, so that the
-//! callee's span is its child: callers write plain client calls.
+//! callee's span is its child, and carries the key of the write being answered, if any
+//! (`write_keys`): callers write plain client calls.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -59,6 +60,9 @@ where
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         let span = crate::telemetry::grpc_client_span(request.uri().path());
         crate::telemetry::inject_into(&span, request.headers_mut());
+        if let Some(key) = crate::write_keys::WriteKey::current_header() {
+            request.headers_mut().insert(crate::write_keys::METADATA, key);
+        }
         let call: Instrumented<S::Future> = self.inner.call(request).instrument(span);
         let unreachable = Arc::clone(&self.unreachable);
         Box::pin(async move {

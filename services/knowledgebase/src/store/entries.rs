@@ -7,10 +7,14 @@ use std::collections::HashMap;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 use switchboard_kit::time::now_ms;
+use switchboard_kit::write_keys::{self, WriteKey};
 use switchboard_kit::{ServiceError, ServiceResult, limits, validate};
 use switchboard_proto::v1::{Reference, Source};
 
 use super::outbox::{self, Op};
+
+/// What a recorded write key names (`switchboard_kit::write_keys`).
+const CREATE_REFERENCE: &str = "knowledgebase.CreateReference";
 use super::{KnowledgeStore, check_ids, decode_vector, encode_vector, knowledgebase_not_found, reference_not_found};
 
 const ENTRY_COLUMNS: &str = "e.id, e.knowledgebase_id, e.source_type, e.source_id, e.question, e.answer, \
@@ -100,6 +104,35 @@ impl KnowledgeStore {
         embedding: &[f32],
         model: &str,
     ) -> ServiceResult<Reference> {
+        self.insert_reference_once(team_id, knowledgebase_id, text, (embedding, model), None).await
+    }
+
+    /// The reference a write with `key` made already in this knowledge base, if one did
+    /// (`switchboard_kit::write_keys`).
+    pub async fn reference_made_by(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+        key: &WriteKey,
+    ) -> ServiceResult<Option<Reference>> {
+        let mut conn = self.db.pool().acquire().await?;
+        let Some(id) = write_keys::recorded(&mut conn, team_id, key, CREATE_REFERENCE).await? else {
+            return Ok(None);
+        };
+        drop(conn);
+        self.reference(team_id, knowledgebase_id, &id).await.map(Some)
+    }
+
+    /// [`Self::insert_reference`], recording `key` with it; when a concurrent retry with the
+    /// same key made its reference first, that one is the answer and nothing is written.
+    pub async fn insert_reference_once(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+        text: &EntryText,
+        (embedding, model): (&[f32], &str),
+        key: Option<&WriteKey>,
+    ) -> ServiceResult<Reference> {
         check_ids(&[("teamId", team_id), ("knowledgebaseId", knowledgebase_id)])?;
         text.validate()?;
         let id = uuid::Uuid::now_v7().to_string();
@@ -111,6 +144,12 @@ impl KnowledgeStore {
             .fetch_optional(&mut *tx)
             .await?
             .ok_or_else(knowledgebase_not_found)?;
+        if let Some(key) = key
+            && let Some(made) = write_keys::recorded(&mut tx, team_id, key, CREATE_REFERENCE).await?
+        {
+            drop(tx);
+            return self.reference(team_id, knowledgebase_id, &made).await;
+        }
         sqlx::query(
             "INSERT INTO entries (id, team_id, knowledgebase_id, source_type, source_id, position, question, answer, \
              embedding, embedding_model, created_at, updated_at) \
@@ -127,6 +166,9 @@ impl KnowledgeStore {
         .execute(&mut *tx)
         .await?;
         outbox::record(&mut tx, &id, knowledgebase_id, Op::Upsert).await?;
+        if let Some(key) = key {
+            write_keys::record(&mut tx, team_id, key, CREATE_REFERENCE, &id).await?;
+        }
         tx.commit().await?;
         self.reference(team_id, knowledgebase_id, &id).await
     }

@@ -8,6 +8,7 @@ use std::collections::{HashMap, HashSet};
 use sqlx::{AnyConnection, Row};
 use switchboard_kit::limits;
 use switchboard_kit::time::now_ms;
+use switchboard_kit::write_keys::{self, WriteKey};
 use switchboard_kit::{ServiceError, ServiceResult, validate};
 use switchboard_proto::v1::{Contact, ContactInput, CustomField, Tag};
 
@@ -18,9 +19,12 @@ use super::{ACTOR, CONTACT_CREATED, first_stages, numbers_in_use, sort_key, told
 use crate::store::fields;
 use crate::store::tags;
 use crate::store::{
-    CrmStore, Val, board_not_found, check_ids, contact_exists, distinct, id_list_violations, insert_rows,
-    tag_not_found, uuid_violation,
+    CrmStore, Val, board_not_found, check_ids, contact_exists, contact_not_found, distinct, id_list_violations,
+    insert_rows, tag_not_found, uuid_violation,
 };
+
+/// What a recorded write key names (`switchboard_kit::write_keys`).
+const CREATE_CONTACT: &str = "crm.CreateContact";
 
 /// A new contact, checked, with its id.
 pub(super) struct NewContact {
@@ -131,9 +135,16 @@ impl CrmStore {
         team_id: &str,
         inputs: &[ContactInput],
         actor: &str,
+        key: Option<&WriteKey>,
     ) -> ServiceResult<Vec<ServiceResult<Contact>>> {
         check_ids(&[("teamId", team_id)])?;
         let mut tx = self.db.begin_write().await?;
+        if let Some(key) = key
+            && let Some(id) = write_keys::recorded(&mut tx, team_id, key, CREATE_CONTACT).await?
+        {
+            let mut made = contacts_by_ids(&mut tx, team_id, std::slice::from_ref(&id)).await?;
+            return Ok(vec![made.remove(&id).ok_or_else(contact_not_found)]);
+        }
         let known = Known::load(&mut tx, team_id, inputs).await?;
         let mut outcomes: Vec<ServiceResult<NewContact>> =
             inputs.iter().map(|input| self.prepare(&known, input, actor)).collect();
@@ -147,6 +158,9 @@ impl CrmStore {
         let mut contacts = contacts_by_ids(&mut tx, team_id, &ids).await?;
         for contact in ids.iter().filter_map(|id| contacts.get(id)) {
             told(&mut tx, CONTACT_CREATED, contact).await?;
+        }
+        if let (Some(key), [id]) = (key, ids.as_slice()) {
+            write_keys::record(&mut tx, team_id, key, CREATE_CONTACT, id).await?;
         }
         tx.commit().await?;
         Ok(outcomes
@@ -165,7 +179,19 @@ impl CrmStore {
     /// field values, first note (by `actor`), assigned users and boards (each in its first
     /// stage; the last one given is its `crmStage`), all in one transaction.
     pub async fn create_contact(&self, team_id: &str, input: &ContactInput, actor: &str) -> ServiceResult<Contact> {
-        let mut outcomes = self.create_contacts(team_id, std::slice::from_ref(input), actor).await?;
+        self.create_contact_once(team_id, input, actor, None).await
+    }
+
+    /// [`Self::create_contact`], answered with the contact made the first time when a write
+    /// with `key` made one already (`switchboard_kit::write_keys`).
+    pub async fn create_contact_once(
+        &self,
+        team_id: &str,
+        input: &ContactInput,
+        actor: &str,
+        key: Option<&WriteKey>,
+    ) -> ServiceResult<Contact> {
+        let mut outcomes = self.create_contacts(team_id, std::slice::from_ref(input), actor, key).await?;
         outcomes.pop().unwrap_or_else(|| Err(ServiceError::internal(anyhow::anyhow!("a create returned nothing"))))
     }
 
@@ -182,7 +208,7 @@ impl CrmStore {
             uuid_violation("teamId", team_id),
             limits::BULK_CONTACTS.check("contacts", i64::try_from(inputs.len()).unwrap_or(i64::MAX)),
         ])?;
-        let outcomes = self.create_contacts(team_id, inputs, actor).await?;
+        let outcomes = self.create_contacts(team_id, inputs, actor, None).await?;
         let (mut created, mut failed) = (Vec::new(), Vec::new());
         for (index, outcome) in outcomes.into_iter().enumerate() {
             match outcome {
