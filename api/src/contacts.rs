@@ -118,9 +118,9 @@ pub struct ContactPage {
 #[derive(Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct BulkFailure {
-    /// Its position in `contacts`, from 0.
+    /// Its position in the request's list (`contacts`, `references`), from 0.
     pub index: u32,
-    /// The code `createContact` would answer, e.g. `VALIDATION_ERROR`, `CONTACT_EXISTS`.
+    /// The code the single create would answer, e.g. `VALIDATION_ERROR`, `CONTACT_EXISTS`.
     pub code: String,
     pub error: String,
     /// The violated fields of the item, or the existing contact for `CONTACT_EXISTS`.

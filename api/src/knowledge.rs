@@ -41,6 +41,16 @@ impl From<Option<proto::Source>> for ReferenceSource {
     }
 }
 
+/// What a bulk create of references did.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct BulkReferences {
+    /// The references written, in request order.
+    pub created: Vec<Reference>,
+    /// The items not written, in request order.
+    pub failed: Vec<crate::contacts::BulkFailure>,
+}
+
 /// A Q&A entry: a manual reference, or one extracted from a webpage or document.
 #[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -182,6 +182,14 @@ async fn a_retry_after_a_released_key_gets_what_the_first_request_made() {
     assert_eq!(again.expect(201)["data"]["id"], first_reference["data"]["id"]);
     let made = api.get(&format!("/knowledgebase/{}", kb.as_str().unwrap())).await;
     assert_eq!(made.expect(200)["data"]["references"].as_array().unwrap().len(), 1);
+    let bulk = format!("{references}/bulk");
+    let items = json!({ "references": [qa, { "question": "Can I pay by card?", "answer": "Yes." }] });
+    let first_bulk = post_with_key(&api, &bulk, "bulk-1", items.clone()).await.expect(200).clone();
+    forget();
+    let again = post_with_key(&api, &bulk, "bulk-1", items).await;
+    assert_eq!(again.expect(200)["data"]["created"], first_bulk["data"]["created"]);
+    let made = api.get(&format!("/knowledgebase/{}", kb.as_str().unwrap())).await;
+    assert_eq!(made.expect(200)["data"]["references"].as_array().unwrap().len(), 3);
 
     // Keys are the caller's: another key of the team with the same Idempotency-Key and body
     // makes its own note.

@@ -542,3 +542,69 @@ fn assert_in_order_of_relevance(results: &[Value]) {
     assert!(relevance.iter().all(|r| (0.0..=1.0).contains(r)), "{relevance:?}");
     assert!(relevance.windows(2).all(|pair| pair[0] >= pair[1]), "not in order of relevance: {relevance:?}");
 }
+
+/// `POST /knowledgebase/{id}/references/bulk`: each item is checked alone, the good ones are
+/// written and searchable at once, the bad ones are listed by index with the single create's
+/// error; another team's knowledge base is 404 and writes nothing; no credits are spent.
+#[tokio::test]
+async fn references_are_created_in_bulk_item_by_item() {
+    let stack = Stack::start().await;
+    let team = stack.team("Bulk FAQ", false, 5).await;
+    let api = stack.client(&team.key);
+    let kb = api.post("/knowledgebase", json!({ "name": "FAQ" })).await.expect(201)["data"]["id"].clone();
+    let kb = kb.as_str().unwrap();
+    let bulk = format!("/knowledgebase/{kb}/references/bulk");
+    let items = json!({ "references": [
+        { "question": "Do you ship abroad?", "answer": "Yes, to 30 countries." },
+        { "question": "", "answer": "A blank question is refused." },
+        "not an object",
+        { "question": "What are your opening hours?", "answer": "Every day from 9 to 17." },
+        { "question": "Can I pay by card?", "answer": "x".repeat(50_001) },
+    ]});
+    let answer = api.post(&bulk, items).await;
+    let data = answer.expect(200)["data"].clone();
+    let created = data["created"].as_array().unwrap();
+    assert_eq!(created.len(), 2, "{data}");
+    assert_eq!(created[0]["question"], "Do you ship abroad?");
+    assert_eq!(created[1]["question"], "What are your opening hours?");
+    assert_eq!(created[0]["type"], "QA");
+    let failed: Vec<(u64, &str, &str)> = data["failed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let field = f["details"][0]["field"].as_str().unwrap_or("");
+            (f["index"].as_u64().unwrap(), f["code"].as_str().unwrap(), field)
+        })
+        .collect();
+    assert_eq!(
+        failed,
+        [(1, "VALIDATION_ERROR", "question"), (2, "VALIDATION_ERROR", ""), (4, "VALIDATION_ERROR", "answer")]
+    );
+
+    let hits = api.get(&format!("/knowledgebase/{kb}/search?query=opening%20hours&limit=1")).await;
+    assert_eq!(hits.expect(200)["data"][0]["reference"]["question"], "What are your opening hours?", "searchable");
+    let me = api.get("/me").await;
+    assert_eq!(me.expect(200)["data"]["credits"]["balance"], 4, "only the search cost a credit");
+
+    // The request as a whole: an empty or oversized list, and a body that is not one.
+    assert_eq!(api.post(&bulk, json!({ "references": [] })).await.error_code(400), "VALIDATION_ERROR");
+    let many: Vec<Value> = (0..1001).map(|i| json!({ "question": format!("Q{i}"), "answer": "A" })).collect();
+    assert_eq!(api.post(&bulk, json!({ "references": many })).await.error_code(400), "VALIDATION_ERROR");
+    assert_eq!(api.post(&bulk, json!({ "refs": [] })).await.error_code(400), "VALIDATION_ERROR");
+
+    // Another team's knowledge base is not found, and nothing is written to it.
+    let other = stack.team("Other", false, 0).await;
+    let theirs = stack.client(&other.key);
+    let item = json!({ "references": [{ "question": "Q", "answer": "A" }] });
+    assert_eq!(theirs.post(&bulk, item.clone()).await.error_code(404), "NOT_FOUND");
+    let unknown = format!("/knowledgebase/{}/references/bulk", uuid::Uuid::new_v4());
+    assert_eq!(api.post(&unknown, item).await.error_code(404), "NOT_FOUND");
+    let kept = api.get(&format!("/knowledgebase/{kb}")).await;
+    assert_eq!(kept.expect(200)["data"]["references"].as_array().unwrap().len(), 2);
+
+    // A read-only key may not write.
+    let reader = stack.client(&stack.key(&team.id, true).await);
+    let item = json!({ "references": [{ "question": "Q", "answer": "A" }] });
+    assert_eq!(reader.post(&bulk, item).await.error_code(403), "FORBIDDEN");
+}

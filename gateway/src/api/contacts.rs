@@ -1,13 +1,13 @@
 //! `/contacts`: the team's CRM contacts (CRM service) with their notes, assigned users and
 //! places on boards. Numbers are stored in E.164; the service normalises any spelling.
 
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use switchboard_api::contacts::{BulkFailure, BulkResult, Contact, ContactPage, Note, NoteKind};
+use switchboard_api::contacts::{BulkResult, Contact, ContactPage, Note, NoteKind};
 use switchboard_api::custom_fields::CustomFieldSchema;
 use switchboard_api::tags::Tag;
-use switchboard_kit::{ErrorKind, FieldViolation, ServiceResult, limits};
+use switchboard_kit::{ServiceResult, limits};
 use switchboard_proto::v1::{
     AddNoteRequest, AssignUsersRequest, BulkCreateContactsRequest, ContactInput, ContactRef, CreateContactRequest,
     ListContactsRequest, NoteRef, SetContactBoardsRequest, TagSelection, UpdateContactRequest,
@@ -16,13 +16,11 @@ use switchboard_proto::v1::{
 use super::groups::CONTACTS;
 use crate::call::Call;
 use crate::config::RateClass;
-use crate::endpoint::input::read_item;
-use crate::endpoint::schema::inlined;
+use crate::endpoint::bulk::{BulkBody, BulkItem, Items};
 use crate::endpoint::{
     Answer, Created, Data, Endpoint, Id, IdList, Input, Json, List, Nothing, Patch, Updated, serialized,
 };
 use crate::reply::Reply;
-use switchboard_api::errors::FieldError;
 use switchboard_api::identity::User;
 use switchboard_api::paging::{SortOrder, default_limit, descending, first_page, page_request};
 
@@ -271,34 +269,16 @@ pub struct UpdateContact {
 /// characters is up to 20 kB of UTF-8), beyond the gateway's 2 MiB sized for single writes.
 const BULK_BODY_BYTES: usize = 16 << 20;
 
-/// One contact of a bulk create: a `createContact` body, checked on its own so that a bad
-/// item fails alone (in `failed`) instead of failing the request. Its schema takes any value,
-/// even one that is not an object, so that validation of the whole request leaves every item
-/// to that check; the item's own schema is named in `x-item-schema` for readers and generators.
-#[derive(Deserialize)]
-#[serde(transparent)]
-pub struct BulkItem(Value);
-
-impl JsonSchema for BulkItem {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "BulkContact".into()
-    }
-
-    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        let item = generator.subschema_for::<CreateContact>();
-        json_schema!({
-            "description": "A createContact body (CreateContact), checked on its own: a bad item, even one that is \
-                            not an object, is listed in `failed`.",
-            "x-item-schema": item,
-        })
-    }
+impl BulkBody for CreateContact {
+    const ITEM: &'static str = "BulkContact";
+    const SINGLE: &'static str = "createContact";
 }
 
 /// Other members are ignored.
 #[derive(Deserialize, JsonSchema)]
 pub struct BulkContacts {
     #[schemars(length(min = limits::BULK_CONTACTS.min, max = limits::BULK_CONTACTS.max))]
-    pub contacts: Vec<BulkItem>,
+    pub contacts: Vec<BulkItem<CreateContact>>,
 }
 
 /// Other members are ignored.
@@ -427,51 +407,20 @@ async fn bulk_create(
     call: Call,
     input: Input<Nothing, Nothing, Json<BulkContacts>>,
 ) -> ServiceResult<Data<BulkResult>> {
-    let schema = inlined::<CreateContact>();
-    let mut failed = Vec::new();
-    // The service sees only the items that are well formed: `positions[i]` is the request
-    // index of the service's item `i`.
-    let (mut positions, mut contacts) = (Vec::new(), Vec::new());
-    for (index, item) in input.body.0.contacts.into_iter().enumerate() {
-        let index = u32::try_from(index).unwrap_or(u32::MAX);
-        match read_item::<CreateContact>(&schema, item.0) {
-            Ok(contact) => {
-                positions.push(index);
-                contacts.push(ContactInput::from(contact));
-            }
-            Err(violations) => failed.push(invalid_item(index, violations)),
-        }
-    }
+    let mut items = Items::read(input.body.0.contacts);
     let mut created = Vec::new();
-    if !contacts.is_empty() {
+    let mut failed = Vec::new();
+    if !items.parsed.is_empty() {
         let request = BulkCreateContactsRequest {
             team_id: call.team_id().to_owned(),
-            contacts,
+            contacts: std::mem::take(&mut items.parsed).into_iter().map(ContactInput::from).collect(),
             actor: call.principal.actor().name,
         };
         let answer = call.services.crm.clone().bulk_create_contacts(request).await?.into_inner();
         created = answer.created.iter().map(Contact::from).collect();
-        failed.extend(answer.failed.into_iter().map(|failure| {
-            let position = usize::try_from(failure.index).ok().and_then(|i| positions.get(i).copied());
-            BulkFailure {
-                index: position.unwrap_or(failure.index),
-                code: failure.code,
-                error: failure.error,
-                details: failure.details.into_iter().map(FieldError::from).collect(),
-            }
-        }));
-        failed.sort_by_key(|failure| failure.index);
+        failed = answer.failed;
     }
-    Ok(Data::new(BulkResult { created, failed }))
-}
-
-fn invalid_item(index: u32, violations: Vec<FieldViolation>) -> BulkFailure {
-    BulkFailure {
-        index,
-        code: ErrorKind::Validation.code().to_owned(),
-        error: "Validation error".to_owned(),
-        details: violations.iter().map(FieldError::from).collect(),
-    }
+    Ok(Data::new(BulkResult { created, failed: items.failures(failed) }))
 }
 
 async fn update(

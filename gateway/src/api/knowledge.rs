@@ -6,19 +6,21 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use switchboard_api::agents::AgentRef;
 use switchboard_api::knowledge::{
-    AgentKnowledgebase, AgentSearchAnswer, AgentSearchMeta, Knowledgebase, KnowledgebaseSummary, Reference,
-    SearchAnswer, SearchMeta, SearchResult,
+    AgentKnowledgebase, AgentSearchAnswer, AgentSearchMeta, BulkReferences, Knowledgebase, KnowledgebaseSummary,
+    Reference, SearchAnswer, SearchMeta, SearchResult,
 };
 use switchboard_kit::{ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{
-    self as proto, CreateKnowledgebaseRequest, CreateReferenceRequest, GetKnowledgebaseRequest, GetReferenceRequest,
-    ListKnowledgebasesRequest, SearchRequest, UpdateKnowledgebaseRequest, UpdateReferenceRequest,
+    self as proto, BulkCreateReferencesRequest, CreateKnowledgebaseRequest, CreateReferenceRequest,
+    GetKnowledgebaseRequest, GetReferenceRequest, ListKnowledgebasesRequest, ReferenceText, SearchRequest,
+    UpdateKnowledgebaseRequest, UpdateReferenceRequest,
 };
 
 use super::agents::{AgentPath, fetch_agent};
 use super::groups::{AGENT_KNOWLEDGEBASE, KNOWLEDGEBASE};
 use crate::call::Call;
 use crate::config::RateClass;
+use crate::endpoint::bulk::{BulkBody, BulkItem, Items};
 use crate::endpoint::{Answer, Created, Data, Endpoint, Id, Input, Json, List, Nothing, Patch, Updated, serialized};
 use crate::reply::Reply;
 
@@ -118,6 +120,22 @@ pub fn endpoints() -> Vec<Endpoint> {
             .about("A manual Q&A reference, embedded before the answer: searchable at once.")
             .fails(404, KNOWLEDGEBASE_GONE)
             .tool("add_knowledge_answer", ANSWER_DESCRIPTION),
+        Endpoint::post("/v1/knowledgebase/{knowledgebaseId}/references/bulk", bulk_create_references)
+            .doc("bulkCreateReferences", KNOWLEDGEBASE, "Add up to 1,000 Q&A references; each is checked and written alone")
+            .about(
+                "Counts in the bulk rate class and costs no credits. Each item is a `createReference` body, checked \
+                 and written on its own: a bad item is listed in `failed` (by its index in `references`, with the \
+                 code and details `createReference` would answer) and never blocks the others. The written ones are \
+                 embedded together (far faster per reference than one request each) and are searchable when the \
+                 answer comes. With an `Idempotency-Key`, a retry creates nothing twice.",
+            )
+            .class(RateClass::Bulk)
+            .body_limit(BULK_REFERENCES_BYTES)
+            .fails(404, KNOWLEDGEBASE_GONE)
+            .fails(
+                413,
+                "The body is larger than 32 MiB (or the gateway's limit, `SWITCHBOARD_MAX_BODY_BYTES`, if larger).",
+            ),
         Endpoint::get("/v1/knowledgebase/{knowledgebaseId}/references/{referenceId}", get_reference::<KnowledgebaseItem>)
             .doc("getReference", KNOWLEDGEBASE, "Get a Q&A reference")
             .about("A manual reference, or an entry extracted from a webpage or document.")
@@ -268,6 +286,23 @@ pub struct CreateReference {
     /// Not blank.
     #[schemars(length(min = limits::ANSWER.min, max = limits::ANSWER.max))]
     pub answer: String,
+}
+
+impl BulkBody for CreateReference {
+    const ITEM: &'static str = "BulkReference";
+    const SINGLE: &'static str = "createReference";
+}
+
+/// The largest body of a bulk create of references: 1,000 of 32 KiB each on average, beyond the
+/// gateway's 2 MiB sized for single writes. (One answer may be 50,000 characters: a bulk of such
+/// long ones is sent in several requests.)
+const BULK_REFERENCES_BYTES: usize = 32 << 20;
+
+/// Other members are ignored.
+#[derive(Deserialize, JsonSchema)]
+pub struct BulkCreateReferences {
+    #[schemars(length(min = limits::BULK_REFERENCES.min, max = limits::BULK_REFERENCES.max))]
+    pub references: Vec<BulkItem<CreateReference>>,
 }
 
 /// A partial update. Other members are ignored.
@@ -459,6 +494,31 @@ async fn create_reference<P: Addressed + crate::endpoint::input::Params>(
     };
     let reference = call.services.knowledgebase.clone().create_reference(request).await?.into_inner();
     Ok(Created::new(Reference::from(&reference), "Reference created successfully"))
+}
+
+async fn bulk_create_references(
+    call: Call,
+    input: Input<KnowledgebasePath, Nothing, Json<BulkCreateReferences>>,
+) -> ServiceResult<Data<BulkReferences>> {
+    let target = target(&call, input.path.address()).await?;
+    let mut items = Items::read(input.body.0.references);
+    let mut created = Vec::new();
+    let mut failed = Vec::new();
+    if !items.parsed.is_empty() {
+        let references = std::mem::take(&mut items.parsed)
+            .into_iter()
+            .map(|item| ReferenceText { question: item.question, answer: item.answer })
+            .collect();
+        let request = BulkCreateReferencesRequest {
+            team_id: call.team_id().to_owned(),
+            knowledgebase_id: target.knowledgebase_id,
+            references,
+        };
+        let answer = call.services.knowledgebase.clone().bulk_create_references(request).await?.into_inner();
+        created = answer.created.iter().map(Reference::from).collect();
+        failed = answer.failed;
+    }
+    Ok(Data::new(BulkReferences { created, failed: items.failures(failed) }))
 }
 
 async fn get_reference<P: ItemPath + crate::endpoint::input::Params>(

@@ -6,6 +6,7 @@
 //! endpoint table are all read off the endpoints.
 
 pub mod answer;
+pub mod bulk;
 pub mod check;
 
 pub mod input;

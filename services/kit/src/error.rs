@@ -300,6 +300,21 @@ impl ServiceError {
     }
 }
 
+/// An item of a bulk create that was not written, with the error a single create of it would
+/// have answered.
+pub fn bulk_failure(index: u32, error: ServiceError) -> switchboard_proto::v1::BulkFailure {
+    switchboard_proto::v1::BulkFailure {
+        index,
+        code: error.kind.code().to_owned(),
+        error: error.message,
+        details: error
+            .details
+            .into_iter()
+            .map(|v| switchboard_proto::v1::FieldViolation { field: v.field, message: v.message })
+            .collect(),
+    }
+}
+
 /// Fails with every violation found, or passes when there are none: how a service checks all
 /// fields of a request before answering.
 pub fn validate(violations: impl IntoIterator<Item = Option<FieldViolation>>) -> ServiceResult<()> {

@@ -185,6 +185,8 @@ pub const CONTACT_SEARCH: Length = Length::new(1, 200);
 pub const CONTACT_NOTE: Length = Length::new(1, 5000);
 /// Contacts of one bulk create.
 pub const BULK_CONTACTS: Count = Count { min: 1, max: 1000, default: 1 };
+/// References of one bulk create.
+pub const BULK_REFERENCES: Count = Count { min: 1, max: 1000, default: 1 };
 /// Ids or names in one list of a request: tags of a contact, assigned users, boards, filters.
 pub const ID_LIST: Count = Count { min: 0, max: 100, default: 0 };
 /// Tag names are unique per team regardless of case.

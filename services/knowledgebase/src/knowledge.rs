@@ -4,9 +4,10 @@
 
 use std::sync::Arc;
 
+use switchboard_kit::error::bulk_failure;
 use switchboard_kit::write_keys::WriteKey;
-use switchboard_kit::{ErrorKind, ServiceError, ServiceResult, limits};
-use switchboard_proto::v1::{Document, Knowledgebase, Reference, SearchHit, Webpage};
+use switchboard_kit::{ErrorKind, ServiceError, ServiceResult, limits, validate};
+use switchboard_proto::v1::{BulkFailure, Document, Knowledgebase, Reference, SearchHit, Webpage};
 use tokio::sync::Notify;
 
 use crate::embed::Embedder;
@@ -14,7 +15,7 @@ use crate::index::SearchQuery;
 use crate::objects::{self, Objects};
 use crate::passages;
 use crate::sources::documents::{self, Format};
-use crate::store::{EntryText, KnowledgeStore, NewDocument, RefreshInterval, SourcePatch};
+use crate::store::{EntryText, KnowledgeStore, NewDocument, RefreshInterval, SourcePatch, reference_not_found};
 use crate::sync::IndexSync;
 
 /// An update retried this often when other writers keep changing the same reference.
@@ -309,15 +310,55 @@ impl Knowledge {
         // A missing knowledge base is a 404 before the model is asked for anything.
         self.store.knowledgebase(team_id, knowledgebase_id).await?;
         if let Some(key) = key
-            && let Some(made) = self.store.reference_made_by(team_id, knowledgebase_id, key).await?
+            && let Some(mut made) = self.store.references_made_by(team_id, knowledgebase_id, key).await?
         {
-            return Ok(made);
+            return made.pop().ok_or_else(reference_not_found);
         }
         let (vectors, tag) = self.embed_entry(&text).await?;
         let embedding = (vectors.as_slice(), tag.as_str());
         let reference = self.store.insert_reference_once(team_id, knowledgebase_id, &text, embedding, key).await?;
         self.sync.apply_or_log().await;
         Ok(reference)
+    }
+
+    /// 1 to `BULK_REFERENCES` references, each checked alone: the ones that fail are listed
+    /// by index with the error `create_reference` would give, and the others are embedded
+    /// together (the model's large batches, on every core, at ingestion priority) and written
+    /// in one transaction. Charged nothing, like a single create.
+    pub async fn bulk_create_references(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+        texts: Vec<EntryText>,
+        key: Option<&WriteKey>,
+    ) -> ServiceResult<(Vec<Reference>, Vec<BulkFailure>)> {
+        let count = i64::try_from(texts.len()).unwrap_or(i64::MAX);
+        validate([limits::BULK_REFERENCES.check("references", count)])?;
+        self.store.knowledgebase(team_id, knowledgebase_id).await?;
+        let (mut valid, mut failed) = (Vec::new(), Vec::new());
+        for (index, text) in texts.into_iter().enumerate() {
+            match text.validate() {
+                Ok(()) => valid.push(text),
+                Err(error) => failed.push(bulk_failure(u32::try_from(index).unwrap_or(u32::MAX), error)),
+            }
+        }
+        if let Some(key) = key
+            && let Some(made) = self.store.references_made_by(team_id, knowledgebase_id, key).await?
+        {
+            return Ok((made, failed));
+        }
+        if valid.is_empty() {
+            return Ok((Vec::new(), failed));
+        }
+        let vectors = passages::embed_entries(self.embedder.as_ref(), &valid)
+            .await
+            .map_err(|e| ServiceError::internal(e.context("embedding")))?;
+        let tag = self.embedding_tag();
+        let items: Vec<(&EntryText, &[f32])> =
+            valid.iter().zip(&vectors).map(|(text, vector)| (text, vector.as_slice())).collect();
+        let created = self.store.insert_references(team_id, knowledgebase_id, &items, &tag, key).await?;
+        self.sync.apply_or_log().await;
+        Ok((created, failed))
     }
 
     /// A partial update: omitted fields keep their value; the vector is recomputed only

@@ -95,6 +95,24 @@ impl KnowledgebaseService for KnowledgebaseApi {
         reply(self.knowledge.create_reference(&request.team_id, &request.knowledgebase_id, text, key.as_ref()).await)
     }
 
+    async fn bulk_create_references(
+        &self,
+        request: Request<BulkCreateReferencesRequest>,
+    ) -> Reply<BulkCreateReferencesResponse> {
+        let key = WriteKey::from_metadata(request.metadata());
+        let request = request.into_inner();
+        let texts = request
+            .references
+            .into_iter()
+            .map(|text| EntryText { question: text.question, answer: text.answer })
+            .collect();
+        let (created, failed) = self
+            .knowledge
+            .bulk_create_references(&request.team_id, &request.knowledgebase_id, texts, key.as_ref())
+            .await?;
+        Ok(tonic::Response::new(BulkCreateReferencesResponse { created, failed }))
+    }
+
     async fn get_reference(&self, request: Request<GetReferenceRequest>) -> Reply<Reference> {
         let request = request.into_inner();
         reply(self.knowledge.reference(&request.team_id, &request.knowledgebase_id, &request.reference_id).await)

@@ -13,8 +13,34 @@ use switchboard_proto::v1::{Reference, Source};
 
 use super::outbox::{self, Op};
 
+/// One manual reference's row, embedded.
+async fn insert_manual(
+    conn: &mut sqlx::AnyConnection,
+    (team_id, knowledgebase_id, id): (&str, &str, &str),
+    text: &EntryText,
+    (embedding, model): (&[f32], &str),
+    now: i64,
+) -> ServiceResult<()> {
+    sqlx::query(
+        "INSERT INTO entries (id, team_id, knowledgebase_id, source_type, source_id, position, question, answer, \
+         embedding, embedding_model, created_at, updated_at) \
+         VALUES ($1, $2, $3, 'manual', NULL, 0, $4, $5, $6, $7, $8, $8)",
+    )
+    .bind(id)
+    .bind(team_id)
+    .bind(knowledgebase_id)
+    .bind(&text.question)
+    .bind(&text.answer)
+    .bind(encode_vector(embedding))
+    .bind(model)
+    .bind(now)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// What a recorded write key names (`switchboard_kit::write_keys`).
-const CREATE_REFERENCE: &str = "knowledgebase.CreateReference";
+const CREATE_REFERENCES: &str = "knowledgebase.CreateReferences";
 use super::{KnowledgeStore, check_ids, decode_vector, encode_vector, knowledgebase_not_found, reference_not_found};
 
 const ENTRY_COLUMNS: &str = "e.id, e.knowledgebase_id, e.source_type, e.source_id, e.question, e.answer, \
@@ -107,20 +133,23 @@ impl KnowledgeStore {
         self.insert_reference_once(team_id, knowledgebase_id, text, (embedding, model), None).await
     }
 
-    /// The reference a write with `key` made already in this knowledge base, if one did
-    /// (`switchboard_kit::write_keys`).
-    pub async fn reference_made_by(
+    /// The references a write with `key` made already in this knowledge base, if one did
+    /// (`switchboard_kit::write_keys`): a retry is answered with them before anything is
+    /// embedded.
+    pub async fn references_made_by(
         &self,
         team_id: &str,
         knowledgebase_id: &str,
         key: &WriteKey,
-    ) -> ServiceResult<Option<Reference>> {
+    ) -> ServiceResult<Option<Vec<Reference>>> {
         let mut conn = self.db.pool().acquire().await?;
-        let Some(id) = write_keys::recorded(&mut conn, team_id, key, CREATE_REFERENCE).await? else {
+        let Some(made) = write_keys::recorded(&mut conn, team_id, key, CREATE_REFERENCES).await? else {
             return Ok(None);
         };
         drop(conn);
-        self.reference(team_id, knowledgebase_id, &id).await.map(Some)
+        let ids: Vec<String> = made.split(',').filter(|id| !id.is_empty()).map(str::to_owned).collect();
+        let mut found = self.references_by_ids(team_id, knowledgebase_id, &ids).await?;
+        Ok(Some(ids.iter().filter_map(|id| found.remove(id)).collect()))
     }
 
     /// [`Self::insert_reference`], recording `key` with it; when a concurrent retry with the
@@ -133,10 +162,26 @@ impl KnowledgeStore {
         (embedding, model): (&[f32], &str),
         key: Option<&WriteKey>,
     ) -> ServiceResult<Reference> {
+        let mut made = self.insert_references(team_id, knowledgebase_id, &[(text, embedding)], model, key).await?;
+        made.pop().ok_or_else(|| ServiceError::internal(anyhow::anyhow!("an insert returned no reference")))
+    }
+
+    /// Inserts manual references with their embeddings in one transaction and returns them in
+    /// order. With `key`, their ids are recorded under it, and a write that finds the key
+    /// recorded (a retry whose first answer was lost) writes nothing and answers with the
+    /// references made the first time.
+    pub async fn insert_references(
+        &self,
+        team_id: &str,
+        knowledgebase_id: &str,
+        items: &[(&EntryText, &[f32])],
+        model: &str,
+        key: Option<&WriteKey>,
+    ) -> ServiceResult<Vec<Reference>> {
         check_ids(&[("teamId", team_id), ("knowledgebaseId", knowledgebase_id)])?;
-        text.validate()?;
-        let id = uuid::Uuid::now_v7().to_string();
-        let now = now_ms();
+        for (text, _) in items {
+            text.validate()?;
+        }
         let mut tx = self.db.begin_write().await?;
         sqlx::query("SELECT id FROM knowledgebases WHERE id = $1 AND team_id = $2")
             .bind(knowledgebase_id)
@@ -144,33 +189,32 @@ impl KnowledgeStore {
             .fetch_optional(&mut *tx)
             .await?
             .ok_or_else(knowledgebase_not_found)?;
-        if let Some(key) = key
-            && let Some(made) = write_keys::recorded(&mut tx, team_id, key, CREATE_REFERENCE).await?
-        {
-            drop(tx);
-            return self.reference(team_id, knowledgebase_id, &made).await;
-        }
-        sqlx::query(
-            "INSERT INTO entries (id, team_id, knowledgebase_id, source_type, source_id, position, question, answer, \
-             embedding, embedding_model, created_at, updated_at) \
-             VALUES ($1, $2, $3, 'manual', NULL, 0, $4, $5, $6, $7, $8, $8)",
-        )
-        .bind(&id)
-        .bind(team_id)
-        .bind(knowledgebase_id)
-        .bind(&text.question)
-        .bind(&text.answer)
-        .bind(encode_vector(embedding))
-        .bind(model)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
-        outbox::record(&mut tx, &id, knowledgebase_id, Op::Upsert).await?;
-        if let Some(key) = key {
-            write_keys::record(&mut tx, team_id, key, CREATE_REFERENCE, &id).await?;
-        }
-        tx.commit().await?;
-        self.reference(team_id, knowledgebase_id, &id).await
+        let recorded = match key {
+            Some(key) => write_keys::recorded(&mut tx, team_id, key, CREATE_REFERENCES).await?,
+            None => None,
+        };
+        let ids: Vec<String> = match recorded {
+            Some(made) => {
+                drop(tx);
+                made.split(',').filter(|id| !id.is_empty()).map(str::to_owned).collect()
+            }
+            None => {
+                let now = now_ms();
+                let ids: Vec<String> = items.iter().map(|_| uuid::Uuid::now_v7().to_string()).collect();
+                for (id, (text, embedding)) in ids.iter().zip(items) {
+                    insert_manual(&mut tx, (team_id, knowledgebase_id, id), text, (embedding, model), now).await?;
+                    outbox::record(&mut tx, id, knowledgebase_id, Op::Upsert).await?;
+                }
+                if let Some(key) = key {
+                    write_keys::record(&mut tx, team_id, key, CREATE_REFERENCES, &ids.join(",")).await?;
+                }
+                tx.commit().await?;
+                ids
+            }
+        };
+        let mut found = self.references_by_ids(team_id, knowledgebase_id, &ids).await?;
+        // One deleted since a recorded write made it is left out of the answer.
+        Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
     }
 
     /// Any entry of the knowledge base, manual or extracted.

@@ -286,16 +286,4 @@ fn contact_row(new: &NewContact, team_id: &str, now: i64) -> Vec<Val> {
     ]
 }
 
-/// An item of a bulk create that was not written, as `createContact` would have failed.
-pub fn bulk_failure(index: u32, error: ServiceError) -> switchboard_proto::v1::BulkFailure {
-    switchboard_proto::v1::BulkFailure {
-        index,
-        code: error.kind.code().to_owned(),
-        error: error.message,
-        details: error
-            .details
-            .into_iter()
-            .map(|v| switchboard_proto::v1::FieldViolation { field: v.field, message: v.message })
-            .collect(),
-    }
-}
+pub use switchboard_kit::error::bulk_failure;
