@@ -181,6 +181,16 @@ def passage_count(answer):
     return 1 if words <= WINDOW_WORDS else len(range(0, words - WINDOW_WORDS, STRIDE_WORDS)) + 1
 
 
+def passage_texts(reference):
+    """The texts the service embeds for a reference (services/knowledgebase/src/passages.rs)."""
+    words = reference["answer"].split()
+    if len(words) <= WINDOW_WORDS:
+        return [reference["question"] + "\n" + reference["answer"]]
+    question = " ".join(reference["question"].split()[:32])
+    starts = list(range(0, len(words) - WINDOW_WORDS, STRIDE_WORDS)) + [len(words) - WINDOW_WORDS]
+    return [question + "\n" + " ".join(words[start:start + WINDOW_WORDS]) for start in starts]
+
+
 def ndcg_at_k(ranked, relevant, k=K):
     dcg = sum(1.0 / math.log2(rank + 1) for rank, doc in enumerate(ranked[:k], start=1) if doc in relevant)
     ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(relevant), k) + 1))
@@ -199,13 +209,42 @@ def percentile(values, p):
 
 # ---------------------------------------------------------------- run
 
-def ingest(api, references, concurrency, log):
-    """Creates the knowledge base and one reference per document; returns what the run needs."""
-    status, answer = api.call("POST", "/knowledgebase", {"name": "SciFact retrieval benchmark"})
+def bulk_add(api, kb, batch, ref_to_doc, refused):
+    """One `POST .../references/bulk` of (doc id, body) pairs; created ids come back in request
+    order, failed items by index."""
+    status, answer = api.call("POST", f"/knowledgebase/{kb}/references/bulk", {"references": [b for _, b in batch]})
+    if status != 200:
+        refused.extend((doc_id, status, answer) for doc_id, _ in batch)
+        return
+    failed = {f["index"]: f for f in answer["data"]["failed"]}
+    written = [doc_id for i, (doc_id, _) in enumerate(batch) if i not in failed]
+    for doc_id, reference in zip(written, answer["data"]["created"]):
+        ref_to_doc[reference["id"]] = doc_id
+    refused.extend((batch[i][0], 200, f["code"]) for i, f in failed.items())
+
+
+def new_knowledgebase(api, name):
+    status, answer = api.call("POST", "/knowledgebase", {"name": name})
     assert status == 201, (status, answer)
-    kb = answer["data"]["id"]
+    return answer["data"]["id"]
+
+
+def ingest(api, references, concurrency, log, bulk=0):
+    """Creates the knowledge base and one reference per document (with `bulk`, through
+    `references/bulk` in requests of that many, one at a time); returns what the run needs."""
+    kb = new_knowledgebase(api, "SciFact retrieval benchmark")
 
     ref_to_doc, refused, lock = {}, [], threading.Lock()
+    if bulk:
+        log(f"ingesting {len(references)} references through references/bulk, {bulk} a request")
+        started = time.perf_counter()
+        for at in range(0, len(references), bulk):
+            bulk_add(api, kb, references[at:at + bulk], ref_to_doc, refused)
+            log(f"  {len(ref_to_doc)} in {time.perf_counter() - started:.0f} s")
+        ingest_seconds = time.perf_counter() - started
+        ingest_rate = len(ref_to_doc) / ingest_seconds if ingest_seconds else 0.0
+        log(f"ingested {len(ref_to_doc)} in {ingest_seconds:.1f} s: {ingest_rate:.1f}/s; refused {len(refused)}")
+        return kb, ref_to_doc, refused, ingest_seconds, ingest_rate
 
     def add(item):
         doc_id, body = item
@@ -233,6 +272,57 @@ def ingest(api, references, concurrency, log):
     return kb, ref_to_doc, refused, ingest_seconds, ingest_rate
 
 
+def loaded_searches(api, kb, judged, references, clients, log):
+    """`clients` search at once, each one query after another, for as long as a bulk import of
+    `references` into another knowledge base runs (100 a request, one at a time): search latency
+    while the model is busy with ingestion."""
+    other = new_knowledgebase(api, "SciFact bulk import under search load")
+    done = threading.Event()
+    latencies, lock, errors = [], threading.Lock(), []
+
+    def searcher(n):
+        i = n
+        while not done.is_set():
+            text = judged[i % len(judged)][1]
+            path = f"/knowledgebase/{kb}/search?" + urllib.parse.urlencode({"query": text[:2000], "limit": K,
+                                                                             "threshold": 0})
+            t0 = time.perf_counter()
+            status, answer = api.call("GET", path, retries=0)
+            elapsed = time.perf_counter() - t0
+            with lock:
+                if status == 200:
+                    latencies.append(elapsed)
+                else:
+                    errors.append(status)
+            i += clients
+
+    threads = [threading.Thread(target=searcher, args=(n,), daemon=True) for n in range(clients)]
+    log(f"{clients} search clients while {len(references)} references go in through references/bulk")
+    for thread in threads:
+        thread.start()
+    started = time.perf_counter()
+    made, refused = {}, []
+    try:
+        for at in range(0, len(references), 100):
+            bulk_add(api, other, references[at:at + 100], made, refused)
+    finally:
+        done.set()
+    seconds = time.perf_counter() - started
+    for thread in threads:
+        thread.join(130)
+    log(f"  {len(latencies)} searches ({len(errors)} failed) during {seconds:.1f} s of import "
+        f"({len(made) / seconds:.1f} references/s)")
+    return {
+        "loaded_clients": clients,
+        "loaded_searches": len(latencies),
+        "loaded_failed": len(errors),
+        "loaded_p50_ms": round(1000 * percentile(latencies, 50), 2) if latencies else None,
+        "loaded_p99_ms": round(1000 * percentile(latencies, 99), 2) if latencies else None,
+        "loaded_import_rate": round(len(made) / seconds, 2) if seconds else None,
+        "loaded_import_references": len(made),
+    }
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--base-url", required=True, help="e.g. http://127.0.0.1:8080/v1")
@@ -250,6 +340,16 @@ def main():
                         "reference-to-document map here")
     parser.add_argument("--reuse", default="", help="a --state file of an earlier run on the same data: "
                         "skip ingesting, only search (for tuning runs)")
+    parser.add_argument("--bulk", type=int, default=0, help="ingest through references/bulk, this many a request")
+    parser.add_argument("--loaded-clients", type=int, default=0, help="after the searches, search again with this "
+                        "many clients at once while a bulk import of --loaded-docs documents into another knowledge "
+                        "base runs")
+    parser.add_argument("--loaded-docs", type=int, default=1000)
+    parser.add_argument("--passages-out", default="", help="write the first --passages-sample passages the service "
+                        "embeds (JSON lines), for the encoder's own rate")
+    parser.add_argument("--passages-sample", type=int, default=400)
+    parser.add_argument("--encoder-rate", type=float, default=0.0, help="the encoder's own passages a second on "
+                        "those passages, measured in this run (embed_bench), for the section")
     args = parser.parse_args()
     api = Api(args.base_url, args.key)
     log = lambda *a: print(*a, file=sys.stderr, flush=True)  # noqa: E731
@@ -288,6 +388,12 @@ def main():
         log(f"{over_window} of {len(tokens)} entries exceed the model's {MODEL_WINDOW}-token window "
             f"(median {statistics.median(tokens):.0f} tokens)")
 
+    if args.passages_out:
+        with open(args.passages_out, "w") as out:
+            for text in [p for _, r in references for p in passage_texts(r)][: args.passages_sample]:
+                out.write(json.dumps(text) + "\n")
+        log(f"wrote {args.passages_sample} passages to {args.passages_out}")
+        return
     passages = [passage_count(r["answer"]) for _, r in references]
     log(f"{sum(passages)} passages for {len(references)} references "
         f"({sum(1 for p in passages if p > 1)} of them longer than one)")
@@ -299,7 +405,8 @@ def main():
         ingest_seconds, ingest_rate = state["ingest_seconds"], state["ingest_rate"]
         log(f"reusing knowledge base {kb} ({len(ref_to_doc)} references) from {args.reuse}")
     else:
-        kb, ref_to_doc, refused, ingest_seconds, ingest_rate = ingest(api, references, args.concurrency, log)
+        kb, ref_to_doc, refused, ingest_seconds, ingest_rate = ingest(api, references, args.concurrency, log,
+                                                                      args.bulk)
         if args.state:
             with open(args.state, "w") as f:
                 json.dump({"kb": kb, "ref_to_doc": ref_to_doc, "refused": refused,
@@ -357,7 +464,14 @@ def main():
             log(f"  {i} queries, nDCG@10 so far {statistics.mean(ndcgs):.4f}")
     search_seconds = time.perf_counter() - started
 
+    loaded = {}
+    if args.loaded_clients:
+        loaded = loaded_searches(api, kb, judged, references[: args.loaded_docs], args.loaded_clients, log)
+
     figures = {
+        **loaded,
+        "bulk": args.bulk,
+        "encoder_rate": args.encoder_rate or None,
         "documents": len(corpus),
         "corpus_documents": corpus_total,
         "references_created": len(ref_to_doc),
@@ -422,8 +536,22 @@ def section(f, machine, ranking):
         f"| recall@10 | {f['recall_at_10']:.4f} |",
         f"| search latency p50 (client side, sequential) | {f['latency_p50_ms']:.1f} ms |",
         f"| search latency p99 | {f['latency_p99_ms']:.1f} ms |",
-        f"| ingestion (`POST .../references`, {f['concurrency']} in flight) | {f['ingest_rate']:.1f} references/s "
-        f"({f['references_created']:,} in {f['ingest_seconds']:.1f} s) |",
+        (f"| ingestion (`POST .../references/bulk`, {f['bulk']} a request, one at a time) | "
+         if f["bulk"] else f"| ingestion (`POST .../references`, {f['concurrency']} in flight) | ")
+        + f"{f['ingest_rate']:.1f} references/s ({f['references_created']:,} in {f['ingest_seconds']:.1f} s, "
+        f"{f['passages'] / f['ingest_seconds']:.1f} passages/s) |",
+    ]
+    if f.get("encoder_rate"):
+        lines.append(f"| the encoder alone on the first SciFact passages, one call (`embed_bench`, same run) | "
+                     f"{f['encoder_rate']:.1f} passages/s |")
+    if f.get("loaded_clients"):
+        lines += [
+            f"| search p50 / p99, {f['loaded_clients']} clients at once during a bulk import | "
+            f"{f['loaded_p50_ms']:.1f} / {f['loaded_p99_ms']:.1f} ms ({f['loaded_searches']:,} searches, "
+            f"{f['loaded_failed']} failed) |",
+            f"| that bulk import's rate meanwhile | {f['loaded_import_rate']:.1f} references/s |",
+        ]
+    lines += [
         "",
         f"Ranking: {ranking}. For orientation, "
         "published nDCG@10 on the test split (300 queries, not used here): BM25 0.665 (BEIR paper), "

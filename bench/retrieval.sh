@@ -13,13 +13,21 @@
 # RANKING (how the build under test ranks, for the section's text), TUNINGS (space-separated
 # SWITCHBOARD_SEARCH_TUNING values, e.g. "k=60,lexical=0 k=20": after the main run, the same
 # queries again on the same index under each, restarting the platform; a table of them is added
-# to the section. Tune on train only).
+# to the section. Tune on train only), BULK=N (ingest through POST .../references/bulk, N a
+# request, one request at a time), LOADED_CLIENTS=N (default 8; 0 skips it: after the searches,
+# N clients search at once while LOADED_DOCS (default 1000) references go into another knowledge
+# base through references/bulk). Before the platform starts, the encoder alone embeds the first
+# 400 SciFact passages in one call (examples/embed_bench.rs), the reference the ingestion rate is
+# compared with in the same run.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ensure_model
 SCIFACT_DIR="${SCIFACT_DIR:-$SWITCHBOARD_ROOT/../shared/data/scifact}"
 LIMIT_DOCS="${LIMIT_DOCS:-0}"
 CONCURRENCY="${CONCURRENCY:-4}"
+BULK="${BULK:-0}"
+LOADED_CLIENTS="${LOADED_CLIENTS:-8}"
+LOADED_DOCS="${LOADED_DOCS:-1000}"
 RANKING="${RANKING:-hybrid: dense passages and BM25, reciprocal rank fusion (docs/api-decisions.md, How results are ordered)}"
 TUNINGS="${TUNINGS:-}"
 [ -f "$SCIFACT_DIR/corpus.jsonl" ] || { echo "no SciFact corpus in $SCIFACT_DIR" >&2; exit 1; }
@@ -39,6 +47,14 @@ f = json.load(open(sys.argv[1]))
 print("%.4f | %.4f | %.1f ms | %.1f ms" % (f["ndcg_at_10"], f["recall_at_10"], f["latency_p50_ms"], f["latency_p99_ms"]))
 PY
 }
+# The encoder's own rate on SciFact passages, on a quiet machine, before the platform starts.
+python3 "$BENCH_DIR/retrieval.py" --base-url http://127.0.0.1:1/v1 --key none --data "$SCIFACT_DIR" \
+  --limit-docs "$LIMIT_DOCS" --passages-out "$work/passages.jsonl"
+encoder_rate="$(cd "$SWITCHBOARD_ROOT" && cargo build -q --profile "${BENCH_PROFILE:-release}" \
+  -p switchboard-knowledgebase --example embed_bench >&2 &&
+  EMBED_BENCH_PASSAGES="$work/passages.jsonl" "$CARGO_TARGET_DIR/${BENCH_PROFILE:-release}/examples/embed_bench" |
+  sed -n 's/^passages\/s: //p')"
+echo "the encoder alone: $encoder_rate passages/s" >&2
 DEV_PID=""
 trap '[ -n "$DEV_PID" ] && kill "$DEV_PID" 2>/dev/null; sleep 1; [ -n "${WORK_DIR:-}" ] || rm -rf "$work"' EXIT
 
@@ -60,7 +76,8 @@ else
 fi
 
 python3 "$BENCH_DIR/retrieval.py" --base-url "$BASE_URL" --key "$key" --data "$SCIFACT_DIR" \
-  --limit-docs "$LIMIT_DOCS" --concurrency "$CONCURRENCY" \
+  --limit-docs "$LIMIT_DOCS" --concurrency "$CONCURRENCY" --bulk "$BULK" --loaded-clients "$LOADED_CLIENTS" \
+  --loaded-docs "$LOADED_DOCS" --encoder-rate "${encoder_rate:-0}" \
   --tokenizer "$SWITCHBOARD_EMBEDDING_MODEL_DIR/tokenizer.json" \
   --json "$work/figures.json" --section "$work/section.md" --machine "$(machine_line)" --ranking "$RANKING" \
   "${state[@]}"

@@ -21,6 +21,10 @@ use switchboard_proto::v1::{GetIdentitiesRequest, Identity};
 use crate::cache::TtlCache;
 use crate::combine::Combiner;
 
+/// How long a bulk import of references may take: 1,000 abstracts of SciFact's length are
+/// 2,300 passages, about 3 minutes on two cores.
+pub const BULK_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// The most teams one identity read asks for.
 const IDENTITIES_PER_READ: usize = 256;
 
@@ -33,6 +37,9 @@ pub struct Services {
     pub accounts: AccountServiceClient<Channel>,
     pub agents: AgentsServiceClient<Channel>,
     pub knowledgebase: KnowledgebaseServiceClient<Channel>,
+    /// The same service for bulk writes, whose embedding takes minutes rather than seconds:
+    /// its calls time out after [`BULK_TIMEOUT`] instead of the request timeout.
+    pub knowledgebase_bulk: KnowledgebaseServiceClient<Channel>,
     pub conversations: ConversationsServiceClient<Channel>,
     pub crm: CrmServiceClient<Channel>,
     pub webhooks: WebhooksServiceClient<Channel>,
@@ -50,6 +57,7 @@ struct Clients {
     accounts: Option<AccountServiceClient<Channel>>,
     agents: Option<AgentsServiceClient<Channel>>,
     knowledgebase: Option<KnowledgebaseServiceClient<Channel>>,
+    knowledgebase_bulk: Option<KnowledgebaseServiceClient<Channel>>,
     conversations: Option<ConversationsServiceClient<Channel>>,
     crm: Option<CrmServiceClient<Channel>>,
     webhooks: Option<WebhooksServiceClient<Channel>>,
@@ -75,6 +83,9 @@ impl Services {
                 Service::Knowledgebase => {
                     clients.knowledgebase =
                         Some(KnowledgebaseServiceClient::new(channel).max_decoding_message_size(LARGE));
+                    let bulk = peers.channel(service.info(), BULK_TIMEOUT.max(timeout))?;
+                    clients.knowledgebase_bulk =
+                        Some(KnowledgebaseServiceClient::new(bulk).max_decoding_message_size(LARGE));
                 }
                 Service::Conversations => {
                     clients.conversations =
@@ -90,6 +101,7 @@ impl Services {
             accounts: clients.accounts.ok_or_else(|| missing("identity"))?,
             agents: clients.agents.ok_or_else(|| missing("agents"))?,
             knowledgebase: clients.knowledgebase.ok_or_else(|| missing("knowledgebase"))?,
+            knowledgebase_bulk: clients.knowledgebase_bulk.ok_or_else(|| missing("knowledgebase"))?,
             conversations: clients.conversations.ok_or_else(|| missing("conversations"))?,
             crm: clients.crm.ok_or_else(|| missing("crm"))?,
             webhooks: clients.webhooks.ok_or_else(|| missing("webhooks"))?,

@@ -4,6 +4,7 @@
 // and `upload()` for documents (an XMLHttpRequest, for its upload progress).
 import { h, replace, field, form, loader, table, badge, time, num, alertBox, errorText, confirmDialog, toast, navigate, section, pager, pageOf, hrefWith, every, uid, ACTIONS, formDialog as domFormDialog, cap, enc, focusTitle, plural, areaField, liveTable, viewDialog, append } from './dom.js';
 import { api, upload, can, actingTeam } from './api.js';
+import { parseCsv } from './pages-import.js';
 
 /** @typedef {import('./dom.js').PageContext} PageContext */
 
@@ -291,10 +292,77 @@ function references(kb, ctx, writer, refresh) {
     h('p', { class: 'muted' }, 'Questions and answers written by hand; they are searchable as soon as they are saved.'),
     add && h('details', { class: 'kb-add', open: !(kb.references || []).length },
       h('summary', null, 'Add a reference'), add),
+    writer && h('details', { class: 'kb-add' }, h('summary', null, 'Import references from a CSV file'), csvImport(kb, refresh)),
     filter,
     listBox,
   ];
   return { el, update, items: () => items };
+}
+
+// ---- Q&A references from a CSV file, 500 a request to POST .../references/bulk ----
+
+const IMPORT_CHUNK = 500;
+
+/** The question and answer columns: named in a header row, else the first two columns. */
+function qaColumns(rows) {
+  const head = (rows[0] || []).map((c) => c.trim().toLowerCase());
+  const question = head.indexOf('question');
+  const answer = head.indexOf('answer');
+  if (question >= 0 && answer >= 0) return { question, answer, skip: 1 };
+  return { question: 0, answer: 1, skip: 0 };
+}
+
+function csvImport(kb, refresh) {
+  const id = uid('csv');
+  const hintId = `${id}-hint`;
+  const input = h('input', { id, type: 'file', accept: '.csv,text/csv', 'aria-describedby': hintId });
+  const out = h('div', { 'aria-live': 'polite' });
+  input.addEventListener('change', async () => {
+    const file = input.files && input.files[0];
+    if (!file) return;
+    input.disabled = true;
+    try {
+      await importRows(kb, parseCsv(await file.text()), out);
+      await refresh();
+    } catch (err) {
+      replace(out, alertBox(`The import stopped: ${errorText(err)}`));
+    } finally {
+      input.disabled = false;
+      input.value = '';
+    }
+  });
+  return h('div', { class: 'kb-import' },
+    h('div', { class: 'field' }, h('label', { for: id }, 'Choose a CSV file of questions and answers'), input,
+      h('p', { id: hintId, class: 'hint' }, 'One reference a row: the columns named question and answer in a header row, or else the first two columns.')),
+    out);
+}
+
+async function importRows(kb, rows, out) {
+  const cols = qaColumns(rows);
+  const items = rows.slice(cols.skip).map((r) => ({ question: r[cols.question] ?? '', answer: r[cols.answer] ?? '' }));
+  if (!items.length) { replace(out, alertBox('The file has no rows.')); return; }
+  const bar = h('progress', { max: items.length, value: 0, 'aria-label': 'Import progress' });
+  const status = h('p', { role: 'status' }, 'Starting…');
+  replace(out, bar, status);
+  let created = 0;
+  const failed = []; // {row: line in the file, reason}
+  for (let at = 0; at < items.length; at += IMPORT_CHUNK) {
+    const chunk = items.slice(at, at + IMPORT_CHUNK);
+    status.textContent = `Sending rows ${num(at + 1)} to ${num(at + chunk.length)} of ${num(items.length)}…`;
+    const res = await api('POST', kbPath(kb.id, '/references/bulk'), { references: chunk });
+    created += (res.created || []).length;
+    for (const f of res.failed || []) {
+      const reason = (f.details || []).map((d) => `${d.field || 'row'} ${d.message}`).join('; ');
+      failed.push({ row: at + f.index + cols.skip + 1, reason: reason ? `${f.error}: ${reason}` : f.error });
+    }
+    bar.value = at + chunk.length;
+  }
+  status.textContent = `${plural(created, 'reference', 'references')} added, ${num(failed.length)} failed.`;
+  toast(`${plural(created, 'reference', 'references')} imported`);
+  if (failed.length) {
+    out.append(table(['Row', 'Reason'], failed.map((f) => h('tr', null,
+      h('td', { class: 'num' }, num(f.row)), h('td', null, f.reason))), { caption: 'Rows not imported', dense: true }));
+  }
 }
 
 function refRow(kb, r, writer, refresh) {

@@ -126,8 +126,8 @@ pub fn endpoints() -> Vec<Endpoint> {
                 "Counts in the bulk rate class and costs no credits. Each item is a `createReference` body, checked \
                  and written on its own: a bad item is listed in `failed` (by its index in `references`, with the \
                  code and details `createReference` would answer) and never blocks the others. The written ones are \
-                 embedded together (far faster per reference than one request each) and are searchable when the \
-                 answer comes. With an `Idempotency-Key`, a retry creates nothing twice.",
+                 embedded together and are searchable when the answer comes; the request may take minutes (up to \
+                 10, beyond the gateway's usual timeout). With an `Idempotency-Key`, a retry creates nothing twice.",
             )
             .class(RateClass::Bulk)
             .body_limit(BULK_REFERENCES_BYTES)
@@ -514,7 +514,7 @@ async fn bulk_create_references(
             knowledgebase_id: target.knowledgebase_id,
             references,
         };
-        let answer = call.services.knowledgebase.clone().bulk_create_references(request).await?.into_inner();
+        let answer = call.services.knowledgebase_bulk.clone().bulk_create_references(request).await?.into_inner();
         created = answer.created.iter().map(Reference::from).collect();
         failed = answer.failed;
     }

@@ -30,6 +30,25 @@ fn passage(i: usize) -> String {
     )
 }
 
+/// `EMBED_BENCH_PASSAGES=<file of JSON strings, one a line>`: those passages in one call, as
+/// a bulk import sends them, after a warm-up; prints `passages/s: <rate>` for
+/// bench/retrieval.sh to compare the service's ingestion with.
+async fn passages_rate(model: &BertEmbedder, path: &str) -> anyhow::Result<()> {
+    let texts: Vec<String> = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read {path}"))?
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()
+        .context("each line must be a JSON string")?;
+    anyhow::ensure!(!texts.is_empty(), "no passages in {path}");
+    model.embed(texts.iter().take(32).cloned().collect()).await?;
+    let started = Instant::now();
+    model.embed(texts.clone()).await?;
+    println!("passages/s: {:.1}", texts.len() as f64 / started.elapsed().as_secs_f64());
+    Ok(())
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let rank = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[rank.min(sorted.len() - 1)]
@@ -45,6 +64,9 @@ async fn main() -> anyhow::Result<()> {
     let started = Instant::now();
     let model = BertEmbedder::load(&dir).context("cannot load the model")?;
     let load_time = started.elapsed();
+    if let Ok(path) = std::env::var("EMBED_BENCH_PASSAGES") {
+        return passages_rate(&model, &path).await;
+    }
 
     let queries: Vec<String> = match std::env::args().nth(1) {
         Some(path) => std::fs::read_to_string(&path)

@@ -73,7 +73,7 @@ impl Knowledge {
 
     async fn embed_one(&self, text: String) -> ServiceResult<Vec<f32>> {
         self.embedder
-            .embed(vec![text])
+            .embed_queries(vec![text])
             .await
             .map_err(|e| ServiceError::internal(e.context("embedding")))?
             .pop()

@@ -186,6 +186,25 @@ export default async function knowledge(w) {
     await noXss();
   });
 
+  await step('knowledge: import references from a CSV file; a bad row is listed, the others are added as text', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kb-csv-'));
+    const file = path.join(dir, `faq-${rand}.csv`);
+    const csvQuestion = `Where does the ${phrase} sleep? ${XSS_IMG}`;
+    fs.writeFileSync(file, `answer,question\r\n"In a burrow, ""mostly"". ${XSS_SCRIPT}","${csvQuestion}"\r\nNo question here,\r\nOn Sundays,When does the ${phrase} rest?\r\n`);
+    try {
+      await page.getByText('Import references from a CSV file').click();
+      await page.getByLabel(/Choose a CSV file of questions and answers/).setInputFiles(file);
+      await visible(page.getByText('2 references added, 1 failed.'), 'the import summary');
+      const failed = page.getByRole('table', { name: 'Rows not imported' });
+      await visible(failed.getByRole('cell', { name: '3', exact: true }), 'the failed row by its line in the file');
+      await visible(page.getByRole('rowheader', { name: csvQuestion }).or(page.getByRole('cell', { name: csvQuestion })).first(), 'an imported reference in the list');
+      await check(page, 'knowledge-csv-import');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+    await noXss();
+  });
+
   await step('knowledge: edit the reference, then delete it', async () => {
     await page.getByRole('button', { name: `Edit reference: ${question}` }).click();
     const dlg = await visible(page.getByRole('dialog', { name: 'Edit the reference' }), 'the edit dialog');
@@ -201,7 +220,8 @@ export default async function knowledge(w) {
     await confirm.getByRole('button', { name: 'Delete' }).click();
     await hidden(page.getByRole('rowheader', { name: question }), 'the deleted reference');
     const r2 = await w.api('GET', `/knowledgebase/${id}`);
-    ok(!r2.body.data.references.length, `the reference is still there: ${JSON.stringify(r2.body.data.references)}`);
+    ok(!r2.body.data.references.some((x) => x.question === question), `the reference is still there: ${JSON.stringify(r2.body.data.references)}`);
+    ok(r2.body.data.references.length === 2, 'the two imported references stay');
     await noXss();
   });
 

@@ -1,65 +1,106 @@
-//! Coalesces small embedding requests that arrive together into model calls.
+//! Gathers small embedding requests that arrive together into model calls, queries and
+//! passages apart.
 //!
-//! References are created one API call at a time, and searches embed one query each; run
-//! side by side without limit, each call would fight the others for the same cores. The
-//! worker keeps at most as many model calls running as the model can use side by side (one
-//! per core for the local model); when one is free it takes the first waiting request plus
-//! whatever else is already queued (it never waits for more, so a lone request pays
-//! nothing) and embeds them as one batch, which the model does faster per text. Large
-//! requests (extraction jobs) go straight to the model.
+//! Searches embed one query each, and single references, webpages and documents a few
+//! passages each; run side by side without limit, each call would fight the others for the
+//! same cores, and the model embeds a batch faster per text than its texts one by one. Each
+//! kind has a worker that keeps at most as many model calls running as the model can use side
+//! by side (one per core for the local model):
+//! - queries: when a call is free it takes the first waiting query plus whatever else is
+//!   queued, and never waits for more, so a lone search pays nothing;
+//! - passages: it waits up to [`GATHER`] for more requests to fill a batch of
+//!   [`INGEST_BATCH`] texts; a write takes tens of milliseconds to embed, so the wait is small
+//!   against it and makes concurrent writes one call. Requests bigger than a batch (a bulk
+//!   import, a document) go straight to the model, which cuts them into chunks.
+//!
+//! The model runs passages at a lower priority than queries (`threads.rs`).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::anyhow;
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use super::Embedder;
 
-/// Requests of at most this many texts are coalesced.
-const SMALL_REQUEST: usize = 4;
-/// Texts per coalesced model call.
-const MAX_BATCH: usize = 32;
+/// Queries of at most this many texts are gathered.
+const SMALL_QUERY: usize = 4;
+/// Texts per gathered query call.
+const QUERY_BATCH: usize = 32;
+/// Texts per gathered passage call; a request of more goes to the model alone.
+const INGEST_BATCH: usize = 64;
+/// How long the passage worker waits for more requests to fill a batch.
+const GATHER: Duration = Duration::from_millis(5);
 
 type Reply = oneshot::Sender<anyhow::Result<Vec<Vec<f32>>>>;
+type Request = (Vec<String>, Reply);
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Work {
+    Query,
+    Ingest,
+}
 
 pub struct Coalescing {
     inner: Arc<dyn Embedder>,
-    queue: mpsc::Sender<(Vec<String>, Reply)>,
+    queries: mpsc::Sender<Request>,
+    passages: mpsc::Sender<Request>,
 }
 
 impl Coalescing {
-    /// Starts the worker on the current tokio runtime; it ends when the embedder is dropped.
+    /// Starts the workers on the current tokio runtime; they end when the embedder is dropped.
     pub fn new(inner: Arc<dyn Embedder>) -> Arc<Self> {
-        let (queue, mut waiting) = mpsc::channel::<(Vec<String>, Reply)>(1024);
-        let model = inner.clone();
-        let slots = Arc::new(Semaphore::new(inner.parallelism().max(1)));
-        tokio::spawn(async move {
-            // A free slot first, then the requests: while every slot is busy, requests queue
-            // up and the next batch takes them all.
-            while let Ok(slot) = slots.clone().acquire_owned().await {
-                let Some(first) = waiting.recv().await else { return };
-                let mut batch = vec![first];
-                let mut texts = batch[0].0.len();
-                while texts < MAX_BATCH {
-                    let Ok(next) = waiting.try_recv() else { break };
-                    texts += next.0.len();
-                    batch.push(next);
-                }
-                let model = model.clone();
-                tokio::spawn(async move {
-                    embed_batch(model.as_ref(), batch).await;
-                    drop(slot);
-                });
-            }
-        });
-        Arc::new(Self { inner, queue })
+        let queries = start(inner.clone(), Work::Query);
+        let passages = start(inner.clone(), Work::Ingest);
+        Arc::new(Self { inner, queries, passages })
     }
 }
 
+fn start(model: Arc<dyn Embedder>, work: Work) -> mpsc::Sender<Request> {
+    let (queue, mut waiting) = mpsc::channel::<Request>(1024);
+    let slots = Arc::new(Semaphore::new(model.parallelism().max(1)));
+    let (limit, wait) = match work {
+        Work::Query => (QUERY_BATCH, Duration::ZERO),
+        Work::Ingest => (INGEST_BATCH, GATHER),
+    };
+    tokio::spawn(async move {
+        // A free slot first, then the requests: while every slot is busy, requests queue up
+        // and the next batch takes them.
+        while let Ok(slot) = slots.clone().acquire_owned().await {
+            let Some(first) = waiting.recv().await else { return };
+            let mut texts = first.0.len();
+            let mut batch = vec![first];
+            let deadline = tokio::time::Instant::now() + wait;
+            while texts < limit {
+                let next = match waiting.try_recv() {
+                    Ok(next) => next,
+                    Err(_) if wait.is_zero() => break,
+                    Err(_) => match tokio::time::timeout_at(deadline, waiting.recv()).await {
+                        Ok(Some(next)) => next,
+                        _ => break,
+                    },
+                };
+                texts += next.0.len();
+                batch.push(next);
+            }
+            let model = model.clone();
+            tokio::spawn(async move {
+                embed_batch(model.as_ref(), work, batch).await;
+                drop(slot);
+            });
+        }
+    });
+    queue
+}
+
 /// Embeds the texts of every request of the batch in one call and answers each request.
-async fn embed_batch(model: &dyn Embedder, batch: Vec<(Vec<String>, Reply)>) {
+async fn embed_batch(model: &dyn Embedder, work: Work, batch: Vec<Request>) {
     let all: Vec<String> = batch.iter().flat_map(|(texts, _)| texts.iter().cloned()).collect();
-    match model.embed(all).await {
+    let embedded = match work {
+        Work::Query => model.embed_queries(all).await,
+        Work::Ingest => model.embed(all).await,
+    };
+    match embedded {
         Ok(mut vectors) => {
             for (texts, reply) in batch {
                 let rest = vectors.split_off(texts.len().min(vectors.len()));
@@ -75,15 +116,26 @@ async fn embed_batch(model: &dyn Embedder, batch: Vec<(Vec<String>, Reply)>) {
     }
 }
 
+async fn queued(queue: &mpsc::Sender<Request>, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
+    let (reply, answer) = oneshot::channel();
+    queue.send((texts, reply)).await.map_err(|_| anyhow!("the embedding worker has stopped"))?;
+    answer.await.map_err(|_| anyhow!("the embedding worker has stopped"))?
+}
+
 #[async_trait::async_trait]
 impl Embedder for Coalescing {
     async fn embed(&self, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
-        if texts.len() > SMALL_REQUEST {
+        if texts.len() > INGEST_BATCH {
             return self.inner.embed(texts).await;
         }
-        let (reply, answer) = oneshot::channel();
-        self.queue.send((texts, reply)).await.map_err(|_| anyhow!("the embedding worker has stopped"))?;
-        answer.await.map_err(|_| anyhow!("the embedding worker has stopped"))?
+        queued(&self.passages, texts).await
+    }
+
+    async fn embed_queries(&self, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
+        if texts.len() > SMALL_QUERY {
+            return self.inner.embed_queries(texts).await;
+        }
+        queued(&self.queries, texts).await
     }
 
     fn dimensions(&self) -> usize {
@@ -96,5 +148,65 @@ impl Embedder for Coalescing {
 
     fn parallelism(&self) -> usize {
         self.inner.parallelism()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// Records the size and kind of every model call; each text's vector is its length.
+    #[derive(Default)]
+    struct Recording(Mutex<Vec<(usize, &'static str)>>);
+
+    #[async_trait::async_trait]
+    impl Embedder for Recording {
+        async fn embed(&self, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
+            self.0.lock().unwrap().push((texts.len(), "ingest"));
+            Ok(texts.iter().map(|text| vec![text.len() as f32]).collect())
+        }
+
+        async fn embed_queries(&self, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
+            self.0.lock().unwrap().push((texts.len(), "query"));
+            Ok(texts.iter().map(|text| vec![text.len() as f32]).collect())
+        }
+
+        fn dimensions(&self) -> usize {
+            1
+        }
+
+        fn model(&self) -> &str {
+            "recording"
+        }
+    }
+
+    fn texts(sizes: &[usize]) -> Vec<String> {
+        sizes.iter().map(|&size| "x".repeat(size)).collect()
+    }
+
+    #[tokio::test]
+    async fn concurrent_writes_share_a_model_call_and_each_gets_its_own_vectors() {
+        let model = Arc::new(Recording::default());
+        let coalescing = Coalescing::new(model.clone());
+        let writes = (1..=4).map(|i| {
+            let coalescing = coalescing.clone();
+            async move { coalescing.embed(texts(&[i, 10 * i])).await.unwrap() }
+        });
+        let answers = futures::future::join_all(writes).await;
+        for (i, vectors) in (1..=4).zip(answers) {
+            assert_eq!(vectors, vec![vec![i as f32], vec![10.0 * i as f32]]);
+        }
+        assert_eq!(*model.0.lock().unwrap(), [(8, "ingest")], "one call for the four writes");
+    }
+
+    #[tokio::test]
+    async fn queries_go_to_the_query_path_without_waiting_and_big_calls_go_straight() {
+        let model = Arc::new(Recording::default());
+        let coalescing = Coalescing::new(model.clone());
+        assert_eq!(coalescing.embed_queries(texts(&[3])).await.unwrap(), [[3.0]]);
+        coalescing.embed(texts(&[1; INGEST_BATCH + 1])).await.unwrap();
+        assert_eq!(*model.0.lock().unwrap(), [(1, "query"), (INGEST_BATCH + 1, "ingest")]);
     }
 }

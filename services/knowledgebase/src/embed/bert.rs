@@ -11,7 +11,7 @@ use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStr
 
 use super::Embedder;
 use super::encoder::{Config, Encoder};
-use super::threads::ModelThreads;
+use super::threads::{ModelThreads, Priority};
 
 /// sentence-transformers' `max_seq_length` for all-MiniLM-L6-v2, whose directory (made by
 /// `ensure_model`) has no `sentence_bert_config.json` to say so; `tokenizer.json` says 128.
@@ -21,6 +21,9 @@ const DEFAULT_MAX_TOKENS: usize = 256;
 const SMALL_CALL: usize = 4;
 /// Measured faster than 64 on a 2-core machine: less padding, better cache use.
 const BATCH_SIZE: usize = 16;
+/// Texts a thread takes at a time from a long call: two batches, 0.3 to 0.6 s of SciFact
+/// passages on one core.
+const CHUNK: usize = 32;
 
 /// Named for the architecture it started with; it runs MPNet models too.
 pub struct BertEmbedder {
@@ -28,10 +31,13 @@ pub struct BertEmbedder {
     dimensions: usize,
     /// The model directory's name (see [`model_name`]).
     name: String,
-    /// One thread per core. Texts enough for several batches are split over them: candle's
-    /// CPU kernels keep about one core busy per call (measured: the same passages per second
-    /// with one thread as with two), so calls side by side are what uses every core.
+    /// One thread per core for queries. Texts enough for several batches are split over
+    /// them: candle's CPU kernels keep about one core busy per call (measured: the same
+    /// passages per second with one thread as with two), so calls side by side are what uses
+    /// every core.
     threads: ModelThreads,
+    /// As many for passages to store, at a lower priority: a query never waits behind them.
+    ingest: ModelThreads,
 }
 
 struct Inner {
@@ -102,12 +108,13 @@ impl BertEmbedder {
             .context("cannot set the tokenizer's truncation")?;
 
         let pad_token_id = u32::try_from(config.pad_token_id).context("pad_token_id in config.json is too large")?;
-        let threads = ModelThreads::new(std::thread::available_parallelism().map_or(1, usize::from))?;
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
         Ok(Self {
             inner: Arc::new(Inner { model, tokenizer, device, pad_token_id }),
             dimensions: config.hidden_size,
             name: model_name(model_dir),
-            threads,
+            threads: ModelThreads::new(cores, Priority::Query)?,
+            ingest: ModelThreads::new(cores, Priority::Ingest)?,
         })
     }
 }
@@ -127,6 +134,39 @@ fn model_name(model_dir: &Path) -> String {
         .unwrap_or_else(|| resolved.display().to_string())
 }
 
+impl BertEmbedder {
+    /// Embeds `texts` on `threads`: sorted by length (texts of a length together waste less
+    /// on padding), cut into chunks of [`CHUNK`], and the chunks shared out over the threads,
+    /// each thread given its next chunk when the last is done. So a long call never holds a
+    /// thread for long: work that arrives meanwhile (a single reference behind a bulk import)
+    /// waits for one chunk, not for the whole call.
+    async fn embed_on(&self, threads: &ModelThreads, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
+        let count = texts.len();
+        let mut order: Vec<usize> = (0..count).collect();
+        order.sort_by_key(|&i| texts[i].len());
+        let chunks: Vec<&[usize]> = order.chunks(CHUNK).collect();
+        let parts = threads.len().min(chunks.len()).max(1);
+        let texts = &texts;
+        let chunks = &chunks;
+        let runs = (0..parts).map(|part| async move {
+            let mut done = Vec::new();
+            for &chunk in chunks.iter().skip(part).step_by(parts) {
+                let batch: Vec<String> = chunk.iter().map(|&i| texts[i].clone()).collect();
+                let inner = Arc::clone(&self.inner);
+                done.push((chunk, threads.start(move || inner.embed(batch))?.await?));
+            }
+            anyhow::Ok(done)
+        });
+        let mut vectors = vec![Vec::new(); count];
+        for (chunk, embedded) in futures::future::try_join_all(runs).await?.into_iter().flatten() {
+            for (&i, vector) in chunk.iter().zip(embedded) {
+                vectors[i] = vector;
+            }
+        }
+        Ok(vectors)
+    }
+}
+
 #[async_trait::async_trait]
 impl Embedder for BertEmbedder {
     async fn embed(&self, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
@@ -134,25 +174,18 @@ impl Embedder for BertEmbedder {
             return Ok(Vec::new());
         }
         // CPU-bound for milliseconds to seconds: keep it off the async workers.
+        self.embed_on(&self.ingest, texts).await
+    }
+
+    async fn embed_queries(&self, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
         if texts.len() <= SMALL_CALL {
             let inner = Arc::clone(&self.inner);
             return self.threads.start_small(move || inner.embed(texts))?.await;
         }
-        let parts = self.threads.len().min(texts.len().div_ceil(BATCH_SIZE)).max(1);
-        let per_part = texts.len().div_ceil(parts);
-        let mut texts = texts.into_iter();
-        let calls = (0..parts)
-            .map(|_| {
-                let part: Vec<String> = texts.by_ref().take(per_part).collect();
-                let inner = Arc::clone(&self.inner);
-                self.threads.start(move || inner.embed(part))
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        let mut vectors = Vec::new();
-        for call in calls {
-            vectors.extend(call.await?);
-        }
-        Ok(vectors)
+        self.embed_on(&self.threads, texts).await
     }
 
     fn dimensions(&self) -> usize {

@@ -9,8 +9,14 @@ use std::sync::Arc;
 /// Turns texts into L2-normalised vectors, so that a dot product is the cosine similarity.
 #[async_trait::async_trait]
 pub trait Embedder: Send + Sync + 'static {
-    /// One vector per text, in order, each `dimensions()` long.
+    /// One vector per text, in order, each `dimensions()` long: passages to store, which
+    /// wait while queries are embedded.
     async fn embed(&self, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>>;
+    /// [`Embedder::embed`] for searches' queries, which go ahead of passages where the
+    /// embedder can tell them apart (the local model).
+    async fn embed_queries(&self, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
+        self.embed(texts).await
+    }
     fn dimensions(&self) -> usize;
     /// A name of the model, stored with each vector so that a model change can be detected.
     fn model(&self) -> &str;
@@ -85,6 +91,15 @@ impl Timed {
             .build();
         Self { inner, duration }
     }
+
+    fn record(&self, started: std::time::Instant, ok: bool, work: &'static str) {
+        let labels = [
+            switchboard_kit::metrics::KeyValue::new("switchboard.embedding.model", self.inner.model().to_owned()),
+            switchboard_kit::metrics::KeyValue::new("switchboard.embedding.work", work),
+            switchboard_kit::metrics::KeyValue::new("outcome", if ok { "ok" } else { "error" }),
+        ];
+        self.duration.record(started.elapsed().as_secs_f64(), &labels);
+    }
 }
 
 #[async_trait::async_trait]
@@ -92,12 +107,14 @@ impl Embedder for Timed {
     async fn embed(&self, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
         let started = std::time::Instant::now();
         let embedded = self.inner.embed(texts).await;
-        let outcome = if embedded.is_ok() { "ok" } else { "error" };
-        let labels = [
-            switchboard_kit::metrics::KeyValue::new("switchboard.embedding.model", self.inner.model().to_owned()),
-            switchboard_kit::metrics::KeyValue::new("outcome", outcome),
-        ];
-        self.duration.record(started.elapsed().as_secs_f64(), &labels);
+        self.record(started, embedded.is_ok(), "ingest");
+        embedded
+    }
+
+    async fn embed_queries(&self, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
+        let started = std::time::Instant::now();
+        let embedded = self.inner.embed_queries(texts).await;
+        self.record(started, embedded.is_ok(), "query");
         embedded
     }
 

@@ -1,4 +1,5 @@
-//! The threads the local model runs on: one single-threaded rayon pool per core.
+//! The threads the local model runs on: one single-threaded rayon pool per core, one set for
+//! queries and one, at a lower priority, for ingestion.
 //!
 //! candle splits every matrix product over `RAYON_NUM_THREADS` (every core by default) and waits
 //! for the slowest part. A query embedding is about forty small products; on a 2-core machine
@@ -37,19 +38,39 @@ impl Drop for Queued<'_> {
     }
 }
 
+/// Whose work a set of threads does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Priority {
+    /// Searches' queries: someone is waiting for each.
+    Query,
+    /// Passages to store (references, webpages, documents): their threads run at nice
+    /// [`INGEST_NICE`], so that the kernel gives a core to a query (and to every other
+    /// process) as soon as one wants it, and ingestion takes what is left.
+    Ingest,
+}
+
 impl ModelThreads {
-    pub(super) fn new(count: usize) -> anyhow::Result<Self> {
+    pub(super) fn new(count: usize, priority: Priority) -> anyhow::Result<Self> {
+        let prefix = match priority {
+            Priority::Query => "embedder",
+            Priority::Ingest => "embedder-ingest",
+        };
         let workers = (0..count.max(1))
             .map(|i| {
                 let pool = rayon::ThreadPoolBuilder::new()
                     .num_threads(1)
-                    .thread_name(move |_| format!("embedder-{i}"))
+                    .thread_name(move |_| format!("{prefix}-{i}"))
+                    .start_handler(move |_| {
+                        if priority == Priority::Ingest {
+                            yield_to_other_work();
+                        }
+                    })
                     .build()
                     .context("cannot start an embedding thread")?;
                 Ok(Worker { pool, load: AtomicUsize::new(0) })
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
-        let wide = if count > 1 {
+        let wide = if count > 1 && priority == Priority::Query {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(count)
                 .thread_name(|i| format!("embedder-wide-{i}"))
@@ -103,6 +124,21 @@ impl ModelThreads {
     }
 }
 
+/// The nice value of ingestion threads. Against busy threads at nice 0 they get about a tenth of
+/// a core each (CFS weights 110 and 1024): queries go first, and a bulk import still moves
+/// while searches keep every core busy (at nice 19, weight 15, one starved for minutes).
+const INGEST_NICE: i32 = 10;
+
+/// Puts the calling thread at [`INGEST_NICE`] (on Linux a thread's nice value is its own).
+/// Where that is refused the thread keeps its priority: queries then only wait longer, nothing
+/// is wrong.
+fn yield_to_other_work() {
+    let thread = rustix::thread::gettid();
+    if let Err(error) = rustix::process::setpriority_process(Some(thread), INGEST_NICE) {
+        tracing::warn!(%error, "cannot lower the priority of an embedding thread");
+    }
+}
+
 /// Runs `job` on `pool`; the future yields its result, and a panic in it as an error.
 fn run<'a, R: Send + 'static>(
     pool: &rayon::ThreadPool,
@@ -127,7 +163,7 @@ mod tests {
 
     #[tokio::test]
     async fn calls_run_on_the_workers_and_a_panic_is_an_error() {
-        let threads = ModelThreads::new(2).unwrap();
+        let threads = ModelThreads::new(2, Priority::Query).unwrap();
         let name = threads.start(|| Ok(std::thread::current().name().map(str::to_owned))).unwrap().await.unwrap();
         assert!(name.is_some_and(|name| name.starts_with("embedder-")));
         let panicked = threads.start::<()>(|| panic!("boom")).unwrap().await.unwrap_err();
@@ -137,8 +173,18 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn ingestion_threads_run_at_a_lower_priority() {
+        let threads = ModelThreads::new(1, Priority::Ingest).unwrap();
+        let nice = threads.start(|| Ok(rustix::process::getpriority_process(Some(rustix::thread::gettid()))?));
+        assert_eq!(nice.unwrap().await.unwrap(), INGEST_NICE);
+        let queries = ModelThreads::new(1, Priority::Query).unwrap();
+        let nice = queries.start(|| Ok(rustix::process::getpriority_process(Some(rustix::thread::gettid()))?));
+        assert_eq!(nice.unwrap().await.unwrap(), rustix::process::getpriority_process(None).unwrap());
+    }
+
+    #[tokio::test]
     async fn a_small_call_uses_every_core_only_when_all_workers_are_idle() {
-        let threads = ModelThreads::new(2).unwrap();
+        let threads = ModelThreads::new(2, Priority::Query).unwrap();
         assert_eq!(threads.start_small(|| Ok(rayon::current_num_threads())).unwrap().await.unwrap(), 2);
 
         let (release, hold) = std::sync::mpsc::channel::<()>();
