@@ -6,15 +6,20 @@ with its own address on it; PostgreSQL (a database per service), Redis and a Qdr
 the bridge's host address; two replicas of every service and two gateways, each in its own
 namespace; HAProxy on 127.0.0.1 in front of the gateways, checking their /readyz. Components
 reach each other's replicas through a URL naming both (the balanced, health-checked channels
-of services/kit/src/grpc/discovery.rs). `test` runs the scenarios, each with a workload that
-records a history of every request and answer, and checkers that read it afterwards. `down`
-removes everything. State lives in CLUSTER_DIR (default /tmp/switchboard-cluster).
+of services/kit/src/grpc/discovery.rs). The gateways reach the CRM's replicas through a
+delaying proxy in each one's namespace, which adds nothing until the latency scenario turns
+its delay on (this kernel has no sch_netem). `test` runs the scenarios, each with a workload
+that records a history of every request and answer, and checkers that read it afterwards.
+`down` removes everything. State lives in CLUSTER_DIR (default /tmp/switchboard-cluster).
 
 Every address is on the bridge or the loopback: no traffic leaves the machine. Every wait has
 a bound and says what it waited for.
 """
 
+import collections
+import concurrent.futures
 import json
+import math
 import os
 import random
 import signal
@@ -400,6 +405,208 @@ listen postgres
 """
 
 
+# --- the delaying proxy (the latency scenario) -----------------------------------------------
+
+# This kernel has no sch_netem (`tc qdisc ... netem`: "Specified qdisc kind is unknown"), so the
+# latency scenario delays the gateways' traffic to the CRM in userspace: in each crm replica's
+# namespace an nft rule redirects TCP to the gRPC port coming from the gateways to a delaying
+# proxy in that namespace, which forwards to the replica's own address (so its own connections
+# are not redirected again). Everything else reaches the CRM directly.
+DELAY_COMPONENT, DELAY_PORT = "crm", 60055
+# Each chunk is held for a delay drawn uniformly from 30..70 ms while the delay is on.
+DELAY_MS, JITTER_MS = 50, 20
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+
+class Streams:
+    """Counts the HTTP/2 streams a client opens, from the bytes it sends: each gRPC call is one
+    HEADERS frame on a stream id above the last. A connection that does not start with the
+    HTTP/2 preface is not counted."""
+
+    def __init__(self):
+        self.preface, self.header, self.skip = b"", b"", 0
+        self.last = self.opened = 0
+        self.broken = False
+
+    def feed(self, data):
+        i = 0
+        while i < len(data) and not self.broken:
+            if len(self.preface) < len(HTTP2_PREFACE):
+                part = data[i:i + len(HTTP2_PREFACE) - len(self.preface)]
+                self.preface += part
+                i += len(part)
+                self.broken = not HTTP2_PREFACE.startswith(self.preface)
+            elif self.skip:
+                step = min(self.skip, len(data) - i)
+                self.skip -= step
+                i += step
+            else:
+                part = data[i:i + 9 - len(self.header)]
+                self.header += part
+                i += len(part)
+                if len(self.header) == 9:
+                    kind, stream = self.header[3], int.from_bytes(self.header[5:9], "big") & 0x7FFFFFFF
+                    if kind == 1 and stream > self.last:
+                        self.last, self.opened = stream, self.opened + 1
+                    self.skip, self.header = int.from_bytes(self.header[:3], "big"), b""
+
+
+def delay_proxy(listen, upstream, stats):
+    """The delaying proxy (`cluster.py delay-proxy LISTEN UPSTREAM STATS`): forwards each
+    connection to UPSTREAM, a new upstream connection per connection, closing the client's when
+    UPSTREAM refuses (the replica restarting) and when UPSTREAM closes. SIGUSR1 turns the delay
+    on (each chunk DELAY_MS ± JITTER_MS), SIGUSR2 off. A chunk is never sent before the one
+    read before it in its direction (send time = max(now + delay, previous send time)), so byte
+    order is kept and no chunk waits more than the largest delay after it arrived. STATS gets
+    its counters (JSON) at every switch, as they were at that instant, and every second."""
+    import asyncio
+
+    host, port = listen.rsplit(":", 1)
+    upstream_host, upstream_port = upstream.rsplit(":", 1)
+    counters = {"delayed": 0, "switches": 0, "connections": 0, "refused": 0, "streams": 0, "chunks": 0}
+    rng = random.Random()
+
+    def write_stats():
+        with open(stats + ".tmp", "w") as out:
+            json.dump(counters, out)
+        os.replace(stats + ".tmp", stats)
+
+    def switch(delayed):
+        counters["delayed"], counters["switches"] = int(delayed), counters["switches"] + 1
+        write_stats()
+
+    def nodelay(writer):
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    async def pipe(reader, writer, streams, close_all):
+        loop, queue, last = asyncio.get_running_loop(), asyncio.Queue(), 0.0
+
+        async def send():
+            try:
+                while (item := await queue.get()) is not None:
+                    at, data = item
+                    if at > loop.time():
+                        await asyncio.sleep(at - loop.time())
+                    writer.write(data)
+                    await writer.drain()
+                if writer.can_write_eof():
+                    writer.write_eof()
+            except (OSError, RuntimeError):
+                close_all()
+
+        sender = asyncio.ensure_future(send())
+        try:
+            while data := await reader.read(65536):
+                counters["chunks"] += 1
+                if streams is not None:
+                    before = streams.opened
+                    streams.feed(data)
+                    counters["streams"] += streams.opened - before
+                delay = rng.uniform(DELAY_MS - JITTER_MS, DELAY_MS + JITTER_MS) / 1000 if counters["delayed"] else 0.0
+                last = max(loop.time() + delay, last)
+                queue.put_nowait((last, data))
+        except OSError:
+            pass
+        queue.put_nowait(None)
+        await sender
+
+    async def handle(client_reader, client_writer):
+        counters["connections"] += 1
+        try:
+            upstream_reader, upstream_writer = await asyncio.wait_for(
+                asyncio.open_connection(upstream_host, int(upstream_port)), 5)
+        except (OSError, asyncio.TimeoutError):
+            counters["refused"] += 1
+            client_writer.close()
+            return
+        nodelay(client_writer)
+        nodelay(upstream_writer)
+
+        def close_all():
+            client_writer.close()
+            upstream_writer.close()
+
+        tasks = [asyncio.ensure_future(pipe(client_reader, upstream_writer, Streams(), close_all)),
+                 asyncio.ensure_future(pipe(upstream_reader, client_writer, None, close_all))]
+        # When one side has finished (and its last chunks were sent), the other gets 10 s to.
+        _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        if pending:
+            await asyncio.wait(pending, timeout=10)
+        close_all()
+        for task in tasks:
+            task.cancel()
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGUSR1, switch, True)
+        loop.add_signal_handler(signal.SIGUSR2, switch, False)
+        await asyncio.start_server(handle, host, int(port), reuse_address=True)
+        while True:
+            write_stats()
+            await asyncio.sleep(1)
+
+    asyncio.run(main())
+
+
+def delay_stats(name):
+    return os.path.join(DIR, f"delay-{name}.json")
+
+
+def delay_up(state):
+    """A delaying proxy (delay off) in each crm replica's namespace, and the nft rule that sends
+    the gateways' connections to the replica's gRPC port through it."""
+    gateways = ", ".join(address for address, _ in addresses("gateway"))
+    for name, component, address, port in replicas():
+        if component != DELAY_COMPONENT:
+            continue
+        nft(name, "add", "table", "ip", "sbdelay")
+        nft(name, "add", "chain", "ip", "sbdelay", "pre", "{ type nat hook prerouting priority dstnat ; }")
+        nft(name, "add", "rule", "ip", "sbdelay", "pre", "ip", "saddr", f"{{ {gateways} }}", "tcp", "dport",
+            str(port), "redirect", "to", f":{DELAY_PORT}")
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "CLUSTER_DIR": DIR}
+        state["delay"][name] = spawn(f"delay-{name}", [sys.executable, os.path.abspath(__file__), "delay-proxy",
+                                                       f"{address}:{DELAY_PORT}", f"{address}:{port}",
+                                                       delay_stats(name)], env, namespace(name))
+        save(state)
+    for name, component, address, _ in replicas():
+        if component == DELAY_COMPONENT:
+            wait_for(f"the delaying proxy of {name} on {address}:{DELAY_PORT}",
+                     lambda: port_open(address, DELAY_PORT) and os.path.exists(delay_stats(name)), 30)
+
+
+def delay_down(state):
+    for name, pid in state.get("delay", {}).items():
+        try:
+            stop_pid(pid, signal.SIGKILL, timeout=10)
+        except SystemExit as error:
+            log(str(error))
+        run("ip", "netns", "exec", namespace(name), "nft", "delete", "table", "ip", "sbdelay",
+            check=False, quiet=True)
+
+
+def read_json(path):
+    try:
+        with open(path) as source:
+            return json.load(source)
+    except (OSError, ValueError):
+        return {}
+
+
+def delay_switch(state, delayed):
+    """Every delaying proxy switched on (50 ± 20 ms) or off; answers their counters summed, each
+    as it was at its switch, and the time of the first signal."""
+    sent, totals = time.time(), collections.Counter()
+    for name, pid in state["delay"].items():
+        seen = read_json(delay_stats(name)).get("switches", 0)
+        os.kill(pid, signal.SIGUSR1 if delayed else signal.SIGUSR2)
+        wait_for(f"the delaying proxy of {name} to switch its delay {'on' if delayed else 'off'}",
+                 lambda: read_json(delay_stats(name)).get("switches", 0) > seen, 10)
+        totals.update(read_json(delay_stats(name)))
+    return sent, totals
+
+
 def save(state):
     with open(STATE + ".tmp", "w") as out:
         json.dump(state, out, indent=1)
@@ -423,8 +630,10 @@ def redis_command():
 
 def up():
     os.makedirs(DIR, exist_ok=True)
-    state = {"pids": {}, "pg": {}}
+    state = {"pids": {}, "pg": {}, "delay": {}}
     network_up()
+    # Before any gateway connects: the redirect applies to new connections only.
+    delay_up(state)
     with open(os.path.join(DIR, "haproxy.cfg"), "w") as out:
         out.write(haproxy_config())
     state["haproxy"] = spawn("haproxy", ["haproxy", "-f", os.path.join(DIR, "haproxy.cfg"), "-db"], dict(os.environ))
@@ -463,6 +672,7 @@ def down():
             except SystemExit as error:
                 log(str(error))
     postgres_down(state)
+    delay_down(state)
     network_down()
     run("rm", "-rf", DIR, check=False)
     log("down")
@@ -474,6 +684,7 @@ class History:
     """Every operation: what was sent, when, and what came back (JSON lines in DIR)."""
 
     def __init__(self, scenario):
+        self.scenario = scenario
         self.path = os.path.join(DIR, f"history-{scenario}.jsonl")
         self.lock = threading.Lock()
         self.entries = []
@@ -511,19 +722,43 @@ NUMBERS = UniqueNumbers()
 
 
 def workload(state, history, seconds, clients, retries, stop):
-    """`clients` threads for `seconds`: contact writes with Idempotency-Key, reads of what was
-    written and of the calls list (the conversations service), and metered knowledge searches. With `retries`, a failed write is sent again with
-    the same key until it is answered (at most 20 times)."""
+    """`clients` threads for `seconds`: writes with an Idempotency-Key each (contacts, notes on
+    a contact the client made, references in a knowledge base of this history's own), reads of
+    the contacts written and of the calls list (the conversations service), and metered
+    knowledge searches. With `retries`, a failed write is sent again with the same key until it
+    is answered or RETRY_SECONDS have passed."""
     base, key = state["base"], state["key"]
     kb = state["knowledgebase"]
+    # The references go to a knowledge base of their own: reading it back lists only this
+    # history's, and the one searched keeps its single reference.
+    status, made = http("POST", f"{base}/knowledgebase", {"name": f"Cluster writes {history.scenario}"}, key)
+    if status != 201:
+        raise SystemExit(f"creating the knowledge base for the reference writes answered {status}: {made}")
+    references = made["data"]["id"]
 
-    def operation(kind, method, path, body, idempotency, attempt):
+    def operation(kind, method, path, body, idempotency, attempt, resource=None):
         started = time.time()
         status, answer = http(method, base + path, body, key, idempotency)
-        history.record({"kind": kind, "method": method, "path": path, "request": body, "key": idempotency,
-                        "attempt": attempt, "start": started, "end": time.time(), "status": status,
-                        "answer": answer if status else {"transport": answer}})
+        entry = {"kind": kind, "method": method, "path": path, "request": body, "key": idempotency,
+                 "attempt": attempt, "start": started, "end": time.time(), "status": status,
+                 "answer": answer if status else {"transport": answer}}
+        if resource:
+            entry["resource"] = resource
+        history.record(entry)
         return status, answer
+
+    def write(resource, path, body):
+        """One write under a key of its own; the id made, or None when it stayed unanswered."""
+        idempotency = str(uuid.uuid4())
+        first, attempt = time.monotonic(), 0
+        while True:
+            attempt += 1
+            status, answer = operation("write", "POST", path, body, idempotency, attempt, resource)
+            if status == 201:
+                return answer["data"]["id"]
+            if not retries or time.monotonic() - first > RETRY_SECONDS:
+                return None
+            time.sleep(0.25)
 
     def client(n):
         rng = random.Random(n)
@@ -532,20 +767,19 @@ def workload(state, history, seconds, clients, retries, stop):
         serial = 0
         while time.monotonic() < deadline and not stop.is_set():
             choice = rng.random()
-            if choice < 0.45:
-                serial += 1
+            serial += 1
+            # 45 % writes: 25 % contacts (all of them until there is one to write a note on),
+            # 10 % notes, 10 % references.
+            if choice < 0.35 and (choice < 0.25 or not written):
                 body = {"number": NUMBERS.next(), "firstName": f"C{n}", "lastName": f"N{serial}"}
-                idempotency = str(uuid.uuid4())
-                first, attempt = time.monotonic(), 0
-                while True:
-                    attempt += 1
-                    status, answer = operation("write", "POST", "/contacts", body, idempotency, attempt)
-                    if status == 201:
-                        written.append(answer["data"]["id"])
-                        break
-                    if not retries or time.monotonic() - first > RETRY_SECONDS:
-                        break
-                    time.sleep(0.25)
+                made = write("contact", "/contacts", body)
+                if made:
+                    written.append(made)
+            elif choice < 0.35:
+                write("note", f"/contacts/{rng.choice(written)}/notes", {"note": f"Note {uuid.uuid4()}"})
+            elif choice < 0.45:
+                write("reference", f"/knowledgebase/{references}/references",
+                      {"question": f"Question {uuid.uuid4()}?", "answer": f"Answer {n}-{serial}."})
             elif choice < 0.75 and written:
                 operation("read", "GET", f"/contacts/{rng.choice(written)}", None, None, 1)
             elif choice < 0.85:
@@ -593,30 +827,72 @@ def check(state, history, credits_before, failures):
         results.append(("0 failed requests", not failed,
                         f"{len(failed)} of {len(entries)} failed" + (f", first: {failed[0]}" if failed else "")))
 
-    # No acknowledged write lost: every 201 is readable with its content at the end.
+    # No acknowledged write lost: every 201 is readable with its content at the end. Exactly
+    # once: every answer to one Idempotency-Key names the same resource, and no content exists
+    # twice (a contact's number, a note's text on its contact, a reference's question in its
+    # knowledge base).
     acknowledged = {}
     for e in entries:
         if e["kind"] == "write" and e["status"] == 201:
             acknowledged.setdefault(e["key"], []).append(e)
-    lost = []
-    for key_, answers in acknowledged.items():
-        contact = answers[0]["answer"]["data"]
-        status, read = http("GET", f"{base}/contacts/{contact['id']}", key=key)
-        if status != 200 or read["data"].get("number") != answers[0]["request"]["number"]:
-            lost.append((contact["id"], status))
-    results.append(("no acknowledged write lost", not lost, f"{len(acknowledged)} acknowledged, {len(lost)} lost"))
+    kinds = collections.defaultdict(list)
+    for answers in acknowledged.values():
+        kinds[answers[0].get("resource", "contact")].append(answers[0])
+    lost, duplicates = [], []
 
-    # Exactly once: every answer to one Idempotency-Key names the same contact, and each
-    # number exists once.
+    def read(path):
+        return http("GET", base + path, key=key)
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        # Contacts: each read back; the first 200 numbers searched for twins.
+        contacts = kinds["contact"]
+        for e, (status, found) in zip(contacts, pool.map(lambda e: read(f"/contacts/{e['answer']['data']['id']}"),
+                                                          contacts)):
+            if status != 200 or found["data"].get("number") != e["request"]["number"]:
+                lost.append(("contact", e["answer"]["data"]["id"], status))
+        numbers = sorted({e["request"]["number"] for e in contacts})[:200]
+        for number, (status, found) in zip(numbers, pool.map(
+                lambda number: read(f"/contacts?search={urllib.request.quote(number)}&limit=5"), numbers)):
+            if status == 200 and len([c for c in found["data"] if c.get("number") == number]) > 1:
+                duplicates.append(("contact", number))
+        # Notes: each contact's list read once; every note in it with its text, and once.
+        notes = collections.defaultdict(list)
+        for e in kinds["note"]:
+            notes[e["path"]].append(e)
+        for path, (status, found) in zip(list(notes), pool.map(read, list(notes))):
+            listed = found["data"] if status == 200 else []
+            texts = collections.Counter(n.get("note") for n in listed)
+            ids = {n.get("id"): n.get("note") for n in listed}
+            for e in notes[path]:
+                if ids.get(e["answer"]["data"]["id"]) != e["request"]["note"]:
+                    lost.append(("note", e["answer"]["data"]["id"], status))
+                if texts[e["request"]["note"]] > 1:
+                    duplicates.append(("note", e["request"]["note"]))
+        # References: each read back with its question and answer; each knowledge base's list
+        # read once for questions made twice.
+        references = kinds["reference"]
+        for e, (status, found) in zip(references, pool.map(
+                lambda e: read(f"{e['path']}/{e['answer']['data']['id']}"), references)):
+            if status != 200 or (found["data"].get("question"), found["data"].get("answer")) != (
+                    e["request"]["question"], e["request"]["answer"]):
+                lost.append(("reference", e["answer"]["data"]["id"], status))
+        for path in {e["path"].rsplit("/", 1)[0] for e in references}:
+            status, found = read(path)
+            if status != 200:
+                raise SystemExit(f"GET {path} answered {status}: {found}")
+            questions = collections.Counter(r.get("question") for r in found["data"]["references"])
+            duplicates += [("reference", e["request"]["question"]) for e in references
+                           if e["path"].startswith(path + "/") and questions[e["request"]["question"]] > 1]
+    counts = ", ".join(f"{len(kinds[k])} {k}s" for k in ("contact", "note", "reference"))
+    results.append(("no acknowledged write lost", not lost,
+                    f"{len(acknowledged)} acknowledged ({counts}), {len(lost)} lost"
+                    + (f", first: {lost[0]}" if lost else "")))
     split = [k for k, answers in acknowledged.items() if len({a["answer"]["data"]["id"] for a in answers}) > 1]
-    numbers = {answers[0]["request"]["number"] for answers in acknowledged.values()}
-    duplicates = []
-    for number in list(numbers)[:200]:
-        status, found = http("GET", f"{base}/contacts?search={urllib.request.quote(number)}&limit=5", key=key)
-        if status == 200 and len([c for c in found["data"] if c.get("number") == number]) > 1:
-            duplicates.append(number)
     results.append(("exactly once per Idempotency-Key", not split and not duplicates,
-                    f"{len(split)} keys with two resources, {len(duplicates)} numbers created twice"))
+                    f"{len(split)} keys with two resources, {len(duplicates)} created twice"
+                    + (f", first: {duplicates[0]}" if duplicates else "")
+                    + f" (of {len(numbers)} numbers searched, {len(kinds['note'])} notes and "
+                    f"{len(references)} references listed)"))
 
     # Credits: the balance fell by exactly the searches answered 200 (one credit each), give
     # or take those whose answer never reached the client (each may or may not have been paid).
@@ -819,17 +1095,134 @@ def failover(state, short):
     return history, results
 
 
+def percentile(values, q):
+    values = sorted(values)
+    return values[max(0, math.ceil(q * len(values)) - 1)] if values else float("nan")
+
+
+def endpoint(e):
+    """The endpoint group of a history entry, as the latency scenario reports them."""
+    path = e["path"]
+    if path.startswith("/contacts"):
+        if path.endswith("/notes"):
+            return "note writes"
+        return "contact writes" if e["method"] == "POST" else "contact reads"
+    if path.startswith("/calls"):
+        return "calls list"
+    return "reference writes" if path.endswith("/references") else "knowledge search"
+
+
+AFFECTED = ("contact writes", "contact reads", "note writes")
+UNAFFECTED = ("calls list", "knowledge search")
+# The most the proxy adds to one call: a unary gRPC call crosses it once each way, and no chunk
+# waits more than the largest delay (70 ms) after it arrived.
+DELAY_BOUND_MS = 2 * (DELAY_MS + JITTER_MS)
+# What a p99 may move by besides the delay. The p99 is taken over each group's requests
+# together (several hundred a window, the CRM's over a thousand), not per endpoint: a stall of
+# the machine (these 2 cores are shared with builds) holds the 3 or 4 requests then in flight
+# for about 200 ms, which is an endpoint's p99 of a few hundred requests by itself. The margin
+# covers the proxy's timers waking late by a few ms on busy cores and the p99 of one window
+# moving against another's under the same load (by 10 to 20 ms between runs).
+LATENCY_MARGIN_MS = 30
+
+
+def latency(state, short):
+    """The gateways' connections to the CRM delayed by 50 ± 20 ms each way (the delaying proxy in
+    each crm replica's namespace, see delay_up) for 40 s (20 s with --short), after a baseline
+    as long through the same proxy without delay; no client retry. Goal: the p99 of the CRM's
+    endpoints rises by the delay and no more, the others' do not rise, nothing fails, and the
+    gateways send the CRM no more calls per client request than without the delay (no retry
+    storm)."""
+    history = History("latency")
+    before = balance(state)
+    seconds = 20 if short else 40
+    # The calls the gateways make without any client request (their channels' health checks).
+    idle_start, idle = delay_switch(state, False)
+    time.sleep(5)
+    baseline_start, counted = delay_switch(state, False)
+    idle_rate = (counted["streams"] - idle["streams"]) / (baseline_start - idle_start)
+    stop = threading.Event()
+    threads = workload(state, history, 3600, clients=4, retries=False, stop=stop)
+    try:
+        time.sleep(2)
+        baseline_start, baseline = delay_switch(state, False)
+        time.sleep(seconds)
+        delayed_start, delayed = delay_switch(state, True)
+        log(f"delay on: {DELAY_MS} ± {JITTER_MS} ms each way between the gateways and {DELAY_COMPONENT}")
+        time.sleep(seconds)
+        delayed_end, after = delay_switch(state, False)
+        log("delay off")
+    finally:
+        stop.set()
+        delay_switch(state, False)
+    settle_threads(threads, 0)
+    results = check(state, history, before, "none")
+
+    def window(start, end):
+        """The milliseconds of each endpoint group's requests made wholly inside the window."""
+        out = collections.defaultdict(list)
+        for e in history.entries:
+            if start <= e["start"] and e["end"] <= end:
+                out[endpoint(e)].append(1000 * (e["end"] - e["start"]))
+        out["affected"] = [ms for group in AFFECTED for ms in out[group]]
+        out["unaffected"] = [ms for group in UNAFFECTED for ms in out[group]]
+        return out
+
+    # The delayed window starts once every proxy has switched: delayed_start is the first signal.
+    quiet, loud = window(baseline_start, delayed_start), window(delayed_start + 0.5, delayed_end)
+    for group in ("affected",) + AFFECTED + ("unaffected",) + UNAFFECTED + ("reference writes",):
+        quiet_ms, loud_ms = quiet[group], loud[group]
+        print(f"  latency {group}: baseline p50 {percentile(quiet_ms, 0.5):.1f} ms, "
+              f"p99 {percentile(quiet_ms, 0.99):.1f} ms ({len(quiet_ms)}); delayed p50 "
+              f"{percentile(loud_ms, 0.5):.1f} ms, p99 {percentile(loud_ms, 0.99):.1f} ms ({len(loud_ms)})")
+
+    def rise(group, q):
+        return percentile(loud[group], q) - percentile(quiet[group], q)
+
+    # Each crossing holds a chunk at least 30 ms: a median rising by less means the calls do not
+    # go through the proxy.
+    results.append(("the delay is in the path", rise("affected", 0.5) >= 2 * (DELAY_MS - JITTER_MS) - 10,
+                    f"p50 of the CRM's endpoints rose by {rise('affected', 0.5):.1f} ms "
+                    f"(at least {2 * (DELAY_MS - JITTER_MS)} ms expected, 10 ms spared)"))
+    results.append(("affected p99 rises by the delay and no more",
+                    rise("affected", 0.99) <= DELAY_BOUND_MS + LATENCY_MARGIN_MS,
+                    f"p99 of the CRM's endpoints rose by {rise('affected', 0.99):.1f} ms "
+                    f"(bound {DELAY_BOUND_MS} + {LATENCY_MARGIN_MS} ms)"))
+    results.append(("unaffected p99 does not rise", rise("unaffected", 0.99) <= LATENCY_MARGIN_MS,
+                    f"p99 of the calls list and knowledge search moved by {rise('unaffected', 0.99):+.1f} ms "
+                    f"(margin {LATENCY_MARGIN_MS} ms)"))
+
+    def per_request(start, counters, end, end_counters):
+        """Gateway calls to the CRM (HTTP/2 streams the proxies saw, less the health checks'
+        rate) per client request to a CRM endpoint, in a window."""
+        calls = end_counters["streams"] - counters["streams"] - idle_rate * (end - start)
+        requests = len([e for e in history.entries if start <= e["start"] < end and endpoint(e) in AFFECTED])
+        return calls / max(1, requests), calls, requests
+
+    quiet_ratio, quiet_calls, quiet_requests = per_request(baseline_start, baseline, delayed_start, delayed)
+    loud_ratio, loud_calls, loud_requests = per_request(delayed_start, delayed, delayed_end, after)
+    results.append(("no retry storm", loud_ratio <= quiet_ratio + 0.05,
+                    f"CRM calls per client request {quiet_ratio:.3f} ({quiet_calls:.0f} for {quiet_requests}) "
+                    f"without delay, {loud_ratio:.3f} ({loud_calls:.0f} for {loud_requests}) with it; "
+                    f"health checks {idle_rate:.1f}/s; "
+                    f"connections refused upstream {after['refused'] - idle['refused']}"))
+    return history, results
+
+
 SCENARIOS = [
     ("rolling restart", rolling_restart),
     ("SIGKILL of a random replica", kill_random),
     ("partition from PostgreSQL", partition),
     ("PostgreSQL failover", failover),
     ("Redis killed", redis_outage),
+    ("latency between the gateways and the CRM", latency),
 ]
-# A failover can end a write whose commit reached the new primary with a 503; its retry then
-# meets the contact it made (409), since a 5xx releases the Idempotency-Key (docs/deploy.md).
-# Until services keep keys with their writes, the short run (CI) leaves it out.
-NOT_SHORT = [failover]
+# Left out of the short run (CI): the failover, whose lost-answer defect is fixed (write keys,
+# docs/deploy.md) but which has passed only once since, and the latency scenario, whose p99
+# bound kept a margin of only a few ms on a loaded machine (BENCHMARKS.md, "Cluster faults"):
+# either would make CI fail for noise sooner than for a defect. Both run with --only and in the
+# full run.
+NOT_SHORT = [failover, latency]
 
 
 def cpu_times():
@@ -887,6 +1280,8 @@ def main():
         up()
     elif command == "down":
         down()
+    elif command == "delay-proxy":
+        delay_proxy(*sys.argv[2:5])
     elif command == "test":
         args = sys.argv[2:]
         only = args[args.index("--only") + 1].split(",") if "--only" in args[:-1] else []
