@@ -144,7 +144,10 @@ impl BertEmbedder {
         let count = texts.len();
         let mut order: Vec<usize> = (0..count).collect();
         order.sort_by_key(|&i| texts[i].len());
-        let chunks: Vec<&[usize]> = order.chunks(CHUNK).collect();
+        // A call smaller than a chunk a thread is still shared out: four single writes gathered
+        // into one call keep both cores busy, not one.
+        let chunk = CHUNK.min(count.div_ceil(threads.len()).max(1));
+        let chunks: Vec<&[usize]> = order.chunks(chunk).collect();
         let parts = threads.len().min(chunks.len()).max(1);
         let texts = &texts;
         let chunks = &chunks;
