@@ -655,12 +655,10 @@ def up():
         ready(name)
     base = f"http://127.0.0.1:{HAPROXY_PORT}"
     wait_for("HAProxy in front of a ready gateway", lambda: http("GET", f"{base}/readyz", timeout=1)[0] == 200, 30)
-    team = admin("create-team", "--name", f"Cluster {uuid.uuid4().hex[:6]}", "--credits", "100000")
-    state["team"], state["key"] = team["id"], admin("create-key", "--team", team["id"])["key"]
     state["base"] = f"{base}/v1"
     save(state)
     log(f"up: {len(replicas())} replicas in namespaces on {BRIDGE}, PostgreSQL primary {leader()} (Patroni), "
-        f"HAProxy on {base}, team {team['id']}")
+        f"HAProxy on {base}")
 
 
 def down():
@@ -698,8 +696,8 @@ class History:
 
 
 class UniqueNumbers:
-    """Phone numbers no earlier run on this cluster used (a contact's number is unique in its
-    team): US numbers of random exchanges, each given once; safe across threads."""
+    """Phone numbers for the run's team (a contact's number is unique in its team): US numbers
+    of random exchanges, each given once; safe across threads."""
 
     def __init__(self):
         self.lock, self.given, self.rng = threading.Lock(), set(), random.Random(os.urandom(16))
@@ -918,15 +916,19 @@ def balance(state):
 # --- the scenarios ----------------------------------------------------------------------------
 
 def prepare(state):
-    if "knowledgebase" not in state:
-        base, key = state["base"], state["key"]
-        status, kb = http("POST", f"{base}/knowledgebase", {"name": "Cluster"}, key)
-        assert status == 201, (status, kb)
-        state["knowledgebase"] = kb["data"]["id"]
-        status, ref = http("POST", f"{base}/knowledgebase/{kb['data']['id']}/references",
-                           {"question": "When are you open?", "answer": "Every day from 9 to 17."}, key)
-        assert status == 201, (status, ref)
-        save(state)
+    """A team of its own for every run, so that what an earlier run on this cluster wrote
+    (a contact's number is unique in its team) never meets this one's checks."""
+    team = admin("create-team", "--name", f"Cluster {uuid.uuid4().hex[:6]}", "--credits", "100000")
+    state["team"], state["key"] = team["id"], admin("create-key", "--team", team["id"])["key"]
+    base, key = state["base"], state["key"]
+    status, kb = http("POST", f"{base}/knowledgebase", {"name": "Cluster"}, key)
+    assert status == 201, (status, kb)
+    state["knowledgebase"] = kb["data"]["id"]
+    status, ref = http("POST", f"{base}/knowledgebase/{kb['data']['id']}/references",
+                       {"question": "When are you open?", "answer": "Every day from 9 to 17."}, key)
+    assert status == 201, (status, ref)
+    save(state)
+    log(f"team {team['id']}")
 
 
 def rolling_restart(state, short):

@@ -512,3 +512,36 @@ async fn email_change_links_expire_work_once_and_the_newest_wins() {
     })
     .await;
 }
+
+/// A replica cut off from PostgreSQL in the middle of a debit leaves its session open on the
+/// server with the team's balance row locked, and nothing more arrives on it. The server ends
+/// that session once it has idled `IDLE_IN_TRANSACTION` in its transaction, so the other
+/// replicas' debits of the team wait seconds, not until TCP keepalive gives up (hours).
+#[tokio::test]
+async fn a_debit_left_unfinished_by_a_silent_replica_does_not_block_the_team() {
+    let Some(database) = testdb::postgres().await.expect("test database") else {
+        return;
+    };
+    let store = IdentityStore::open(&database.url).await.expect("open store");
+    let silent = IdentityStore::open(&database.url).await.expect("open the silent replica's store");
+    let id = team(&store, "Partitioned", false, 10).await;
+
+    let mut unfinished = silent.db().pool().begin().await.unwrap();
+    sqlx::query("UPDATE credit_balances SET balance = balance - 5 WHERE team_id = $1")
+        .bind(&id)
+        .execute(&mut *unfinished)
+        .await
+        .unwrap();
+
+    let bound = switchboard_kit::db::IDLE_IN_TRANSACTION * 6;
+    let debit = tokio::time::timeout(bound, store.debit(&id, 1, "search"))
+        .await
+        .unwrap_or_else(|_| panic!("the debit still waited on the silent session's lock after {bound:?}"))
+        .expect("the debit");
+    assert_eq!(debit.balance_after, 9, "the unfinished debit was rolled back");
+    assert!(sqlx::query("SELECT 1").execute(&mut *unfinished).await.is_err(), "the server ended the idle session");
+    drop(unfinished);
+    assert_eq!(store.balance(&id).await.unwrap(), 9);
+    store.db().close().await;
+    silent.db().close().await;
+}

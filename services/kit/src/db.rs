@@ -58,6 +58,12 @@ pub fn sqlite_url(path: &Path) -> String {
     format!("sqlite://{}?mode=rwc", path.display())
 }
 
+/// The longest a PostgreSQL session may sit idle inside a transaction before the server ends
+/// it, rolling it back. The services' transactions are statements back to back; the one that
+/// waits on something else between them (the webhook outbox relay, see `crate::outbox`)
+/// bounds that wait below this.
+pub const IDLE_IN_TRANSACTION: Duration = Duration::from_secs(5);
+
 impl Db {
     pub async fn connect(url: &str, migrations: &Migrations) -> anyhow::Result<Db> {
         sqlx::any::install_default_drivers();
@@ -103,6 +109,13 @@ impl Db {
                         Box::pin(async move {
                             conn.execute("SET max_parallel_workers_per_gather = 0").await?;
                             conn.execute("SET jit = off").await?;
+                            // A replica cut off from the database mid-transaction leaves its
+                            // session open on the server, holding its row locks (a team's
+                            // credit balance, say) until TCP keepalive gives up, hours later,
+                            // while every other replica's writes to those rows wait. The
+                            // server ends such a session once it has idled this long instead.
+                            let idle = IDLE_IN_TRANSACTION.as_millis();
+                            conn.execute(format!("SET idle_in_transaction_session_timeout = {idle}").as_str()).await?;
                             Ok(())
                         })
                     })

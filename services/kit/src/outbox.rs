@@ -73,6 +73,10 @@ pub async fn record(
 const BATCH: i64 = 500;
 /// How often an empty outbox is looked at again.
 const POLL: Duration = Duration::from_millis(100);
+/// How long a batch's publication may take: a second less than the server lets the relay's
+/// transaction idle. Webhooks accepts an event once by its id, so a batch published again is
+/// harmless.
+const PUBLISH_TIMEOUT: Duration = crate::db::IDLE_IN_TRANSACTION.saturating_sub(Duration::from_secs(1));
 /// The largest wait after failures in a row (the webhooks service is down), from `POLL` up.
 const MOST_BACKOFF: Duration = Duration::from_secs(10);
 
@@ -146,7 +150,12 @@ impl Relay {
                 Err(error) => tracing::error!(%error, "an outbox row does not decode; dropped"),
             }
         }
-        self.webhooks.publish(PublishRequest { events }).await.context("publishing webhook events")?;
+        // The rows stay locked meanwhile: the call must end before the server ends a session
+        // idle in its transaction (`db::IDLE_IN_TRANSACTION`), or the batch is published again.
+        tokio::time::timeout(PUBLISH_TIMEOUT, self.webhooks.publish(PublishRequest { events }))
+            .await
+            .map_err(|_| anyhow::anyhow!("the webhooks service did not answer within {PUBLISH_TIMEOUT:?}"))?
+            .context("publishing webhook events")?;
         sqlx::query("DELETE FROM event_outbox WHERE seq <= $1")
             .bind(last)
             .execute(&mut *conn)
