@@ -608,3 +608,30 @@ async fn references_are_created_in_bulk_item_by_item() {
     let item = json!({ "references": [{ "question": "Q", "answer": "A" }] });
     assert_eq!(reader.post(&bulk, item).await.error_code(403), "FORBIDDEN");
 }
+
+/// A client subteam whose `accessConfig` switches `knowledgeBase` off cannot write references
+/// in bulk through its own keys, and nothing is written; its agency still can, with `teamId`.
+#[tokio::test]
+async fn a_subteam_without_knowledge_base_access_cannot_create_references_in_bulk() {
+    let stack = Stack::start().await;
+    let agency = stack.team("KB agency", true, 10).await;
+    let agency_api = stack.client(&agency.key);
+    let mut body = crate::auth::subteam_body("Client");
+    body["accessConfig"] = json!({ "knowledgeBase": false });
+    let subteam = agency_api.post("/agency/subteams", body).await.expect(201)["data"].clone();
+    let subteam_id = subteam["id"].as_str().unwrap();
+    let made = agency_api.post(&format!("/knowledgebase?teamId={subteam_id}"), json!({ "name": "FAQ" })).await;
+    let kb = made.expect(201)["data"]["id"].as_str().unwrap().to_owned();
+    let bulk = format!("/knowledgebase/{kb}/references/bulk");
+    let item = json!({ "references": [{ "question": "Do you ship abroad?", "answer": "Yes." }] });
+
+    let own_key = stack.client(&stack.key(subteam_id, false).await);
+    let refused = own_key.post(&bulk, item.clone()).await;
+    assert_eq!(refused.error_code(403), "FORBIDDEN");
+    assert!(refused.body["error"].as_str().unwrap().contains("knowledgeBase"), "{}", refused.text);
+    let kept = agency_api.get(&format!("/knowledgebase/{kb}?teamId={subteam_id}")).await;
+    assert_eq!(kept.expect(200)["data"]["references"], json!([]), "nothing written");
+
+    let by_agency = agency_api.post(&format!("{bulk}?teamId={subteam_id}"), item).await;
+    assert_eq!(by_agency.expect(200)["data"]["created"].as_array().unwrap().len(), 1);
+}

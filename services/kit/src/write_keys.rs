@@ -123,6 +123,30 @@ pub async fn record(
     Ok(())
 }
 
+/// The resources an earlier write with `key` created by `operation`, for a write that makes
+/// several (see [`record_all`]).
+pub async fn recorded_all(
+    conn: &mut AnyConnection,
+    team_id: &str,
+    key: &WriteKey,
+    operation: &str,
+) -> ServiceResult<Option<Vec<String>>> {
+    let made = recorded(conn, team_id, key, operation).await?;
+    Ok(made.map(|ids| ids.split(',').filter(|id| !id.is_empty()).map(str::to_owned).collect()))
+}
+
+/// Records that `key` created `ids` by `operation`, in order, in one row: ids are UUIDs, which
+/// hold no comma.
+pub async fn record_all(
+    conn: &mut AnyConnection,
+    team_id: &str,
+    key: &WriteKey,
+    operation: &str,
+    ids: &[String],
+) -> ServiceResult<()> {
+    record(conn, team_id, key, operation, &ids.join(",")).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

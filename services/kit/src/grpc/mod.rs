@@ -52,8 +52,10 @@ pub async fn serve(
     mut ready: tokio::sync::watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
-    let names = services.to_vec();
+    // One list for the readiness task and the shutdown, which both outlive `services`' borrow.
+    let names: std::sync::Arc<[&'static str]> = services.into();
     let reporter = health_reporter.clone();
+    let names_on_shutdown = names.clone();
     // The first statuses before the server takes a call: a health check right after start
     // finds every service.
     let serving = *ready.borrow_and_update();
@@ -68,11 +70,10 @@ pub async fn serve(
     let reflection_v1alpha = reflection(services).build_v1alpha().context("building gRPC reflection v1alpha")?;
     let routes = routes.add_service(health_service).add_service(reflection_v1).add_service(reflection_v1alpha);
 
-    let names = services.to_vec();
     let shutdown = async move {
         shutdown.await;
         readiness.abort();
-        report(&health_reporter, &names, false).await;
+        report(&health_reporter, &names_on_shutdown, false).await;
         if !drain.is_zero() {
             tracing::info!(seconds = drain.as_secs_f64(), "draining: health is NOT_SERVING, calls are still served");
             tokio::time::sleep(drain).await;

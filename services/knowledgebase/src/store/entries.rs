@@ -143,11 +143,10 @@ impl KnowledgeStore {
         key: &WriteKey,
     ) -> ServiceResult<Option<Vec<Reference>>> {
         let mut conn = self.db.pool().acquire().await?;
-        let Some(made) = write_keys::recorded(&mut conn, team_id, key, CREATE_REFERENCES).await? else {
+        let Some(ids) = write_keys::recorded_all(&mut conn, team_id, key, CREATE_REFERENCES).await? else {
             return Ok(None);
         };
         drop(conn);
-        let ids: Vec<String> = made.split(',').filter(|id| !id.is_empty()).map(str::to_owned).collect();
         let mut found = self.references_by_ids(team_id, knowledgebase_id, &ids).await?;
         Ok(Some(ids.iter().filter_map(|id| found.remove(id)).collect()))
     }
@@ -190,13 +189,13 @@ impl KnowledgeStore {
             .await?
             .ok_or_else(knowledgebase_not_found)?;
         let recorded = match key {
-            Some(key) => write_keys::recorded(&mut tx, team_id, key, CREATE_REFERENCES).await?,
+            Some(key) => write_keys::recorded_all(&mut tx, team_id, key, CREATE_REFERENCES).await?,
             None => None,
         };
         let ids: Vec<String> = match recorded {
             Some(made) => {
                 drop(tx);
-                made.split(',').filter(|id| !id.is_empty()).map(str::to_owned).collect()
+                made
             }
             None => {
                 let now = now_ms();
@@ -206,7 +205,7 @@ impl KnowledgeStore {
                     outbox::record(&mut tx, id, knowledgebase_id, Op::Upsert).await?;
                 }
                 if let Some(key) = key {
-                    write_keys::record(&mut tx, team_id, key, CREATE_REFERENCES, &ids.join(",")).await?;
+                    write_keys::record_all(&mut tx, team_id, key, CREATE_REFERENCES, &ids).await?;
                 }
                 tx.commit().await?;
                 ids
