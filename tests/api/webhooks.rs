@@ -620,3 +620,43 @@ async fn a_subteam_receives_no_event_its_access_settings_hide() {
     assert_eq!(got[0].json()["data"]["instructions"], "Be brief.");
     assert!(got.iter().all(|request| !request.body.contains("secret playbook")), "{got:?}");
 }
+
+/// The same for a call: a subteam subscribed to `call.ended` while `conversations` was open is
+/// not told of a call that ends after its agency closed it (the call's transcript would reach
+/// it), and is told again once it is open.
+#[tokio::test]
+async fn a_subteam_is_not_told_of_calls_its_access_settings_hide() {
+    use crate::common::Team;
+    use crate::conversations::{Runtime, upsert};
+    let stack = Stack::start_with(&FAST_RETRIES).await;
+    let receiver = Receiver::start().await;
+    let mut runtime = Runtime::connect(&stack).await;
+    let agency = stack.team("Agency", true, 1000).await;
+    let api = stack.client(&agency.key);
+    let subteam = api.post("/agency/subteams", crate::auth::subteam_body("Client")).await.expect(201)["data"].clone();
+    let subteam = Team {
+        id: subteam["id"].as_str().unwrap().to_owned(),
+        key: stack.key(subteam["id"].as_str().unwrap(), false).await,
+    };
+    let own = stack.client(&subteam.key);
+    let hook = json!({ "url": format!("{}/client", receiver.url), "events": ["call.ended"] });
+    own.post("/webhooks", hook).await.expect(201);
+    let settings = format!("/agency/subteams/{}", subteam.id);
+
+    api.put(&settings, json!({ "accessConfig": { "conversations": false } })).await.expect(200);
+    runtime.call(upsert(&subteam, "hidden", "(415) 555-2671", "INCOMING", "2026-03-01T10:00:00Z")).await.unwrap();
+    runtime.transcript(&subteam.id, "hidden", &[(1, "caller", "My card number is 4111.", 1_000)]).await;
+    runtime.end(&subteam.id, "hidden", "2026-03-01T10:01:00Z", "A hidden call").await;
+    // Relayed every 100 ms: the hidden event has met the setting off before it opens again.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    api.put(&settings, json!({ "accessConfig": { "conversations": true } })).await.expect(200);
+    runtime.call(upsert(&subteam, "shown", "(415) 555-2672", "INCOMING", "2026-03-01T11:00:00Z")).await.unwrap();
+    runtime.end(&subteam.id, "shown", "2026-03-01T11:01:00Z", "A shown call").await;
+
+    receiver.wait_for("/client", 1, "call.ended of the call after the setting came back").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let got = receiver.on("/client");
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].json()["data"]["summary"], "A shown call");
+    assert!(got.iter().all(|request| !request.body.contains("4111")), "{got:?}");
+}
