@@ -1691,3 +1691,53 @@ async fn a_large_team_is_listed_and_searched_fast() {
     })
     .await;
 }
+
+/// Stands in for the webhooks service: keeps what it is given, and the first time it is called
+/// lets a writer that took an earlier `seq` commit (what a concurrent write may do while a
+/// relay publishes).
+struct Published {
+    ids: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    late_writer: Option<sqlx::Transaction<'static, sqlx::Any>>,
+}
+
+impl switchboard_kit::outbox::Publish for Published {
+    fn publish(
+        &mut self,
+        events: Vec<switchboard_proto::v1::Event>,
+    ) -> futures::future::BoxFuture<'_, anyhow::Result<()>> {
+        Box::pin(async move {
+            self.ids.lock().unwrap().extend(events.into_iter().map(|event| event.id));
+            if let Some(writer) = self.late_writer.take() {
+                writer.commit().await?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// An event whose write took its `seq` before another's but committed after the relay read
+/// the outbox is published by the next batch, not deleted with the batch it missed.
+#[tokio::test]
+async fn an_event_committed_late_with_an_earlier_seq_is_still_published() {
+    let Some(database) = testdb::postgres().await.unwrap() else {
+        return;
+    };
+    let store = CrmStore::open(&database.url, PhoneRules::default()).await.unwrap();
+    let db = store.db().clone();
+    let resource = || switchboard_proto::v1::event::Resource::Json("{}".to_owned());
+    let mut late = db.pool().begin().await.unwrap();
+    switchboard_kit::outbox::record(&mut late, "contact.created", ("team", "late"), resource()).await.unwrap();
+    let mut conn = db.pool().acquire().await.unwrap();
+    switchboard_kit::outbox::record(&mut conn, "contact.created", ("team", "early"), resource()).await.unwrap();
+    drop(conn);
+
+    let ids = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut relay =
+        switchboard_kit::outbox::Relay::new(db.clone(), Published { ids: ids.clone(), late_writer: Some(late) });
+    assert_eq!(relay.relay_batch().await.unwrap(), 1, "the first batch sees the committed event only");
+    assert_eq!(relay.relay_batch().await.unwrap(), 1, "the late one is still in the outbox");
+    assert_eq!(relay.relay_batch().await.unwrap(), 0);
+    let published = ids.lock().unwrap().clone();
+    assert_eq!(published.len(), 2, "{published:?}");
+    store.db().close().await;
+}

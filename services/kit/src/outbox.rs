@@ -80,15 +80,31 @@ const PUBLISH_TIMEOUT: Duration = crate::db::IDLE_IN_TRANSACTION.saturating_sub(
 /// The largest wait after failures in a row (the webhooks service is down), from `POLL` up.
 const MOST_BACKOFF: Duration = Duration::from_secs(10);
 
+/// Where a relay hands its events: the webhooks service's `Publish`.
+pub trait Publish: Send {
+    fn publish(&mut self, events: Vec<Event>) -> futures::future::BoxFuture<'_, anyhow::Result<()>>;
+}
+
+impl Publish for WebhooksServiceClient<Channel> {
+    fn publish(&mut self, events: Vec<Event>) -> futures::future::BoxFuture<'_, anyhow::Result<()>> {
+        Box::pin(async move {
+            WebhooksServiceClient::publish(self, PublishRequest { events })
+                .await
+                .context("publishing webhook events")?;
+            Ok(())
+        })
+    }
+}
+
 /// Moves a service's outbox to the webhooks service.
 pub struct Relay {
     db: Db,
-    webhooks: WebhooksServiceClient<Channel>,
+    webhooks: Box<dyn Publish>,
 }
 
 impl Relay {
-    pub fn new(db: Db, webhooks: WebhooksServiceClient<Channel>) -> Self {
-        Self { db, webhooks }
+    pub fn new(db: Db, webhooks: impl Publish + 'static) -> Self {
+        Self { db, webhooks: Box::new(webhooks) }
     }
 
     pub async fn run(mut self, mut stop: watch::Receiver<bool>) {
@@ -117,8 +133,9 @@ impl Relay {
         }
     }
 
-    /// Publishes the oldest events and deletes them; the number moved.
-    async fn relay_batch(&mut self) -> anyhow::Result<i64> {
+    /// Publishes the oldest events and deletes them; the number moved. [`Relay::run`] calls it
+    /// in a loop.
+    pub async fn relay_batch(&mut self) -> anyhow::Result<i64> {
         if self.db.engine() == Engine::Sqlite {
             // One process writes a SQLite file: no other relay can take the rows meanwhile,
             // and a write lock held across the call would stall the service's writes.
@@ -138,12 +155,13 @@ impl Relay {
             .fetch_all(&mut *conn)
             .await
             .context("reading the outbox")?;
-        let Some(last) = rows.last() else {
+        if rows.is_empty() {
             return Ok(0);
-        };
-        let last: i64 = last.try_get("seq")?;
+        }
+        let mut seqs = Vec::with_capacity(rows.len());
         let mut events = Vec::with_capacity(rows.len());
         for row in &rows {
+            seqs.push(row.try_get::<i64, _>("seq")?);
             let bytes: Vec<u8> = row.try_get("event")?;
             match Event::decode(bytes.as_slice()) {
                 Ok(event) => events.push(event),
@@ -152,15 +170,19 @@ impl Relay {
         }
         // The rows stay locked meanwhile: the call must end before the server ends a session
         // idle in its transaction (`db::IDLE_IN_TRANSACTION`), or the batch is published again.
-        tokio::time::timeout(PUBLISH_TIMEOUT, self.webhooks.publish(PublishRequest { events }))
+        tokio::time::timeout(PUBLISH_TIMEOUT, self.webhooks.publish(events))
             .await
-            .map_err(|_| anyhow::anyhow!("the webhooks service did not answer within {PUBLISH_TIMEOUT:?}"))?
-            .context("publishing webhook events")?;
-        sqlx::query("DELETE FROM event_outbox WHERE seq <= $1")
-            .bind(last)
-            .execute(&mut *conn)
-            .await
-            .context("deleting relayed events")?;
+            .map_err(|_| anyhow::anyhow!("the webhooks service did not answer within {PUBLISH_TIMEOUT:?}"))??;
+        // Exactly the rows read, not every row up to the last: on PostgreSQL a writer takes its
+        // `seq` when it inserts and may commit after a later one, so a lower `seq` can appear
+        // once the batch was read, and `seq <= last` would delete it unpublished.
+        let placeholders: Vec<String> = (1..=seqs.len()).map(|n| format!("${n}")).collect();
+        let delete = format!("DELETE FROM event_outbox WHERE seq IN ({})", placeholders.join(", "));
+        let mut query = sqlx::query(&delete);
+        for seq in &seqs {
+            query = query.bind(*seq);
+        }
+        query.execute(&mut *conn).await.context("deleting relayed events")?;
         Ok(i64::try_from(rows.len()).unwrap_or(0))
     }
 }
