@@ -9,19 +9,29 @@ reach each other's replicas through a URL naming both (the balanced, health-chec
 of services/kit/src/grpc/discovery.rs). The gateways reach the CRM's replicas through a
 delaying proxy in each one's namespace, which adds nothing until the latency scenario turns
 its delay on (this kernel has no sch_netem). `test` runs the scenarios, each with a workload
-that records a history of every request and answer, and checkers that read it afterwards.
-`down` removes everything. State lives in CLUSTER_DIR (default /tmp/switchboard-cluster).
+that records a history of every request and answer, and checkers that read it afterwards: REST
+clients through HAProxy, a runtime ingesting calls and chats over gRPC straight to the
+conversations replicas, probes of the rate limits and of signed-out sessions through each
+gateway, and a webhook receiver on the bridge's host address. `down` removes everything. State
+lives in CLUSTER_DIR (default /tmp/switchboard-cluster).
 
 Every address is on the bridge or the loopback: no traffic leaves the machine. Every wait has
 a bound and says what it waited for.
 """
 
+import base64
 import collections
 import concurrent.futures
+import datetime
+import glob
+import hashlib
+import hmac
+import importlib
 import json
 import math
 import os
 import random
+import re
 import signal
 import socket
 import subprocess
@@ -29,8 +39,10 @@ import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DIR = os.environ.get("CLUSTER_DIR", "/tmp/switchboard-cluster")
@@ -44,6 +56,16 @@ DRAIN_SECONDS = 5
 SERVICES = [("identity", 50051), ("agents", 50052), ("knowledgebase", 50053),
             ("conversations", 50054), ("crm", 50055), ("webhooks", 50056)]
 REPLICAS = 2
+# The limits checker's own team sends bulk requests (GET /calls/export, which no other traffic
+# of a run sends) through both gateways, limited to BULK_LIMIT per window. The window is every
+# class's (SWITCHBOARD_RATE_LIMIT_WINDOW_MS, for tests), shortened from a minute so that each
+# scenario holds many windows; the other classes' limits stay far above the workload's rate.
+BULK_LIMIT, RATE_WINDOW_MS = 10, 2000
+# The webhook receiver, on the bridge's host address: every replica's namespace reaches it.
+WEBHOOK_PORT = 58090
+# A delivery claimed by a webhooks replica that dies is taken by the other once its lease ends:
+# the receiver's timeout (2 s here) + 30 s. A failed attempt is retried from 0.5 s on.
+WEBHOOK_TIMEOUT_MS, WEBHOOK_RETRY_BASE_MS = 2000, 500
 
 
 def log(message):
@@ -76,27 +98,38 @@ def port_open(address, port):
         return True
 
 
-def http(method, url, body=None, key=None, idempotency=None, timeout=15):
-    """One request; (status, parsed JSON body or text). A transport failure is status 0."""
+def exchange(method, url, body=None, headers=None, timeout=15):
+    """One request; (status, parsed JSON body or text, the answer's headers with lower-case
+    names). A transport failure is status 0, with the error as its body and no headers."""
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(url, data=data, method=method)
     if data is not None:
         request.add_header("Content-Type", "application/json")
-    if key:
-        request.add_header("X-API-Key", key)
-    if idempotency:
-        request.add_header("Idempotency-Key", idempotency)
+    for name, value in (headers or {}).items():
+        request.add_header(name, value)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as answer:
-            status, raw = answer.status, answer.read()
+            status, raw, fields = answer.status, answer.read(), answer.headers
     except urllib.error.HTTPError as error:
-        status, raw = error.code, error.read()
+        status, raw, fields = error.code, error.read(), error.headers
     except (OSError, urllib.error.URLError) as error:
-        return 0, str(error)
+        return 0, str(error), {}
+    fields = {name.lower(): value for name, value in fields.items()}
     try:
-        return status, json.loads(raw)
+        return status, json.loads(raw), fields
     except ValueError:
-        return status, raw.decode(errors="replace")
+        return status, raw.decode(errors="replace"), fields
+
+
+def http(method, url, body=None, key=None, idempotency=None, timeout=15):
+    """One request; (status, parsed JSON body or text). A transport failure is status 0."""
+    headers = {}
+    if key:
+        headers["X-API-Key"] = key
+    if idempotency:
+        headers["Idempotency-Key"] = idempotency
+    status, answer, _ = exchange(method, url, body, headers, timeout)
+    return status, answer
 
 
 # --- the topology -------------------------------------------------------------------------
@@ -329,6 +362,10 @@ def component_env(component, address, port):
         "REDIS_URL": f"redis://{HOST}:{REDIS_PORT}/",
         "SWITCHBOARD_DATA_DIR": os.path.join(DIR, "data", f"{component}-{address}"),
     }
+    if component in ("gateway", "identity"):
+        # "Redis answers again" (info) ends each "Redis unavailable" (warn): the limits and
+        # sessions checkers read from both when a replica used its fallback (fallbacks()).
+        env["RUST_LOG"] += ",switchboard_kit::redis_client=info"
     if "SWITCHBOARD_EMBEDDING_MODEL_DIR" in os.environ:
         env["SWITCHBOARD_EMBEDDING_MODEL_DIR"] = os.environ["SWITCHBOARD_EMBEDDING_MODEL_DIR"]
     for other, _ in SERVICES:
@@ -339,16 +376,24 @@ def component_env(component, address, port):
             "SWITCHBOARD_PUBLIC_URL": f"http://127.0.0.1:{HAPROXY_PORT}",
             "SWITCHBOARD_TRUSTED_PROXIES": HOST,
             "SWITCHBOARD_DRAIN_TIMEOUT_MS": "20000",
-            # The workload sends far more than the spec's per-minute limits; the limits are
-            # drilled on their own (tests/api/limits.rs).
+            # The workload sends far more than the spec's per-minute limits. The bulk class
+            # (which only the limits checker's team uses) keeps a low limit, and every window
+            # is RATE_WINDOW_MS long.
             "SWITCHBOARD_RATE_LIMIT_STANDARD": "1000000",
             "SWITCHBOARD_RATE_LIMIT_WRITE": "1000000",
             "SWITCHBOARD_RATE_LIMIT_SEARCH": "1000000",
+            "SWITCHBOARD_RATE_LIMIT_BULK": str(BULK_LIMIT),
+            "SWITCHBOARD_RATE_LIMIT_WINDOW_MS": str(RATE_WINDOW_MS),
         })
     else:
         env.update({"SWITCHBOARD_GRPC_LISTEN": f"{address}:{port}", "DATABASE_URL": database_url(component)})
         if component == "knowledgebase":
             env.update({"QDRANT_URL": f"http://{HOST}:{QDRANT_GRPC}", "QDRANT_COLLECTION": "cluster"})
+        if component == "webhooks":
+            # The receiver is on the bridge, a private address.
+            env.update({"SWITCHBOARD_WEBHOOK_ALLOW_PRIVATE": "true",
+                        "SWITCHBOARD_WEBHOOK_TIMEOUT_MS": str(WEBHOOK_TIMEOUT_MS),
+                        "SWITCHBOARD_WEBHOOK_RETRY_BASE_MS": str(WEBHOOK_RETRY_BASE_MS)})
     return env
 
 
@@ -625,7 +670,12 @@ def admin(*args):
 
 
 def redis_command():
-    return ["redis-server", "--bind", HOST, "--port", str(REDIS_PORT), "--save", "", "--appendonly", "no"]
+    """Redis on the bridge's host address. Protected mode is off: with it on (the default) and no
+    password, Redis 7 refuses every client that does not come from the loopback ("DENIED Redis
+    is running in protected mode"), so every replica would run on its fallbacks. Only the
+    cluster's namespaces reach the bridge."""
+    return ["redis-server", "--bind", HOST, "--port", str(REDIS_PORT), "--protected-mode", "no", "--save", "",
+            "--appendonly", "no"]
 
 
 def up():
@@ -719,12 +769,339 @@ RETRY_SECONDS = 30
 NUMBERS = UniqueNumbers()
 
 
+# --- what the workload sends besides its REST clients -----------------------------------------
+
+class Gateways:
+    """The gateways' own addresses, for the probes that must choose which gateway answers (the
+    limits and sessions checkers), and which of them a scenario is stopping: a probe sends to a
+    gateway only while it is not marked away, as HAProxy would not either."""
+
+    def __init__(self):
+        self.lock, self.away = threading.Lock(), set()
+
+    def all(self):
+        return [(name, f"http://{address}:{port}/v1") for name, c, address, port in replicas() if c == "gateway"]
+
+    def up(self):
+        with self.lock:
+            return [(name, base) for name, base in self.all() if name not in self.away]
+
+    def leave(self, name):
+        """Marked before the scenario stops the gateway: a request sent before that finishes
+        during the gateway's drain."""
+        if name.startswith("gateway-"):
+            with self.lock:
+                self.away.add(name)
+
+    def back(self, name):
+        with self.lock:
+            self.away.discard(name)
+
+
+GATEWAYS = Gateways()
+
+
+def rfc3339(seconds):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def iso_to_ms(text):
+    """Milliseconds since the epoch of an RFC 3339 time as the API writes it (`...T05:22:59.000Z`)."""
+    parsed = datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
+    return round(parsed.timestamp() * 1000)
+
+
+# The gRPC codes as the history records them: the HTTP status the gateway gives the same error
+# (services/kit/src/error.rs), so that every checker reads one kind of status.
+GRPC_STATUS = {"INVALID_ARGUMENT": 400, "FAILED_PRECONDITION": 400, "OUT_OF_RANGE": 400, "UNAUTHENTICATED": 401,
+               "PERMISSION_DENIED": 403, "NOT_FOUND": 404, "ALREADY_EXISTS": 409, "ABORTED": 409,
+               "RESOURCE_EXHAUSTED": 429, "CANCELLED": 499, "UNIMPLEMENTED": 501, "UNAVAILABLE": 503,
+               "DEADLINE_EXCEEDED": 504}
+# What an ingestion call may take: an internal consumer bounds its calls as the gateway bounds
+# a request (SWITCHBOARD_REQUEST_TIMEOUT_MS, 10 s).
+INGEST_DEADLINE = 10
+# The pause between two conversations of the ingesting runtime.
+INGEST_PAUSE = 0.3
+
+
+class Ingest:
+    """The conversations service's ingestion API (`ConversationIngest`), called straight at both
+    conversations replicas, as a voice or chat runtime does (docs/runtime.md): one channel over
+    both addresses that sends round robin to the replicas whose gRPC health says SERVING (gRPC's
+    own health checking), and the service token as `authorization` metadata. Stubs are generated
+    from proto/ with grpcio-tools, as tests/grpc_clients/runtime.py does; grpcio comes from the
+    venv of scripts/lib.sh's ensure_grpc_clients, whose Python runs `cluster.py test`."""
+
+    def __init__(self):
+        try:
+            import grpc
+            from google.protobuf import json_format
+            from grpc_tools import protoc
+        except ImportError as error:
+            raise SystemExit(f"the workload's gRPC ingestion needs grpcio and grpcio-tools ({error}): "
+                             "run `scripts/cluster test`, which runs this with the Python of ensure_grpc_clients")
+        self.grpc, self.json_format = grpc, json_format
+        out, proto = os.path.join(DIR, "grpc-stubs"), os.path.join(ROOT, "proto")
+        os.makedirs(out, exist_ok=True)
+        files = sorted(os.path.relpath(path, proto) for path in glob.glob(os.path.join(proto, "**", "*.proto"),
+                                                                            recursive=True))
+        args = ["protoc", f"-I{proto}", f"-I{os.path.join(os.path.dirname(protoc.__file__), '_proto')}",
+                f"--python_out={out}", f"--grpc_python_out={out}", *files]
+        if protoc.main(args) != 0:
+            raise SystemExit(f"protoc failed on {files}")
+        sys.path.insert(0, out)
+        self.messages = importlib.import_module("switchboard.v1.conversations_pb2")
+        stubs = importlib.import_module("switchboard.v1.conversations_pb2_grpc")
+        target = "ipv4:" + ",".join(f"{address}:{port}" for address, port in addresses("conversations"))
+        config = {"loadBalancingConfig": [{"round_robin": {}}], "healthCheckConfig": {"serviceName": ""}}
+        # The authority names the service: by default it is the whole target (both addresses,
+        # comma-separated), which the replicas' HTTP/2 server refuses (RST_STREAM
+        # PROTOCOL_ERROR), health checks included.
+        self.channel = grpc.insecure_channel(target, options=[("grpc.service_config", json.dumps(config)),
+                                                              ("grpc.default_authority", "conversations")])
+        self.stub = stubs.ConversationIngestStub(self.channel)
+        self.metadata = [("authorization", f"Bearer {TOKEN}")]
+
+    def call(self, method, request):
+        """One call; (status, gRPC code, answer): the answer's id (calls and chats) or counts
+        (appends), or the error's details."""
+        message = self.json_format.ParseDict(request, getattr(self.messages, f"{method}Request")())
+        try:
+            answer = getattr(self.stub, method)(message, metadata=self.metadata, timeout=INGEST_DEADLINE)
+        except self.grpc.RpcError as error:
+            code = error.code().name
+            return GRPC_STATUS.get(code, 500), code, {"error": error.details()}
+        if method.startswith("Append"):
+            return 200, "OK", {"appended": answer.appended, "total": answer.total}
+        return 200, "OK", {"id": answer.id, "status": answer.status}
+
+    def send(self, history, resource, step, method, request, retries):
+        """One step of a conversation, recorded; with `retries`, sent again as it was (the
+        conversation's external id and the items' own ids make it idempotent) until answered or
+        RETRY_SECONDS have passed. Its answer, or None."""
+        first, attempt = time.monotonic(), 0
+        while True:
+            attempt += 1
+            started = time.time()
+            status, code, answer = self.call(method, request)
+            history.record({"kind": "ingest", "method": "gRPC", "path": f"ConversationIngest/{method}",
+                            "request": request, "key": request["external_id"], "resource": resource, "step": step,
+                            "attempt": attempt, "start": started, "end": time.time(), "status": status,
+                            "grpc": code, "answer": answer})
+            if status == 200:
+                return answer
+            if not retries or time.monotonic() - first > RETRY_SECONDS:
+                return None
+            time.sleep(0.25)
+
+
+INGEST = None
+
+
+def conversation(team, scenario, serial):
+    """The three steps of a call (two in three conversations) or of a chat: begun, its transcript
+    or messages, ended with a summary. Every text carries the conversation's tag. A call's caller
+    number is unique in the run, a chat's contact address too: the checker finds each by it."""
+    tag, now = uuid.uuid4().hex[:12], time.time()
+    external = f"cluster-{scenario}-{tag}"
+    ids = {"team_id": team, "external_id": external}
+    if serial % 3:
+        return "call", [
+            ("begin", "UpsertCall", {**ids, "from": NUMBERS.next(), "to": "+14155550100", "direction": "INCOMING",
+                                     "status": "in-progress", "started_at": rfc3339(now - 90)}),
+            ("append", "AppendTranscript", {**ids, "segments": [
+                {"seq": 1, "speaker": "caller", "text": f"Caller {tag}: a table for two at eight.", "offset_ms": 2000},
+                {"seq": 2, "speaker": "agent", "text": f"Agent {tag}: booked for eight.", "offset_ms": 6000}]}),
+            ("end", "EndCall", {**ids, "ended_at": rfc3339(now), "status": "completed", "summary": f"Booked {tag}."}),
+        ]
+    return "chat", [
+        ("begin", "UpsertChat", {**ids, "channel": "web", "contact_email": f"{tag}@cluster.example",
+                                 "started_at": rfc3339(now - 90)}),
+        ("append", "AppendChatMessages", {**ids, "messages": [
+            {"external_id": f"{tag}-1", "role": "user", "text": f"User {tag}: when are you open?",
+             "created_at": rfc3339(now - 80)},
+            {"external_id": f"{tag}-2", "role": "agent", "text": f"Agent {tag}: from 9 to 17.",
+             "created_at": rfc3339(now - 79)}]}),
+        ("end", "EndChat", {**ids, "ended_at": rfc3339(now), "summary": f"Opening hours {tag}."}),
+    ]
+
+
+def ingest_client(state, history, retries, stop, deadline):
+    """The voice and chat runtime: one conversation after another, each step over gRPC. A step
+    that stays unanswered ends its conversation (the runtime gives up on it)."""
+    serial = 0
+    while time.monotonic() < deadline and not stop.is_set():
+        serial += 1
+        resource, steps = conversation(state["team"], history.scenario, serial)
+        for step, method, request in steps:
+            if INGEST.send(history, resource, step, method, request, retries) is None:
+                break
+        time.sleep(INGEST_PAUSE)
+
+
+# The pause of each gateway's limits probe between two requests: about 5 requests a second to
+# each gateway, 20 per window of 2 s against a limit of 10, so that every window is spent.
+LIMIT_PAUSE = 0.2
+
+
+def limits_client(state, history, gateway, stop, deadline):
+    """The limits checker's traffic through one gateway's own address (not HAProxy): bulk
+    requests of the limited team, each recorded with the gateway, the answer's status and its
+    rate-limit fields (the window's reset; a 429's body says it to the millisecond)."""
+    key = state["limited"]["key"]
+    while time.monotonic() < deadline and not stop.is_set():
+        base = dict(GATEWAYS.up()).get(gateway)
+        if base is None:
+            time.sleep(LIMIT_PAUSE)
+            continue
+        started = time.time()
+        status, answer, fields = exchange("GET", f"{base}/calls/export", headers={"X-API-Key": key})
+        entry = {"kind": "limited", "method": "GET", "path": "/calls/export", "gateway": gateway, "start": started,
+                 "end": time.time(), "status": status, "expected": [429],
+                 "reset": int(fields["x-ratelimit-reset"]) if "x-ratelimit-reset" in fields else None,
+                 "answer": answer if isinstance(answer, dict) else {"text": answer[:200]}}
+        history.record(entry)
+        time.sleep(LIMIT_PAUSE)
+
+
+# The pause between two sign-in and sign-out rounds of the sessions checker: each sign-in costs
+# the identity service an Argon2id hash (up to a second of a core here).
+SESSION_PAUSE = 2.0
+
+
+def session_round(state, history, number, first, second):
+    """One round of the sessions checker: a portal user signs in through the gateway `first`,
+    reads their session through `second` (which then holds it in its cache), signs out through
+    `first`, and reads it through `second` again at once: that must be 401. A round stops at a
+    step that fails; the checker counts only rounds that got to the last step."""
+    sessions = state["sessions"]
+    round_id = f"{history.scenario}-{number}"
+
+    def step(name, gateway, method, path, body=None, headers=None):
+        started = time.time()
+        status, answer, fields = exchange(method, gateway[1] + path, body, headers)
+        entry = {"kind": "session", "round": round_id, "step": name, "gateway": gateway[0], "method": method,
+                 "path": path, "start": started, "end": time.time(), "status": status,
+                 "answer": answer if isinstance(answer, dict) else {"text": str(answer)[:200]}}
+        if name == "after sign-out":
+            entry["expected"] = [401]
+        history.record(entry)
+        return status, answer, fields
+
+    status, answer, fields = step("sign-in", first, "POST", "/auth/sign-in",
+                                  {"email": sessions["email"], "password": sessions["password"]})
+    cookie = fields.get("set-cookie", "").split(";")[0]
+    if status != 200 or not cookie.startswith("switchboard_session="):
+        return
+    headers = {"Cookie": cookie}
+    if step("before sign-out", second, "GET", "/auth/session", headers=headers)[0] != 200:
+        return
+    signed_out = step("sign-out", first, "POST", "/auth/sign-out", {},
+                      {**headers, "X-CSRF-Token": answer["data"]["csrfToken"]})
+    if signed_out[0] != 200:
+        return
+    step("after sign-out", second, "GET", "/auth/session", headers=headers)
+
+
+def sessions_client(state, history, stop, deadline):
+    """Rounds of the sessions checker, the two gateways swapping roles each round; none while a
+    gateway is away."""
+    number = 0
+    while time.monotonic() < deadline and not stop.is_set():
+        available = GATEWAYS.up()
+        if len(available) < 2:
+            time.sleep(0.2)
+            continue
+        number += 1
+        first, second = available if number % 2 else available[::-1]
+        session_round(state, history, number, first, second)
+        time.sleep(SESSION_PAUSE)
+
+
+class Receiver:
+    """The webhook receiver: an HTTP server on the bridge's host address (WEBHOOK_PORT) that the
+    run's team subscribed at /hooks/<team id>. It keeps every delivery with its `webhook-id`, its
+    body, its event's type and subject (`data.id`), and whether its Standard Webhooks signature
+    is right (HMAC-SHA256 of `id.timestamp.body` under the secret's key, checked here with the
+    standard library), and writes them to DIR/webhooks.jsonl. It answers 200 to everything, so
+    that deliveries still due to the teams of earlier runs end too."""
+
+    def __init__(self):
+        self.lock, self.deliveries, self.secrets = threading.Lock(), [], {}
+        self.path = os.path.join(DIR, "webhooks.jsonl")
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                receiver.received(self.path, self.headers, body)
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        try:
+            self.server = ThreadingHTTPServer((HOST, WEBHOOK_PORT), Handler)
+        except OSError as error:
+            raise SystemExit(f"the webhook receiver cannot listen on {HOST}:{WEBHOOK_PORT} ({error}): "
+                             "is the cluster up, and no other `cluster.py test` running?")
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def url(self, team):
+        return f"http://{HOST}:{WEBHOOK_PORT}/hooks/{team}"
+
+    def received(self, path, headers, body):
+        team = path.rsplit("/", 1)[-1]
+        with self.lock:
+            secret = self.secrets.get(team)
+        if secret is None:
+            return
+        delivery = {"at": time.time(), "team": team, "id": headers.get("webhook-id"),
+                    "timestamp": headers.get("webhook-timestamp"), "body": body.decode(errors="replace"),
+                    "signed": signed(secret, headers, body)}
+        try:
+            event = json.loads(body)
+            delivery["type"], delivery["subject"] = event.get("type"), (event.get("data") or {}).get("id")
+        except (ValueError, AttributeError):
+            delivery["type"] = delivery["subject"] = None
+        with self.lock:
+            self.deliveries.append(delivery)
+            with open(self.path, "a") as out:
+                out.write(json.dumps(delivery) + "\n")
+
+    def of(self, team):
+        with self.lock:
+            return [d for d in self.deliveries if d["team"] == team]
+
+
+RECEIVER = None
+# The events the run's team subscribes to: those the workload's writes cause.
+WEBHOOK_EVENTS = ["contact.created", "call.ended", "chat.ended"]
+
+
+def signed(secret, headers, body):
+    """Whether `webhook-signature` holds the Standard Webhooks signature of this message."""
+    try:
+        key = base64.b64decode(secret.removeprefix("whsec_"))
+    except ValueError:
+        return False
+    message = f"{headers.get('webhook-id')}.{headers.get('webhook-timestamp')}.".encode() + body
+    expected = "v1," + base64.b64encode(hmac.new(key, message, hashlib.sha256).digest()).decode()
+    return any(hmac.compare_digest(expected, given) for given in (headers.get("webhook-signature") or "").split())
+
+
 def workload(state, history, seconds, clients, retries, stop):
     """`clients` threads for `seconds`: writes with an Idempotency-Key each (contacts, notes on
     a contact the client made, references in a knowledge base of this history's own), reads of
     the contacts written and of the calls list (the conversations service), and metered
     knowledge searches. With `retries`, a failed write is sent again with the same key until it
-    is answered or RETRY_SECONDS have passed."""
+    is answered or RETRY_SECONDS have passed. Beside them, for as long: a runtime ingesting
+    calls and chats over gRPC (ingest_client), the limits probes through each gateway
+    (limits_client) and the sign-in and sign-out rounds of the sessions checker
+    (sessions_client)."""
     base, key = state["base"], state["key"]
     kb = state["knowledgebase"]
     # The references go to a knowledge base of their own: reading it back lists only this
@@ -785,7 +1162,12 @@ def workload(state, history, seconds, clients, retries, stop):
             else:
                 operation("search", "GET", f"/knowledgebase/{kb}/search?query=opening+hours&limit=3", None, None, 1)
 
-    threads = [threading.Thread(target=client, args=(n,), daemon=True) for n in range(clients)]
+    deadline = time.monotonic() + seconds
+    jobs = [(client, (n,)) for n in range(clients)]
+    jobs += [(ingest_client, (state, history, retries, stop, deadline)),
+             (sessions_client, (state, history, stop, deadline))]
+    jobs += [(limits_client, (state, history, name, stop, deadline)) for name, _ in GATEWAYS.all()]
+    threads = [threading.Thread(target=target, args=args, daemon=True) for target, args in jobs]
     for thread in threads:
         thread.start()
     return threads
@@ -801,29 +1183,82 @@ def settle_threads(threads, seconds):
 
 # --- the checkers ---------------------------------------------------------------------------
 
-def check(state, history, credits_before, failures):
+def failed_request(e):
+    """Whether the platform failed a request: any answer but a 2xx, except the refusal a probe
+    is sent to see (a 429 of the limited team, a 401 of a session after its sign-out)."""
+    return not (200 <= e["status"] < 300) and e["status"] not in e.get("expected", ())
+
+
+def ingested(entries):
+    """The conversations ingested over gRPC with at least one step acknowledged, by external
+    id: the resource (call or chat), the request of each acknowledged step, and the ids their
+    answers named."""
+    out = {}
+    for e in entries:
+        if e["kind"] != "ingest" or e["status"] != 200:
+            continue
+        made = out.setdefault(e["key"], {"resource": e["resource"], "steps": {}, "ids": set()})
+        made["steps"][e["step"]] = e["request"]
+        if "id" in e["answer"]:
+            made["ids"].add(e["answer"]["id"])
+    return out
+
+
+def missing_from(made, status, found):
+    """What of an acknowledged conversation its read-back (GET /calls/{id} or /chats/{id})
+    lacks, or None: a begun call's numbers, a begun chat's channel and contact; every
+    transcript segment or message appended; an ended call's status and summary, an ended
+    chat's status and summary."""
+    if status != 200:
+        return f"answered {status}"
+    data, steps = found["data"], made["steps"]
+    begin, append, end = steps.get("begin"), steps.get("append"), steps.get("end")
+    if made["resource"] == "call":
+        if begin and (data.get("from"), data.get("to")) != (begin["from"], begin["to"]):
+            return "its numbers"
+        texts = {line.get("text") for line in data.get("transcript", [])}
+        if append and any(segment["text"] not in texts for segment in append["segments"]):
+            return "a transcript segment"
+        if end and (data.get("status"), data.get("summary")) != ("completed", end["summary"]):
+            return "its end"
+    else:
+        if begin and ((data.get("contact") or {}).get("email"), data.get("channel")) != (
+                begin["contact_email"], begin["channel"]):
+            return "its contact"
+        texts = {message.get("text") for message in data.get("messages", [])}
+        if append and any(message["text"] not in texts for message in append["messages"]):
+            return "a message"
+        if end and (data.get("status"), data.get("summary")) != ("ended", end["summary"]):
+            return "its end"
+    return None
+
+
+def check(state, history, credits_before, failures, unexact=None):
     """The checkers every scenario shares. `failures`: "none" (every request must succeed),
     "retried" (every write must succeed after its retries) or "judged" (the scenario's own
-    checkers judge them)."""
+    checkers judge them). `unexact`: the (start, end) of the time in which Redis was away and
+    coming back, when the scenario took it away: the limits and sessions checkers judge what
+    lies outside it and report what lies inside."""
     base, key = state["base"], state["key"]
     results = []
     entries = history.entries
-    failed = [e for e in entries if not (200 <= e["status"] < 300)]
+    bad = [e for e in entries if failed_request(e)]
     if failures == "judged":
         pass
     elif failures == "retried":
-        # Only the answered outcome of each operation counts: a retried write is one write.
+        # Only the answered outcome of each operation counts: a retried write is one write, a
+        # retried ingestion step one step.
         finals = {}
         for e in entries:
-            if e["kind"] == "write":
-                finals[e["key"]] = e
-        unanswered = [e for e in finals.values() if e["status"] != 201]
+            if e["kind"] in ("write", "ingest"):
+                finals[(e["key"], e.get("step"))] = e
+        unanswered = [e for e in finals.values() if not (200 <= e["status"] < 300)]
         results.append(("every write answered after its retries", not unanswered,
-                        f"{len(unanswered)} unanswered" + (f", last attempt of the first: {unanswered[0]}"
-                                                           if unanswered else "")))
+                        f"{len(unanswered)} unanswered of {len(finals)} (REST writes and gRPC ingestion steps)"
+                        + (f", last attempt of the first: {unanswered[0]}" if unanswered else "")))
     else:
-        results.append(("0 failed requests", not failed,
-                        f"{len(failed)} of {len(entries)} failed" + (f", first: {failed[0]}" if failed else "")))
+        results.append(("0 failed requests", not bad,
+                        f"{len(bad)} of {len(entries)} failed" + (f", first: {bad[0]}" if bad else "")))
 
     # No acknowledged write lost: every 201 is readable with its content at the end. Exactly
     # once: every answer to one Idempotency-Key names the same resource, and no content exists
@@ -881,16 +1316,43 @@ def check(state, history, credits_before, failures):
             questions = collections.Counter(r.get("question") for r in found["data"]["references"])
             duplicates += [("reference", e["request"]["question"]) for e in references
                            if e["path"].startswith(path + "/") and questions[e["request"]["question"]] > 1]
+        # Calls and chats ingested over gRPC: each read back through the gateway with what
+        # its acknowledged steps wrote; the first 200 of each searched for twins (by the
+        # caller's number, by the chat contact's address).
+        made = ingested(entries)
+        conversations = [(external, c) for external, c in made.items() if c["ids"]]
+        for (external, c), (status, found) in zip(conversations, pool.map(
+                lambda item: read(f"/{item[1]['resource']}s/{min(item[1]['ids'])}"), conversations)):
+            missing = missing_from(c, status, found)
+            if missing:
+                lost.append((c["resource"], external, missing))
+        calls = [c for _, c in conversations if c["resource"] == "call" and "begin" in c["steps"]][:200]
+        for c, (status, found) in zip(calls, pool.map(
+                lambda c: read(f"/calls?number={urllib.parse.quote(c['steps']['begin']['from'])}&limit=5"), calls)):
+            number = c["steps"]["begin"]["from"]
+            if status == 200 and len([f for f in found["data"] if f.get("from") == number]) > 1:
+                duplicates.append(("call", number))
+        chats = [c for _, c in conversations if c["resource"] == "chat" and "begin" in c["steps"]][:200]
+        for c, (status, found) in zip(chats, pool.map(
+                lambda c: read(f"/chats?search={urllib.parse.quote(c['steps']['begin']['contact_email'])}&limit=5"),
+                chats)):
+            email = c["steps"]["begin"]["contact_email"]
+            if status == 200 and len([f for f in found["data"] if (f.get("contact") or {}).get("email") == email]) > 1:
+                duplicates.append(("chat", email))
     counts = ", ".join(f"{len(kinds[k])} {k}s" for k in ("contact", "note", "reference"))
+    by_resource = collections.Counter(c["resource"] for _, c in conversations)
+    steps = sum(len(c["steps"]) for _, c in conversations)
     results.append(("no acknowledged write lost", not lost,
-                    f"{len(acknowledged)} acknowledged ({counts}), {len(lost)} lost"
+                    f"{len(acknowledged)} acknowledged ({counts}); over gRPC {by_resource['call']} calls and "
+                    f"{by_resource['chat']} chats ({steps} steps acknowledged); {len(lost)} lost"
                     + (f", first: {lost[0]}" if lost else "")))
     split = [k for k, answers in acknowledged.items() if len({a["answer"]["data"]["id"] for a in answers}) > 1]
+    split += [external for external, c in conversations if len(c["ids"]) > 1]
     results.append(("exactly once per Idempotency-Key", not split and not duplicates,
                     f"{len(split)} keys with two resources, {len(duplicates)} created twice"
                     + (f", first: {duplicates[0]}" if duplicates else "")
                     + f" (of {len(numbers)} numbers searched, {len(kinds['note'])} notes and "
-                    f"{len(references)} references listed)"))
+                    f"{len(references)} references listed, {len(calls)} calls and {len(chats)} chats searched)"))
 
     # Credits: the balance fell by exactly the searches answered 200 (one credit each), give
     # or take those whose answer never reached the client (each may or may not have been paid).
@@ -903,6 +1365,219 @@ def check(state, history, credits_before, failures):
     spent = credits_before - credits_after
     results.append(("credits conserved", paid <= spent <= paid + unknown and credits_after >= 0,
                     f"{spent} spent for {paid} searches answered 200 ({unknown} without an answer)"))
+    results += check_limits(entries, unexact)
+    results += check_sessions(entries, unexact)
+    # Last: the deliveries had the other checkers' time to arrive.
+    results += check_webhooks(state, entries)
+    return results
+
+
+# How long the webhooks checker waits after a scenario for the deliveries of its events: a
+# delivery claimed by a webhooks replica that was killed is taken by the other when its lease
+# ends (WEBHOOK_TIMEOUT_MS + 30 s after the claim), and an outbox relay that failed to publish
+# waits up to 10 s before it tries again.
+WEBHOOK_SETTLE_SECONDS = 60
+
+
+def check_webhooks(state, entries):
+    """Every committed event delivered at least once: each acknowledged write that emits an
+    event (a contact created; a call or a chat ended, over gRPC) has a delivery of that event
+    type naming its resource (`data.id`) by the end, waiting up to WEBHOOK_SETTLE_SECONDS. And
+    a repeated delivery is the same message: every delivery of one event carries the same
+    `webhook-id` and the same body, and every signature is right. The repetition check covers
+    the run's deliveries so far."""
+    expected = set()
+    for e in entries:
+        if e["kind"] == "write" and e["status"] == 201 and e.get("resource") == "contact":
+            expected.add(("contact.created", e["answer"]["data"]["id"]))
+        elif e["kind"] == "ingest" and e["status"] == 200 and e["step"] == "end":
+            expected.add((f"{e['resource']}.ended", e["answer"]["id"]))
+    started = time.monotonic()
+    while True:
+        deliveries = RECEIVER.of(state["team"])
+        missing = expected - {(d["type"], d["subject"]) for d in deliveries}
+        if not missing or time.monotonic() - started > WEBHOOK_SETTLE_SECONDS:
+            break
+        time.sleep(0.2)
+    waited = time.monotonic() - started
+    if missing:
+        log(f"timed out after {WEBHOOK_SETTLE_SECONDS} s waiting for the webhook deliveries of "
+            f"{len(missing)} of {len(expected)} events")
+    messages, bodies = collections.defaultdict(set), collections.defaultdict(set)
+    for d in deliveries:
+        messages[(d["type"], d["subject"])].add((d["id"], d["body"]))
+        bodies[d["id"]].add(d["body"])
+    differing = [event for event, sent in messages.items() if len(sent) > 1]
+    differing += [webhook_id for webhook_id, sent in bodies.items() if len(sent) > 1]
+    repeated = len(deliveries) - len(bodies)
+    unsigned = [d for d in deliveries if not d["signed"]]
+    types = collections.Counter(kind for kind, _ in expected)
+    return [
+        ("webhooks: every committed event delivered", not missing,
+         f"{len(expected)} events of acknowledged writes ({', '.join(f'{n} {t}' for t, n in sorted(types.items()))}), "
+         f"{len(missing)} not delivered; waited {waited:.1f} s (at most {WEBHOOK_SETTLE_SECONDS})"
+         + (f", first missing: {sorted(missing)[0]}" if missing else "")),
+        ("webhooks: a repeated delivery is the same message", not differing and not unsigned,
+         f"{len(deliveries)} deliveries to the run's team so far, {repeated} of them repeated; "
+         f"{len(differing)} events delivered under two webhook-ids or bodies, {len(unsigned)} deliveries "
+         f"without a valid signature" + (f", first: {differing[0]}" if differing else "")
+         + (f", first unsigned: {unsigned[0]}" if unsigned else "")),
+    ]
+
+
+# The fewest windows and sign-out rounds each checker must judge (outside Redis's absence):
+# fewer would let it pass on too little.
+MIN_WINDOWS, MIN_ROUNDS = 3, 2
+LOG_TIME = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)Z")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def inside(e, start, end):
+    return start <= e["start"] and e["end"] <= end
+
+
+def overlaps(e, intervals):
+    return any(e["start"] <= end and start <= e["end"] for start, end in intervals)
+
+
+def fallbacks(component):
+    """When a replica of `component` (gateway or identity) did without Redis, from its logs: from
+    each "Redis unavailable" (a Redis call failed or took over 50 ms; Redis is then skipped for
+    1 s at a time) to the next "Redis answers again". Meanwhile a gateway limits from its own
+    buckets and cannot see a team's new version, and the identity service publishes no version,
+    as docs/api-decisions.md says. A process that stopped before Redis answered it again ends
+    its interval at the first timed line after the next process's start line ("... listening
+    on ..."), the latest it can have ended. Intervals are (start, end) in epoch seconds."""
+    intervals = []
+    for name, c, *_rest in replicas():
+        if c != component:
+            continue
+        start, restarted = None, False
+        try:
+            with open(os.path.join(DIR, "logs", f"{name}.log"), errors="replace") as source:
+                lines = source.readlines()
+        except OSError:
+            continue
+        for line in lines:
+            line = ANSI.sub("", line)
+            if " listening on " in line and not LOG_TIME.match(line):
+                restarted = start is not None
+                continue
+            timed = LOG_TIME.match(line)
+            if not timed:
+                continue
+            at = datetime.datetime.strptime(timed.group(1)[:26], "%Y-%m-%dT%H:%M:%S.%f").replace(
+                tzinfo=datetime.timezone.utc).timestamp()
+            if restarted:
+                intervals.append((start, at))
+                start, restarted = None, False
+            if "Redis unavailable" in line and start is None:
+                start = at
+            elif "Redis answers again" in line and start is not None:
+                intervals.append((start, at))
+                start = None
+        if start is not None:
+            intervals.append((start, time.time()))
+    return intervals
+
+
+def check_limits(entries, unexact=None):
+    """Admitted requests per team and window never exceed the limit, across both gateways.
+
+    The gateway's bucket (gateway/src/limits/) is not a bucket that refills at a rate: it holds
+    BULK_LIMIT tokens and is refilled in full when its window ends, RATE_WINDOW_MS after the
+    first request that found it refilled. So the bound is the limit itself: no window admits
+    more than BULK_LIMIT (a burst of BULK_LIMIT, and no rate within the window). Redis keeps
+    the bucket for both gateways, on its clock, which is this machine's. Each window is known
+    by its end, which a 429 says to the millisecond (`resetAt`); a window counts when both
+    gateways refused in it (so Redis decided, not a gateway alone). In each, the requests
+    admitted (200) wholly inside it (from start to answer) are counted, whichever gateway
+    admitted them. The 200s are also counted by the window their `X-RateLimit-Reset` names (its
+    end, in whole seconds). When a Redis call fails or takes over 50 ms, a gateway limits from a
+    bucket of its own for a while, as documented (docs/api-decisions.md): windows that overlap
+    such a time (fallbacks()), or Redis's absence in the Redis scenario (`unexact`), are not
+    judged, and the 200s of those times are not counted by their reset."""
+    probes = [e for e in entries if e["kind"] == "limited"]
+    admitted = [e for e in probes if e["status"] == 200]
+    refused = [e for e in probes if e["status"] == 429]
+    # Not judged: windows in which a gateway decided without Redis (documented), and Redis's
+    # absence in the Redis scenario.
+    away = fallbacks("gateway") + ([unexact] if unexact else [])
+
+    def judged(start_ms, end_ms):
+        return not any(start_ms <= 1000 * end and 1000 * start <= end_ms for start, end in away)
+
+    refusing = collections.defaultdict(set)
+    for e in refused:
+        if isinstance(e["answer"], dict) and e["answer"].get("resetAt"):
+            refusing[iso_to_ms(e["answer"]["resetAt"])].add(e["gateway"])
+    shared = [end for end, gateways in refusing.items() if len(gateways) > 1]
+    windows = sorted(end for end in shared if judged(end - RATE_WINDOW_MS, end))
+    by_time = {end: len([e for e in admitted if inside(e, (end - RATE_WINDOW_MS) / 1000, end / 1000)])
+               for end in windows}
+    # A reset in whole seconds (rounded up) is the end of a window that began up to a second
+    # more before it. Only the answers Redis decided count: those of a gateway's own bucket
+    # carry its own reset, which may round to the same second.
+    by_reset = collections.Counter(e["reset"] for e in admitted
+                                   if e["reset"] and not overlaps(e, away)
+                                   and judged(1000 * e["reset"] - 1000 - RATE_WINDOW_MS, 1000 * e["reset"]))
+    worst_time, worst_reset = max(by_time.values(), default=0), max(by_reset.values(), default=0)
+    worst = max(by_time, key=by_time.get) if by_time else None
+    gateways = collections.Counter(e["gateway"] for e in admitted)
+    spans = [(min(e["start"] for e in probes), max(e["end"] for e in probes))] if probes else []
+    results = [("limits: admitted per team and window at most the limit, across gateways",
+                len(windows) >= MIN_WINDOWS and worst_time <= BULK_LIMIT and worst_reset <= BULK_LIMIT,
+                f"limit {BULK_LIMIT} per {RATE_WINDOW_MS} ms window; {len(windows)} windows judged (at least "
+                f"{MIN_WINDOWS}), {len(shared) - len(windows)} not (a gateway was without Redis "
+                f"{len([i for i in away if overlaps({'start': i[0], 'end': i[1]}, spans)])} times meanwhile); "
+                f"the most admitted in one: {worst_time} wholly inside it"
+                + (f" (the window ending {worst / 1000:.3f})" if worst else "")
+                + f", {worst_reset} under one X-RateLimit-Reset; {len(admitted)} admitted "
+                f"({', '.join(f'{n} by {g}' for g, n in sorted(gateways.items()))}), {len(refused)} refused")]
+    if unexact:
+        during = [e for e in admitted if inside(e, *unexact)]
+        seconds = unexact[1] - unexact[0]
+        results.append(("limits while Redis was away and coming back (reported, not judged)", True,
+                        f"{len(during)} admitted in {seconds:.1f} s, "
+                        f"{len(during) * RATE_WINDOW_MS / 1000 / seconds:.1f} per window of {RATE_WINDOW_MS} ms "
+                        f"(each gateway's own bucket admits {BULK_LIMIT} a window)"))
+    return results
+
+
+def check_sessions(entries, unexact=None):
+    """A signed-out session is refused by every gateway on the next request: in each round of
+    session_round that got to its last step, the gateway that did not sign the session out, and
+    had just answered it 200 (so held it in its cache), answers it 401 right after the sign-out.
+    Without Redis a gateway cannot see that the session's team has a new version, and may accept
+    the session until its cached lookup is 2 s old (SWITCHBOARD_AUTH_CACHE_TTL_MS;
+    docs/api-decisions.md): rounds during Redis's absence (`unexact`), or while a gateway or an
+    identity replica did without Redis (fallbacks()), are reported, not judged."""
+    rounds = collections.defaultdict(dict)
+    for e in entries:
+        if e["kind"] == "session":
+            rounds[e["round"]][e["step"]] = e
+    without = fallbacks("gateway") + fallbacks("identity") + ([unexact] if unexact else [])
+    judged, away = [], []
+    for steps in rounds.values():
+        probe = steps.get("after sign-out")
+        if probe is None or probe["status"] not in (200, 401):
+            continue
+        span = {"start": steps["sign-in"]["start"], "end": probe["end"]}
+        if overlaps(span, without):
+            away.append(steps)
+        else:
+            judged.append(steps)
+    accepted = [steps for steps in judged if steps["after sign-out"]["status"] == 200]
+    results = [("sessions: a signed-out session is refused by the other gateway",
+                not accepted and len(judged) >= MIN_ROUNDS,
+                f"{len(judged)} sessions signed out through one gateway and read at once through the other "
+                f"(at least {MIN_ROUNDS}): {len(judged) - len(accepted)} refused (401), {len(accepted)} accepted; "
+                f"{len(rounds) - len(judged) - len(away)} rounds stopped at a failed step"
+                + (f"; first accepted: {accepted[0]['after sign-out']}" if accepted else ""))]
+    if away:
+        taken = len([steps for steps in away if steps["after sign-out"]["status"] == 200])
+        results.append(("sessions while a gateway or identity replica did without Redis (reported, not judged)",
+                        True, f"{len(away)} rounds: {len(away) - taken} refused, {taken} accepted"))
     return results
 
 
@@ -917,10 +1592,32 @@ def balance(state):
 
 def prepare(state):
     """A team of its own for every run, so that what an earlier run on this cluster wrote
-    (a contact's number is unique in its team) never meets this one's checks."""
-    team = admin("create-team", "--name", f"Cluster {uuid.uuid4().hex[:6]}", "--credits", "100000")
+    (a contact's number is unique in its team) never meets this one's checks; its webhook,
+    subscribed to the events the workload causes, to the receiver. Two more teams: the limits
+    checker's, and the sessions checker's with its owner (let in by `admin invite`), so that
+    the workload's own requests neither spend the limited bucket nor change the team version
+    that tells gateways a session ended."""
+    run_id = uuid.uuid4().hex[:6]
+    team = admin("create-team", "--name", f"Cluster {run_id}", "--credits", "100000")
     state["team"], state["key"] = team["id"], admin("create-key", "--team", team["id"])["key"]
     base, key = state["base"], state["key"]
+    status, webhook = http("POST", f"{base}/webhooks", {"url": RECEIVER.url(team["id"]), "events": WEBHOOK_EVENTS,
+                                                        "description": "cluster.py's receiver"}, key)
+    if status != 201:
+        raise SystemExit(f"creating the webhook answered {status}: {webhook} (a cluster brought up before "
+                         "SWITCHBOARD_WEBHOOK_ALLOW_PRIVATE was set needs `down` and `up`)")
+    RECEIVER.secrets[team["id"]] = webhook["data"]["secret"]
+    limited = admin("create-team", "--name", f"Cluster limits {run_id}")
+    state["limited"] = {"team": limited["id"], "key": admin("create-key", "--team", limited["id"])["key"]}
+    people = admin("create-team", "--name", f"Cluster sessions {run_id}")
+    email, password = f"owner-{run_id}@cluster.example", f"Cluster run {uuid.uuid4().hex}"
+    invitation = admin("invite", "--team", people["id"], "--email", email, "--base-url", base.removesuffix("/v1"))
+    status, accepted = http("POST", f"{base}/auth/accept-invite",
+                            {"token": invitation["url"].rsplit("/", 1)[-1], "password": password,
+                             "firstName": "Cluster", "lastName": "Owner"})
+    if status != 201:
+        raise SystemExit(f"accepting the invitation of the sessions checker's user answered {status}: {accepted}")
+    state["sessions"] = {"team": people["id"], "email": email, "password": password}
     status, kb = http("POST", f"{base}/knowledgebase", {"name": "Cluster"}, key)
     assert status == 201, (status, kb)
     state["knowledgebase"] = kb["data"]["id"]
@@ -928,7 +1625,8 @@ def prepare(state):
                        {"question": "When are you open?", "answer": "Every day from 9 to 17."}, key)
     assert status == 201, (status, ref)
     save(state)
-    log(f"team {team['id']}")
+    log(f"team {team['id']} (webhook {webhook['data']['id']}), limits team {limited['id']}, "
+        f"sessions team {people['id']}")
 
 
 def rolling_restart(state, short):
@@ -944,9 +1642,11 @@ def rolling_restart(state, short):
     threads = workload(state, history, seconds, clients=4, retries=False, stop=stop)
     time.sleep(2)
     for name in order:
+        GATEWAYS.leave(name)
         stop_pid(state["pids"][name], signal.SIGTERM, timeout=60)
         start_replica(state, name)
         ready(name)
+        GATEWAYS.back(name)
         # The new replica is healthy; the callers' next health round (2 s) sends to it again.
         time.sleep(3)
         log(f"rolled {name}")
@@ -968,11 +1668,13 @@ def kill_random(state, short):
     for _ in range(rounds):
         time.sleep(8)
         name = rng.choice([n for n, *_rest in replicas()])
+        GATEWAYS.leave(name)
         stop_pid(state["pids"][name], signal.SIGKILL, timeout=10)
         log(f"killed {name}")
         time.sleep(2)
         start_replica(state, name)
         ready(name)
+        GATEWAYS.back(name)
     time.sleep(4)
     stop.set()
     settle_threads(threads, 0)
@@ -1015,7 +1717,7 @@ def partition(state, short):
     # its health check (1 s), with a margin.
     settled = cut + 6
     after = [e for e in history.entries if settled < e["start"] <= healed]
-    late = [e for e in after if not (200 <= e["status"] < 300)]
+    late = [e for e in after if failed_request(e)]
     results.append(("every request after the probe period answered", not late and len(after) >= 100,
                     f"{len(after) - len(late)} of {len(after)} requests started between 6 s after the cut and "
                     f"the heal answered" + (f", first failure: {late[0]}" if late else "")))
@@ -1025,26 +1727,38 @@ def partition(state, short):
     return history, results
 
 
+# After Redis is back, the time its clients take to use it again: a gateway whose Redis call
+# failed skips Redis for 1 s and reconnects within 0.5 s (services/kit/src/redis_client.rs).
+REDIS_GRACE = 3
+# How long the workload runs once Redis is back: the grace, then enough windows of the limits
+# checker and rounds of the sessions checker to judge.
+REDIS_AFTER = 12
+
+
 def redis_outage(state, short):
     """Redis killed (SIGKILL) for 30 s (10 s with --short) under load, then started again: the
     gateways' rate limits fall back to their in-process buckets and identities are read from
-    the identity service, so no request fails (docs/configuration.md, REDIS_URL)."""
+    the identity service, so no request fails (docs/configuration.md, REDIS_URL). Once Redis
+    is back (after REDIS_GRACE), limits and sessions are exact again: the limits and sessions
+    checkers judge that time, and the time before the kill."""
     history = History("redis")
     before = balance(state)
     stop = threading.Event()
     threads = workload(state, history, 3600, clients=4, retries=False, stop=stop)
     time.sleep(3)
+    killed = time.time()
     stop_pid(state["redis"], signal.SIGKILL, timeout=10)
     log("killed Redis")
     time.sleep(10 if short else 30)
     state["redis"] = spawn("redis", redis_command(), dict(os.environ))
     save(state)
     wait_for("Redis again", lambda: port_open(HOST, REDIS_PORT), 30)
+    back = time.time()
     log("Redis is back")
-    time.sleep(5)
+    time.sleep(REDIS_AFTER)
     stop.set()
     settle_threads(threads, 0)
-    return history, check(state, history, before, "none")
+    return history, check(state, history, before, "none", unexact=(killed, back + REDIS_GRACE))
 
 
 def outage(entries, since, until):
@@ -1102,8 +1816,13 @@ def percentile(values, q):
     return values[max(0, math.ceil(q * len(values)) - 1)] if values else float("nan")
 
 
+# The entries of the REST clients of the workload, which the latency scenario measures.
+REST_KINDS = ("write", "read", "search")
+
+
 def endpoint(e):
-    """The endpoint group of a history entry, as the latency scenario reports them."""
+    """The endpoint group of a REST client's history entry, as the latency scenario reports
+    them."""
     path = e["path"]
     if path.startswith("/contacts"):
         if path.endswith("/notes"):
@@ -1164,7 +1883,7 @@ def latency(state, short):
         """The milliseconds of each endpoint group's requests made wholly inside the window."""
         out = collections.defaultdict(list)
         for e in history.entries:
-            if start <= e["start"] and e["end"] <= end:
+            if e["kind"] in REST_KINDS and start <= e["start"] and e["end"] <= end:
                 out[endpoint(e)].append(1000 * (e["end"] - e["start"]))
         out["affected"] = [ms for group in AFFECTED for ms in out[group]]
         out["unaffected"] = [ms for group in UNAFFECTED for ms in out[group]]
@@ -1198,7 +1917,8 @@ def latency(state, short):
         """Gateway calls to the CRM (HTTP/2 streams the proxies saw, less the health checks'
         rate) per client request to a CRM endpoint, in a window."""
         calls = end_counters["streams"] - counters["streams"] - idle_rate * (end - start)
-        requests = len([e for e in history.entries if start <= e["start"] < end and endpoint(e) in AFFECTED])
+        requests = len([e for e in history.entries
+                        if e["kind"] in REST_KINDS and start <= e["start"] < end and endpoint(e) in AFFECTED])
         return calls / max(1, requests), calls, requests
 
     quiet_ratio, quiet_calls, quiet_requests = per_request(baseline_start, baseline, delayed_start, delayed)
@@ -1242,7 +1962,10 @@ def cpu_model():
 
 
 def test(short, only):
+    global INGEST, RECEIVER
     state = load()
+    RECEIVER = Receiver()
+    INGEST = Ingest()
     prepare(state)
     total_before, steal_before = cpu_times()
     print(f"machine: {os.cpu_count()} CPUs ({cpu_model()})")
@@ -1257,7 +1980,7 @@ def test(short, only):
         started = time.monotonic()
         history, results = scenario(state, short)
         requests = len(history.entries)
-        failures = len([e for e in history.entries if not (200 <= e["status"] < 300)])
+        failures = len([e for e in history.entries if failed_request(e)])
         print(f"\n## {title}: {requests} requests, {failures} failed, {time.monotonic() - started:.0f} s "
               f"(history: {history.path})")
         for name, ok, detail in results:
