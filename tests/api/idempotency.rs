@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use crate::common::{Api, Process, Redis, Response, Stack};
 
-async fn post_with_key(api: &Api, path: &str, key: &str, body: Value) -> Response {
+pub async fn post_with_key(api: &Api, path: &str, key: &str, body: Value) -> Response {
     api.send(api.request(reqwest::Method::POST, path).header("Idempotency-Key", key).json(&body)).await
 }
 

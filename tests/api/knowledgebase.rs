@@ -632,6 +632,12 @@ async fn a_subteam_without_knowledge_base_access_cannot_create_references_in_bul
     let kept = agency_api.get(&format!("/knowledgebase/{kb}?teamId={subteam_id}")).await;
     assert_eq!(kept.expect(200)["data"]["references"], json!([]), "nothing written");
 
-    let by_agency = agency_api.post(&format!("{bulk}?teamId={subteam_id}"), item).await;
+    let by_agency = format!("{bulk}?teamId={subteam_id}");
+    let by_agency = crate::idempotency::post_with_key(&agency_api, &by_agency, "import-1", item.clone()).await;
     assert_eq!(by_agency.expect(200)["data"]["created"].as_array().unwrap().len(), 1);
+    // The agency's kept answer is not handed to the subteam's key under the same key.
+    let replayed = crate::idempotency::post_with_key(&own_key, &bulk, "import-1", item).await;
+    assert_eq!(replayed.error_code(403), "FORBIDDEN");
+    let kept = agency_api.get(&format!("/knowledgebase/{kb}?teamId={subteam_id}")).await;
+    assert_eq!(kept.expect(200)["data"]["references"].as_array().unwrap().len(), 1);
 }

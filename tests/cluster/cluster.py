@@ -247,11 +247,6 @@ def start_pg_node(state, name):
     save(state)
 
 
-def patroni_state(rest):
-    status, answer = http("GET", f"http://{HOST}:{rest}/patroni", timeout=1)
-    return answer if status == 200 and isinstance(answer, dict) else {}
-
-
 def leader():
     """The node whose Patroni says it is the primary, or None."""
     for name, _, rest in PG_NODES:
