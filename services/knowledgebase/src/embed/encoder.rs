@@ -8,6 +8,9 @@
 //! key and value projections are one product, the attention scale is folded into the query
 //! weights, and GELU uses a rational approximation of `erf` that the compiler vectorizes
 //! (`gelu.rs`). On a 20-token query these cut the model's time by about half (BENCHMARKS.md).
+//! The bias additions, GELU, the residual additions and the attention's softmax then work in
+//! place on the products' outputs, and the softmax skips padded keys rather than masking them
+//! (`fused.rs`): a third off the time of long passages.
 //!
 //! MPNet (all-mpnet-base-v2) has BERT's layers under other weight names, and differs only
 //! around them: no token type embeddings, positions counted from `pad_token_id + 1` (as RoBERTa
@@ -21,7 +24,7 @@ use anyhow::{Context, anyhow, bail};
 use candle_core::{DType, Device, Tensor};
 use serde::Deserialize;
 
-use super::gelu::Gelu;
+use super::fused::{AddBias, AddBiasGelu, AddBiasResidual, MaskedSoftmax};
 
 /// The fields of a Hugging Face BERT or MPNet `config.json` that the forward pass needs.
 #[derive(Debug, Deserialize)]
@@ -326,37 +329,31 @@ impl Encoder {
         }
         let mut x = self.embedding_norm.forward(&embedded.reshape((rows, self.hidden))?)?;
 
-        // Added to the attention scores: 0 for real tokens, the lowest float for padding (as
-        // the reference implementation does). A batch without padding skips the addition.
-        let padding = if mask.min_all()?.to_scalar::<u32>()? == 0 {
-            let keep = mask.to_dtype(DType::F32)?;
-            Some(((keep - 1.0)? * f64::from(f32::MAX))?.reshape((batch, 1, 1, tokens))?)
-        } else {
-            None
-        };
-        // MPNet's relative bias is the same for every layer: one sum with the padding, made
-        // once per call, then one addition per layer as for BERT.
-        let bias = match (self.relative_bias.as_ref().map(|bias| bias.for_tokens(tokens)).transpose()?, padding) {
-            (Some(relative), Some(padding)) => Some(relative.broadcast_add(&padding)?),
-            (relative, padding) => relative.or(padding),
-        };
+        // Padding comes after each input's real tokens: the softmax needs only how many there
+        // are, and gives the padded keys no weight (`MaskedSoftmax`).
+        let lengths: Vec<usize> =
+            mask.to_vec2::<u32>()?.iter().map(|row| row.iter().take_while(|&&keep| keep != 0).count()).collect();
+        // MPNet's relative bias is the same for every layer: made once per call.
+        let bias = self.relative_bias.as_ref().map(|bias| bias.for_tokens(tokens)).transpose()?;
 
         for layer in &self.layers {
-            x = layer.forward(&x, batch, tokens, self, bias.as_ref())?;
+            x = layer.forward(&x, (batch, tokens, &lengths), self, bias.as_ref())?;
         }
         Ok(x.reshape((batch, tokens, self.hidden))?)
     }
 }
 
 impl Layer {
+    /// `inputs`: the batch size, the tokens of each input with padding, and each input's real
+    /// tokens.
     fn forward(
         &self,
         x: &Tensor,
-        batch: usize,
-        tokens: usize,
+        inputs: (usize, usize, &[usize]),
         shape: &Encoder,
         bias: Option<&Tensor>,
     ) -> anyhow::Result<Tensor> {
+        let (batch, tokens, lengths) = inputs;
         let (heads, head_size, hidden) = (shape.heads, shape.head_size, shape.hidden);
         // (rows, 3·hidden) → (3, batch, heads, tokens, head_size)
         let qkv = self
@@ -371,12 +368,12 @@ impl Layer {
             Some(bias) => scores.broadcast_add(bias)?,
             None => scores,
         };
-        let attention = candle_nn::ops::softmax_last_dim(&scores)?;
-        let context = attention.matmul(&value)?.transpose(1, 2)?.contiguous()?.reshape((batch * tokens, hidden))?;
-        let x = self.attention_norm.forward(&(self.attention_out.forward(&context)? + x)?)?;
+        scores.inplace_op1(&MaskedSoftmax { lengths })?;
+        let context = scores.matmul(&value)?.transpose(1, 2)?.contiguous()?.reshape((batch * tokens, hidden))?;
+        let x = self.attention_norm.forward(&self.attention_out.forward_residual(&context, x)?)?;
 
-        let up = self.up.forward(&x)?.apply_op1_no_bwd(&Gelu)?;
-        Ok(self.output_norm.forward(&(self.down.forward(&up)? + &x)?)?)
+        let up = self.up.forward_gelu(&x)?;
+        Ok(self.output_norm.forward(&self.down.forward_residual(&up, &x)?)?)
     }
 }
 
@@ -417,9 +414,25 @@ fn relative_bucket(query: usize, key: usize) -> u32 {
     (side + within) as u32
 }
 
+// Each step below works in place on the product's output, which nothing else holds yet.
 impl Dense {
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        x.matmul(&self.weight)?.broadcast_add(&self.bias)
+        let y = x.matmul(&self.weight)?;
+        y.inplace_op2(&self.bias, &AddBias)?;
+        Ok(y)
+    }
+
+    fn forward_gelu(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        let y = x.matmul(&self.weight)?;
+        y.inplace_op2(&self.bias, &AddBiasGelu)?;
+        Ok(y)
+    }
+
+    /// The layer's output plus `residual`, the input of the block it closes.
+    fn forward_residual(&self, x: &Tensor, residual: &Tensor) -> candle_core::Result<Tensor> {
+        let y = x.matmul(&self.weight)?;
+        y.inplace_op3(&self.bias, residual, &AddBiasResidual)?;
+        Ok(y)
     }
 }
 

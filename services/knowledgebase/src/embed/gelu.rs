@@ -1,36 +1,16 @@
 //! GELU with the exact (erf) definition BERT was trained with, at vector speed.
 //!
 //! candle's `gelu_erf` calls libm's `erff` per element: 428 µs for the 20 × 1536 activations of
-//! one layer on a 20-token query, a tenth of the layer's time. `erf` here is a rational
+//! one layer on a 20-token query, a tenth of the layer's time. `fused.rs` applies it in the
+//! same pass that adds the bias. `erf` here is a rational
 //! function of x² on [-4, 4] (outside, erf is ±1 in f32), only multiplications, additions and
 //! one division, no fused multiply-add (without the `fma` target feature `mul_add` is a libm
 //! call), which the compiler turns into SIMD code. Its error is below 1e-6 (tested
 //! against libm), far under what the model's F32 arithmetic already carries.
 
-use candle_core::{CpuStorage, CustomOp1, Layout, Shape, bail};
-
-pub(super) struct Gelu;
-
-impl CustomOp1 for Gelu {
-    fn name(&self) -> &'static str {
-        "gelu-erf-rational"
-    }
-
-    fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
-        let CpuStorage::F32(values) = storage else {
-            bail!("gelu: only F32 tensors are supported");
-        };
-        let Some((start, end)) = layout.contiguous_offsets() else {
-            bail!("gelu: the input must be contiguous");
-        };
-        let out = values[start..end].iter().map(|&x| gelu(x)).collect();
-        Ok((CpuStorage::F32(out), layout.shape().clone()))
-    }
-}
-
 /// x · Φ(x) = x/2 · (1 + erf(x/√2))
 #[inline(always)]
-fn gelu(x: f32) -> f32 {
+pub(super) fn gelu(x: f32) -> f32 {
     0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2))
 }
 

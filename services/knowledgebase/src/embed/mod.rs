@@ -47,6 +47,7 @@ pub struct EmbeddingConfig {
 pub mod batch;
 pub mod bert;
 mod encoder;
+mod fused;
 mod gelu;
 pub mod openai;
 mod threads;
