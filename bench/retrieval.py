@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 QUESTION_MAX = 5000  # characters, docs/openapi.json CreateReference.question
 ANSWER_MAX = 50_000  # characters, CreateReference.answer
 MODEL_WINDOW = 256  # tokens the embedder reads (services/knowledgebase/src/embed/bert.rs)
-WINDOW_WORDS, STRIDE_WORDS = 128, 96  # services/knowledgebase/src/passages.rs
+WINDOW_WORDS = 128  # services/knowledgebase/src/passages.rs
 K = 10
 
 
@@ -178,7 +178,7 @@ class WordPiece:
 def passage_count(answer):
     """Passages the service embeds for an answer (services/knowledgebase/src/passages.rs)."""
     words = len(answer.split())
-    return 1 if words <= WINDOW_WORDS else len(range(0, words - WINDOW_WORDS, STRIDE_WORDS)) + 1
+    return 1 if words <= WINDOW_WORDS else -(-words // WINDOW_WORDS)
 
 
 def passage_texts(reference):
@@ -187,8 +187,8 @@ def passage_texts(reference):
     if len(words) <= WINDOW_WORDS:
         return [reference["question"] + "\n" + reference["answer"]]
     question = " ".join(reference["question"].split()[:32])
-    starts = list(range(0, len(words) - WINDOW_WORDS, STRIDE_WORDS)) + [len(words) - WINDOW_WORDS]
-    return [question + "\n" + " ".join(words[start:start + WINDOW_WORDS]) for start in starts]
+    size = -(-len(words) // passage_count(reference["answer"]))
+    return [question + "\n" + " ".join(words[start:start + size]) for start in range(0, len(words), size)]
 
 
 def ndcg_at_k(ranked, relevant, k=K):
@@ -515,7 +515,7 @@ def section(f, machine, ranking):
         window = (f" {f['over_model_window']:,} of the {f['references_created']:,} entries (title + abstract, median "
                   f"{f['median_tokens']:.0f} WordPiece tokens) are longer than the model's {MODEL_WINDOW}-token "
                   f"window; {f['multi_passage_entries']:,} have answers over {WINDOW_WORDS} words and are embedded as "
-                  f"overlapping passages, {f['passages']:,} passages in all (a longer abstract costs more passages, "
+                  f"even passages of at most {WINDOW_WORDS} words, {f['passages']:,} passages in all (a longer abstract costs more passages, "
                   "and ingestion pays for each).")
     lines = [
         "## Knowledge base: retrieval quality on SciFact",

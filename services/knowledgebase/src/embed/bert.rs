@@ -10,7 +10,7 @@ use candle_core::{D, DType, Device, Tensor};
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
 use super::Embedder;
-use super::encoder::{Config, Encoder};
+use super::encoder::{Config, Encoder, Precision};
 use super::threads::{ModelThreads, Priority};
 
 /// sentence-transformers' `max_seq_length` for all-MiniLM-L6-v2, whose directory (made by
@@ -143,7 +143,12 @@ impl BertEmbedder {
     /// each thread given its next chunk when the last is done. So a long call never holds a
     /// thread for long: work that arrives meanwhile (a single reference behind a bulk import)
     /// waits for one chunk, not for the whole call.
-    async fn embed_on(&self, threads: &ModelThreads, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
+    async fn embed_on(
+        &self,
+        threads: &ModelThreads,
+        texts: Vec<String>,
+        precision: Precision,
+    ) -> anyhow::Result<Vec<Vec<f32>>> {
         let count = texts.len();
         let mut order: Vec<usize> = (0..count).collect();
         order.sort_by_key(|&i| texts[i].len());
@@ -159,7 +164,7 @@ impl BertEmbedder {
             for &chunk in chunks.iter().skip(part).step_by(parts) {
                 let batch: Vec<String> = chunk.iter().map(|&i| texts[i].clone()).collect();
                 let inner = Arc::clone(&self.inner);
-                done.push((chunk, threads.start(move || inner.embed(batch))?.await?));
+                done.push((chunk, threads.start(move || inner.embed(batch, precision))?.await?));
             }
             anyhow::Ok(done)
         });
@@ -179,8 +184,9 @@ impl Embedder for BertEmbedder {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
-        // CPU-bound for milliseconds to seconds: keep it off the async workers.
-        self.embed_on(&self.ingest, texts).await
+        // CPU-bound for milliseconds to seconds: keep it off the async workers. Passages to
+        // store take the bfloat16 products where the CPU has them (`bf16.rs`).
+        self.embed_on(&self.ingest, texts, Precision::Bf16).await
     }
 
     async fn embed_queries(&self, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
@@ -189,9 +195,9 @@ impl Embedder for BertEmbedder {
         }
         if texts.len() <= SMALL_CALL {
             let inner = Arc::clone(&self.inner);
-            return self.threads.start_small(move || inner.embed(texts))?.await;
+            return self.threads.start_small(move || inner.embed(texts, Precision::F32))?.await;
         }
-        self.embed_on(&self.threads, texts).await
+        self.embed_on(&self.threads, texts, Precision::F32).await
     }
 
     fn dimensions(&self) -> usize {
@@ -208,7 +214,7 @@ impl Embedder for BertEmbedder {
 }
 
 impl Inner {
-    fn embed(&self, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
+    fn embed(&self, texts: Vec<String>, precision: Precision) -> anyhow::Result<Vec<Vec<f32>>> {
         let encodings = self
             .tokenizer
             .encode_batch(texts, true)
@@ -223,7 +229,7 @@ impl Inner {
         let mut vectors = vec![Vec::new(); encodings.len()];
         for chunk in order.chunks(BATCH_SIZE) {
             let batch: Vec<&tokenizers::Encoding> = chunk.iter().map(|&i| &encodings[i]).collect();
-            let embedded = self.embed_batch(&batch)?;
+            let embedded = self.embed_batch(&batch, precision)?;
             for (&i, vector) in chunk.iter().zip(embedded) {
                 vectors[i] = vector;
             }
@@ -231,7 +237,7 @@ impl Inner {
         Ok(vectors)
     }
 
-    fn embed_batch(&self, batch: &[&tokenizers::Encoding]) -> anyhow::Result<Vec<Vec<f32>>> {
+    fn embed_batch(&self, batch: &[&tokenizers::Encoding], precision: Precision) -> anyhow::Result<Vec<Vec<f32>>> {
         let longest = batch.iter().map(|e| e.get_ids().len()).max().unwrap_or(0);
         let mut ids = Vec::with_capacity(batch.len() * longest);
         let mut mask = Vec::with_capacity(batch.len() * longest);
@@ -245,7 +251,7 @@ impl Inner {
         let shape = (batch.len(), longest);
         let ids = Tensor::from_vec(ids, shape, &self.device)?;
         let mask = Tensor::from_vec(mask, shape, &self.device)?;
-        let hidden = self.model.forward(&ids, &mask).context("the encoder's forward pass failed")?;
+        let hidden = self.model.forward(&ids, &mask, precision).context("the encoder's forward pass failed")?;
         // Mean over the real tokens only: (batch, tokens, hidden) -> (batch, hidden).
         let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
         let summed = hidden.broadcast_mul(&mask)?.sum(1)?;

@@ -10,7 +10,8 @@
 //! (`gelu.rs`). On a 20-token query these cut the model's time by about half (BENCHMARKS.md).
 //! The bias additions, GELU, the residual additions and the attention's softmax then work in
 //! place on the products' outputs, and the softmax skips padded keys rather than masking them
-//! (`fused.rs`): a third off the time of long passages.
+//! (`fused.rs`): a third off the time of long passages. Passages to store may take the linear
+//! layers' products in bfloat16 ([`Precision`], `bf16.rs`).
 //!
 //! MPNet (all-mpnet-base-v2) has BERT's layers under other weight names, and differs only
 //! around them: no token type embeddings, positions counted from `pad_token_id + 1` (as RoBERTa
@@ -21,9 +22,10 @@
 use std::collections::HashMap;
 
 use anyhow::{Context, anyhow, bail};
-use candle_core::{DType, Device, Tensor};
+use candle_core::{CpuStorage, DType, Device, Storage, Tensor};
 use serde::Deserialize;
 
+use super::bf16::Bf16Weight;
 use super::fused::{AddBias, AddBiasGelu, AddBiasResidual, MaskedSoftmax};
 
 /// The fields of a Hugging Face BERT or MPNet `config.json` that the forward pass needs.
@@ -55,6 +57,14 @@ pub(super) struct Config {
 pub(super) enum Architecture {
     Bert,
     MpNet,
+}
+
+/// The arithmetic of the linear layers' products.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Precision {
+    F32,
+    /// bfloat16 products with f32 sums, where the CPU has them (`bf16.rs`); F32 elsewhere.
+    Bf16,
 }
 
 impl Config {
@@ -159,6 +169,8 @@ struct Layer {
 struct Dense {
     weight: Tensor,
     bias: Tensor,
+    /// The weight again for the bfloat16 kernel, on CPUs that have it.
+    bf16: Option<Bf16Weight>,
 }
 
 struct Norm {
@@ -188,10 +200,7 @@ impl Weights {
     }
 
     fn dense(&self, name: &str) -> anyhow::Result<Dense> {
-        Ok(Dense {
-            weight: self.get(&format!("{name}.weight"))?.t()?.contiguous()?,
-            bias: self.get(&format!("{name}.bias"))?,
-        })
+        Dense::new(self.get(&format!("{name}.weight"))?.t()?.contiguous()?, self.get(&format!("{name}.bias"))?)
     }
 
     fn norm(&self, name: &str, eps: f64) -> anyhow::Result<Norm> {
@@ -246,10 +255,10 @@ impl Encoder {
                 );
                 // softmax(q·kᵀ / √d): the division moves into the query's weight and bias.
                 let scale = 1.0 / (head_size as f64).sqrt();
-                let qkv = Dense {
-                    weight: Tensor::cat(&[&(query.weight * scale)?, &key.weight, &value.weight], 1)?,
-                    bias: Tensor::cat(&[&(query.bias * scale)?, &key.bias, &value.bias], 0)?,
-                };
+                let qkv = Dense::new(
+                    Tensor::cat(&[&(query.weight * scale)?, &key.weight, &value.weight], 1)?,
+                    Tensor::cat(&[&(query.bias * scale)?, &key.bias, &value.bias], 0)?,
+                )?;
                 Ok(Layer {
                     qkv,
                     attention_out: weights.dense(&at(names.output))?,
@@ -315,7 +324,7 @@ impl Encoder {
     /// Token vectors of the last layer, `(batch, tokens, hidden)`. `ids` and `mask` are
     /// `(batch, tokens)` u32; padding has mask 0, comes after the real tokens and is never
     /// attended to.
-    pub(super) fn forward(&self, ids: &Tensor, mask: &Tensor) -> anyhow::Result<Tensor> {
+    pub(super) fn forward(&self, ids: &Tensor, mask: &Tensor, precision: Precision) -> anyhow::Result<Tensor> {
         let (batch, tokens) = ids.dims2()?;
         if tokens > self.max_tokens {
             bail!("{tokens} tokens exceed the model's {} positions", self.max_tokens);
@@ -337,7 +346,7 @@ impl Encoder {
         let bias = self.relative_bias.as_ref().map(|bias| bias.for_tokens(tokens)).transpose()?;
 
         for layer in &self.layers {
-            x = layer.forward(&x, (batch, tokens, &lengths), self, bias.as_ref())?;
+            x = layer.forward(&x, (batch, tokens, &lengths), (self, precision), bias.as_ref())?;
         }
         Ok(x.reshape((batch, tokens, self.hidden))?)
     }
@@ -350,7 +359,7 @@ impl Layer {
         &self,
         x: &Tensor,
         inputs: (usize, usize, &[usize]),
-        shape: &Encoder,
+        (shape, precision): (&Encoder, Precision),
         bias: Option<&Tensor>,
     ) -> anyhow::Result<Tensor> {
         let (batch, tokens, lengths) = inputs;
@@ -358,7 +367,7 @@ impl Layer {
         // (rows, 3·hidden) → (3, batch, heads, tokens, head_size)
         let qkv = self
             .qkv
-            .forward(x)?
+            .forward(x, precision)?
             .reshape((batch, tokens, 3, heads, head_size))?
             .permute((2, 0, 3, 1, 4))?
             .contiguous()?;
@@ -370,10 +379,10 @@ impl Layer {
         };
         scores.inplace_op1(&MaskedSoftmax { lengths })?;
         let context = scores.matmul(&value)?.transpose(1, 2)?.contiguous()?.reshape((batch * tokens, hidden))?;
-        let x = self.attention_norm.forward(&self.attention_out.forward_residual(&context, x)?)?;
+        let x = self.attention_norm.forward(&self.attention_out.forward_residual(&context, x, precision)?)?;
 
-        let up = self.up.forward_gelu(&x)?;
-        Ok(self.output_norm.forward(&self.down.forward_residual(&up, &x)?)?)
+        let up = self.up.forward_gelu(&x, precision)?;
+        Ok(self.output_norm.forward(&self.down.forward_residual(&up, &x, precision)?)?)
     }
 }
 
@@ -416,21 +425,47 @@ fn relative_bucket(query: usize, key: usize) -> u32 {
 
 // Each step below works in place on the product's output, which nothing else holds yet.
 impl Dense {
-    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        let y = x.matmul(&self.weight)?;
+    fn new(weight: Tensor, bias: Tensor) -> anyhow::Result<Self> {
+        let (inputs, outputs) = weight.dims2()?;
+        let bf16 = if super::bf16::supported() {
+            Bf16Weight::pack(&weight.flatten_all()?.to_vec1::<f32>()?, inputs, outputs)
+        } else {
+            None
+        };
+        Ok(Self { weight, bias, bf16 })
+    }
+
+    fn product(&self, x: &Tensor, precision: Precision) -> candle_core::Result<Tensor> {
+        let Some(packed) = self.bf16.as_ref().filter(|_| precision == Precision::Bf16) else {
+            return x.matmul(&self.weight);
+        };
+        let (rows, _) = x.dims2()?;
+        let out = {
+            let (storage, layout) = x.storage_and_layout();
+            let (Storage::Cpu(CpuStorage::F32(values)), Some((start, end))) = (&*storage, layout.contiguous_offsets())
+            else {
+                candle_core::bail!("the bfloat16 product takes a contiguous F32 tensor on the CPU");
+            };
+            packed.matmul(&values[start..end], rows).map_err(|e| candle_core::Error::Msg(format!("{e:#}")))?
+        };
+        Tensor::from_vec(out, (rows, packed.outputs()), x.device())
+    }
+
+    fn forward(&self, x: &Tensor, precision: Precision) -> candle_core::Result<Tensor> {
+        let y = self.product(x, precision)?;
         y.inplace_op2(&self.bias, &AddBias)?;
         Ok(y)
     }
 
-    fn forward_gelu(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        let y = x.matmul(&self.weight)?;
+    fn forward_gelu(&self, x: &Tensor, precision: Precision) -> candle_core::Result<Tensor> {
+        let y = self.product(x, precision)?;
         y.inplace_op2(&self.bias, &AddBiasGelu)?;
         Ok(y)
     }
 
     /// The layer's output plus `residual`, the input of the block it closes.
-    fn forward_residual(&self, x: &Tensor, residual: &Tensor) -> candle_core::Result<Tensor> {
-        let y = x.matmul(&self.weight)?;
+    fn forward_residual(&self, x: &Tensor, residual: &Tensor, precision: Precision) -> candle_core::Result<Tensor> {
+        let y = self.product(x, precision)?;
         y.inplace_op3(&self.bias, residual, &AddBiasResidual)?;
         Ok(y)
     }

@@ -46,6 +46,7 @@ pub struct EmbeddingConfig {
 
 pub mod batch;
 pub mod bert;
+mod bf16;
 mod encoder;
 mod fused;
 mod gelu;
