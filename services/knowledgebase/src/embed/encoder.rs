@@ -200,7 +200,7 @@ impl Weights {
     }
 
     fn dense(&self, name: &str) -> anyhow::Result<Dense> {
-        Dense::new(self.get(&format!("{name}.weight"))?.t()?.contiguous()?, self.get(&format!("{name}.bias"))?)
+        Ok(Dense::new(self.get(&format!("{name}.weight"))?.t()?.contiguous()?, self.get(&format!("{name}.bias"))?))
     }
 
     fn norm(&self, name: &str, eps: f64) -> anyhow::Result<Norm> {
@@ -258,13 +258,14 @@ impl Encoder {
                 let qkv = Dense::new(
                     Tensor::cat(&[&(query.weight * scale)?, &key.weight, &value.weight], 1)?,
                     Tensor::cat(&[&(query.bias * scale)?, &key.bias, &value.bias], 0)?,
-                )?;
+                )
+                .packed()?;
                 Ok(Layer {
                     qkv,
-                    attention_out: weights.dense(&at(names.output))?,
+                    attention_out: weights.dense(&at(names.output))?.packed()?,
                     attention_norm: weights.norm(&at(names.norm), eps)?,
-                    up: weights.dense(&at("intermediate.dense"))?,
-                    down: weights.dense(&at("output.dense"))?,
+                    up: weights.dense(&at("intermediate.dense"))?.packed()?,
+                    down: weights.dense(&at("output.dense"))?.packed()?,
                     output_norm: weights.norm(&at("output.LayerNorm"), eps)?,
                 })
             })
@@ -425,14 +426,18 @@ fn relative_bucket(query: usize, key: usize) -> u32 {
 
 // Each step below works in place on the product's output, which nothing else holds yet.
 impl Dense {
-    fn new(weight: Tensor, bias: Tensor) -> anyhow::Result<Self> {
-        let (inputs, outputs) = weight.dims2()?;
-        let bf16 = if super::bf16::supported() {
-            Bf16Weight::pack(&weight.flatten_all()?.to_vec1::<f32>()?, inputs, outputs)
-        } else {
-            None
-        };
-        Ok(Self { weight, bias, bf16 })
+    fn new(weight: Tensor, bias: Tensor) -> Self {
+        Self { weight, bias, bf16: None }
+    }
+
+    /// This layer with its weight packed for the bfloat16 kernel, where the CPU runs it. Only
+    /// for the layers the forward pass uses: not the query, key and value parts of `qkv`.
+    fn packed(mut self) -> anyhow::Result<Self> {
+        if super::bf16::supported() {
+            let (inputs, outputs) = self.weight.dims2()?;
+            self.bf16 = Bf16Weight::pack(&self.weight.flatten_all()?.to_vec1::<f32>()?, inputs, outputs);
+        }
+        Ok(self)
     }
 
     fn product(&self, x: &Tensor, precision: Precision) -> candle_core::Result<Tensor> {

@@ -63,17 +63,27 @@ fn rows<'a>(
     Ok(x.chunks_exact_mut(bias.len()).map(move |row| (row, bias)))
 }
 
+/// `x = then(x + bias)` over every row: the one pass `AddBias` and `AddBiasGelu` make.
+fn add_bias_then(
+    op: &str,
+    (s1, l1): (&mut CpuStorage, &Layout),
+    (s2, l2): (&CpuStorage, &Layout),
+    then: impl Fn(f32) -> f32,
+) -> candle_core::Result<()> {
+    let bias = values(s2, l2, op)?;
+    for (row, bias) in rows(values_mut(s1, l1, op)?, bias, op)? {
+        row.iter_mut().zip(bias).for_each(|(x, b)| *x = then(*x + b));
+    }
+    Ok(())
+}
+
 impl InplaceOp2 for AddBias {
     fn name(&self) -> &'static str {
         "add-bias"
     }
 
     fn cpu_fwd(&self, s1: &mut CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> candle_core::Result<()> {
-        let bias = values(s2, l2, self.name())?;
-        for (row, bias) in rows(values_mut(s1, l1, self.name())?, bias, self.name())? {
-            row.iter_mut().zip(bias).for_each(|(x, b)| *x += b);
-        }
-        Ok(())
+        add_bias_then(self.name(), (s1, l1), (s2, l2), |x| x)
     }
 }
 
@@ -83,11 +93,7 @@ impl InplaceOp2 for AddBiasGelu {
     }
 
     fn cpu_fwd(&self, s1: &mut CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> candle_core::Result<()> {
-        let bias = values(s2, l2, self.name())?;
-        for (row, bias) in rows(values_mut(s1, l1, self.name())?, bias, self.name())? {
-            row.iter_mut().zip(bias).for_each(|(x, b)| *x = gelu(*x + b));
-        }
-        Ok(())
+        add_bias_then(self.name(), (s1, l1), (s2, l2), gelu)
     }
 }
 
