@@ -509,8 +509,25 @@ pub struct Redis {
     dir: tempfile::TempDir,
 }
 
+/// A port on 127.0.0.1 that was free a moment ago, for a child process to listen on.
+///
+/// Taken below the kernel's ephemeral range, which `bind(0)` and every outgoing connection
+/// draw from: a port of that range, released here and bound by the child a second later, was
+/// at times taken in between by one of the many connections the tests open ("Address already
+/// in use"). Below it only another test's `free_port` can take it, and the random start makes
+/// that unlikely.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+    let ephemeral_start = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    let low = ephemeral_start.saturating_sub(12_000).max(1024);
+    let span = u32::from(ephemeral_start.saturating_sub(low).max(1));
+    let start = uuid::Uuid::new_v4().as_u128() as u32 % span;
+    (0..span)
+        .map(|offset| low + ((start + offset) % span) as u16)
+        .find(|&port| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok())
+        .unwrap_or_else(|| std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port())
 }
 
 fn redis_server() -> PathBuf {
