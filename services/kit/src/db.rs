@@ -238,7 +238,9 @@ mod tests {
     static NO_MIGRATIONS: Migrator = Migrator::DEFAULT;
 
     /// Writers of one process queue for the write connection: each read-then-write transaction
-    /// sees the last one's commit, none fails with `SQLITE_BUSY`, and reads run beside them.
+    /// sees the last one's commit and none fails with `SQLITE_BUSY`. (It passes without the
+    /// write connection too, only slower: how long writers wait is measured in BENCHMARKS.md,
+    /// not asserted here.)
     #[tokio::test]
     async fn sqlite_writers_of_one_process_take_turns_and_all_commit() {
         let dir = tempfile::tempdir().expect("tempdir");
