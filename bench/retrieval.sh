@@ -47,6 +47,7 @@ f = json.load(open(sys.argv[1]))
 print("%.4f | %.4f | %.1f ms | %.1f ms" % (f["ndcg_at_10"], f["recall_at_10"], f["latency_p50_ms"], f["latency_p99_ms"]))
 PY
 }
+read -r steal0 total0 < <(steal_ticks)
 # The encoder's own rate on SciFact passages, on a quiet machine, before the platform starts.
 python3 "$BENCH_DIR/retrieval.py" --base-url http://127.0.0.1:1/v1 --key none --data "$SCIFACT_DIR" \
   --limit-docs "$LIMIT_DOCS" --passages-out "$work/passages.jsonl"
@@ -103,6 +104,11 @@ if [ -n "$TUNINGS" ]; then
   done
   cat "$work/tunings.md" >>"$work/section.md"
 fi
+
+read -r steal1 total1 < <(steal_ticks)
+steal="$(steal_percent "$steal0" "$total0" "$steal1" "$total1")"
+echo "The host's steal time over the whole run: $steal % of the CPU." >&2
+printf '\nThe host took %s %% of the CPU (steal time) over the whole run.\n' "$steal" >>"$work/section.md"
 
 echo >&2
 cat "$work/section.md"
