@@ -24,6 +24,17 @@ fn model() -> Arc<BertEmbedder> {
         .clone()
 }
 
+/// The same model with f32 products on every CPU, for comparisons with f32 references.
+fn f32_model() -> Arc<BertEmbedder> {
+    static MODEL: OnceLock<Arc<BertEmbedder>> = OnceLock::new();
+    MODEL
+        .get_or_init(|| {
+            let dir = embed::default_model_dir();
+            Arc::new(BertEmbedder::load(&dir).unwrap_or_else(|e| panic!("{e:#}")).with_f32_products())
+        })
+        .clone()
+}
+
 fn cosine(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
@@ -72,7 +83,7 @@ async fn bert_paraphrases_are_close_and_unrelated_texts_are_not() {
 /// `[101, 2129, 2079, 1045, 25141, 2026, 20786, 1029, 102]`).
 #[tokio::test]
 async fn bert_matches_a_reference_implementation() {
-    let vector = model().embed_queries(strings(&["How do I reset my password?"])).await.unwrap().remove(0);
+    let vector = f32_model().embed_queries(strings(&["How do I reset my password?"])).await.unwrap().remove(0);
     let expected = [0.006903, -0.063023, -0.072044, -0.032496, -0.042709, 0.070429, 0.009074, 0.015408];
     for (i, (got, want)) in vector.iter().zip(expected).enumerate() {
         assert!((got - want).abs() < 1e-4, "dimension {i}: {got} instead of {want}");
@@ -81,7 +92,7 @@ async fn bert_matches_a_reference_implementation() {
 
 /// The service's encoder against candle-transformers' BERT (what it replaced), over texts of
 /// very different lengths embedded in one batch, so that padding and masking are exercised.
-/// Queries: their products are f32 on every CPU (stored passages may be bfloat16, see below).
+/// In f32: the service's bfloat16 vectors are checked against these below.
 #[tokio::test]
 async fn bert_encoder_matches_candle_transformers_bert() {
     let reference = ReferenceBert::load(&embed::default_model_dir()).unwrap();
@@ -91,7 +102,7 @@ async fn bert_encoder_matches_candle_transformers_bert() {
         "Can I bring my dog to the hotel, and is there an extra charge for pets?",
         &"Refunds are processed within five working days of receiving the item back. ".repeat(30),
     ]);
-    let vectors = model().embed_queries(texts.clone()).await.unwrap();
+    let vectors = f32_model().embed_queries(texts.clone()).await.unwrap();
     for (text, vector) in texts.iter().zip(&vectors) {
         let expected = reference.embed(text).unwrap();
         let worst = vector.iter().zip(&expected).map(|(a, b)| (a - b).abs()).fold(0.0_f32, f32::max);
@@ -99,11 +110,11 @@ async fn bert_encoder_matches_candle_transformers_bert() {
     }
 }
 
-/// Passages to store take bfloat16 products where the CPU has them (`embed/bf16.rs`); their
+/// Passages and queries take bfloat16 products where the CPU has them (`embed/bf16.rs`); their
 /// vectors must stay as close to the f32 ones as ranking needs. Measured on AVX512_BF16 (AMD
 /// EPYC): cosine 0.99998 to 0.99999. Elsewhere both are f32 and equal.
 #[tokio::test]
-async fn stored_passages_are_the_query_vectors_to_bfloat16_precision() {
+async fn passages_and_queries_are_the_f32_vectors_to_bfloat16_precision() {
     let model = model();
     let texts = strings(&[
         "Opening hours",
@@ -114,11 +125,14 @@ async fn stored_passages_are_the_query_vectors_to_bfloat16_precision() {
     ]);
     let stored = model.embed(texts.clone()).await.unwrap();
     let queries = model.embed_queries(texts.clone()).await.unwrap();
-    for ((text, stored), query) in texts.iter().zip(&stored).zip(&queries) {
-        assert!((norm(stored) - 1.0).abs() < 1e-4, "norm {}", norm(stored));
-        let similarity = cosine(stored, query);
-        eprintln!("{text:.30}: cosine {similarity}");
-        assert!(similarity > 0.999, "{text:.30}: cosine {similarity} between the stored and the query vector");
+    let exact = f32_model().embed_queries(texts.clone()).await.unwrap();
+    for (((text, stored), query), exact) in texts.iter().zip(&stored).zip(&queries).zip(&exact) {
+        for (kind, vector) in [("stored", stored), ("query", query)] {
+            assert!((norm(vector) - 1.0).abs() < 1e-4, "norm {}", norm(vector));
+            let similarity = cosine(vector, exact);
+            eprintln!("{text:.30}: {kind} vector, cosine {similarity} to f32");
+            assert!(similarity > 0.999, "{text:.30}: cosine {similarity} between the {kind} and the f32 vector");
+        }
     }
 }
 
@@ -133,15 +147,16 @@ async fn bert_batches_give_the_same_vectors_as_one_by_one_in_order() {
             _ => "short".repeat(i % 5 + 1),
         })
         .collect();
-    // Queries (f32 products): the same numbers whatever the batch.
-    let batched = model.embed_queries(texts.clone()).await.unwrap();
+    // f32 products: the same numbers whatever the batch.
+    let exact = f32_model();
+    let batched = exact.embed_queries(texts.clone()).await.unwrap();
     assert_eq!(batched.len(), texts.len());
     for (text, vector) in texts.iter().zip(&batched) {
-        let single = model.embed_queries(vec![text.clone()]).await.unwrap();
+        let single = exact.embed_queries(vec![text.clone()]).await.unwrap();
         let difference = single[0].iter().zip(vector).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
         assert!(difference < 1e-4, "{text:?} differs by {difference}");
     }
-    // Stored passages (bfloat16 products where the CPU has them): rounding to bfloat16 turns
+    // bfloat16 products (where the CPU has them): rounding to bfloat16 turns
     // the f32 products' last-bit differences between batch shapes into differences of a few
     // 1e-4, so each vector must be its own text's, and closest to it of all.
     let batched = model.embed(texts.clone()).await.unwrap();
@@ -224,7 +239,8 @@ fn mpnet() -> Option<Arc<BertEmbedder>> {
                 );
                 return None;
             }
-            Some(Arc::new(BertEmbedder::load(&dir).unwrap_or_else(|e| panic!("{e:#}"))))
+            // f32: checked against an f32 reference to 1e-5.
+            Some(Arc::new(BertEmbedder::load(&dir).unwrap_or_else(|e| panic!("{e:#}")).with_f32_products()))
         })
         .clone()
 }

@@ -41,6 +41,10 @@ pub struct BertEmbedder {
     threads: ModelThreads,
     /// As many for passages to store, at a lower priority: a query never waits behind them.
     ingest: ModelThreads,
+    /// Of queries and passages alike, so that a query is embedded as the passages it is
+    /// compared with were. bfloat16 by default (f32 where the CPU lacks it): it made searches
+    /// 1.6 times cheaper and left SciFact's nDCG@10 within noise (BENCHMARKS.md, issue 43).
+    products: Precision,
 }
 
 struct Inner {
@@ -118,7 +122,16 @@ impl BertEmbedder {
             name: model_name(model_dir),
             threads: ModelThreads::new(cores, Priority::Query)?,
             ingest: ModelThreads::new(cores, Priority::Ingest)?,
+            products: Precision::Bf16,
         })
+    }
+
+    /// The same model with f32 products on every CPU: the reference that the bfloat16 vectors
+    /// are checked against.
+    #[must_use]
+    pub fn with_f32_products(mut self) -> Self {
+        self.products = Precision::F32;
+        self
     }
 }
 
@@ -184,9 +197,8 @@ impl Embedder for BertEmbedder {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
-        // CPU-bound for milliseconds to seconds: keep it off the async workers. Passages to
-        // store take the bfloat16 products where the CPU has them (`bf16.rs`).
-        self.embed_on(&self.ingest, texts, Precision::Bf16).await
+        // CPU-bound for milliseconds to seconds: keep it off the async workers.
+        self.embed_on(&self.ingest, texts, self.products).await
     }
 
     async fn embed_queries(&self, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
@@ -194,10 +206,10 @@ impl Embedder for BertEmbedder {
             return Ok(Vec::new());
         }
         if texts.len() <= SMALL_CALL {
-            let inner = Arc::clone(&self.inner);
-            return self.threads.start_small(move || inner.embed(texts, Precision::F32))?.await;
+            let (inner, products) = (Arc::clone(&self.inner), self.products);
+            return self.threads.start_small(move || inner.embed(texts, products))?.await;
         }
-        self.embed_on(&self.threads, texts, Precision::F32).await
+        self.embed_on(&self.threads, texts, self.products).await
     }
 
     fn dimensions(&self) -> usize {

@@ -10,8 +10,8 @@
 //! (`gelu.rs`). On a 20-token query these cut the model's time by about half (BENCHMARKS.md).
 //! The bias additions, GELU, the residual additions and the attention's softmax then work in
 //! place on the products' outputs, and the softmax skips padded keys rather than masking them
-//! (`fused.rs`): a third off the time of long passages. Passages to store may take the linear
-//! layers' products in bfloat16 ([`Precision`], `bf16.rs`).
+//! (`fused.rs`): a third off the time of long passages. The linear layers' products may run in
+//! bfloat16 ([`Precision`], `bf16.rs`).
 //!
 //! MPNet (all-mpnet-base-v2) has BERT's layers under other weight names, and differs only
 //! around them: no token type embeddings, positions counted from `pad_token_id + 1` (as RoBERTa
