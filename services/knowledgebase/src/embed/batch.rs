@@ -1,13 +1,15 @@
-//! Gathers small embedding requests that arrive together into model calls, queries and
-//! passages apart.
+//! Queues small embedding requests for the model, queries and passages apart, and gathers
+//! passages that arrive together into model calls.
 //!
 //! Searches embed one query each, and single references, webpages and documents a few
 //! passages each; run side by side without limit, each call would fight the others for the
-//! same cores, and the model embeds a batch faster per text than its texts one by one. Each
-//! kind has a worker that keeps at most as many model calls running as the model can use side
-//! by side (one per core for the local model):
-//! - queries: when a call is free it takes the first waiting query plus whatever else is
-//!   queued, and never waits for more, so a lone search pays nothing;
+//! same cores. Each kind has a worker that keeps at most as many model calls running as the
+//! model can use side by side (one per core for the local model):
+//! - queries: one search's query a call, first come first served, so a lone search waits for
+//!   nothing. They are not gathered: a query is more tokens than the products' tiles are rows
+//!   (8), so a batch of them was no cheaper a query, and each gathered query waited for the
+//!   slowest of its batch. (Measured with 8 search clients during a bulk import of SciFact:
+//!   search p99 59.5 and 61 ms gathered, 50 and 53 ms one a call; BENCHMARKS.md, issue 43.)
 //! - passages: it takes queued requests until the call is about one model batch
 //!   ([`FULL_TEXTS`] texts or [`FULL_CHARS`] characters), waiting up to [`GATHER`] for more
 //!   while it is smaller. A write takes tens of milliseconds to embed, so the wait is small
@@ -27,10 +29,8 @@ use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use super::Embedder;
 
-/// Queries of at most this many texts are gathered.
+/// Queries of at most this many texts are queued; larger calls go to the model at once.
 const SMALL_QUERY: usize = 4;
-/// Texts per gathered query call.
-const QUERY_BATCH: usize = 32;
 /// A passage request of more texts goes to the model alone.
 const INGEST_BATCH: usize = 64;
 /// A gathered passage call stops taking requests at this many texts (the model's batch)...
@@ -68,7 +68,7 @@ impl Coalescing {
 fn start(model: Arc<dyn Embedder>, work: Work) -> mpsc::Sender<Request> {
     let (queue, mut waiting) = mpsc::channel::<Request>(1024);
     let (calls, full, wait): (usize, fn(usize, usize) -> bool, Duration) = match work {
-        Work::Query => (1, |texts, _| texts >= QUERY_BATCH, Duration::ZERO),
+        Work::Query => (1, |_, _| true, Duration::ZERO),
         Work::Ingest => (2, |texts, chars| texts >= FULL_TEXTS || chars >= FULL_CHARS, GATHER),
     };
     let slots = Arc::new(Semaphore::new(calls * model.parallelism().max(1)));
@@ -222,6 +222,21 @@ mod tests {
         });
         futures::future::join_all(writes).await;
         assert_eq!(*model.0.lock().unwrap(), [(4, "ingest"), (4, "ingest")], "two writes a call");
+    }
+
+    #[tokio::test]
+    async fn concurrent_queries_are_embedded_one_a_call() {
+        let model = Arc::new(Recording::default());
+        let coalescing = Coalescing::new(model.clone());
+        let searches = (1..=4).map(|i| {
+            let coalescing = coalescing.clone();
+            async move { coalescing.embed_queries(texts(&[i])).await.unwrap() }
+        });
+        let answers = futures::future::join_all(searches).await;
+        for (i, vectors) in (1..=4).zip(answers) {
+            assert_eq!(vectors, vec![vec![i as f32]]);
+        }
+        assert_eq!(*model.0.lock().unwrap(), [(1, "query"); 4], "a call for each query");
     }
 
     #[tokio::test]
