@@ -67,32 +67,19 @@ impl Coalescing {
 
 fn start(model: Arc<dyn Embedder>, work: Work) -> mpsc::Sender<Request> {
     let (queue, mut waiting) = mpsc::channel::<Request>(1024);
-    let (calls, full, wait): (usize, fn(usize, usize) -> bool, Duration) = match work {
-        Work::Query => (1, |_, _| true, Duration::ZERO),
-        Work::Ingest => (2, |texts, chars| texts >= FULL_TEXTS || chars >= FULL_CHARS, GATHER),
+    let calls = match work {
+        Work::Query => 1,
+        Work::Ingest => 2,
     };
     let slots = Arc::new(Semaphore::new(calls * model.parallelism().max(1)));
     tokio::spawn(async move {
         // A free slot first, then the requests: while every slot is busy, requests queue up
-        // and the next batch takes them.
+        // and the next call takes them.
         while let Ok(slot) = slots.clone().acquire_owned().await {
             let Some(first) = waiting.recv().await else { return };
-            let size = |texts: &[String]| texts.iter().map(String::len).sum::<usize>();
-            let (mut texts, mut chars) = (first.0.len(), size(&first.0));
             let mut batch = vec![first];
-            let deadline = tokio::time::Instant::now() + wait;
-            while !full(texts, chars) {
-                let next = match waiting.try_recv() {
-                    Ok(next) => next,
-                    Err(_) if wait.is_zero() => break,
-                    Err(_) => match tokio::time::timeout_at(deadline, waiting.recv()).await {
-                        Ok(Some(next)) => next,
-                        _ => break,
-                    },
-                };
-                texts += next.0.len();
-                chars += size(&next.0);
-                batch.push(next);
+            if work == Work::Ingest {
+                gather_passages(&mut waiting, &mut batch).await;
             }
             let model = model.clone();
             tokio::spawn(async move {
@@ -102,6 +89,23 @@ fn start(model: Arc<dyn Embedder>, work: Work) -> mpsc::Sender<Request> {
         }
     });
     queue
+}
+
+/// Adds waiting passage requests to `batch` until it is about one model batch ([`FULL_TEXTS`]
+/// texts or [`FULL_CHARS`] characters), waiting up to [`GATHER`] for more.
+async fn gather_passages(waiting: &mut mpsc::Receiver<Request>, batch: &mut Vec<Request>) {
+    let size = |texts: &[String]| texts.iter().map(String::len).sum::<usize>();
+    let mut texts: usize = batch.iter().map(|(texts, _)| texts.len()).sum();
+    let mut chars: usize = batch.iter().map(|(texts, _)| size(texts)).sum();
+    let deadline = tokio::time::Instant::now() + GATHER;
+    while texts < FULL_TEXTS && chars < FULL_CHARS {
+        // A request already waiting is taken even once the deadline has passed: the timeout
+        // polls the receiver before it looks at the clock.
+        let Ok(Some(next)) = tokio::time::timeout_at(deadline, waiting.recv()).await else { break };
+        texts += next.0.len();
+        chars += size(&next.0);
+        batch.push(next);
+    }
 }
 
 /// Embeds the texts of every request of the batch in one call and answers each request.
