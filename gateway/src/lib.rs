@@ -31,6 +31,7 @@ mod scope;
 pub mod server;
 mod services;
 mod sessions;
+mod spreadsheet;
 mod throttle;
 
 pub use config::GatewayConfig;

@@ -22,7 +22,7 @@ fn analysis(sentiment: &str, successful: Option<bool>, custom: &str) -> CallAnal
     CallAnalysis { summary: None, sentiment: sentiment.into(), successful, custom_json: custom.into() }
 }
 
-fn end(team: &Team, external_id: &str, ended_at: &str) -> EndCallRequest {
+pub(crate) fn end(team: &Team, external_id: &str, ended_at: &str) -> EndCallRequest {
     EndCallRequest {
         team_id: team.id.clone(),
         external_id: external_id.into(),
@@ -36,7 +36,7 @@ async fn balance(api: &Api) -> i64 {
     api.get("/me").await.expect(200)["data"]["credits"]["balance"].as_i64().expect("a balance")
 }
 
-async fn ended(runtime: &mut Runtime, request: EndCallRequest) -> Result<(), ServiceError> {
+pub(crate) async fn ended(runtime: &mut Runtime, request: EndCallRequest) -> Result<(), ServiceError> {
     let request = runtime.signed(request);
     runtime.client.end_call(request).await.map(|_| ()).map_err(|status| ServiceError::from_status(&status))
 }

@@ -34,7 +34,9 @@ pub fn endpoints() -> Vec<Endpoint> {
                  `from`, `to`, `status`, `duration`, `agent_id`, `agent_name`, `summary`, `sentiment`, \
                  `successful`, `disconnection_reason`, `cost`, `cost_unpaid`, then one `custom.<name>` column \
                  per custom analysis field that the exported calls hold (sorted by name; a string value as it \
-                 is, another as JSON). Empty cells are nulls. Transcripts are not exported. A failure after the \
+                 is, another as JSON). Empty cells are nulls. A cell a spreadsheet would run as a formula \
+                 (it begins with `=`, `+`, `-`, `@`, a tab or a carriage return, and is not a number or an E.164 \
+                 phone number) begins with `'` (OWASP, CSV injection), in every column. Transcripts are not exported. A failure after the \
                  first bytes ends the body early (the status is sent already).",
             )
             .class(RateClass::Bulk)
@@ -147,7 +149,7 @@ impl Sheet {
             Some(serde_json::Value::String(text)) => text.clone(),
             Some(other) => other.to_string(),
         }));
-        writer.write_record(&record)
+        writer.write_record(record.into_iter().map(crate::spreadsheet::cell))
     }
 
     /// The CSV of `calls` (after the header when `header`): a writer of its own per chunk,
