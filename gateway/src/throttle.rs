@@ -17,6 +17,9 @@
 //!
 //! Requests for a password-reset e-mail are counted the same way, each request a "failure",
 //! under their own [`Policy`]: a mailbox is not flooded, and no one is refused a sign-in by them.
+//! Their per-address ceiling holds for every client: a sender who changes client address gets
+//! no more mails into one mailbox (the sign-in ceiling lets a client without failures through,
+//! so that a guesser cannot lock an owner out; a mail cap has no owner to lock out).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -30,9 +33,10 @@ pub const PER_EMAIL_AND_CLIENT: i64 = 10;
 pub const PER_EMAIL: i64 = 100;
 pub const PER_CLIENT: i64 = 50;
 
-/// KEYS: the counters of e-mail and client, e-mail, client. ARGV: the window (ms) and the three
-/// limits. Takes one of each; when one is over its limit gives them back. Answers the wait (ms)
-/// before a try is allowed again, 0 when this one is.
+/// KEYS: the counters of e-mail and client, e-mail, client. ARGV: the window (ms), the three
+/// limits, and 1 when the e-mail's limit holds for clients without failures too. Takes one of
+/// each; when one is over its limit gives them back. Answers the wait (ms) before a try is
+/// allowed again, 0 when this one is.
 const RESERVE: &str = r"
 local taken = {}
 for i = 1, 3 do
@@ -41,7 +45,8 @@ for i = 1, 3 do
     redis.call('PEXPIRE', KEYS[i], ARGV[1])
   end
 end
-local over = {taken[1] > tonumber(ARGV[2]), taken[2] > tonumber(ARGV[3]) and taken[1] > 1, taken[3] > tonumber(ARGV[4])}
+local over = {taken[1] > tonumber(ARGV[2]), taken[2] > tonumber(ARGV[3]) and (taken[1] > 1 or ARGV[5] == '1'),
+  taken[3] > tonumber(ARGV[4])}
 local wait = 0
 for i = 1, 3 do
   if over[i] then
@@ -69,6 +74,8 @@ pub struct Policy {
     per_pair: i64,
     per_email: i64,
     per_client: i64,
+    /// Past `per_email`, every client waits, not only those that failed for the address.
+    strict_email: bool,
     message: &'static str,
     hint: &'static str,
 }
@@ -79,6 +86,7 @@ pub const SIGN_IN: Policy = Policy {
     per_pair: PER_EMAIL_AND_CLIENT,
     per_email: PER_EMAIL,
     per_client: PER_CLIENT,
+    strict_email: false,
     message: "Too many failed sign-ins; try again later",
     hint: "After 10 failures for an e-mail address from one client (100 from all clients, 50 from one client for \
            any address) in 15 minutes, tries wait.",
@@ -90,6 +98,7 @@ pub const RESET_REQUESTS: Policy = Policy {
     per_pair: 3,
     per_email: 5,
     per_client: 20,
+    strict_email: true,
     message: "Too many password-reset requests; try again later",
     hint: "An e-mail address gets at most 3 reset e-mails a client in 15 minutes (5 in all); a client asks for at \
            most 20.",
@@ -103,6 +112,7 @@ pub const EMAIL_CHANGES: Policy = Policy {
     per_pair: 3,
     per_email: 5,
     per_client: 20,
+    strict_email: true,
     message: "Too many e-mail change requests; try again later",
     hint: "An address gets at most 3 confirmation e-mails a client in 15 minutes (5 in all); a client asks for at \
            most 20.",
@@ -169,6 +179,7 @@ impl SignInThrottle {
             let mut invocation = self.reserve.prepare_invoke();
             invocation.key(&keys[0]).key(&keys[1]).key(&keys[2]);
             invocation.arg(WINDOW_MS).arg(policy.per_pair).arg(policy.per_email).arg(policy.per_client);
+            invocation.arg(i64::from(policy.strict_email));
             if let Some(wait_ms) = redis.run::<i64>(&invocation).await {
                 return if wait_ms > 0 {
                     Err(throttled(policy, wait_ms))
@@ -221,7 +232,7 @@ impl SignInThrottle {
         let policy = self.policy;
         let over = [
             taken[0].0 > policy.per_pair,
-            taken[1].0 > policy.per_email && taken[0].0 > 1,
+            taken[1].0 > policy.per_email && (taken[0].0 > 1 || policy.strict_email),
             taken[2].0 > policy.per_client,
         ];
         let wait = over.iter().zip(&taken).filter(|(over, _)| **over).map(|(_, (_, left))| *left).max().unwrap_or(0);
@@ -285,6 +296,24 @@ mod tests {
         }
         let _kept = throttle.reserve("ada@example.com", "10.2.0.1").await.expect("a client's first try passes");
         assert!(throttle.reserve("ada@example.com", "10.2.0.1").await.is_err(), "its second waits");
+    }
+
+    /// Eight client addresses asking 3 times each get the address 5 mails, not one more: a
+    /// sender cannot pass a mailbox's cap by changing address (issue 53, finding 8).
+    #[tokio::test]
+    async fn a_mail_cap_holds_for_every_client_of_the_address() {
+        for policy in [&RESET_REQUESTS, &EMAIL_CHANGES] {
+            let throttle = SignInThrottle::with_policy(policy, None);
+            let mut passed = 0;
+            for client in 0..8 {
+                for _ in 0..3 {
+                    if throttle.reserve("ada@example.com", &format!("10.3.0.{client}")).await.is_ok() {
+                        passed += 1;
+                    }
+                }
+            }
+            assert_eq!(passed, policy.per_email, "{}", policy.name);
+        }
     }
 
     #[tokio::test]
