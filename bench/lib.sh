@@ -81,6 +81,8 @@ bench_begin() {
   psql "$TEST_DATABASE_URL" -qc "create database $bench_database" >/dev/null
   bench_db="${TEST_DATABASE_URL%/*}/$bench_database"
   export SWITCHBOARD_SERVICE_TOKEN="sbt_bench_$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
+  # serve identity seals TOTP secrets with it (docs/configuration.md).
+  export SWITCHBOARD_ENCRYPTION_KEYS="bench:$(python3 -c 'import base64, secrets; print(base64.b64encode(secrets.token_bytes(32)).decode())')"
   declare -gA port
   local component
   extra_databases=()

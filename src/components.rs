@@ -11,6 +11,7 @@ use switchboard_agents::prompt::{OPTIMIZE_PROMPT, OptimizePrompt};
 use switchboard_conversations::ConversationStore;
 use switchboard_crm::CrmStore;
 use switchboard_identity::IdentityStore;
+use switchboard_identity::sealing::{KEYS_VARIABLE, Sealer};
 use switchboard_kit::db::{Db, Migrations};
 use switchboard_kit::grpc::{Channel, ServiceAccess};
 use switchboard_kit::jobs::{Runner, RunnerConfig};
@@ -126,10 +127,44 @@ pub fn team_versions_at(url: &str, timeout: std::time::Duration) -> anyhow::Resu
     Ok(TeamVersions::new(RedisClient::connect(url, timeout, fallback)?))
 }
 
+/// The keys that seal TOTP secrets: `SWITCHBOARD_ENCRYPTION_KEYS`; in `dev` without it, a key
+/// kept in the data directory (readable by its owner only), made on the first start. A
+/// deployment must set the variable: a key that a restart loses would leave every
+/// authenticator app unreadable.
+fn sealer(context: &Context) -> anyhow::Result<Sealer> {
+    use anyhow::Context as _;
+    if let Some(sealer) = Sealer::from_env()? {
+        return Ok(sealer);
+    }
+    anyhow::ensure!(
+        context.dev,
+        "{KEYS_VARIABLE} is not set: the identity service seals TOTP secrets with it. Set it to 'k1:' followed by \
+         32 random bytes in base64 (e.g. k1:$(head -c 32 /dev/urandom | base64)); see docs/configuration.md"
+    );
+    let path = context.data_dir.join("encryption-keys");
+    if !path.exists() {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options.open(&path).with_context(|| format!("creating {}", path.display()))?;
+        std::io::Write::write_all(&mut file, Sealer::new_key("dev").as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    let keys = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    Sealer::parse(&keys).with_context(|| format!("the keys in {}", path.display()))
+}
+
 async fn identity(context: Context) -> anyhow::Result<Component> {
     let settings = switchboard_identity::AccountSettings::from_env()?;
-    let store =
-        IdentityStore::open(&context.database_url(&IDENTITY)?).await?.with_billing_period(settings.billing_period_ms);
+    let store = IdentityStore::open(&context.database_url(&IDENTITY)?)
+        .await?
+        .with_billing_period(settings.billing_period_ms)
+        .with_sealer(sealer(&context)?);
+    let resealed =
+        store.reseal_totp_secrets().await.map_err(|error| anyhow::anyhow!("sealing TOTP secrets: {error}"))?;
+    if resealed > 0 {
+        tracing::info!(resealed, "TOTP secrets sealed under the current key");
+    }
     let allowances = store.clone();
     let every = switchboard_identity::allowances::interval(settings.billing_period_ms);
     let versions = team_versions(&context.file)?;

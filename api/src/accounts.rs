@@ -55,6 +55,15 @@ pub struct SessionView {
     /// The team requires a second factor and this person has none yet: until they set one up
     /// (`/v1/auth/second-factors`), only `/v1/auth/*` answers; everything else is 403.
     pub second_factor_needed: bool,
+    /// Until then the person's second factors, password, e-mail and sessions may change; after
+    /// it such a change answers 403 `REAUTHENTICATION_REQUIRED` until they confirm it is them
+    /// (`POST /v1/auth/reauthenticate`). A sign-in counts as such a proof.
+    pub reauthenticate_after: Timestamp,
+    /// Only in the answer of a password reset or change: the passkeys that still sign in as
+    /// this person without a password. One they do not know should go
+    /// (`DELETE /v1/auth/second-factors/passkeys/{passkeyId}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passkeys: Option<Vec<PasskeyView>>,
 }
 
 impl SessionView {
@@ -69,7 +78,15 @@ impl SessionView {
             csrf_token,
             expires_at: Timestamp::from_ms(session.expires_at_ms),
             second_factor_needed: session.second_factor_needed,
+            reauthenticate_after: Timestamp::from_ms(session.reauthenticate_after_ms),
+            passkeys: None,
         }
+    }
+
+    /// With the passkeys that still sign in, after a password reset or change.
+    pub fn with_passkeys(mut self, passkeys: &[proto::PasskeyInfo]) -> Self {
+        self.passkeys = Some(passkeys.iter().map(PasskeyView::from).collect());
+        self
     }
 }
 
@@ -110,6 +127,8 @@ pub struct SecondFactorsView {
     /// The team requires a second factor.
     pub required: bool,
     pub passkeys: Vec<PasskeyView>,
+    /// The person has a password (one who signs in only through single sign-on has none).
+    pub has_password: bool,
 }
 
 impl From<&proto::SecondFactors> for SecondFactorsView {
@@ -120,6 +139,7 @@ impl From<&proto::SecondFactors> for SecondFactorsView {
             recovery_codes_left: factors.recovery_codes_left,
             required: factors.required,
             passkeys: factors.passkeys.iter().map(PasskeyView::from).collect(),
+            has_password: factors.password,
         }
     }
 }

@@ -23,6 +23,7 @@ const FILES: &[(&str, &str, &[u8])] = &[
     ("app.css", "text/css; charset=utf-8", include_bytes!("../../portal/assets/app.css")),
     ("app.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/app.js")),
     ("api.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/api.js")),
+    ("reauth.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/reauth.js")),
     ("dom.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/dom.js")),
     ("pages-auth.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/pages-auth.js")),
     ("pages-team.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/pages-team.js")),

@@ -71,8 +71,10 @@ impl Scoper {
     }
 }
 
-/// People who must set up a second factor do nothing else; read-only keys and viewers may not write; members and viewers may not manage the team; a
-/// subteam's own keys and people may not use what its access flags switch off.
+/// People who must set up a second factor do nothing else; a person's own account is theirs at
+/// every role (its changes to how they prove who they are need a recent sign-in); read-only
+/// keys and viewers may not write; members and viewers may not manage the team; a subteam's
+/// own keys and people may not use what its access flags switch off.
 pub fn check_access(route: &Endpoint, principal: &Principal) -> ServiceResult<()> {
     // A person whose team requires a second factor, and who has none, may only set one up.
     if principal.session().is_some_and(|session| session.second_factor_needed) && !route.path.starts_with("/v1/auth/") {
@@ -83,11 +85,16 @@ pub fn check_access(route: &Endpoint, principal: &Principal) -> ServiceResult<()
     if route.own_account {
         // A person's own names and address: whatever their role, and never through a key, which
         // acts for the team and not for a person.
-        return match standing {
-            Standing::Person(_) => Ok(()),
-            _ => Err(ServiceError::new(switchboard_kit::ErrorKind::Unauthorized, "Not signed in")
-                .with_hint("This operation needs the session cookie of POST /v1/auth/sign-in, not an API key.")),
+        let Some(session) = principal.session().filter(|_| matches!(standing, Standing::Person(_))) else {
+            return Err(ServiceError::new(switchboard_kit::ErrorKind::Unauthorized, "Not signed in")
+                .with_hint("This operation needs the session cookie of POST /v1/auth/sign-in, not an API key."));
         };
+        // A stolen cookie, or a session opened before a factor existed, does not get to change
+        // how the person proves who they are.
+        if route.recent_sign_in && session.reauthenticate_after_ms <= switchboard_kit::time::now_ms() {
+            return Err(ServiceError::reauthentication_required());
+        }
+        return Ok(());
     }
     if route.write && standing == Standing::ReadOnlyKey {
         return Err(ServiceError::forbidden("This API key is read-only")

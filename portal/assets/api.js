@@ -114,6 +114,21 @@ export function withTeam(path) {
 const UNREACHABLE = 'Could not reach the Switchboard server. Check your connection and try again.';
 
 /**
+ * What asks the person to confirm it is them (reauth.js): resolves true once they did.
+ * @type {(() => Promise<boolean>) | null}
+ */
+let reauthenticator = null;
+
+/**
+ * Sets what api() calls when a change answers 403 REAUTHENTICATION_REQUIRED; after it
+ * resolves true, the change is sent once more.
+ * @param {() => Promise<boolean>} ask
+ */
+export function setReauthenticator(ask) {
+  reauthenticator = ask;
+}
+
+/**
  * api('GET', '/v1/me') → the answer's `data` (or the whole body with {full: true}).
  * Throws ApiError; a network failure is status 0. A 401 on a signed-in page ends the session.
  * @param {string} method
@@ -122,7 +137,27 @@ const UNREACHABLE = 'Could not reach the Switchboard server. Check your connecti
  * @param {{scoped?: boolean, full?: boolean}} [options] scoped: add ?teamId= of the chosen subteam; full: the whole answer
  * @returns {Promise<any>}
  */
-export async function api(method, path, body, { scoped = true, full = false } = {}) {
+export async function api(method, path, body, options = {}) {
+  try {
+    return await request(method, path, body, options);
+  } catch (err) {
+    // A change to the person's factors or sessions wants a recent sign-in: ask, then again.
+    if (err instanceof ApiError && err.code === 'REAUTHENTICATION_REQUIRED' && reauthenticator && await reauthenticator()) {
+      return request(method, path, body, options);
+    }
+    throw err;
+  }
+}
+
+/**
+ * One request of api(), without asking anyone anything.
+ * @param {string} method
+ * @param {string} path
+ * @param {unknown} [body]
+ * @param {{scoped?: boolean, full?: boolean}} [options]
+ * @returns {Promise<any>}
+ */
+async function request(method, path, body, { scoped = true, full = false } = {}) {
   /** @type {Record<string, string>} */
   const headers = { Accept: 'application/json' };
   if (body !== undefined) headers['Content-Type'] = 'application/json';

@@ -16,6 +16,8 @@ import * as boards from './pages-boards.js';
 import * as webhooks from './pages-webhooks.js';
 import * as security from './pages-security.js';
 import * as profile from './pages-profile.js';
+// Asks the person to confirm it is them when a change to their factors or sessions needs it.
+import './reauth.js';
 
 /**
  * allow: the permission (api.js `can`) a page needs; nav: shown in the side navigation.

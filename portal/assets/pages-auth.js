@@ -122,13 +122,29 @@ export function ssoCallback({ view, query }) {
     .catch((err) => replace(view, alertBox(errorText(err)), retry));
 }
 
-/** Where a new session goes: its page, or the set-up of a second factor the team requires. */
+/**
+ * Where a new session goes: its page; the set-up of a second factor the team requires; or,
+ * after a password reset, the security page with the passkeys that still sign in.
+ */
 function signedIn(session, next) {
   startSession(session);
   if (session?.secondFactorNeeded) {
     state.notice = 'Your team requires a second factor. Set up an authenticator app to continue.';
     navigate('/settings/security', { replace: true });
+  } else if (session?.passkeys?.length) {
+    state.notice = passkeysNotice(session.passkeys);
+    navigate('/settings/security', { replace: true });
   } else navigate(next, { replace: true });
+}
+
+/**
+ * What a person is told after their password was reset or changed: the passkeys that still
+ * sign in without it, to remove any they do not know.
+ * @param {Array<{name: string}>} passkeys
+ */
+export function passkeysNotice(passkeys) {
+  const names = passkeys.map((p) => `“${p.name}”`).join(', ');
+  return `Your password is changed. ${passkeys.length === 1 ? 'This passkey still signs' : 'These passkeys still sign'} in as you without it: ${names}. If you do not know one, remove it below.`;
 }
 
 /** The second step of a sign-in: a code of the authenticator app, or a recovery code. */
@@ -155,7 +171,7 @@ function secondStep(view, challenge, next) {
     form({
       fields: [field({
         name: 'code', label: 'Code', autocomplete: 'one-time-code', inputmode: 'text', required: true, maxlength: 32,
-        hint: 'A recovery code looks like xxxxx-xxxxx and works once.',
+        hint: 'A recovery code looks like xxxxxx-xxxxxx-xxxxxx-xxxxxx and works once.',
       })],
       submit: 'Verify',
       onSubmit: async ({ code }) => {
@@ -263,13 +279,16 @@ export function reset({ view, params }) {
       fields: [newPassword('New password')],
       submit: 'Set password',
       onSubmit: async ({ password }) => {
+        let answer;
         try {
-          startSession(await api('POST', '/v1/auth/reset', { token: params[0], password }));
+          answer = await api('POST', '/v1/auth/reset', { token: params[0], password });
         } catch (err) {
           if (err.status === 404) err.message = 'This reset link is not valid: it may have been used already or have expired. Ask an owner of your team for a new one.';
           throw err;
         }
-        navigate('/', { replace: true });
+        // 202: the password is set, and the person's second factor signs them in.
+        if (answer?.challenge) return secondStep(view, answer, '/');
+        signedIn(answer, '/');
       },
     }),
     h('p', { class: 'auth-links' }, h('a', { href: '/sign-in' }, 'Back to sign in')));

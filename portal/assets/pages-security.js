@@ -3,7 +3,9 @@
 // signed in on, ended one by one or all but this one).
 import {
   h, field, form, loader, table, badge, time, section, toast, confirmDialog, ACTIONS, replace, alertBox, copyField, enc,
+  navigate,
 } from './dom.js';
+import { passkeysNotice } from './pages-auth.js';
 import { api, state, startSession, loadSession, actingTeam, ROLES, isOwner, isOwnerRole } from './api.js';
 import { createPasskey, passkeysSupported } from './passkeys.js';
 
@@ -52,9 +54,16 @@ export function security({ view }) {
     className: 'stack narrow',
     onSubmit: async (v, f) => {
       // A new session replaces this one (and every other ends): its answer carries the new CSRF token.
-      startSession(await api('POST', '/v1/auth/password', v));
+      const session = await api('POST', '/v1/auth/password', v);
+      startSession(session);
       f.reset();
       toast('Password changed; your other sessions ended');
+      // A passkey signs in without the password: the person sees which still do, to remove a stranger's.
+      if (session.passkeys?.length) {
+        state.notice = passkeysNotice(session.passkeys);
+        navigate('/settings/security', { replace: true });
+        return;
+      }
       reload();
     },
   });

@@ -106,6 +106,7 @@ async fn the_components_run_as_separate_services_on_postgres() {
         ("SWITCHBOARD_CONVERSATIONS_URL", urls[3].as_str()),
         ("SWITCHBOARD_CRM_URL", urls[4].as_str()),
         ("SWITCHBOARD_SERVICE_TOKEN", TOKEN),
+        ("SWITCHBOARD_ENCRYPTION_KEYS", crate::common::ENCRYPTION_KEYS),
     ];
     let serve = |component: &'static str, url: String, port: u16| async move {
         let listen = format!("127.0.0.1:{port}");

@@ -38,6 +38,7 @@ mod sources;
 mod sso;
 mod telemetry;
 mod trust;
+mod trust_accounts;
 mod upload_limits;
 mod usage;
 mod webhooks;

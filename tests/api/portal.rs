@@ -23,6 +23,9 @@ const ENV: &[(&str, &str)] = &[
     ("SWITCHBOARD_RATE_LIMIT_AUTH", "1000"),
     ("SWITCHBOARD_WEBHOOK_ALLOW_PRIVATE", "true"),
     ("SWITCHBOARD_SCRAPE_ALLOW_PRIVATE", "true"),
+    // Short enough that the security steps meet "Confirm it is you" once for certain (they
+    // wait it out), long enough that a set-up begun after a proof finishes without another.
+    ("SWITCHBOARD_REAUTH_AFTER", "10s"),
 ];
 
 #[tokio::test]

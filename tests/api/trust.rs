@@ -11,7 +11,7 @@ async fn post_with_key(api: &Api, path: &str, key: &str, body: Value) -> Respons
 }
 
 /// A person let into the team by `inviter` with `role`, signed in.
-async fn person(stack: &Stack, inviter: &Api, email: &str, role: &str) -> Api {
+pub(crate) async fn person(stack: &Stack, inviter: &Api, email: &str, role: &str) -> Api {
     let invited = inviter.post("/members/invitations", json!({ "email": email, "role": role })).await;
     let url = invited.expect(201)["data"]["url"].clone();
     let accept = json!({ "token": token_of(&url), "password": PASSWORD, "firstName": "P", "lastName": role });
@@ -524,12 +524,12 @@ async fn people_list_and_end_their_own_sessions() {
 }
 
 /// The code an authenticator app shows at `unix_seconds` for a base32 `secret`.
-fn totp_code(secret: &str, unix_seconds: u64) -> String {
+pub(crate) fn totp_code(secret: &str, unix_seconds: u64) -> String {
     let key = totp_rs::Secret::Encoded(secret.to_owned()).to_bytes().expect("a base32 secret");
     totp_rs::TOTP::new_unchecked(totp_rs::Algorithm::SHA1, 6, 1, 30, key).generate(unix_seconds)
 }
 
-fn unix_now() -> u64 {
+pub(crate) fn unix_now() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
 }
 
@@ -672,4 +672,60 @@ async fn passkey_ceremonies_are_a_persons_and_used_once() {
     assert_eq!(unknown.error_code(401), "UNAUTHORIZED");
     let both = json!({ "challenge": "c", "code": "123456", "passkey": { "ceremony": "x", "credential": {} } });
     assert_eq!(stack.anonymous().post("/auth/sign-in/verify", both).await.fields(), ["code"]);
+}
+
+/// Issue 53, finding 6: what a caller steers (a call's summary, its analysis) and what anyone
+/// who writes names (an agent) reaches an analyst's spreadsheet as text, never as a formula.
+#[tokio::test]
+async fn exported_cells_never_run_as_formulas() {
+    use switchboard_proto::v1::{CallAnalysis, EndCallRequest};
+
+    use crate::call_outcomes::{cell, end, ended, rows};
+    use crate::conversations::{Runtime, upsert};
+
+    let stack = Stack::start().await;
+    let team = stack.team("Spreadsheets", false, 100).await;
+    let api = stack.client(&team.key);
+    let agent_name = "=HYPERLINK(\"https://evil.example\",\"Open\")";
+    let fields = json!([
+        { "name": "followUp", "type": "string" }, { "name": "note", "type": "string" },
+        { "name": "score", "type": "number" }, { "name": "plain", "type": "string" },
+    ]);
+    let agent = api.post("/agents", json!({ "name": agent_name, "type": "phone", "postCallAnalysis": fields })).await;
+    let agent = agent.expect(201)["data"]["id"].as_str().unwrap().to_owned();
+    let mut runtime = Runtime::connect(&stack).await;
+    let mut call = upsert(&team, "steered", "+14155550101", "INCOMING", "2026-03-01T10:00:00Z");
+    call.agent_id = Some(agent);
+    runtime.call(call).await.unwrap();
+    let custom = json!({ "followUp": "@SUM(1+1)*cmd|' /C calc'!A0", "note": "\t=1+1", "score": -3, "plain": "fine" });
+    let report = EndCallRequest {
+        analysis: Some(CallAnalysis {
+            summary: Some("+cmd|' /C calc'!A0".into()),
+            sentiment: "neutral".into(),
+            successful: None,
+            custom_json: custom.to_string(),
+        }),
+        ..end(&team, "steered", "2026-03-01T10:02:00Z")
+    };
+    ended(&mut runtime, report).await.unwrap();
+
+    let export = api.get("/calls/export").await;
+    assert_eq!(export.status, 200, "{}", export.text);
+    let table = rows(&export.text);
+    assert_eq!(cell(&table, 1, "agent_name"), format!("'{agent_name}"));
+    assert_eq!(cell(&table, 1, "summary"), "'+cmd|' /C calc'!A0");
+    assert_eq!(cell(&table, 1, "custom.followUp"), "'@SUM(1+1)*cmd|' /C calc'!A0");
+    assert_eq!(cell(&table, 1, "custom.note"), "'\t=1+1");
+    // Numbers, phone numbers and plain text stay as they were.
+    assert_eq!(cell(&table, 1, "custom.score"), "-3");
+    assert_eq!(cell(&table, 1, "custom.plain"), "fine");
+    assert_eq!(cell(&table, 1, "from"), "+14155550101");
+    for row in &table {
+        for value in row {
+            let runs = value.starts_with(['=', '+', '-', '@', '\t', '\r']);
+            let inert = value.parse::<f64>().is_ok()
+                || value.strip_prefix('+').is_some_and(|d| d.bytes().all(|b| b.is_ascii_digit()));
+            assert!(!runs || inert, "a cell a spreadsheet would run: {value:?}");
+        }
+    }
 }

@@ -52,6 +52,8 @@ BRIDGE, HOST = "sbc0", "10.88.0.1"
 PG_PORT, REDIS_PORT, QDRANT_HTTP, QDRANT_GRPC = 55432, 56379, 56333, 56334
 HAPROXY_PORT = int(os.environ.get("CLUSTER_PORT", "58080"))
 TOKEN = "cluster-service-token-" + "0" * 16
+# What serve identity seals TOTP secrets with: one key shared by every replica.
+ENCRYPTION_KEYS = "cluster:" + base64.b64encode(b"cluster-only-key-of-32-bytes-!!!").decode()
 DRAIN_SECONDS = 5
 SERVICES = [("identity", 50051), ("agents", 50052), ("knowledgebase", 50053),
             ("conversations", 50054), ("crm", 50055), ("webhooks", 50056)]
@@ -353,6 +355,7 @@ def component_env(component, address, port):
         "HOME": os.environ.get("HOME", "/root"),
         "RUST_LOG": os.environ.get("CLUSTER_RUST_LOG", "warn"),
         "SWITCHBOARD_SERVICE_TOKEN": TOKEN,
+        "SWITCHBOARD_ENCRYPTION_KEYS": ENCRYPTION_KEYS,
         "SWITCHBOARD_DRAIN_SECONDS": str(DRAIN_SECONDS),
         "REDIS_URL": f"redis://{HOST}:{REDIS_PORT}/",
         "SWITCHBOARD_DATA_DIR": os.path.join(DIR, "data", f"{component}-{address}"),

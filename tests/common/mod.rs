@@ -19,6 +19,9 @@ pub use contract::Contract;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 
+/// What `serve identity` seals TOTP secrets with in the tests (`SWITCHBOARD_ENCRYPTION_KEYS`).
+pub const ENCRYPTION_KEYS: &str = "test:c3dpdGNoYm9hcmQtdGVzdHMtb25seS1rZXktMzJieSE=";
+
 /// A running `switchboard dev` (or `serve`) process.
 pub struct Process {
     pub child: Child,
@@ -40,6 +43,7 @@ impl Process {
             "SWITCHBOARD_DATA_DIR",
             "SWITCHBOARD_SERVICE_TOKEN",
             "SWITCHBOARD_TRUSTED_NETWORK",
+            "SWITCHBOARD_ENCRYPTION_KEYS",
         ] {
             command.env_remove(inherited);
         }
@@ -173,6 +177,7 @@ impl Stack {
             .collect();
         let mut shared: Vec<(&str, &str)> = variables.iter().map(|(name, url)| (name.as_str(), url.as_str())).collect();
         shared.push(("SWITCHBOARD_SERVICE_TOKEN", TOKEN));
+        shared.push(("SWITCHBOARD_ENCRYPTION_KEYS", ENCRYPTION_KEYS));
         shared.extend_from_slice(env);
         let mut others = Vec::new();
         for ((component, database), port) in components.iter().zip(&databases).zip(&ports) {

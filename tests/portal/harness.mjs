@@ -84,6 +84,25 @@ export async function hidden(locator, what, timeout = T) {
   }
 }
 
+/**
+ * After a click whose request changes the person's factors or sessions: if the portal asks
+ * "Confirm it is you" (the sign-in is older than the stack's re-authentication window),
+ * `prove(dialog)` answers it; otherwise `done` shows. Waits at most T for one of them.
+ */
+export async function confirmIfAsked(page, prove, done, what) {
+  const dialog = page.getByRole('dialog').filter({ has: page.getByRole('heading', { name: 'Confirm it is you' }) });
+  for (const until = Date.now() + T; ;) {
+    if (await dialog.isVisible()) {
+      await prove(dialog);
+      await hidden(dialog, 'the "Confirm it is you" dialog');
+      return 'asked';
+    }
+    if (await done.first().isVisible()) return 'not asked';
+    ok(Date.now() < until, `neither ${what} nor "Confirm it is you" within ${T} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 export async function atPath(page, pathname, what = pathname) {
   try {
     await page.waitForURL((u) => u.pathname === pathname, { timeout: T });

@@ -74,15 +74,27 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(409, "An account with this e-mail address exists already."),
         Endpoint::post("/v1/auth/reset", reset)
             .doc("resetPassword", AUTH, "Set a new password with a reset link's token, and sign in")
-            .about("Every other session of the user ends.")
+            .about(
+                "Every session of the person ends, and every other reset link and e-mail change still out. Then \
+                 it goes on as a sign-in: a person without a second factor is signed in (200, the session and its \
+                 cookie); one with a second factor gets the challenge of a sign-in (202), and is signed in by POST \
+                 /v1/auth/sign-in/verify, whose session then lists in `passkeys` the passkeys that still sign in \
+                 without a password. Whoever reads the mailbox does not get past the second factor.",
+            )
             .for_visitors()
+            .also_answers::<Accepted<SecondFactorChallengeView>>(
+                "The password is set and the person has a second factor: no session yet. Send the challenge \
+                 with a code (or a passkey) to POST /v1/auth/sign-in/verify.",
+            )
             .fails(404, "Password reset link not found: unknown, used already, or expired."),
         Endpoint::post("/v1/auth/forgot", forgot)
             .doc("requestPasswordReset", AUTH, "E-mail a link to reset the password of the account using an address")
             .about(
                 "Answers 202 whether or not an account uses the address, so that it tells no one who has one; when \
-                 one does, a reset link (valid 1 day, once) is e-mailed to it with the platform's SMTP server. An \
-                 address gets at most 3 e-mails a client in 15 minutes (5 in all); a client asks at most 20 times.",
+                 one does, a reset link (valid 1 day, once) is e-mailed to it with the platform's SMTP server; the \
+                 answer comes before the address is looked up, so its time tells nothing either. A new link ends \
+                 the older ones. An address gets at most 3 e-mails a client in 15 minutes, and 5 in all whatever \
+                 the client; a client asks at most 20 times.",
             )
             .for_visitors()
             .fails(429, "Too many reset requests for this address or from this client; `retryAfter` says when."),
@@ -97,30 +109,38 @@ pub fn endpoints() -> Vec<Endpoint> {
                 "Needs the session cookie. `csrfToken` must be sent as `X-CSRF-Token` with every POST, PUT, PATCH \
                  and DELETE authenticated by the cookie (403 without it).",
             )
+            .for_own_account()
             .fails(401, "Not signed in, or the session has ended."),
         Endpoint::post("/v1/auth/sign-out", sign_out)
             .doc("signOut", AUTH, "End the session and clear its cookie")
-            .about("The session is refused from then on, by every gateway once its cache of it expires (2 s)."),
+            .about("The session is refused from then on, by every gateway once its cache of it expires (2 s).")
+            .for_own_account(),
         Endpoint::get("/v1/auth/sessions", sessions)
             .doc("listSessions", AUTH, "The signed-in person's own sessions: device, address, when used")
             .about("Live sessions, newest first; `current` is this request's. Needs the session cookie.")
+            .for_own_account()
             .lists("sessionId")
             .fails(401, "Not signed in, or the session has ended."),
         Endpoint::delete("/v1/auth/sessions/{sessionId}", end_session)
             .doc("endSession", AUTH, "End one of the signed-in person's own sessions")
             .about("That browser is signed out at its next request. Ending the current one signs this one out.")
+            .for_recent_sign_in()
             .fails(401, "Not signed in, or the session has ended.")
             .fails(404, "Session not found: not one of yours, or ended already."),
         Endpoint::post("/v1/auth/sessions/end-others", end_other_sessions)
             .doc("endOtherSessions", AUTH, "Sign out everywhere else: end every session of this person but this one")
+            .for_recent_sign_in()
             .fails(401, "Not signed in, or the session has ended."),
         Endpoint::post("/v1/auth/password", change_password)
             .doc("changePassword", AUTH, "Change the signed-in user's password")
             .about(
                 "Every session of the user ends, and a new one begins for this browser (a new cookie). A wrong \
                  currentPassword counts as a failed sign-in (the same throttle) and is written to the audit log \
-                 (`auth.password_change_failed`).",
+                 (`auth.password_change_failed`). `currentPassword` is the proof of who the person is: no recent \
+                 sign-in is needed. The answer's `passkeys` lists the passkeys that still sign in without a \
+                 password; reset links and e-mail changes still out stop working.",
             )
+            .for_own_account()
             .fails(400, "currentPassword is wrong, or newPassword breaks the rules.")
             .fails(429, "Too many wrong passwords for this user from this client (the sign-in throttle)."),
     ]
@@ -264,6 +284,17 @@ async fn options(call: Call, _: Input) -> ServiceResult<Data<AuthOptions>> {
     Ok(Data::new(AuthOptions { sign_up: if options.signup_open { "open" } else { "closed" } }))
 }
 
+impl SignInAnswer {
+    /// The session begun, or the challenge of a person with a second factor.
+    fn of(call: &Call, signed_in: switchboard_proto::v1::SignedIn) -> SignInAnswer {
+        if let Some(challenge) = &signed_in.challenge {
+            let view = SecondFactorChallengeView::from(challenge);
+            return SignInAnswer::Challenge(Accepted::new(view, "Enter a code of your second factor"));
+        }
+        SignInAnswer::Session(Box::new(data(begun(call, signed_in))))
+    }
+}
+
 async fn sign_in(call: Call, input: Input<Nothing, Nothing, Json<SignIn>>) -> ServiceResult<SignInAnswer> {
     let Json(body) = input.body;
     let throttle = call.gate.throttle.clone();
@@ -273,12 +304,7 @@ async fn sign_in(call: Call, input: Input<Nothing, Nothing, Json<SignIn>>) -> Se
     match call.services.accounts.clone().sign_in(request).await {
         Ok(signed_in) => {
             throttle.succeeded(reservation).await;
-            let signed_in = signed_in.into_inner();
-            if let Some(challenge) = &signed_in.challenge {
-                let view = SecondFactorChallengeView::from(challenge);
-                return Ok(SignInAnswer::Challenge(Accepted::new(view, "Enter a code of your second factor")));
-            }
-            Ok(SignInAnswer::Session(Box::new(data(begun(&call, signed_in)))))
+            Ok(SignInAnswer::of(&call, signed_in.into_inner()))
         }
         Err(status) => {
             let error = ServiceError::from_status(&status);
@@ -347,15 +373,12 @@ async fn accept_invite(
     Ok(created(begun(&call, signed_in), "Invitation accepted; signed in"))
 }
 
-async fn reset(
-    call: Call,
-    input: Input<Nothing, Nothing, Json<Reset>>,
-) -> ServiceResult<WithCookie<Data<SessionView>>> {
+async fn reset(call: Call, input: Input<Nothing, Nothing, Json<Reset>>) -> ServiceResult<SignInAnswer> {
     let Json(body) = input.body;
     let request =
         ResetPasswordRequest { token: body.token, password: body.password, client: Some((&call.client).into()) };
     let signed_in = call.services.accounts.clone().reset_password(request).await?.into_inner();
-    Ok(data(begun(&call, signed_in)))
+    Ok(SignInAnswer::of(&call, signed_in))
 }
 
 async fn forgot(
@@ -466,5 +489,9 @@ async fn change_password(
     };
     throttle.succeeded(reservation).await;
     call.gate.sessions.forget(&token);
-    Ok(data(begun(&call, signed_in)))
+    // Listed even when there is none: the answer says that no passkey signs in without it.
+    let passkeys = signed_in.passkeys.clone();
+    let mut begun = begun(&call, signed_in);
+    begun.answer = begun.answer.with_passkeys(&passkeys);
+    Ok(data(begun))
 }

@@ -59,12 +59,15 @@ pub fn endpoints() -> Vec<Endpoint> {
             .doc("inviteMember", MEMBERS, "Invite someone into the team: a single-use link, valid 7 days")
             .about(
                 "The answer's `url` (the portal's `/invite/{token}`) is shown here once; whoever opens it sets a \
-                 name and password (POST /v1/auth/accept-invite) and joins with the role given.",
+                 name and password (POST /v1/auth/accept-invite) and joins with the role given. The answer is the \
+                 same whether or not the address has an account in another team (one address signs in to one \
+                 team: accepting such an invitation then answers 409), so that it tells the inviter nothing about \
+                 other teams' people.",
             )
             .for_admins()
             .audited("member.invited")
             .fails(403, "Only an owner can invite an owner.")
-            .fails(409, "This person is a member already, or their address signs in to another team."),
+            .fails(409, "This person is a member of the team already."),
         Endpoint::get("/v1/members/invitations", invitations)
             .doc("listInvitations", MEMBERS, "The team's pending invitations, newest first")
             .about(

@@ -19,6 +19,7 @@ pub mod knowledge;
 pub mod members;
 pub mod passkeys;
 pub mod profile;
+pub mod reauthentication;
 pub mod second_factors;
 pub mod signed_in;
 pub mod sources;
@@ -54,6 +55,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         profile::endpoints(),
         second_factors::endpoints(),
         passkeys::endpoints(),
+        reauthentication::endpoints(),
         sso::endpoints(),
         members::endpoints(),
         api_keys::endpoints(),
@@ -97,6 +99,28 @@ mod tests {
                 "{method} {path}: governed by {governed:?}, listed as ungoverned {ungoverned}"
             );
             assert_eq!(endpoint.feature, governed, "{method} {path}");
+        }
+    }
+
+    /// Issue 53, finding 0: a person's own account (factors, password, names, address,
+    /// sessions) is theirs at every role. Every operation under `/v1/auth/` or `/v1/me` is
+    /// either a visitor's (before signing in) or the signed-in person's own, never held to the
+    /// team's write rules, which would refuse a viewer; `GET /v1/me` is the team's identity,
+    /// which keys read too. Each change to how a person proves who they are needs a recent
+    /// sign-in.
+    #[test]
+    fn a_persons_own_operations_are_theirs_at_every_role() {
+        for endpoint in endpoints() {
+            let (method, path) = (endpoint.method.as_str(), endpoint.path);
+            let personal = path.starts_with("/v1/auth/") || path == "/v1/me" || path.starts_with("/v1/me/");
+            if !personal || (method == "GET" && path == "/v1/me") {
+                continue;
+            }
+            assert!(endpoint.visitor || endpoint.own_account, "{method} {path} is held to the team's roles");
+            assert!(!endpoint.admins_only, "{method} {path}");
+            let changes_factors =
+                path.starts_with("/v1/auth/second-factors/") || path.starts_with("/v1/auth/sessions/");
+            assert_eq!(endpoint.recent_sign_in, changes_factors && method != "GET", "{method} {path}");
         }
     }
 

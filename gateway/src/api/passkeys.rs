@@ -25,19 +25,23 @@ pub fn endpoints() -> Vec<Endpoint> {
         Endpoint::post("/v1/auth/second-factors/passkeys/options", registration_options)
             .doc("passkeyRegistrationOptions", AUTH, "Start registering a passkey: the options for the browser")
             .about("Give `options.publicKey` to `navigator.credentials.create`; valid 5 minutes, once.")
+            .for_recent_sign_in()
             .fails(401, NOT_SIGNED_IN),
         Endpoint::post("/v1/auth/second-factors/passkeys", register)
             .doc("registerPasskey", AUTH, "Finish registering a passkey with the browser's credential")
             .about(
                 "From then on, signing in asks for it (or another second factor), and it signs in alone too. User \
-                 verification is required.",
+                 verification is required. Every other session of the person ends.",
             )
+            .for_recent_sign_in()
             .creates("passkeyId")
             .fails(400, "The credential was not accepted, or the name is missing.")
             .fails(401, "Not signed in, or the options expired or were used.")
             .fails(409, "The passkey is registered already, or the person has 20."),
         Endpoint::delete("/v1/auth/second-factors/passkeys/{passkeyId}", remove)
             .doc("removePasskey", AUTH, "Remove one of the signed-in person's passkeys")
+            .about("Every other session of the person ends.")
+            .for_recent_sign_in()
             .fails(401, NOT_SIGNED_IN)
             .fails(404, "Passkey not found.")
             .fails(409, "The team requires a second factor and this is the last one."),
@@ -117,7 +121,7 @@ fn session_token_hash(call: &Call) -> ServiceResult<String> {
     Ok(hash_key(token))
 }
 
-fn options_of(ceremony: PasskeyCeremony) -> ServiceResult<Data<PasskeyOptions>> {
+pub(super) fn options_of(ceremony: PasskeyCeremony) -> ServiceResult<Data<PasskeyOptions>> {
     let options = serde_json::from_str(&ceremony.options).map_err(ServiceError::internal)?;
     Ok(Data::new(PasskeyOptions { ceremony: ceremony.id, options }))
 }

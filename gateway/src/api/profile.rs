@@ -33,14 +33,17 @@ pub fn endpoints() -> Vec<Endpoint> {
                 "Mails a link (valid 1 day, once) to the new address with the platform's SMTP server, and answers \
                  202: the person signs in with the old address until the link is opened (`POST \
                  /v1/auth/confirm-email`); then the old address gets a notice. Sessions stay signed in. A person \
-                 with a password sends it as `password`. A newer request ends the links of older ones. A new \
-                 address gets at most 3 links a client in 15 minutes (5 in all). Audit log: \
-                 `user.email_change_requested`, then `user.email_changed`.",
+                 with a password sends it as `password`; one without (single sign-on only) needs a recent sign-in \
+                 (403 `REAUTHENTICATION_REQUIRED` otherwise, see POST /v1/auth/reauthenticate). A newer request \
+                 ends the links of older ones. The answer is the same, at once, whether or not another account \
+                 uses the address: such an address is mailed a notice instead of a link, so that the answer tells \
+                 no one who has an account. A new address gets at most 3 mails a client in 15 minutes, and 5 in \
+                 all whatever the client. Audit log: `user.email_change_requested`, then `user.email_changed`.",
             )
             .for_own_account()
             .fails(400, "The address is not valid or is yours already, or `password` is missing or wrong.")
             .fails(401, "Not signed in, or called with an API key: the address is a person's own.")
-            .fails(409, "Another account uses this address (or it is invited somewhere).")
+            .fails(403, "REAUTHENTICATION_REQUIRED: a person without a password has not signed in lately.")
             .fails(429, "Too many requests for this address or from this client; `retryAfter` says when."),
         Endpoint::post("/v1/auth/confirm-email", confirm_email)
             .doc("confirmEmail", AUTH, "Use an e-mail confirmation link: the new address signs in from now on")

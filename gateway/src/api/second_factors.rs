@@ -20,6 +20,7 @@ pub fn endpoints() -> Vec<Endpoint> {
     vec![
         Endpoint::get("/v1/auth/second-factors", list)
             .doc("getSecondFactors", AUTH, "The signed-in person's second factors and recovery codes left")
+            .for_own_account()
             .fails(401, NOT_SIGNED_IN),
         Endpoint::post("/v1/auth/second-factors/totp", begin_totp)
             .doc("beginTotp", AUTH, "Start setting up an authenticator app: its secret and QR code")
@@ -28,23 +29,28 @@ pub fn endpoints() -> Vec<Endpoint> {
                  (a new start replaces an unconfirmed one). Authenticator apps read `qrCode` (or `uri`), or take \
                  `secret` typed in: RFC 6238, SHA-1, 6 digits, 30 seconds.",
             )
+            .for_recent_sign_in()
             .fails(401, NOT_SIGNED_IN)
             .fails(409, "An authenticator app is set up already: remove it first."),
         Endpoint::post("/v1/auth/second-factors/totp/confirm", confirm_totp)
             .doc("confirmTotp", AUTH, "Finish setting up the authenticator app with its current code")
             .about(
                 "From now on, signing in asks for a code. The answer's 10 recovery codes are shown this once: each \
-                 signs in once instead of a code, when the app is lost.",
+                 signs in once instead of a code, when the app is lost. Every other session of the person ends.",
             )
+            .for_recent_sign_in()
             .fails(400, "code is not the app's current code.")
             .fails(401, NOT_SIGNED_IN)
             .fails(409, "No authenticator app is being set up."),
         Endpoint::delete("/v1/auth/second-factors/totp", remove_totp)
             .doc("removeTotp", AUTH, "Remove the authenticator app and the recovery codes")
+            .about("Every other session of the person ends.")
+            .for_recent_sign_in()
             .fails(401, NOT_SIGNED_IN)
             .fails(409, "The team requires a second factor."),
         Endpoint::post("/v1/auth/second-factors/recovery-codes", renew_recovery_codes)
             .doc("renewRecoveryCodes", AUTH, "New recovery codes, replacing the old ones (shown this once)")
+            .for_recent_sign_in()
             .fails(401, NOT_SIGNED_IN)
             .fails(409, "No second factor is set up."),
     ]

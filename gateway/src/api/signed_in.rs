@@ -11,12 +11,17 @@ use crate::call::Call;
 use crate::endpoint::{Data, WithCookie};
 use crate::sessions;
 
-/// The session view of a session just begun, with the cookie that carries it.
+/// The session view of a session just begun, with the cookie that carries it, and the
+/// passkeys that still sign in when the identity service listed them (after a password reset).
 pub fn begun(call: &Call, signed_in: SignedIn) -> WithCookie<SessionView> {
     let session = signed_in.session.unwrap_or_default();
     let max_age = ((session.expires_at_ms - now_ms()) / 1000).max(0);
     let cookie = sessions::set_cookie(&signed_in.token, max_age, call.client.https);
-    WithCookie { answer: SessionView::new(&session, sessions::csrf_token(&signed_in.token)), cookie }
+    let mut view = SessionView::new(&session, sessions::csrf_token(&signed_in.token));
+    if !signed_in.passkeys.is_empty() {
+        view = view.with_passkeys(&signed_in.passkeys);
+    }
+    WithCookie { answer: view, cookie }
 }
 
 pub fn data<T>(begun: WithCookie<T>) -> WithCookie<Data<T>> {

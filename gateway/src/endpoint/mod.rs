@@ -171,8 +171,12 @@ pub struct Endpoint {
     /// Refused to signed-in members and viewers: it manages the team (keys, members,
     /// webhooks, the audit log). Keys are held to `write` alone.
     pub admins_only: bool,
-    /// The signed-in person's own account (names, e-mail): any role may, no API key may.
+    /// The signed-in person's own account (names, e-mail, factors, password, sessions): any
+    /// role may, no API key may.
     pub own_account: bool,
+    /// Changes how the person proves who they are (factors, sessions): only from a session
+    /// that did so lately, its sign-in or `POST /v1/auth/reauthenticate` (ASVS 3.7.1).
+    pub recent_sign_in: bool,
     /// Written to the team's audit log under this action when it succeeds.
     pub audit: Option<&'static str>,
     /// Its success answers a secret that is shown once (a key, a link that lets someone in): an
@@ -239,6 +243,7 @@ impl Endpoint {
             visitor: false,
             admins_only: false,
             own_account: false,
+            recent_sign_in: false,
             audit: None,
             shows_secret: false,
             spends_credits: false,
@@ -338,6 +343,14 @@ impl Endpoint {
     /// does; it is a person's, not the team's.
     pub fn for_own_account(mut self) -> Self {
         self.own_account = true;
+        self
+    }
+
+    /// The caller's own account, and a change to how they prove who they are: refused (403
+    /// `REAUTHENTICATION_REQUIRED`) unless their session proved it in the last few minutes.
+    pub fn for_recent_sign_in(mut self) -> Self {
+        self.own_account = true;
+        self.recent_sign_in = true;
         self
     }
 

@@ -225,8 +225,15 @@ fn operation(
     }
     if endpoint.own_account {
         rules.push("Needs the session cookie of a signed-in person, of any role; an API key gets 401.".to_owned());
-    } else if endpoint.write {
+    } else if endpoint.write && !endpoint.visitor {
         rules.push("Needs a full-access key, or a signed-in role that writes (not `viewer`).".to_owned());
+    }
+    if endpoint.recent_sign_in {
+        rules.push(
+            "Only within a few minutes (5 by default) of the session's sign-in or its last `POST \
+             /v1/auth/reauthenticate`; else 403 `REAUTHENTICATION_REQUIRED`."
+                .to_owned(),
+        );
     }
     if endpoint.admins_only {
         rules.push("Signed in: owners and admins only.".to_owned());
@@ -358,6 +365,13 @@ fn responses(
         failures.push(crate::endpoint::Failure {
             status: 422,
             description: "IDEMPOTENCY_KEY_REUSED: the `Idempotency-Key` was used with another method, path or body.",
+        });
+    }
+    if endpoint.recent_sign_in {
+        failures.push(crate::endpoint::Failure {
+            status: 403,
+            description: "REAUTHENTICATION_REQUIRED: the session has not proved who its person is in the last few \
+                minutes; POST /v1/auth/reauthenticate, then send the request again.",
         });
     }
     if endpoint.body != BodyKind::Multipart && endpoint.method != crate::endpoint::Method::Get {

@@ -10,6 +10,8 @@ pub mod mail;
 pub mod passkeys;
 pub mod passwords;
 pub mod profile;
+mod reauthentication;
+pub mod sealing;
 pub mod second_factor;
 pub mod settings;
 pub mod sso;

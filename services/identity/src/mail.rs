@@ -101,6 +101,20 @@ pub fn email_change(email: &str, url: &str) -> Mail {
     }
 }
 
+/// The notice to an address that someone asked to move their account to, when another account
+/// uses it already: nothing changed, and the requester was told nothing of it.
+pub fn email_in_use(email: &str) -> Mail {
+    Mail {
+        to: email.to_owned(),
+        subject: "Someone asked to use this address on Switchboard".to_owned(),
+        body: format!(
+            "Someone signed in to Switchboard asked to use {email} as the address of their account. An account \
+             uses this address already, so nothing changed.\n\nIf that was you, sign in with this address instead. \
+             If not, you need do nothing.\n"
+        ),
+    }
+}
+
 /// The notice to a person's former address that it no longer signs in.
 pub fn email_changed(old_email: &str, new_email: &str) -> Mail {
     Mail {

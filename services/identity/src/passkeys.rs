@@ -20,7 +20,7 @@ use webauthn_rs::prelude::{
 };
 
 use crate::grpc::accounts::{AccountsApi, user_actor};
-use crate::store::passkeys::{REGISTER, SECOND_FACTOR, SIGN_IN};
+use crate::store::passkeys::{REAUTH, REGISTER, SECOND_FACTOR, SIGN_IN};
 
 /// Names a person gives a passkey: at most this long.
 const MAX_NAME: usize = 60;
@@ -103,7 +103,9 @@ impl AccountsApi {
             .map_err(|error| ServiceError::invalid_field("credential", format!("was not accepted: {error}")))?;
         let info = self.store.add_passkey(&user.id, &credential_key(&passkey), &to_json(&passkey)?, name).await?;
         self.audit(&user.team_id, "auth.passkey_added", user_actor(&user), &user.email, request.client.as_ref()).await;
-        // A session limited to setting up a second factor is a whole one now.
+        // Other sessions end (one opened before this factor, or stolen, does not outlive it); this
+        // one, if it was limited to setting up a second factor, is a whole one now.
+        self.store.end_other_sessions(&user.id, &request.token_hash).await?;
         self.sessions_changed(&user.team_id).await;
         Ok(info)
     }
@@ -113,6 +115,8 @@ impl AccountsApi {
         self.store.remove_passkey(&user.id, &user.team_id, &request.passkey_id).await?;
         self.audit(&user.team_id, "auth.passkey_removed", user_actor(&user), &user.email, request.client.as_ref())
             .await;
+        self.store.end_other_sessions(&user.id, &request.token_hash).await?;
+        self.sessions_changed(&user.team_id).await;
         self.store.second_factors(&user).await
     }
 
@@ -121,30 +125,59 @@ impl AccountsApi {
         request: PasskeyCeremonyRequest,
     ) -> ServiceResult<PasskeyCeremony> {
         let challenge = self.store.peek_challenge(&request.challenge).await?;
-        let keys: Vec<Passkey> = self.passkeys_of(&challenge.user.id).await?.into_iter().map(|(_, key)| key).collect();
+        self.begin_passkey_assertion(SECOND_FACTOR, &challenge.user, Some(&challenge.id), &request.origin).await
+    }
+
+    /// The options of a passkey proof by a signed-in person (`Reauthenticate`).
+    pub(crate) async fn begin_passkey_reauthentication(
+        &self,
+        request: PasskeyCeremonyRequest,
+    ) -> ServiceResult<PasskeyCeremony> {
+        let user = self.user_of_session(&request.token_hash).await?;
+        self.begin_passkey_assertion(REAUTH, &user, None, &request.origin).await
+    }
+
+    /// A ceremony of `kind` in which `user` answers with one of their passkeys (for the pending
+    /// sign-in `challenge_id`, when there is one).
+    async fn begin_passkey_assertion(
+        &self,
+        kind: &str,
+        user: &User,
+        challenge_id: Option<&str>,
+        origin: &str,
+    ) -> ServiceResult<PasskeyCeremony> {
+        let keys: Vec<Passkey> = self.passkeys_of(&user.id).await?.into_iter().map(|(_, key)| key).collect();
         if keys.is_empty() {
             return Err(ServiceError::conflict("This person has no passkey"));
         }
-        let (options, state) = relying_party(&request.origin)?.start_passkey_authentication(&keys).map_err(internal)?;
-        let id = self
-            .store
-            .begin_ceremony(SECOND_FACTOR, Some(&challenge.user.id), Some(&challenge.id), &to_json(&state)?)
-            .await?;
+        let (options, state) = relying_party(origin)?.start_passkey_authentication(&keys).map_err(internal)?;
+        let id = self.store.begin_ceremony(kind, Some(&user.id), challenge_id, &to_json(&state)?).await?;
         Ok(PasskeyCeremony { id, options: to_json(&options)? })
     }
 
     /// Whether the passkey assertion of a second-factor ceremony is the user's, for the
-    /// pending sign-in `challenge_id`; its credential is stored again with its new counter.
+    /// pending sign-in `challenge_id`.
     pub(crate) async fn passkey_second_factor(
         &self,
         user: &User,
         challenge_id: &str,
+        assertion: (&str, &str, &str),
+    ) -> ServiceResult<bool> {
+        self.passkey_assertion(SECOND_FACTOR, user, Some(challenge_id), assertion).await
+    }
+
+    /// Whether the assertion answering a ceremony of `kind` is one of `user`'s passkeys (for
+    /// the pending sign-in `challenge_id`, when the ceremony belongs to one); the credential is
+    /// stored again with its new counter.
+    pub(crate) async fn passkey_assertion(
+        &self,
+        kind: &str,
+        user: &User,
+        challenge_id: Option<&str>,
         (ceremony, credential, origin): (&str, &str, &str),
     ) -> ServiceResult<bool> {
-        let ceremony = self.store.take_ceremony(SECOND_FACTOR, ceremony).await?;
-        if ceremony.user_id.as_deref() != Some(user.id.as_str())
-            || ceremony.challenge_id.as_deref() != Some(challenge_id)
-        {
+        let ceremony = self.store.take_ceremony(kind, ceremony).await?;
+        if ceremony.user_id.as_deref() != Some(user.id.as_str()) || ceremony.challenge_id.as_deref() != challenge_id {
             return Ok(false);
         }
         let state: PasskeyAuthentication = serde_json::from_str(&ceremony.state).map_err(internal)?;

@@ -1,8 +1,10 @@
 //! The `AccountService` calls with which a signed-in person changes their own names and
 //! e-mail address (the store's part is `store::profile`). Each is in the audit log of the
 //! person's team; the e-mail change mails a confirmation link to the new address and, once it
-//! is used, a notice to the old one.
+//! is used, a notice to the old one. An address someone else uses gets a notice instead of a
+//! link, and the same answer, at once: neither tells the requester who has an account.
 
+use switchboard_kit::time::now_ms;
 use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::{
     ConfirmEmailChangeRequest, EmailChangeRequested, RequestEmailChangeRequest, UpdateProfileRequest, User,
@@ -22,6 +24,32 @@ impl AccountsApi {
         session.user.ok_or_else(|| ServiceError::not_found("User not found"))
     }
 
+    /// The rest of an e-mail change, after its answer: a link to the new address, or a notice
+    /// when another account uses it; and the audit entry.
+    async fn send_email_change(
+        &self,
+        user: &User,
+        email_key: &str,
+        expires_at_ms: i64,
+        request: &RequestEmailChangeRequest,
+    ) -> ServiceResult<()> {
+        let token = self.store.begin_email_change(user, email_key, expires_at_ms).await?;
+        match self.mailer.as_ref().filter(|_| !request.link_base.is_empty()) {
+            Some(mailer) => match token {
+                Some(token) => {
+                    let url = switchboard_kit::links::confirm_email_url(&request.link_base, &token);
+                    mailer.send_later(mail::email_change(email_key, &url));
+                }
+                None => mailer.send_later(mail::email_in_use(email_key)),
+            },
+            None => tracing::warn!("an e-mail change was asked for, but no SMTP server is configured to send its link"),
+        }
+        let target = format!("{} -> {}", user.email, email_key);
+        let client = request.client.as_ref();
+        self.audit(&user.team_id, "user.email_change_requested", user_actor(user), &target, client).await;
+        Ok(())
+    }
+
     pub(crate) async fn update_profile(&self, request: UpdateProfileRequest) -> ServiceResult<User> {
         let before = self.session_user(&request.token_hash).await?;
         let user = self.store.set_names(&before.id, &request.first_name, &request.last_name).await?;
@@ -38,36 +66,35 @@ impl AccountsApi {
         &self,
         request: RequestEmailChangeRequest,
     ) -> ServiceResult<EmailChangeRequested> {
-        let user = self.session_user(&request.token_hash).await?;
+        let session = self.store.session(&request.token_hash, self.settings.sessions).await?;
+        let user = session.user.clone().ok_or_else(|| ServiceError::not_found("User not found"))?;
         // Someone who found a signed-in browser must not be able to move the account to their
-        // own mailbox: whoever has a password proves they know it (single sign-on people
-        // have none; their provider vouched for them).
-        if let Some(hash) = self.store.password_hash(&user.id).await? {
-            if request.password.is_empty() {
-                return Err(ServiceError::invalid_field("password", "is required to change your e-mail address"));
+        // own mailbox: whoever has a password proves they know it; a person without one
+        // (single sign-on only) proves who they are as for any change to their account.
+        match self.store.password_hash(&user.id).await? {
+            Some(hash) => {
+                if request.password.is_empty() {
+                    return Err(ServiceError::invalid_field("password", "is required to change your e-mail address"));
+                }
+                if !passwords::verify(Some(hash), &request.password).await? {
+                    let client = request.client.as_ref();
+                    self.audit(&user.team_id, "user.email_change_failed", user_actor(&user), &user.email, client).await;
+                    return Err(ServiceError::invalid_field("password", "is not your current password"));
+                }
             }
-            if !passwords::verify(Some(hash), &request.password).await? {
-                let client = request.client.as_ref();
-                self.audit(&user.team_id, "user.email_change_failed", user_actor(&user), &user.email, client).await;
-                return Err(ServiceError::invalid_field("password", "is not your current password"));
-            }
+            None => AccountsApi::check_recent(&session)?,
         }
-        let change = self.store.begin_email_change(&user, &request.email, EMAIL_CHANGE_VALID_MS).await?;
-        let mailed = match self.mailer.as_ref().filter(|_| !request.link_base.is_empty()) {
-            Some(mailer) => {
-                let url = switchboard_kit::links::confirm_email_url(&request.link_base, &change.token);
-                mailer.send_later(mail::email_change(&change.email, &url));
-                true
+        let email_key = crate::store::profile::new_address(&user, &request.email)?;
+        let expires_at_ms = now_ms() + EMAIL_CHANGE_VALID_MS;
+        let mailed = self.mailer.is_some() && !request.link_base.is_empty();
+        let api = self.clone();
+        let email = email_key.clone();
+        tokio::spawn(async move {
+            if let Err(error) = api.send_email_change(&user, &email, expires_at_ms, &request).await {
+                tracing::warn!(%error, "an e-mail change was not begun");
             }
-            None => {
-                tracing::warn!("an e-mail change was asked for, but no SMTP server is configured to send its link");
-                false
-            }
-        };
-        let target = format!("{} -> {}", user.email, change.email);
-        let client = request.client.as_ref();
-        self.audit(&user.team_id, "user.email_change_requested", user_actor(&user), &target, client).await;
-        Ok(EmailChangeRequested { email: change.email, expires_at_ms: change.expires_at_ms, mailed })
+        });
+        Ok(EmailChangeRequested { email: email_key, expires_at_ms, mailed })
     }
 
     pub(crate) async fn confirm_email_change(&self, request: ConfirmEmailChangeRequest) -> ServiceResult<User> {

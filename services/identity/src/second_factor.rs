@@ -18,6 +18,7 @@ use switchboard_proto::v1::{
 
 use crate::grpc::accounts::{AccountsApi, user_actor};
 use crate::store::members::is_owner;
+use crate::store::second_factor::Purpose;
 
 const STEP_SECONDS: u64 = 30;
 const DIGITS: usize = 6;
@@ -101,14 +102,17 @@ fn matching_step(secret: &str, code: &str, now_seconds: u64) -> Option<i64> {
     found
 }
 
-/// Ten recovery codes of 10 base32 characters (50 bits each), shown as `xxxxx-xxxxx`.
+/// Ten recovery codes of 24 base32 characters (120 bits each), shown as
+/// `xxxxxx-xxxxxx-xxxxxx-xxxxxx`. Each is as hard to guess as a key, so that its unsalted
+/// SHA-256 at rest gives nothing away (ASVS 2.6.2 asks for 112 bits at least).
 fn new_recovery_codes() -> Vec<String> {
     (0..RECOVERY_CODES)
         .map(|_| {
-            let mut bytes = [0u8; 7];
+            let mut bytes = [0u8; 15];
             rand::rng().fill_bytes(&mut bytes);
-            let text = base32(&bytes)[..10].to_lowercase();
-            format!("{}-{}", &text[..5], &text[5..])
+            let text = base32(&bytes).to_lowercase();
+            let groups: Vec<&str> = (0..4).map(|group| &text[group * 6..group * 6 + 6]).collect();
+            groups.join("-")
         })
         .collect()
 }
@@ -132,15 +136,20 @@ fn now_seconds() -> u64 {
 }
 
 impl AccountsApi {
-    /// What `SignIn` answers for a user whose password was right: a session, or a challenge
-    /// when they have a second factor.
-    pub(crate) async fn signed_in_or_challenged(&self, user: &User, client: &Client) -> ServiceResult<SignedIn> {
+    /// What `SignIn` answers for a user whose password was right (and `ResetPassword` for a
+    /// user who set a new one): a session, or a challenge when they have a second factor.
+    pub(crate) async fn signed_in_or_challenged(
+        &self,
+        user: &User,
+        client: &Client,
+        purpose: Purpose,
+    ) -> ServiceResult<SignedIn> {
         if !self.store.has_second_factor(&user.id).await? {
             let signed_in = self.store.begin_session(user, client, self.settings.sessions).await?;
             self.audit_signed_in("auth.signed_in", &signed_in, Some(client)).await;
             return Ok(signed_in);
         }
-        let (token, expires_at_ms) = self.store.create_challenge(user, client).await?;
+        let (token, expires_at_ms) = self.store.create_challenge(user, client, purpose).await?;
         let factors = self.store.second_factors(user).await?;
         let mut methods = Vec::new();
         if factors.totp {
@@ -157,35 +166,45 @@ impl AccountsApi {
         let challenge = self.store.challenge(&request.challenge).await?;
         let user = challenge.user;
         let client = request.client.unwrap_or_default();
-        let code = normalized(&request.code);
         let accepted = if !request.passkey_ceremony.is_empty() {
             let assertion =
                 (request.passkey_ceremony.as_str(), request.passkey_credential.as_str(), request.origin.as_str());
             self.passkey_second_factor(&user, &challenge.id, assertion).await?
-        } else if code.len() == DIGITS && code.bytes().all(|b| b.is_ascii_digit()) {
-            match self.store.totp_factor(&user.id).await? {
+        } else {
+            self.code_accepted(&user, &request.code, &client).await?
+        };
+        // A re-authentication's challenge never leaves the service; a token of one is no sign-in.
+        if !accepted || challenge.purpose == Purpose::Reauth {
+            self.audit(&user.team_id, "auth.second_factor_failed", user_actor(&user), &user.email, Some(&client)).await;
+            return Err(wrong_code());
+        }
+        self.store.finish_challenge(&challenge.id).await?;
+        let mut signed_in = self.store.begin_session(&user, &client, self.settings.sessions).await?;
+        if challenge.purpose == Purpose::Reset {
+            signed_in.passkeys = self.store.passkey_infos(&user.id).await?;
+        }
+        self.audit_signed_in("auth.signed_in", &signed_in, Some(&client)).await;
+        Ok(signed_in)
+    }
+
+    /// Whether `code` is the user's current TOTP code (each time step once) or one of their
+    /// unused recovery codes (used up by this); a recovery code used is audited.
+    pub(crate) async fn code_accepted(&self, user: &User, code: &str, client: &Client) -> ServiceResult<bool> {
+        let code = normalized(code);
+        if code.len() == DIGITS && code.bytes().all(|b| b.is_ascii_digit()) {
+            return Ok(match self.store.totp_factor(&user.id).await? {
                 Some(factor) if factor.confirmed => match matching_step(&factor.secret, &code, now_seconds()) {
                     Some(step) if step > factor.last_step => self.store.accept_totp_step(&user.id, step, None).await?,
                     _ => false,
                 },
                 _ => false,
-            }
-        } else {
-            let used = self.store.use_recovery_code(&user.id, &recovery_hash(&code)).await?;
-            if used {
-                self.audit(&user.team_id, "auth.recovery_code_used", user_actor(&user), &user.email, Some(&client))
-                    .await;
-            }
-            used
-        };
-        if !accepted {
-            self.audit(&user.team_id, "auth.second_factor_failed", user_actor(&user), &user.email, Some(&client)).await;
-            return Err(wrong_code());
+            });
         }
-        self.store.finish_challenge(&challenge.id).await?;
-        let signed_in = self.store.begin_session(&user, &client, self.settings.sessions).await?;
-        self.audit_signed_in("auth.signed_in", &signed_in, Some(&client)).await;
-        Ok(signed_in)
+        let used = self.store.use_recovery_code(&user.id, &recovery_hash(&code)).await?;
+        if used {
+            self.audit(&user.team_id, "auth.recovery_code_used", user_actor(user), &user.email, Some(client)).await;
+        }
+        Ok(used)
     }
 
     /// The user of a session, for the calls a person makes about their own second factors.
@@ -222,7 +241,9 @@ impl AccountsApi {
         }
         let client = request.client.as_ref();
         self.audit(&user.team_id, "auth.second_factor_enabled", user_actor(&user), &user.email, client).await;
-        // A session that was limited to setting one up is a whole session now.
+        // A session opened before the factor existed (or stolen) does not outlive it; the
+        // session that set it up, limited to doing so until now, is a whole one.
+        self.store.end_other_sessions(&user.id, &request.token_hash).await?;
         self.sessions_changed(&user.team_id).await;
         Ok(RecoveryCodes { codes })
     }
@@ -231,6 +252,8 @@ impl AccountsApi {
         let user = self.user_of_session(token_hash).await?;
         self.store.remove_totp(&user).await?;
         self.audit(&user.team_id, "auth.second_factor_removed", user_actor(&user), &user.email, client).await;
+        self.store.end_other_sessions(&user.id, token_hash).await?;
+        self.sessions_changed(&user.team_id).await;
         self.store.second_factors(&user).await
     }
 
@@ -294,7 +317,16 @@ mod tests {
     fn recovery_codes_are_ten_distinct_and_typed_loosely() {
         let codes = new_recovery_codes();
         assert_eq!(codes.len(), 10);
-        assert!(codes.iter().all(|code| code.len() == 11 && code.as_bytes()[5] == b'-'));
+        // 4 groups of 6 base32 characters: 24 x 5 = 120 bits each.
+        assert!(codes.iter().all(|code| {
+            let groups: Vec<&str> = code.split('-').collect();
+            groups.len() == 4 && groups.iter().all(|group| group.len() == 6)
+        }));
+        assert!(
+            codes
+                .iter()
+                .all(|code| code.bytes().all(|b| b == b'-' || b.is_ascii_lowercase() || (b'2'..=b'7').contains(&b)))
+        );
         let mut unique = codes.clone();
         unique.sort();
         unique.dedup();

@@ -3,12 +3,14 @@
 use crate::store::accounts::SessionTimes;
 
 const SECOND_MS: i64 = 1_000;
-const HOUR_MS: i64 = 3_600 * SECOND_MS;
+const MINUTE_MS: i64 = 60 * SECOND_MS;
+const HOUR_MS: i64 = 60 * MINUTE_MS;
 const DAY_MS: i64 = 24 * HOUR_MS;
 
 #[derive(Debug, Clone, Copy)]
 pub struct AccountSettings {
-    /// `SWITCHBOARD_SESSION_IDLE` (12h) and `SWITCHBOARD_SESSION_MAX` (30d).
+    /// `SWITCHBOARD_SESSION_IDLE` (12h), `SWITCHBOARD_SESSION_MAX` (30d) and
+    /// `SWITCHBOARD_REAUTH_AFTER` (5m).
     pub sessions: SessionTimes,
     /// `SWITCHBOARD_SIGNUP=open` lets anyone make a team; `closed` (the default) leaves it to
     /// operators and invitations.
@@ -26,7 +28,7 @@ pub struct AccountSettings {
 impl Default for AccountSettings {
     fn default() -> Self {
         Self {
-            sessions: SessionTimes { idle_ms: 12 * HOUR_MS, max_ms: 30 * DAY_MS },
+            sessions: SessionTimes { idle_ms: 12 * HOUR_MS, max_ms: 30 * DAY_MS, reauth_ms: 5 * MINUTE_MS },
             signup_open: false,
             signup_credits: 0,
             invite_valid_ms: 7 * DAY_MS,
@@ -54,6 +56,9 @@ impl AccountSettings {
         }
         if let Some(max) = duration("SWITCHBOARD_SESSION_MAX")? {
             settings.sessions.max_ms = max;
+        }
+        if let Some(reauth) = duration("SWITCHBOARD_REAUTH_AFTER")? {
+            settings.sessions.reauth_ms = reauth;
         }
         if let Some(period) = duration("SWITCHBOARD_BILLING_PERIOD")? {
             settings.billing_period_ms = period;

@@ -6,11 +6,14 @@
 use std::future::Future;
 
 use switchboard_identity::IdentityStore;
+use switchboard_identity::store::accounts::SessionTimes;
 use switchboard_identity::store::{Debit, NewSubteam, NewTeam};
 use switchboard_kit::ErrorKind;
 use switchboard_kit::apikey::hash_key;
 use switchboard_kit::testdb;
-use switchboard_proto::v1::{AccessConfig, KeyAccess, NewUser, PageRequest};
+use switchboard_proto::v1::{AccessConfig, Client, KeyAccess, NewUser, PageRequest, User};
+
+const TIMES: SessionTimes = SessionTimes { idle_ms: 3_600_000, max_ms: 86_400_000, reauth_ms: 300_000 };
 
 async fn on_every_engine<F, Fut>(test: F)
 where
@@ -474,41 +477,83 @@ async fn usage_counts_searches_and_credits_per_day_less_refunds() {
     .await;
 }
 
+/// A confirmation link for `user` to move to `email`, valid `valid_ms` (the token, or `None`
+/// when the address is someone else's).
+async fn email_link(store: &IdentityStore, user: &User, email: &str, valid_ms: i64) -> Option<String> {
+    let email_key = switchboard_identity::store::profile::new_address(user, email).unwrap();
+    let expires_at = switchboard_kit::time::now_ms() + valid_ms;
+    store.begin_email_change(user, &email_key, expires_at).await.unwrap()
+}
+
 /// Issue 40: an e-mail confirmation link expires, works once, and only the newest one of a
-/// person works.
+/// person works. Issue 53: an address someone else uses gets no link.
 #[tokio::test]
 async fn email_change_links_expire_work_once_and_the_newest_wins() {
     on_every_engine(|store| async move {
         let id = team(&store, "Mailers", false, 0).await;
         let ada = store.create_user(&id, &user("ada@mailers.example")).await.unwrap();
 
-        let expired = store.begin_email_change(&ada, "old-link@mailers.example", -1).await.unwrap();
-        let error = store.confirm_email_change(&expired.token).await.err().expect("an expired link");
+        let expired = email_link(&store, &ada, "old-link@mailers.example", -1).await.unwrap();
+        let error = store.confirm_email_change(&expired).await.err().expect("an expired link");
         assert_eq!(error.kind, ErrorKind::NotFound);
 
-        let first = store.begin_email_change(&ada, "first@mailers.example", 60_000).await.unwrap();
-        let second = store.begin_email_change(&ada, "Second@Mailers.example", 60_000).await.unwrap();
-        assert_eq!(second.email, "second@mailers.example");
-        let error = store.confirm_email_change(&first.token).await.err().expect("an older link");
+        let first = email_link(&store, &ada, "first@mailers.example", 60_000).await.unwrap();
+        let second = email_link(&store, &ada, "Second@Mailers.example", 60_000).await.unwrap();
+        let error = store.confirm_email_change(&first).await.err().expect("an older link");
         assert_eq!(error.kind, ErrorKind::NotFound);
-        let changed = store.confirm_email_change(&second.token).await.unwrap();
+        let changed = store.confirm_email_change(&second).await.unwrap();
         assert_eq!(
             (changed.old_email.as_str(), changed.user.email.as_str()),
             ("ada@mailers.example", "second@mailers.example")
         );
-        let error = store.confirm_email_change(&second.token).await.err().expect("a used link");
+        let error = store.confirm_email_change(&second).await.err().expect("a used link");
         assert_eq!(error.kind, ErrorKind::NotFound);
 
-        // A teammate's address is refused, at the request and at the confirmation.
+        // A teammate's address gets no link; one taken since the link was made is refused at
+        // the confirmation.
         let bob = store.create_user(&id, &user("bob@mailers.example")).await.unwrap();
-        let error = store.begin_email_change(&bob, "SECOND@mailers.example", 60_000).await.err().expect("taken");
+        assert!(email_link(&store, &bob, "SECOND@mailers.example", 60_000).await.is_none(), "taken");
+        let late = email_link(&store, &bob, "late@mailers.example", 60_000).await.unwrap();
+        email_link(&store, &changed.user, "late@mailers.example", 60_000).await.unwrap();
+        let mine = email_link(&store, &changed.user, "late@mailers.example", 60_000).await.unwrap();
+        store.confirm_email_change(&mine).await.unwrap();
+        let error = store.confirm_email_change(&late).await.err().expect("taken since");
         assert_eq!(error.kind, ErrorKind::Conflict);
-        let late = store.begin_email_change(&bob, "late@mailers.example", 60_000).await.unwrap();
-        store.begin_email_change(&changed.user, "late@mailers.example", 60_000).await.unwrap();
-        let mine = store.begin_email_change(&changed.user, "late@mailers.example", 60_000).await.unwrap();
-        store.confirm_email_change(&mine.token).await.unwrap();
-        let error = store.confirm_email_change(&late.token).await.err().expect("taken since");
-        assert_eq!(error.kind, ErrorKind::Conflict);
+    })
+    .await;
+}
+
+/// Issue 53, finding 4: a reset link ends when a newer one is made, when the password is set
+/// (by a reset or a change, which also end e-mail changes under way), and when the address
+/// changes.
+#[tokio::test]
+async fn reset_links_end_with_a_newer_link_a_new_password_and_a_new_address() {
+    on_every_engine(|store| async move {
+        let id = team(&store, "Resets", false, 0).await;
+        let ada = store.create_user(&id, &user("ada@resets.example")).await.unwrap();
+        let day = 86_400_000;
+        let gone = |error: switchboard_kit::ServiceError| assert_eq!(error.kind, ErrorKind::NotFound);
+
+        let older = store.reset_link("ada@resets.example", day).await.unwrap().token;
+        let newer = store.reset_link("ADA@resets.example", day).await.unwrap().token;
+        gone(store.reset_password(&older, "hash-1").await.expect_err("ended by the newer link"));
+        let moving = email_link(&store, &ada, "ada@moved.example", day).await.unwrap();
+        let reset = store.reset_password(&newer, "hash-2").await.unwrap();
+        assert_eq!(reset.id, ada.id);
+        gone(store.reset_password(&newer, "hash-3").await.expect_err("used"));
+        gone(store.confirm_email_change(&moving).await.err().expect("ended by the reset"));
+
+        let before_change = store.reset_link("ada@resets.example", day).await.unwrap().token;
+        let client = Client::default();
+        store.set_password(&ada.id, "hash-4", &client, TIMES).await.unwrap();
+        gone(store.reset_password(&before_change, "hash-5").await.expect_err("ended by the password change"));
+
+        let to_old_address = store.reset_link("ada@resets.example", day).await.unwrap().token;
+        let moving = email_link(&store, &ada, "ada@moved.example", day).await.unwrap();
+        store.confirm_email_change(&moving).await.unwrap();
+        gone(store.reset_password(&to_old_address, "hash-6").await.expect_err("ended by the move"));
+        let current = store.reset_link("ada@moved.example", day).await.unwrap().token;
+        store.reset_password(&current, "hash-7").await.unwrap();
     })
     .await;
 }

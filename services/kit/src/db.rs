@@ -65,6 +65,37 @@ pub fn sqlite_url(path: &Path) -> String {
     format!("sqlite://{}?mode=rwc", path.display())
 }
 
+/// Makes the SQLite file of `url` (and its journal files) readable by its owner only, creating
+/// it so when it does not exist yet: it holds password hashes, sessions and every team's data,
+/// and SQLite would create it with the process's umask (0644). SQLite gives the `-wal` and
+/// `-shm` files it makes the main file's permissions.
+fn keep_sqlite_private(url: &str) -> anyhow::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let path = url.trim_start_matches("sqlite://").trim_start_matches("sqlite:");
+    let path = path.split('?').next().unwrap_or_default();
+    if path.is_empty() || path.contains(":memory:") || url.contains("mode=memory") {
+        return Ok(());
+    }
+    let path = Path::new(path);
+    if !path.exists() {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(path)
+            .with_context(|| format!("creating {}", path.display()))?;
+    }
+    let beside = |suffix: &str| std::path::PathBuf::from(format!("{}{suffix}", path.display()));
+    for file in [path.to_path_buf(), beside("-wal"), beside("-shm")] {
+        let private = std::fs::Permissions::from_mode(0o600);
+        if file.exists() {
+            std::fs::set_permissions(&file, private).with_context(|| format!("restricting {}", file.display()))?;
+        }
+    }
+    Ok(())
+}
+
 /// The longest a PostgreSQL session may sit idle inside a transaction before the server ends
 /// it, rolling it back. The services' transactions are statements back to back; the one that
 /// waits on something else between them (the webhook outbox relay, see `crate::outbox`)
@@ -78,7 +109,10 @@ impl Db {
         let options = AnyConnectOptions::from_str(url).context("parsing the database URL")?;
         let pool = match engine {
             // One writer at a time is SQLite's rule; readers run beside it in WAL mode.
-            Engine::Sqlite => sqlite_pool(8).connect_with(options.clone()).await,
+            Engine::Sqlite => {
+                keep_sqlite_private(url)?;
+                sqlite_pool(8).connect_with(options.clone()).await
+            }
             Engine::Postgres => {
                 AnyPoolOptions::new()
                     .max_connections(max_connections_from_env())

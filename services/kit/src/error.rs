@@ -26,6 +26,9 @@ pub enum ErrorKind {
     MalformedJson,
     Unauthorized,
     Forbidden,
+    /// A change to a person's factors, password, address or sessions from a session that has
+    /// not proved who it is lately: `POST /v1/auth/reauthenticate` first.
+    ReauthenticationRequired,
     InsufficientCredits,
     NotFound,
     MethodNotAllowed,
@@ -48,11 +51,12 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind, for lookups by code.
-    pub const ALL: [ErrorKind; 18] = [
+    pub const ALL: [ErrorKind; 19] = [
         ErrorKind::Validation,
         ErrorKind::MalformedJson,
         ErrorKind::Unauthorized,
         ErrorKind::Forbidden,
+        ErrorKind::ReauthenticationRequired,
         ErrorKind::InsufficientCredits,
         ErrorKind::NotFound,
         ErrorKind::MethodNotAllowed,
@@ -77,6 +81,7 @@ impl ErrorKind {
             ErrorKind::MalformedJson => ("INVALID_JSON", 400, Code::InvalidArgument),
             ErrorKind::Unauthorized => ("UNAUTHORIZED", 401, Code::Unauthenticated),
             ErrorKind::Forbidden => ("FORBIDDEN", 403, Code::PermissionDenied),
+            ErrorKind::ReauthenticationRequired => ("REAUTHENTICATION_REQUIRED", 403, Code::PermissionDenied),
             ErrorKind::InsufficientCredits => ("INSUFFICIENT_CREDITS", 402, Code::FailedPrecondition),
             ErrorKind::NotFound => ("NOT_FOUND", 404, Code::NotFound),
             ErrorKind::MethodNotAllowed => ("METHOD_NOT_ALLOWED", 405, Code::Unimplemented),
@@ -184,6 +189,16 @@ impl ServiceError {
 
     pub fn forbidden(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Forbidden, message)
+    }
+
+    /// 403 `REAUTHENTICATION_REQUIRED`: the session must prove again who its person is before
+    /// this change (`POST /v1/auth/reauthenticate`).
+    pub fn reauthentication_required() -> Self {
+        Self::new(ErrorKind::ReauthenticationRequired, "Confirm it is you first").with_hint(
+            "Changes to your second factors, password, e-mail address and sessions need a sign-in of the last few \
+                 minutes: POST /v1/auth/reauthenticate with a code of your second factor, a passkey, or (without a \
+                 second factor) your password, then try again.",
+        )
     }
 
     pub fn conflict(message: impl Into<String>) -> Self {

@@ -17,8 +17,10 @@ use crate::settings::AccountSettings;
 use crate::store::IdentityStore;
 use crate::store::links::{LinkKind, Names};
 use crate::store::members::is_owner;
+use crate::store::second_factor::Purpose;
 use crate::validate;
 
+#[derive(Clone)]
 pub struct AccountsApi {
     pub(crate) store: IdentityStore,
     pub(crate) settings: AccountSettings,
@@ -83,6 +85,26 @@ impl AccountsApi {
         }
     }
 
+    /// `RequestPasswordReset`'s work, after its answer: a link for the account using the
+    /// address, if there is one, mailed to it.
+    async fn mail_reset_link(&self, request: &RequestPasswordResetRequest) -> ServiceResult<()> {
+        let link = match self.store.reset_link(&request.email, self.settings.reset_valid_ms).await {
+            Ok(link) => link,
+            Err(error) if error.kind == ErrorKind::NotFound => return Ok(()),
+            Err(error) => return Err(error),
+        };
+        match self.mailer.as_ref().filter(|_| !request.link_base.is_empty()) {
+            Some(mailer) => {
+                let url = switchboard_kit::links::reset_url(&request.link_base, &link.token);
+                mailer.send_later(mail::reset(&link.email, &url));
+            }
+            None => tracing::warn!("a password reset was asked for, but no SMTP server is configured to send it"),
+        }
+        let actor = Actor { r#type: "visitor".to_owned(), ..Actor::default() };
+        self.audit(&link.team_id, "auth.password_reset_requested", actor, &link.email, request.client.as_ref()).await;
+        Ok(())
+    }
+
     pub(crate) async fn audit_signed_in(&self, action: &str, signed_in: &SignedIn, client: Option<&Client>) {
         if let Some(user) = signed_in.session.as_ref().and_then(|s| s.user.as_ref()) {
             self.audit(&user.team_id, action, user_actor(user), &user.email, client).await;
@@ -114,7 +136,7 @@ impl AccountService for AccountsApi {
             None => return Err(wrong_credentials().into()),
         };
         let client = request.client.unwrap_or_default();
-        reply(self.signed_in_or_challenged(&user, &client).await)
+        reply(self.signed_in_or_challenged(&user, &client, Purpose::SignIn).await)
     }
 
     async fn verify_second_factor(&self, request: Request<VerifySecondFactorRequest>) -> Reply<SignedIn> {
@@ -141,6 +163,14 @@ impl AccountService for AccountsApi {
     async fn new_recovery_codes(&self, request: Request<SessionTokenRequest>) -> Reply<RecoveryCodes> {
         let request = request.into_inner();
         reply(self.renew_recovery_codes(&request.token_hash, request.client.as_ref()).await)
+    }
+
+    async fn reauthenticate(&self, request: Request<ReauthenticateRequest>) -> Reply<Session> {
+        reply(AccountsApi::reauthenticate(self, request.into_inner()).await)
+    }
+
+    async fn begin_passkey_reauthentication(&self, request: Request<PasskeyCeremonyRequest>) -> Reply<PasskeyCeremony> {
+        reply(AccountsApi::begin_passkey_reauthentication(self, request.into_inner()).await)
     }
 
     async fn get_security_policy(&self, request: Request<SecurityPolicyRequest>) -> Reply<SecurityPolicy> {
@@ -270,7 +300,9 @@ impl AccountService for AccountsApi {
         check_password("newPassword", &request.new_password, &[&user.email, &user.first_name, &user.last_name])?;
         let hash = passwords::hash(&request.new_password).await?;
         let client = request.client.unwrap_or_default();
-        let signed_in = self.store.set_password(&user.id, &hash, &client, self.settings.sessions).await?;
+        let mut signed_in = self.store.set_password(&user.id, &hash, &client, self.settings.sessions).await?;
+        // A passkey signs in without the password: the person sees which still do.
+        signed_in.passkeys = self.store.passkey_infos(&user.id).await?;
         self.signed_in_changed(&signed_in).await;
         self.audit_signed_in("auth.password_changed", &signed_in, Some(&client)).await;
         reply(Ok(signed_in))
@@ -336,10 +368,13 @@ impl AccountService for AccountsApi {
         check_password("password", &request.password, &[&email])?;
         let hash = passwords::hash(&request.password).await?;
         let client = request.client.unwrap_or_default();
-        let signed_in = self.store.reset_password(&request.token, &hash, &client, self.settings.sessions).await?;
-        self.signed_in_changed(&signed_in).await;
-        self.audit_signed_in("auth.password_reset", &signed_in, Some(&client)).await;
-        reply(Ok(signed_in))
+        let user = self.store.reset_password(&request.token, &hash).await?;
+        // Every session of the person ended with the reset.
+        self.sessions_changed(&user.team_id).await;
+        self.audit(&user.team_id, "auth.password_reset", user_actor(&user), &user.email, Some(&client)).await;
+        // Whoever reads the mailbox has not passed the person's second factor: a reset ends as a
+        // sign-in does, with the factor first.
+        reply(self.signed_in_or_challenged(&user, &client, Purpose::Reset).await)
     }
 
     async fn request_password_reset(
@@ -348,22 +383,14 @@ impl AccountService for AccountsApi {
     ) -> Reply<PasswordResetRequested> {
         let request = request.into_inner();
         validate::all([validate::email("email", request.email.trim())])?;
-        // An unknown address is answered as a known one: the answer tells no one who has an
-        // account. Only a known one gets a link, and only by mail.
-        let link = match self.store.reset_link(&request.email, self.settings.reset_valid_ms).await {
-            Ok(link) => link,
-            Err(error) if error.kind == ErrorKind::NotFound => return reply(Ok(PasswordResetRequested {})),
-            Err(error) => return Err(error.into()),
-        };
-        match self.mailer.as_ref().filter(|_| !request.link_base.is_empty()) {
-            Some(mailer) => {
-                let url = switchboard_kit::links::reset_url(&request.link_base, &link.token);
-                mailer.send_later(mail::reset(&link.email, &url));
+        // Answered before the address is looked up, and the same for every address: neither the
+        // answer nor its time tells who has an account. Only a known one gets a link, by mail.
+        let api = self.clone();
+        tokio::spawn(async move {
+            if let Err(error) = api.mail_reset_link(&request).await {
+                tracing::warn!(%error, "a password reset link was not made");
             }
-            None => tracing::warn!("a password reset was asked for, but no SMTP server is configured to send it"),
-        }
-        let actor = Actor { r#type: "visitor".to_owned(), ..Actor::default() };
-        self.audit(&link.team_id, "auth.password_reset_requested", actor, &link.email, request.client.as_ref()).await;
+        });
         reply(Ok(PasswordResetRequested {}))
     }
 

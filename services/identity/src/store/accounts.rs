@@ -27,6 +27,9 @@ pub struct SessionTimes {
     pub idle_ms: i64,
     /// Ended this long after sign-in, whatever happens.
     pub max_ms: i64,
+    /// A sign-in, or a re-authentication, counts as recent this long: changes to the person's
+    /// factors, password, address and sessions need one (ASVS 3.7.1).
+    pub reauth_ms: i64,
 }
 
 /// A user who can sign in, with the hash to check a password against.
@@ -50,7 +53,7 @@ fn prefixed_user_columns() -> String {
     USER_COLUMNS.split(", ").map(|column| format!("u.{column}")).collect::<Vec<_>>().join(", ")
 }
 
-fn session_from_row(row: &AnyRow) -> Result<Session, sqlx::Error> {
+fn session_from_row(row: &AnyRow, times: SessionTimes) -> Result<Session, sqlx::Error> {
     let user = User {
         id: row.try_get("user_id")?,
         team_id: row.try_get("user_team_id")?,
@@ -69,6 +72,10 @@ fn session_from_row(row: &AnyRow) -> Result<Session, sqlx::Error> {
         second_factor_needed: row.try_get::<i64, _>("require_second_factor")? != 0
             && row.try_get::<i64, _>("factor_count")? == 0
             && row.try_get::<String, _>("method")? != SSO_METHOD,
+        // A session from before re-authentication was recorded has none: it proves itself again.
+        reauthenticate_after_ms: row
+            .try_get::<Option<i64>, _>("authenticated_at")?
+            .map_or(0, |at| at.saturating_add(times.reauth_ms)),
     })
 }
 
@@ -142,7 +149,8 @@ impl IdentityStore {
         let row = sqlx::query(&format!(
             "SELECT s.id AS session_id, s.created_at AS session_created_at, s.expires_at, s.last_seen_at, \
              u.id AS user_id, u.team_id AS user_team_id, u.first_name, u.last_name, u.email, u.role, \
-             u.created_at AS user_created_at, {TEAM_COLUMNS}, {SECOND_FACTOR_COLUMNS}, s.method \
+             u.created_at AS user_created_at, {TEAM_COLUMNS}, {SECOND_FACTOR_COLUMNS}, s.method, \
+             s.authenticated_at \
              FROM sessions s JOIN users u ON u.id = s.user_id JOIN teams t ON t.id = u.team_id \
              WHERE s.token_hash = $1 AND s.ended_at IS NULL AND s.expires_at > $2 AND s.last_seen_at > $3 \
              AND (u.password_hash IS NOT NULL OR u.sso_subject IS NOT NULL) AND t.deleted_at IS NULL"
@@ -153,7 +161,7 @@ impl IdentityStore {
         .fetch_optional(self.db.pool())
         .await?
         .ok_or_else(unauthenticated)?;
-        let session = session_from_row(&row)?;
+        let session = session_from_row(&row, times)?;
         let last_seen: i64 = row.try_get("last_seen_at")?;
         // A short idle time (tests use seconds) is refreshed often enough not to end a busy session.
         if now - last_seen >= LAST_SEEN_RESOLUTION_MS.min(times.idle_ms / 4) {
@@ -183,6 +191,16 @@ impl IdentityStore {
         Ok(Some((row.try_get("user_id")?, row.try_get("team_id")?)))
     }
 
+    /// This session proved again who its person is (`Reauthenticate`): recent from now on.
+    pub async fn mark_reauthenticated(&self, session_id: &str) -> ServiceResult<()> {
+        sqlx::query("UPDATE sessions SET authenticated_at = $1 WHERE id = $2 AND ended_at IS NULL")
+            .bind(now_ms())
+            .bind(session_id)
+            .execute(self.db.pool())
+            .await?;
+        Ok(())
+    }
+
     /// Sets a user's password and ends all their sessions, then begins one: a changed or reset
     /// password leaves exactly the session of whoever changed it.
     pub async fn set_password(
@@ -200,7 +218,9 @@ impl IdentityStore {
     }
 }
 
-/// Within `conn`'s transaction: the password set, every session of the user ended.
+/// Within `conn`'s transaction: the password set, every session of the user ended, and every
+/// link still out that acts on the account (password resets, e-mail changes): a link mailed
+/// before the password changed must not outlive it.
 pub(super) async fn set_password_in(
     conn: &mut AnyConnection,
     user_id: &str,
@@ -223,6 +243,8 @@ pub(super) async fn set_password_in(
         return Err(ServiceError::not_found("User not found"));
     }
     end_sessions_of(conn, user_id).await?;
+    super::links::end_reset_links(conn, user_id).await?;
+    super::profile::end_email_changes(conn, user_id).await?;
     let row = sqlx::query(&format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1"))
         .bind(user_id)
         .fetch_one(&mut *conn)
@@ -281,10 +303,12 @@ pub(super) async fn begin_session_with(
         expires_at_ms: now + times.max_ms,
         created_at_ms: now,
         second_factor_needed,
+        // A sign-in is a proof of who the person is: recent until the window ends.
+        reauthenticate_after_ms: now + times.reauth_ms,
     };
     sqlx::query(
         "INSERT INTO sessions (id, token_hash, user_id, team_id, created_at, last_seen_at, expires_at, ip, user_agent, \
-         method) VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $8, $9)",
+         method, authenticated_at) VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $8, $9, $5)",
     )
     .bind(&session.id)
     .bind(hash_key(&token))
@@ -302,7 +326,7 @@ pub(super) async fn begin_session_with(
         .bind(&user.id)
         .execute(&mut *conn)
         .await?;
-    Ok(SignedIn { token, session: Some(session), challenge: None })
+    Ok(SignedIn { token, session: Some(session), challenge: None, passkeys: Vec::new() })
 }
 
 /// The user with this id in `conn`'s view.

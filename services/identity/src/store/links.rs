@@ -7,7 +7,7 @@ use sqlx::{AnyConnection, Row};
 use switchboard_kit::apikey::hash_key;
 use switchboard_kit::time::now_ms;
 use switchboard_kit::{ServiceError, ServiceResult, limits};
-use switchboard_proto::v1::{Actor, Client, Invitation, InvitationPreview, NewUser, SignedIn};
+use switchboard_proto::v1::{Actor, Client, Invitation, InvitationPreview, NewUser, SignedIn, User};
 
 use super::accounts::{SessionTimes, begin_session_in, new_token, set_password_in, user_in};
 use super::members::is_owner;
@@ -58,11 +58,6 @@ fn link_gone(kind: LinkKind) -> ServiceError {
     };
     ServiceError::not_found(format!("{what} not found: unknown, used already, or expired"))
         .with_hint("Ask for a new link.")
-}
-
-fn account_exists() -> ServiceError {
-    ServiceError::conflict("An account with this e-mail address exists already")
-        .with_hint("Each e-mail address signs in to one team; use another address.")
 }
 
 /// Inserts a link within `conn`'s transaction; answers it with its token.
@@ -181,6 +176,17 @@ pub(super) async fn end_invitations_by(conn: &mut AnyConnection, user_id: &str) 
     Ok(i32::try_from(live).unwrap_or(i32::MAX))
 }
 
+/// Ends the password-reset links of `user_id` that are still out (within `conn`'s
+/// transaction): a new one, a reset, a password change and an e-mail change each end the older.
+pub(super) async fn end_reset_links(conn: &mut AnyConnection, user_id: &str) -> ServiceResult<()> {
+    sqlx::query("DELETE FROM link_tokens WHERE kind = $1 AND user_id = $2 AND used_at IS NULL")
+        .bind(LinkKind::Reset.as_str())
+        .bind(user_id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
 impl IdentityStore {
     /// The e-mail of the live link of `kind` with this token, or 404: looked up before a new
     /// password is hashed, so that a guessed token costs a lookup, not a hash. (Using the link
@@ -275,8 +281,10 @@ impl IdentityStore {
         Ok(invitation)
     }
 
-    /// An invitation of `email` into the team with `role`. Someone who is a member already, or
-    /// whose address signs in elsewhere, cannot be invited (409).
+    /// An invitation of `email` into the team with `role`. Someone who is a member already
+    /// cannot be invited (409). An address that signs in to another team is invited all the
+    /// same, with the same answer: the inviter must not learn from it who has an account
+    /// (accepting it then fails, for whoever holds the link; docs/security.md).
     pub async fn invite(
         &self,
         team_id: &str,
@@ -289,21 +297,13 @@ impl IdentityStore {
         self.team(team_id).await?;
         let email_key = email.trim().to_lowercase();
         let mut tx = self.db.begin_write().await?;
-        let taken = sqlx::query(
-            "SELECT team_id, password_hash FROM users WHERE email_key = $1 \
-             AND (team_id = $2 OR password_hash IS NOT NULL OR sso_subject IS NOT NULL)",
-        )
-        .bind(&email_key)
-        .bind(team_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        if let Some(row) = taken {
-            let same_team = row.try_get::<String, _>("team_id")? == team_id;
-            return Err(if same_team {
-                ServiceError::conflict("This person is a member of the team already")
-            } else {
-                account_exists()
-            });
+        let member = sqlx::query("SELECT id FROM users WHERE email_key = $1 AND team_id = $2")
+            .bind(&email_key)
+            .bind(team_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if member.is_some() {
+            return Err(ServiceError::conflict("This person is a member of the team already"));
         }
         let link =
             NewLink { kind: LinkKind::Invite, team_id, email: &email_key, role, user_id: None, created_by, valid_ms };
@@ -377,6 +377,8 @@ impl IdentityStore {
         let (user_id, team_id, email, role): (String, String, String, String) =
             (row.try_get("id")?, row.try_get("team_id")?, row.try_get("email")?, row.try_get("role")?);
         let mut tx = self.db.begin_write().await?;
+        // Only the newest link works: one mailed earlier, to wherever it went, stops working.
+        end_reset_links(&mut tx, &user_id).await?;
         let link = NewLink {
             kind: LinkKind::Reset,
             team_id: &team_id,
@@ -391,23 +393,18 @@ impl IdentityStore {
         Ok(invitation)
     }
 
-    /// Uses a reset link: the new password, every other session ended, a new one begun.
-    pub async fn reset_password(
-        &self,
-        token: &str,
-        password_hash: &str,
-        client: &Client,
-        times: SessionTimes,
-    ) -> ServiceResult<SignedIn> {
+    /// Uses a reset link: the new password, every session and every other link of the user
+    /// ended. Answers the user, who then signs in as a sign-in would (their second factor
+    /// first, when they have one).
+    pub async fn reset_password(&self, token: &str, password_hash: &str) -> ServiceResult<User> {
         let mut tx = self.db.begin_write().await?;
         let link = live_link(&mut tx, LinkKind::Reset, token).await?;
         let (link_id, user_id): (String, Option<String>) = (link.try_get("id")?, link.try_get("user_id")?);
         let user_id = user_id.ok_or_else(|| link_gone(LinkKind::Reset))?;
         check_id("userId", &user_id)?;
-        let user = set_password_in(&mut tx, &user_id, password_hash).await?;
         mark_used(&mut tx, LinkKind::Reset, &link_id).await?;
-        let signed_in = begin_session_in(&mut tx, &user, client, times).await?;
+        let user = set_password_in(&mut tx, &user_id, password_hash).await?;
         tx.commit().await?;
-        Ok(signed_in)
+        Ok(user)
     }
 }

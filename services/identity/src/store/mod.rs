@@ -32,6 +32,9 @@ pub struct IdentityStore {
     /// The length of a billing period (`SWITCHBOARD_BILLING_PERIOD`, 30 days): subscriptions
     /// roll over, and subteams are topped up to their allowance, once per period.
     period_ms: i64,
+    /// Seals the TOTP secrets at rest (`crate::sealing`); without one (store tests, admin
+    /// commands) they are kept as they are. The service is never built without one.
+    sealer: Option<std::sync::Arc<crate::sealing::Sealer>>,
 }
 
 /// The columns that make a [`Team`], in the order [`team_from_row`] reads them.
@@ -46,7 +49,12 @@ impl IdentityStore {
     }
 
     pub fn from_db(db: Db) -> Self {
-        Self { db, period_ms: teams::DEFAULT_PERIOD_MS }
+        Self { db, period_ms: teams::DEFAULT_PERIOD_MS, sealer: None }
+    }
+
+    /// The same store, sealing the secrets it keeps with `sealer`.
+    pub fn with_sealer(self, sealer: crate::sealing::Sealer) -> Self {
+        Self { sealer: Some(std::sync::Arc::new(sealer)), ..self }
     }
 
     /// The same store with billing periods of `period_ms`.

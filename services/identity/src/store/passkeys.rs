@@ -14,6 +14,8 @@ pub const CEREMONY_FOR_MS: i64 = 5 * 60 * 1000;
 pub const REGISTER: &str = "register";
 pub const SECOND_FACTOR: &str = "second_factor";
 pub const SIGN_IN: &str = "sign_in";
+/// A signed-in person proves again who they are (`Reauthenticate`).
+pub const REAUTH: &str = "reauth";
 /// Passkeys a person may have.
 pub const MAX_PER_USER: i64 = 20;
 

@@ -14,13 +14,6 @@ use super::accounts::{new_token, user_in};
 use super::links::LinkKind;
 use crate::validate;
 
-/// A confirmation link just made: its token goes into the mail and nowhere else.
-pub struct EmailChange {
-    pub token: String,
-    pub email: String,
-    pub expires_at_ms: i64,
-}
-
 /// The user before and after a confirmed change: the old address is told.
 pub struct EmailChanged {
     pub old_email: String,
@@ -70,6 +63,24 @@ async fn taken_in(conn: &mut AnyConnection, user: &User, email_key: &str) -> Ser
     Ok(invited.is_some())
 }
 
+/// Ends the e-mail changes of `user_id` that wait for their link (within `conn`'s transaction).
+pub(super) async fn end_email_changes(conn: &mut AnyConnection, user_id: &str) -> ServiceResult<()> {
+    sqlx::query("DELETE FROM email_changes WHERE user_id = $1 AND used_at IS NULL").bind(user_id).execute(conn).await?;
+    Ok(())
+}
+
+/// `email` as `user`'s new address would be stored (trimmed, lower case): 400 when it is not
+/// an address, or is the user's own already. Whether someone else has it is not said here.
+pub fn new_address(user: &User, email: &str) -> ServiceResult<String> {
+    let email = email.trim();
+    validate::all([validate::email("email", email), limits::EMAIL.check("email", email)])?;
+    let email_key = email.to_lowercase();
+    if email_key == user.email.to_lowercase() {
+        return Err(ServiceError::invalid_field("email", "is your address already"));
+    }
+    Ok(email_key)
+}
+
 impl IdentityStore {
     /// New names for `user_id`; an empty one keeps its value. Answers the user as now stored.
     pub async fn set_names(&self, user_id: &str, first_name: &str, last_name: &str) -> ServiceResult<User> {
@@ -93,39 +104,36 @@ impl IdentityStore {
         Ok(user)
     }
 
-    /// A confirmation link for `user` to sign in with `email` from then on; 409 when the
-    /// address is someone else's, 400 when it is the user's own already.
-    pub async fn begin_email_change(&self, user: &User, email: &str, valid_ms: i64) -> ServiceResult<EmailChange> {
-        let email = email.trim();
-        validate::all([validate::email("email", email), limits::EMAIL.check("email", email)])?;
-        let email_key = email.to_lowercase();
-        if email_key == user.email.to_lowercase() {
-            return Err(ServiceError::invalid_field("email", "is your address already"));
-        }
+    /// A confirmation link for `user` to sign in with `email_key` (see [`new_address`]) from
+    /// then on, valid until `expires_at_ms`: its token, for the mail only. `None` when the
+    /// address is someone else's: no link is made, and the caller answers as if one were.
+    pub async fn begin_email_change(
+        &self,
+        user: &User,
+        email_key: &str,
+        expires_at_ms: i64,
+    ) -> ServiceResult<Option<String>> {
         let mut tx = self.db.begin_write().await?;
-        if taken_in(&mut tx, user, &email_key).await? {
-            return Err(address_taken());
+        if taken_in(&mut tx, user, email_key).await? {
+            return Ok(None);
         }
         // Only the newest request can be confirmed: an older link mailed elsewhere stops working.
-        sqlx::query("DELETE FROM email_changes WHERE user_id = $1 AND used_at IS NULL")
-            .bind(&user.id)
-            .execute(&mut *tx)
-            .await?;
-        let change = EmailChange { token: new_token(), email: email_key, expires_at_ms: now_ms() + valid_ms };
+        end_email_changes(&mut tx, &user.id).await?;
+        let token = new_token();
         sqlx::query(
             "INSERT INTO email_changes (id, token_hash, user_id, email, created_at, expires_at) \
              VALUES ($1, $2, $3, $4, $5, $6)",
         )
         .bind(uuid::Uuid::new_v4().to_string())
-        .bind(hash_key(&change.token))
+        .bind(hash_key(&token))
         .bind(&user.id)
-        .bind(&change.email)
+        .bind(email_key)
         .bind(now_ms())
-        .bind(change.expires_at_ms)
+        .bind(expires_at_ms)
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok(change)
+        Ok(Some(token))
     }
 
     /// Uses a confirmation link: the user signs in with the new address from now on. Its
@@ -169,6 +177,8 @@ impl IdentityStore {
                 // Taken by an account made between the check and this write.
                 if switchboard_kit::db::is_unique_violation(&error) { address_taken() } else { error.into() }
             })?;
+        // A reset link mailed to the old address must not sign in after the address changed.
+        super::links::end_reset_links(&mut tx, &user_id).await?;
         let user = user_in(&mut tx, &user_id).await?.ok_or_else(link_gone)?;
         tx.commit().await?;
         Ok(EmailChanged { old_email: before.email, user })

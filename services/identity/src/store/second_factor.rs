@@ -13,6 +13,11 @@ use super::IdentityStore;
 use super::accounts::new_token;
 use super::users::{USER_COLUMNS, user_from_row};
 
+/// What a sealed TOTP secret is bound to: its user, so that it opens in their row only.
+fn totp_context(user_id: &str) -> String {
+    format!("totp:{user_id}")
+}
+
 /// The user's second factors, `$1` the user's id: the SQL expression every count of them uses.
 pub const FACTOR_COUNT: &str = "(SELECT COUNT(*) FROM totp_factors WHERE user_id = $1 AND confirmed_at IS NOT NULL) \
      + (SELECT COUNT(*) FROM passkeys WHERE user_id = $1)";
@@ -33,10 +38,47 @@ pub struct TotpFactor {
     pub last_step: i64,
 }
 
-/// A pending sign-in found by its token: the user, the challenge's id.
+/// What passing a challenge's second factor finishes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// A sign-in that passed the password: a session begins.
+    SignIn,
+    /// A password reset: a session begins, which lists the passkeys that still sign in.
+    Reset,
+    /// The re-authentication of a session: made and used within one request, never handed
+    /// out, so that its tries count with the person's other wrong codes.
+    Reauth,
+}
+
+impl Purpose {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Purpose::SignIn => "sign_in",
+            Purpose::Reset => "reset",
+            Purpose::Reauth => "reauth",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Purpose> {
+        [Purpose::SignIn, Purpose::Reset, Purpose::Reauth].into_iter().find(|purpose| purpose.as_str() == text)
+    }
+}
+
+/// A pending sign-in found by its token: the user, the challenge's id and what it finishes.
 pub struct Challenge {
     pub id: String,
     pub user: User,
+    pub purpose: Purpose,
+}
+
+/// The challenge of `row`, which holds `challenge_id`, `purpose` and the user's columns.
+fn challenge_from_row(row: &sqlx::any::AnyRow) -> ServiceResult<Challenge> {
+    let purpose: String = row.try_get("purpose")?;
+    Ok(Challenge {
+        id: row.try_get("challenge_id")?,
+        user: user_from_row(row)?,
+        purpose: Purpose::parse(&purpose).ok_or_else(challenge_gone)?,
+    })
 }
 
 fn challenge_gone() -> ServiceError {
@@ -52,11 +94,48 @@ impl IdentityStore {
             .fetch_optional(self.db.pool())
             .await?;
         let Some(row) = row else { return Ok(None) };
+        let stored: String = row.try_get("secret")?;
+        let secret = match &self.sealer {
+            Some(sealer) => sealer.open(&stored, &totp_context(user_id))?,
+            None => stored,
+        };
         Ok(Some(TotpFactor {
-            secret: row.try_get("secret")?,
+            secret,
             confirmed: row.try_get::<Option<i64>, _>("confirmed_at")?.is_some(),
             last_step: row.try_get("last_step")?,
         }))
+    }
+
+    /// `secret` as stored for `user_id`: sealed, when the store has a sealer.
+    fn sealed(&self, secret: &str, user_id: &str) -> ServiceResult<String> {
+        match &self.sealer {
+            Some(sealer) => sealer.seal(secret, &totp_context(user_id)),
+            None => Ok(secret.to_owned()),
+        }
+    }
+
+    /// Seals again every TOTP secret not sealed under the current key: those kept before
+    /// sealing existed, and those of a key being rotated out. Answers how many. Run at start.
+    pub async fn reseal_totp_secrets(&self) -> ServiceResult<usize> {
+        let Some(sealer) = &self.sealer else { return Ok(0) };
+        let rows = sqlx::query("SELECT user_id, secret FROM totp_factors").fetch_all(self.db.pool()).await?;
+        let mut resealed = 0;
+        for row in rows {
+            let (user_id, stored): (String, String) = (row.try_get("user_id")?, row.try_get("secret")?);
+            if sealer.is_current(&stored) {
+                continue;
+            }
+            let secret = sealer.open(&stored, &totp_context(&user_id))?;
+            // Compared with what was read: a secret replaced meanwhile is left to its writer.
+            let updated = sqlx::query("UPDATE totp_factors SET secret = $1 WHERE user_id = $2 AND secret = $3")
+                .bind(sealer.seal(&secret, &totp_context(&user_id))?)
+                .bind(&user_id)
+                .bind(&stored)
+                .execute(self.db.pool())
+                .await?;
+            resealed += usize::try_from(updated.rows_affected()).unwrap_or(0);
+        }
+        Ok(resealed)
     }
 
     /// What the user has, and whether their team requires a second factor.
@@ -76,6 +155,7 @@ impl IdentityStore {
             recovery_codes_left: i32::try_from(left).unwrap_or(i32::MAX),
             required: self.requires_second_factor(&user.team_id).await?,
             passkeys: self.passkey_infos(&user.id).await?,
+            password: self.password_hash(&user.id).await?.is_some(),
         })
     }
 
@@ -92,7 +172,8 @@ impl IdentityStore {
     pub async fn peek_challenge(&self, token: &str) -> ServiceResult<Challenge> {
         let columns = USER_COLUMNS.split(", ").map(|column| format!("u.{column}")).collect::<Vec<_>>().join(", ");
         let row = sqlx::query(&format!(
-            "SELECT c.id AS challenge_id, {columns} FROM sign_in_challenges c JOIN users u ON u.id = c.user_id \
+            "SELECT c.id AS challenge_id, c.purpose, {columns} FROM sign_in_challenges c \
+             JOIN users u ON u.id = c.user_id \
              WHERE c.token_hash = $1 AND c.used_at IS NULL AND c.expires_at > $2 AND c.attempts < $3"
         ))
         .bind(hash_key(token))
@@ -101,7 +182,7 @@ impl IdentityStore {
         .fetch_optional(self.db.pool())
         .await?
         .ok_or_else(challenge_gone)?;
-        Ok(Challenge { id: row.try_get("challenge_id")?, user: user_from_row(&row)? })
+        challenge_from_row(&row)
     }
 
     /// Keeps a new pending TOTP secret for the user (replacing a pending one); 409 when one is
@@ -118,9 +199,10 @@ impl IdentityStore {
                 .with_hint("Remove it first (DELETE /v1/auth/second-factors/totp) to set up another."));
         }
         sqlx::query("DELETE FROM totp_factors WHERE user_id = $1").bind(user_id).execute(&mut *tx).await?;
+        let stored = self.sealed(secret, user_id)?;
         sqlx::query("INSERT INTO totp_factors (user_id, secret, created_at) VALUES ($1, $2, $3)")
             .bind(user_id)
-            .bind(secret)
+            .bind(&stored)
             .bind(now_ms())
             .execute(&mut *tx)
             .await?;
@@ -198,14 +280,20 @@ impl IdentityStore {
         Ok(())
     }
 
-    /// A pending sign-in of `user`, which passed the password: answers its token (shown once).
-    pub async fn create_challenge(&self, user: &User, client: &Client) -> ServiceResult<(String, i64)> {
+    /// A pending sign-in of `user`, which passed the password (or used a reset link, or
+    /// re-authenticates): answers its token (shown once).
+    pub async fn create_challenge(
+        &self,
+        user: &User,
+        client: &Client,
+        purpose: Purpose,
+    ) -> ServiceResult<(String, i64)> {
         let token = new_token();
         let now = now_ms();
         let expires_at = now + CHALLENGE_FOR_MS;
         sqlx::query(
-            "INSERT INTO sign_in_challenges (id, token_hash, user_id, created_at, expires_at, ip, user_agent) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            "INSERT INTO sign_in_challenges (id, token_hash, user_id, created_at, expires_at, ip, user_agent, purpose) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         )
         .bind(uuid::Uuid::new_v4().to_string())
         .bind(hash_key(&token))
@@ -214,6 +302,7 @@ impl IdentityStore {
         .bind(expires_at)
         .bind(&client.ip)
         .bind(&client.user_agent)
+        .bind(purpose.as_str())
         .execute(self.db.pool())
         .await?;
         Ok((token, expires_at))
@@ -237,14 +326,15 @@ impl IdentityStore {
         }
         let columns = USER_COLUMNS.split(", ").map(|column| format!("u.{column}")).collect::<Vec<_>>().join(", ");
         let row = sqlx::query(&format!(
-            "SELECT c.id AS challenge_id, {columns} FROM sign_in_challenges c JOIN users u ON u.id = c.user_id \
-             WHERE c.token_hash = $1"
+            "SELECT c.id AS challenge_id, c.purpose, {columns} FROM sign_in_challenges c \
+             JOIN users u ON u.id = c.user_id WHERE c.token_hash = $1"
         ))
         .bind(hash_key(token))
         .fetch_optional(self.db.pool())
         .await?
         .ok_or_else(challenge_gone)?;
-        let user = user_from_row(&row)?;
+        let challenge = challenge_from_row(&row)?;
+        let user = &challenge.user;
         // Every try but a challenge's successful one is a failure; counted over all challenges.
         let (failures, oldest): (i64, Option<i64>) = {
             let row = sqlx::query(
@@ -264,7 +354,7 @@ impl IdentityStore {
             return Err(ServiceError::limited_until("Too many wrong codes; try again later", retry_at)
                 .with_hint("After 10 wrong codes in 15 minutes, a second factor waits."));
         }
-        Ok(Challenge { id: row.try_get("challenge_id")?, user })
+        Ok(challenge)
     }
 
     /// A pending sign-in is done: it cannot be used again.

@@ -32,6 +32,21 @@ fn user_id(session: &Session) -> &str {
 }
 
 impl IdentityStore {
+    /// Ends every session of `user_id` but the one with `keep_token_hash`: what a new or removed
+    /// second factor does, so that a session opened before it (or a stolen one) does not outlive
+    /// the change. Answers how many ended.
+    pub async fn end_other_sessions(&self, user_id: &str, keep_token_hash: &str) -> ServiceResult<u64> {
+        let ended = sqlx::query(
+            "UPDATE sessions SET ended_at = $1 WHERE user_id = $2 AND token_hash <> $3 AND ended_at IS NULL",
+        )
+        .bind(now_ms())
+        .bind(user_id)
+        .bind(keep_token_hash)
+        .execute(self.db.pool())
+        .await?;
+        Ok(ended.rows_affected())
+    }
+
     /// The live sessions of the caller's user, newest first; the caller's is `current`.
     pub async fn user_sessions(&self, token_hash: &str, times: SessionTimes) -> ServiceResult<Vec<SessionInfo>> {
         let caller = self.session(token_hash, times).await?;
@@ -78,15 +93,7 @@ impl IdentityStore {
                 }
                 1
             }
-            None => sqlx::query(
-                "UPDATE sessions SET ended_at = $1 WHERE user_id = $2 AND token_hash <> $3 AND ended_at IS NULL",
-            )
-            .bind(now)
-            .bind(user_id(&caller))
-            .bind(token_hash)
-            .execute(self.db.pool())
-            .await?
-            .rows_affected(),
+            None => self.end_other_sessions(user_id(&caller), token_hash).await?,
         };
         Ok((caller, i32::try_from(ended).unwrap_or(i32::MAX)))
     }
