@@ -26,6 +26,7 @@ pub mod team_versions;
 pub mod telemetry;
 pub mod testdb;
 pub mod time;
+pub mod window_budget;
 pub mod write_keys;
 
 pub use error::{ErrorKind, FieldViolation, ServiceError, ServiceResult, validate};

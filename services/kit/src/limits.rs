@@ -187,6 +187,13 @@ pub const CONTACT_NOTE: Length = Length::new(1, 5000);
 pub const BULK_CONTACTS: Count = Count { min: 1, max: 1000, default: 1 };
 /// References of one bulk create.
 pub const BULK_REFERENCES: Count = Count { min: 1, max: 1000, default: 1 };
+/// Passages one request may give the encoder (`SWITCHBOARD_EMBED_PASSAGES_PER_REQUEST`, never
+/// above the minute's budget): a bulk create of 1,000 answers of up to 128 words each fits.
+pub const EMBED_PASSAGES_PER_REQUEST: i64 = 1_000;
+/// Passages embedded for one team a minute, every replica together, on every path that embeds
+/// for it (`SWITCHBOARD_EMBED_PASSAGES_PER_MINUTE`): about 22 s of two cores' encoder at the 89
+/// SciFact passages a second of BENCHMARKS.md (issue 43), more for passages of more tokens.
+pub const EMBED_PASSAGES_PER_MINUTE: i64 = 2_000;
 /// Ids or names in one list of a request: tags of a contact, assigned users, boards, filters.
 pub const ID_LIST: Count = Count { min: 0, max: 100, default: 0 };
 /// Tag names are unique per team regardless of case.
