@@ -64,7 +64,7 @@ impl Ingest {
 
     async fn scrape(&self, webpage_id: &str) -> Result<(), Failure> {
         let store = &self.knowledge.store;
-        let Some((webpage, _)) = store.webpage_by_id(webpage_id).await? else {
+        let Some((webpage, team_id)) = store.webpage_by_id(webpage_id).await? else {
             return Ok(());
         };
         let fetched = self.fetcher.fetch(&webpage.url).await.map_err(|error| {
@@ -83,13 +83,13 @@ impl Ingest {
         if pairs.is_empty() {
             return Err(Failure::Final("the page contains no text".to_owned()));
         }
-        let entries = self.embed(pairs).await?;
+        let entries = self.embed(&team_id, pairs).await?;
         self.finish(SourceKind::Webpage, webpage_id, &entries).await
     }
 
     async fn extract(&self, document_id: &str) -> Result<(), Failure> {
         let store = &self.knowledge.store;
-        let Some((document, _, object_key)) = store.document_by_id(document_id).await? else {
+        let Some((document, team_id, object_key)) = store.document_by_id(document_id).await? else {
             return Ok(());
         };
         // The format found at upload is stored as the document's content type (the file name
@@ -106,7 +106,7 @@ impl Ingest {
         if pairs.is_empty() {
             return Err(Failure::Final("the document contains no text".to_owned()));
         }
-        let entries = self.embed(pairs).await?;
+        let entries = self.embed(&team_id, pairs).await?;
         self.finish(SourceKind::Document, document_id, &entries).await
     }
 
@@ -143,12 +143,13 @@ impl Ingest {
         ready
     }
 
-    async fn embed(&self, pairs: Vec<QaPair>) -> anyhow::Result<Vec<ExtractedEntry>> {
+    /// Embeds the entries for the source's team, whose turn in the encoder's queue they take.
+    async fn embed(&self, team_id: &str, pairs: Vec<QaPair>) -> anyhow::Result<Vec<ExtractedEntry>> {
         let mut entries = Vec::with_capacity(pairs.len());
         for batch in pairs.chunks(EMBED_BATCH) {
             let texts: Vec<EntryText> =
                 batch.iter().map(|p| EntryText { question: p.question.clone(), answer: p.answer.clone() }).collect();
-            let vectors = passages::embed_entries(self.knowledge.embedder.as_ref(), &texts)
+            let vectors = passages::embed_entries(self.knowledge.embedder.as_ref(), team_id, &texts)
                 .await
                 .context("embedding extracted entries")?;
             entries.extend(texts.into_iter().zip(vectors).map(|(text, embedding)| ExtractedEntry { text, embedding }));

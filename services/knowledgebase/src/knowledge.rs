@@ -57,8 +57,9 @@ pub struct Knowledge {
 
 impl Knowledge {
     /// The stored vectors of an entry (one per passage) and their tag.
-    async fn embed_entry(&self, text: &EntryText) -> ServiceResult<(Vec<f32>, String)> {
-        let vectors = passages::embed_entries(self.embedder.as_ref(), std::slice::from_ref(text))
+    async fn embed_entry(&self, team_id: &str, text: &EntryText) -> ServiceResult<(Vec<f32>, String)> {
+        let texts = std::slice::from_ref(text);
+        let vectors = passages::embed_entries(self.embedder.as_ref(), team_id, texts)
             .await
             .map_err(|e| ServiceError::internal(e.context("embedding")))?
             .pop()
@@ -314,7 +315,7 @@ impl Knowledge {
         {
             return made.pop().ok_or_else(reference_not_found);
         }
-        let (vectors, tag) = self.embed_entry(&text).await?;
+        let (vectors, tag) = self.embed_entry(team_id, &text).await?;
         let embedding = (vectors.as_slice(), tag.as_str());
         let reference = self.store.insert_reference_once(team_id, knowledgebase_id, &text, embedding, key).await?;
         self.sync.apply_or_log().await;
@@ -323,8 +324,9 @@ impl Knowledge {
 
     /// 1 to `BULK_REFERENCES` references, each checked alone: the ones that fail are listed
     /// by index with the error `create_reference` would give, and the others are embedded
-    /// together (the model's large batches, on every core, at ingestion priority) and written
-    /// in one transaction. Charged nothing, like a single create.
+    /// together (the model's large batches, on every core, at ingestion priority, taking turns
+    /// with other teams) and written in one transaction. Charged nothing, like a single
+    /// create.
     pub async fn bulk_create_references(
         &self,
         team_id: &str,
@@ -350,7 +352,7 @@ impl Knowledge {
         if valid.is_empty() {
             return Ok((Vec::new(), failed));
         }
-        let vectors = passages::embed_entries(self.embedder.as_ref(), &valid)
+        let vectors = passages::embed_entries(self.embedder.as_ref(), team_id, &valid)
             .await
             .map_err(|e| ServiceError::internal(e.context("embedding")))?;
         let tag = self.embedding_tag();
@@ -384,7 +386,7 @@ impl Knowledge {
                 // Nothing to change: the reference, and its updatedAt, stay as they are.
                 return Ok(current);
             }
-            let (vectors, tag) = self.embed_entry(&after).await?;
+            let (vectors, tag) = self.embed_entry(team_id, &after).await?;
             let embedding = (vectors.as_slice(), tag.as_str());
             let replaced = self
                 .store

@@ -42,12 +42,17 @@ pub fn embedding_tag(model: &str) -> String {
     format!("{model}; passages of at most {WINDOW_WORDS} words, even")
 }
 
-/// Embeds every passage of each entry: the vectors of one entry, concatenated in passage order
-/// (how they are stored), per entry.
-pub async fn embed_entries(embedder: &dyn Embedder, texts: &[EntryText]) -> anyhow::Result<Vec<Vec<f32>>> {
+/// Embeds every passage of each entry for `team_id` (whose turn in the encoder's queue it
+/// takes: `embed/batch.rs`): the vectors of one entry, concatenated in passage order (how they
+/// are stored), per entry.
+pub async fn embed_entries(
+    embedder: &dyn Embedder,
+    team_id: &str,
+    texts: &[EntryText],
+) -> anyhow::Result<Vec<Vec<f32>>> {
     let per_entry: Vec<Vec<String>> = texts.iter().map(passages).collect();
     let counts: Vec<usize> = per_entry.iter().map(Vec::len).collect();
-    let vectors = embedder.embed(per_entry.into_iter().flatten().collect()).await?;
+    let vectors = embedder.embed_for(team_id, per_entry.into_iter().flatten().collect()).await?;
     let expected: usize = counts.iter().sum();
     anyhow::ensure!(
         vectors.len() == expected,

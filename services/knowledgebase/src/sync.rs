@@ -158,7 +158,8 @@ impl IndexSync {
                 self.store.set_embedding(&entry.id, &entry.embedding, &tag).await?;
             }
             let texts: Vec<_> = changed.iter().map(|entry| entry.text.clone()).collect();
-            let vectors = embed_entries(embedder, &texts).await.context("re-embedding entries")?;
+            let vectors =
+                embed_entries(embedder, crate::embed::NO_TEAM, &texts).await.context("re-embedding entries")?;
             for (entry, vectors) in changed.iter().zip(vectors) {
                 self.store.set_embedding(&entry.id, &vectors, &tag).await?;
             }

@@ -62,7 +62,7 @@ async fn fill(index: &dyn VectorIndex, lexical: &Lexical) -> Indexed {
     let corpus = corpus();
     let texts: Vec<EntryText> =
         corpus.iter().map(|(q, a)| EntryText { question: (*q).to_owned(), answer: a.clone() }).collect();
-    let vectors = embed_entries(model.as_ref(), &texts).await.unwrap();
+    let vectors = embed_entries(model.as_ref(), switchboard_knowledgebase::embed::NO_TEAM, &texts).await.unwrap();
     // Fixed ids, so that ties break the same way in every run and on both backends.
     let ids: Vec<Uuid> = (1..=texts.len() as u128).map(|n| Uuid::from_u128(n << 8)).collect();
     let mut points = Vec::new();

@@ -12,6 +12,12 @@ pub trait Embedder: Send + Sync + 'static {
     /// One vector per text, in order, each `dimensions()` long: passages to store, which
     /// wait while queries are embedded.
     async fn embed(&self, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>>;
+    /// [`Embedder::embed`] for a team's passages: where the embedder queues work (the local
+    /// model behind [`Coalescing`]), teams take turns, so that one team's import does not hold
+    /// the model while another team's write waits.
+    async fn embed_for(&self, _team_id: &str, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
+        self.embed(texts).await
+    }
     /// [`Embedder::embed`] for searches' queries, which go ahead of passages where the
     /// embedder can tell them apart (the local model).
     async fn embed_queries(&self, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
@@ -25,6 +31,10 @@ pub trait Embedder: Send + Sync + 'static {
         1
     }
 }
+
+/// Whose turn work of no team takes (an operator's reindex, and [`Embedder::embed`] called
+/// without one): one more turn among the teams'.
+pub const NO_TEAM: &str = "";
 
 #[derive(Debug, Clone)]
 pub struct OpenAiConfig {
