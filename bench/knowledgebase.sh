@@ -22,7 +22,7 @@ queries="$SWITCHBOARD_ROOT/bench/search-queries.txt"
 cat "$work/embed.md" >&2
 
 start_dev "$work/data" SWITCHBOARD_RATE_LIMIT_WRITE=1000000000 SWITCHBOARD_RATE_LIMIT_SEARCH=1000000000 \
-  SWITCHBOARD_RATE_LIMIT_STANDARD=1000000000
+  SWITCHBOARD_RATE_LIMIT_STANDARD=1000000000 SWITCHBOARD_EMBED_PASSAGES_PER_MINUTE=1000000000
 team_id="$(curl -s -H "X-API-Key: $DEMO_KEY" "$BASE_URL/me" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["team"]["id"])')"
 "$SWITCHBOARD_BIN" admin --data-dir "$work/data" grant-credits --team "$team_id" 1000000 >/dev/null
 

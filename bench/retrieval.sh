@@ -59,8 +59,11 @@ echo "the encoder alone: $encoder_rate passages/s" >&2
 DEV_PID=""
 trap '[ -n "$DEV_PID" ] && kill "$DEV_PID" 2>/dev/null; sleep 1; [ -n "${WORK_DIR:-}" ] || rm -rf "$work"' EXIT
 
+# The embedding budget too: the corpus goes in as fast as the encoder takes it (the budget's own
+# effect is bench/encoder-fairness.sh's).
 UNLIMITED=(SWITCHBOARD_RATE_LIMIT_STANDARD=1000000000 SWITCHBOARD_RATE_LIMIT_WRITE=1000000000
-  SWITCHBOARD_RATE_LIMIT_SEARCH=1000000000 SWITCHBOARD_RATE_LIMIT_BULK=1000000000)
+  SWITCHBOARD_RATE_LIMIT_SEARCH=1000000000 SWITCHBOARD_RATE_LIMIT_BULK=1000000000
+  SWITCHBOARD_EMBED_PASSAGES_PER_MINUTE=1000000000)
 start_dev "$work/data" "${UNLIMITED[@]}"
 if [ -f "$work/state.json" ] && [ -f "$work/key" ]; then
   key="$(cat "$work/key")"

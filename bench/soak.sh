@@ -29,7 +29,8 @@ for _ in $(seq 1 100); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && bre
 bench_serve identity "$bench_db" REDIS_URL="redis://127.0.0.1:$redis_port/"
 served_pid[identity]="$SERVED_PID"
 for component in agents knowledgebase conversations crm webhooks; do
-  bench_serve "$component" "$(bench_extra_database "$component")"
+  # The teams' embedding budget (2,000 passages a minute) would refuse the soak's updates.
+  bench_serve "$component" "$(bench_extra_database "$component")" SWITCHBOARD_EMBED_PASSAGES_PER_MINUTE=1000000000
   served_pid[$component]="$SERVED_PID"
 done
 bench_gateway REDIS_URL="redis://127.0.0.1:$redis_port/" SWITCHBOARD_RATE_LIMIT_STANDARD=1000000000 \

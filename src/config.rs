@@ -324,6 +324,15 @@ pub fn knowledgebase(
         .or_else(|| k.embedding_model_dir.clone())
         .unwrap_or_else(switchboard_knowledgebase::embed::default_model_dir);
     let objects = objects(file, data_dir);
+    let (redis_url, redis_timeout) = redis(file)?;
+    let defaults = switchboard_knowledgebase::budget::BudgetSettings::default();
+    let budget = switchboard_knowledgebase::budget::BudgetSettings {
+        per_request: positive("SWITCHBOARD_EMBED_PASSAGES_PER_REQUEST")?.unwrap_or(defaults.per_request),
+        per_minute: positive("SWITCHBOARD_EMBED_PASSAGES_PER_MINUTE")?.unwrap_or(defaults.per_minute),
+        window_ms: positive("SWITCHBOARD_EMBED_BUDGET_WINDOW_MS")?.unwrap_or(defaults.window_ms),
+        redis_url,
+        redis_timeout,
+    };
     Ok(switchboard_knowledgebase::Settings {
         database_url,
         index,
@@ -337,7 +346,17 @@ pub fn knowledgebase(
                 .ok_or_else(|| anyhow::anyhow!("SWITCHBOARD_WEBPAGE_REFRESH_DAY={text}: expected e.g. 2s, 15m, 24h"))?,
             None => switchboard_knowledgebase::store::REFRESH_INTERVAL_MS,
         },
+        budget,
     })
+}
+
+/// A setting that must be a whole number of at least 1.
+fn positive(name: &str) -> anyhow::Result<Option<i64>> {
+    let value = env_parsed::<i64>(name)?;
+    if let Some(value) = value {
+        anyhow::ensure!(value >= 1, "{name}={value}: expected a whole number of at least 1");
+    }
+    Ok(value)
 }
 
 /// The object storage of uploaded documents and call recordings: an S3-compatible bucket when

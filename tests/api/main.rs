@@ -20,6 +20,7 @@ mod credits;
 mod crm;
 mod docs;
 mod edges;
+mod embedding_budget;
 mod errors;
 mod grpc;
 mod idempotency;

@@ -30,6 +30,15 @@ const SEARCH_DESCRIPTION: &str = "Semantic search in a knowledge base, given an 
     knowledgebaseId. Costs 1 credit.";
 const ANSWER_DESCRIPTION: &str = "Adds a Q&A reference to a knowledge base, given an agentId (its knowledge base) or \
     a knowledgebaseId; searchable at once.";
+const ONE_ANSWER_413: &str = "The answer makes more passages than a request may give the encoder (1,000 by default, \
+    `SWITCHBOARD_EMBED_PASSAGES_PER_REQUEST`; one answer makes at most about 200, so only a platform that lowers the \
+    bound answers this); nothing is written.";
+/// Said on every operation that embeds for the team; the figures are `limits`' defaults (a test
+/// checks them).
+const BUDGET_SPENT: &str = "The team's embedding budget is spent: at most 2,000 passages a minute (by default; \
+    `SWITCHBOARD_EMBED_PASSAGES_PER_MINUTE`) are embedded for a team, every replica together, counted on every path \
+    that embeds for it (single and bulk creates, updates that change a text, webpages and documents). An answer is \
+    one passage per 128 words. `retryAfter` and `Retry-After` say when the budget is full again; nothing is written.";
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -57,8 +66,10 @@ pub fn endpoints() -> Vec<Endpoint> {
         Endpoint::post("/v1/agents/{agentId}/knowledgebase/references", create_reference::<AgentPath>)
             .doc("createAgentReference", AGENT_KNOWLEDGEBASE, "Add a Q&A reference to the agent's knowledge base")
             .creates("referenceId")
-            .about("A manual Q&A reference, embedded before the answer: searchable at once.")
+            .about(CREATE_REFERENCE)
             .fails(404, THROUGH_AGENT)
+            .fails(413, ONE_ANSWER_413)
+            .fails(429, BUDGET_SPENT)
             .tool("add_knowledge_answer", ANSWER_DESCRIPTION),
         Endpoint::get("/v1/agents/{agentId}/knowledgebase/references/{referenceId}", get_reference::<AgentItem>)
             .doc("getAgentReference", AGENT_KNOWLEDGEBASE, "Get a Q&A reference")
@@ -68,7 +79,9 @@ pub fn endpoints() -> Vec<Endpoint> {
             .doc("updateAgentReference", AGENT_KNOWLEDGEBASE, "Update a Q&A reference")
             .about(UPDATE_REFERENCE)
             .fails(404, "Agent not found, Agent has no knowledgebase assigned, Knowledgebase not found, or Reference not found")
-            .fails(409, CHANGE_EXTRACTED),
+            .fails(409, CHANGE_EXTRACTED)
+            .fails(413, ONE_ANSWER_413)
+            .fails(429, BUDGET_SPENT),
         Endpoint::delete("/v1/agents/{agentId}/knowledgebase/references/{referenceId}", delete_reference::<AgentItem>)
             .doc("deleteAgentReference", AGENT_KNOWLEDGEBASE, "Delete a Q&A reference")
             .about(DELETE_REFERENCE)
@@ -117,25 +130,36 @@ pub fn endpoints() -> Vec<Endpoint> {
         Endpoint::post("/v1/knowledgebase/{knowledgebaseId}/references", create_reference::<KnowledgebasePath>)
             .doc("createReference", KNOWLEDGEBASE, "Add a Q&A reference")
             .creates("referenceId")
-            .about("A manual Q&A reference, embedded before the answer: searchable at once.")
+            .about(CREATE_REFERENCE)
             .fails(404, KNOWLEDGEBASE_GONE)
+            .fails(413, ONE_ANSWER_413)
+            .fails(429, BUDGET_SPENT)
             .tool("add_knowledge_answer", ANSWER_DESCRIPTION),
         Endpoint::post("/v1/knowledgebase/{knowledgebaseId}/references/bulk", bulk_create_references)
             .doc("bulkCreateReferences", KNOWLEDGEBASE, "Add up to 1,000 Q&A references; each is checked and written alone")
             .about(
-                "Counts in the bulk rate class and costs no credits. Each item is a `createReference` body, checked \
-                 and written on its own: a bad item is listed in `failed` (by its index in `references`, with the \
-                 code and details `createReference` would answer) and never blocks the others. The written ones are \
-                 embedded together and are searchable when the answer comes; the request may take minutes (up to \
-                 10, beyond the gateway's usual timeout). With an `Idempotency-Key`, a retry creates nothing twice.",
+                "Counts in the bulk rate class and costs no credits: the encoder's time is bounded instead. Each item \
+                 is a `createReference` body, checked and written on its own: a bad item is listed in `failed` (by \
+                 its index in `references`, with the code and details `createReference` would answer) and never \
+                 blocks the others. The written ones are embedded together and are searchable when the answer comes; \
+                 the request may take minutes (up to 10, beyond the gateway's usual timeout). An answer is embedded \
+                 as one passage per 128 words (at least one): the valid items may make at most 1,000 passages \
+                 (`SWITCHBOARD_EMBED_PASSAGES_PER_REQUEST`, never above the minute's budget), and they are spent \
+                 from the team's 2,000 passages a minute (`SWITCHBOARD_EMBED_PASSAGES_PER_MINUTE`, every replica \
+                 together, shared with every other path that embeds for the team); past either bound the request is \
+                 refused whole and nothing is written. The team's passages take turns with other teams' in the \
+                 encoder's queue. With an `Idempotency-Key`, a retry creates nothing twice.",
             )
             .class(RateClass::Bulk)
             .body_limit(BULK_REFERENCES_BYTES)
             .fails(404, KNOWLEDGEBASE_GONE)
             .fails(
                 413,
-                "The body is larger than 32 MiB (or the gateway's limit, `SWITCHBOARD_MAX_BODY_BYTES`, if larger).",
-            ),
+                "The body is larger than 32 MiB (or the gateway's limit, `SWITCHBOARD_MAX_BODY_BYTES`, if larger), or \
+                 the valid items make more passages than a request may (1,000 by default): the error names the bound \
+                 and the count, in `error` and in `details` on `references`; nothing is written.",
+            )
+            .fails(429, BUDGET_SPENT),
         Endpoint::get("/v1/knowledgebase/{knowledgebaseId}/references/{referenceId}", get_reference::<KnowledgebaseItem>)
             .doc("getReference", KNOWLEDGEBASE, "Get a Q&A reference")
             .about("A manual reference, or an entry extracted from a webpage or document.")
@@ -144,7 +168,9 @@ pub fn endpoints() -> Vec<Endpoint> {
             .doc("updateReference", KNOWLEDGEBASE, "Update a Q&A reference")
             .about(UPDATE_REFERENCE)
             .fails(404, "Knowledgebase not found, or Reference not found")
-            .fails(409, CHANGE_EXTRACTED),
+            .fails(409, CHANGE_EXTRACTED)
+            .fails(413, ONE_ANSWER_413)
+            .fails(429, BUDGET_SPENT),
         Endpoint::delete("/v1/knowledgebase/{knowledgebaseId}/references/{referenceId}", delete_reference::<KnowledgebaseItem>)
             .doc("deleteReference", KNOWLEDGEBASE, "Delete a Q&A reference")
             .about(DELETE_REFERENCE)
@@ -153,8 +179,11 @@ pub fn endpoints() -> Vec<Endpoint> {
     ]
 }
 
-const UPDATE_REFERENCE: &str = "A partial update of a manual reference; it is re-embedded when its text changes. \
-    Entries extracted from webpages and documents cannot be changed here (409).";
+const UPDATE_REFERENCE: &str = "A partial update of a manual reference; it is re-embedded when its text changes \
+    (its passages spent from the team's embedding budget). Entries extracted from webpages and documents cannot be \
+    changed here (409).";
+const CREATE_REFERENCE: &str = "A manual Q&A reference, embedded before the answer: searchable at once. Costs no \
+    credits; its passages (one per 128 words of the answer) are spent from the team's embedding budget.";
 const DELETE_REFERENCE: &str = "Beyond the spec: deletes a manual reference; it leaves search at once. Entries \
     extracted from webpages and documents cannot be deleted here (409).";
 const CHANGE_EXTRACTED: &str = "This entry was extracted from a webpage or document (change its source instead), or \
@@ -556,4 +585,31 @@ async fn delete_reference<P: ItemPath + crate::endpoint::input::Params>(
     let request = reference_request(&call, target, input.path.item());
     let reference = call.services.knowledgebase.clone().delete_reference(request).await?.into_inner();
     Ok(Updated::new(Reference::from(&reference), "Reference deleted successfully"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The published bounds are the service's defaults.
+    #[test]
+    fn the_descriptions_name_the_embedding_bounds_in_force_by_default() {
+        let thousands = |n: i64| {
+            let digits = n.to_string();
+            let mut out = String::new();
+            for (i, c) in digits.chars().enumerate() {
+                if i > 0 && (digits.len() - i).is_multiple_of(3) {
+                    out.push(',');
+                }
+                out.push(c);
+            }
+            out
+        };
+        let per_minute = format!("{} passages a minute", thousands(limits::EMBED_PASSAGES_PER_MINUTE));
+        assert!(BUDGET_SPENT.contains(&per_minute), "{BUDGET_SPENT}");
+        let bulk = endpoints().into_iter().find(|e| e.operation_id == "bulkCreateReferences").unwrap();
+        let per_request = format!("at most {} passages", thousands(limits::EMBED_PASSAGES_PER_REQUEST));
+        assert!(bulk.description.contains(&per_request), "{}", bulk.description);
+        assert!(bulk.description.contains(&per_minute), "{}", bulk.description);
+    }
 }

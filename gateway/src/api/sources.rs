@@ -98,7 +98,9 @@ where
             .creates("webpageId")
             .about(
                 "Beyond the spec: adds a webpage source with status `pending`; its first scrape is queued in the \
-                 same transaction (it does not count as a refresh).",
+                 same transaction (it does not count as a refresh). The entries' passages are spent from the team's \
+                 embedding budget (2,000 passages a minute by default, shared with references): a page that makes \
+                 more stays `pending` while its scrape waits for the budget.",
             )
             .fails(404, base_missing)
             .fails(409, DUPLICATE_PAGE_409),
@@ -142,7 +144,9 @@ where
             .about(
                 "Beyond the spec: a multipart form. The file is parsed before anything is stored; it is then kept \
                  and its text extraction queued (status `pending`). A form without a `file` part, or whose file has \
-                 no file name, is a 400 naming `file`.",
+                 no file name, is a 400 naming `file`. The entries' passages are spent from the team's embedding \
+                 budget (2,000 passages a minute by default, shared with references): a document that makes more \
+                 stays `pending` while its extraction waits for the budget.",
             )
             .fails(404, base_missing)
             .fails(413, UPLOAD_413)

@@ -143,12 +143,15 @@ impl Ingest {
         ready
     }
 
-    /// Embeds the entries for the source's team, whose turn in the encoder's queue they take.
+    /// Embeds the entries for the source's team: each batch's passages are spent from the team's
+    /// budget first, waiting while it is spent (a job has no client to answer 429), so a large
+    /// source takes the team's minutes instead of the encoder's.
     async fn embed(&self, team_id: &str, pairs: Vec<QaPair>) -> anyhow::Result<Vec<ExtractedEntry>> {
         let mut entries = Vec::with_capacity(pairs.len());
         for batch in pairs.chunks(EMBED_BATCH) {
             let texts: Vec<EntryText> =
                 batch.iter().map(|p| EntryText { question: p.question.clone(), answer: p.answer.clone() }).collect();
+            self.knowledge.budget.spend_waiting(team_id, passages::count(&texts)).await;
             let vectors = passages::embed_entries(self.knowledge.embedder.as_ref(), team_id, &texts)
                 .await
                 .context("embedding extracted entries")?;

@@ -10,6 +10,7 @@ use switchboard_kit::{ErrorKind, ServiceError, ServiceResult, limits, validate};
 use switchboard_proto::v1::{BulkFailure, Document, Knowledgebase, Reference, SearchHit, Webpage};
 use tokio::sync::Notify;
 
+use crate::budget::EmbeddingBudget;
 use crate::embed::Embedder;
 use crate::index::SearchQuery;
 use crate::objects::{self, Objects};
@@ -45,6 +46,8 @@ pub struct Upload<'a> {
 pub struct Knowledge {
     pub store: KnowledgeStore,
     pub embedder: Arc<dyn Embedder>,
+    /// What each team may ask of the embedder (`budget.rs`).
+    pub budget: EmbeddingBudget,
     pub sync: Arc<IndexSync>,
     pub objects: Objects,
     /// Uploaded files larger than this are refused.
@@ -56,9 +59,11 @@ pub struct Knowledge {
 }
 
 impl Knowledge {
-    /// The stored vectors of an entry (one per passage) and their tag.
+    /// The stored vectors of an entry (one per passage) and their tag, its passages spent from
+    /// the team's budget first.
     async fn embed_entry(&self, team_id: &str, text: &EntryText) -> ServiceResult<(Vec<f32>, String)> {
         let texts = std::slice::from_ref(text);
+        self.budget.spend(team_id, passages::count(texts), "answer").await?;
         let vectors = passages::embed_entries(self.embedder.as_ref(), team_id, texts)
             .await
             .map_err(|e| ServiceError::internal(e.context("embedding")))?
@@ -325,8 +330,9 @@ impl Knowledge {
     /// 1 to `BULK_REFERENCES` references, each checked alone: the ones that fail are listed
     /// by index with the error `create_reference` would give, and the others are embedded
     /// together (the model's large batches, on every core, at ingestion priority, taking turns
-    /// with other teams) and written in one transaction. Charged nothing, like a single
-    /// create.
+    /// with other teams) and written in one transaction. Charged no credits, like a single
+    /// create; their passages are spent from the team's budget, or the request is refused
+    /// whole (413 over a request's bound, 429 past the team's minute) with nothing written.
     pub async fn bulk_create_references(
         &self,
         team_id: &str,
@@ -352,6 +358,7 @@ impl Knowledge {
         if valid.is_empty() {
             return Ok((Vec::new(), failed));
         }
+        self.budget.spend(team_id, passages::count(&valid), "references").await?;
         let vectors = passages::embed_entries(self.embedder.as_ref(), team_id, &valid)
             .await
             .map_err(|e| ServiceError::internal(e.context("embedding")))?;

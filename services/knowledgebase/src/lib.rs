@@ -1,6 +1,7 @@
 //! The knowledgebase service: knowledge bases, their Q&A entries (manual references and
 //! entries extracted from webpages and documents), embeddings, the vector index and search.
 
+pub mod budget;
 pub mod charge;
 pub mod embed;
 pub mod index;

@@ -42,6 +42,11 @@ pub fn embedding_tag(model: &str) -> String {
     format!("{model}; passages of at most {WINDOW_WORDS} words, even")
 }
 
+/// How many passages the entries make: what embedding them asks of the encoder.
+pub fn count(texts: &[EntryText]) -> usize {
+    texts.iter().map(|text| passages(text).len()).sum()
+}
+
 /// Embeds every passage of each entry for `team_id` (whose turn in the encoder's queue it
 /// takes: `embed/batch.rs`): the vectors of one entry, concatenated in passage order (how they
 /// are stored), per entry.

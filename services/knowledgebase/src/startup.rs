@@ -11,6 +11,7 @@ use switchboard_kit::grpc::Channel;
 use switchboard_kit::jobs::{Runner, RunnerConfig};
 use switchboard_proto::v1::agents_service_client::AgentsServiceClient;
 
+use crate::budget::{BudgetSettings, EmbeddingBudget};
 use crate::embed::{self, EmbeddingConfig};
 use crate::index::{self, IndexConfig};
 use crate::ingest::Ingest;
@@ -39,6 +40,8 @@ pub struct Settings {
     /// The least time between two refreshes of a page, and the length of a refresh "day"
     /// (`SWITCHBOARD_WEBPAGE_REFRESH_DAY`, 24 hours; shorter only for tests).
     pub refresh_day_ms: i64,
+    /// The passages a request and a team a minute may give the encoder.
+    pub budget: BudgetSettings,
 }
 
 /// The job runner: it scrapes webpages, extracts documents and unlinks the agents of deleted
@@ -97,6 +100,7 @@ pub async fn open(settings: Settings) -> anyhow::Result<Arc<Knowledge>> {
     Ok(Arc::new(Knowledge {
         store,
         embedder,
+        budget: EmbeddingBudget::open(&settings.budget).context("opening the embedding budget")?,
         sync,
         objects,
         max_upload_bytes: settings.max_upload_bytes,

@@ -322,6 +322,7 @@ mod repair {
             fetch: FetchPolicy::from_env(),
             chat: None,
             refresh_day_ms: REFRESH_INTERVAL_MS,
+            budget: switchboard_knowledgebase::budget::BudgetSettings::default(),
         }
     }
 
