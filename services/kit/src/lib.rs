@@ -5,6 +5,7 @@
 pub mod apikey;
 pub mod backoff;
 pub mod db;
+pub mod dns_lookup;
 pub mod egress;
 pub mod error;
 pub mod grpc;

@@ -42,7 +42,7 @@ impl Deliverer {
             .timeout(settings.timeout)
             .connect_timeout(settings.timeout)
             .redirect(reqwest::redirect::Policy::none())
-            .dns_resolver(Arc::new(GuardedResolver { allow_private: settings.allow_private }))
+            .dns_resolver(Arc::new(GuardedResolver::new(settings.allow_private)))
             .build()?;
         let meter = meter();
         let instruments = Instruments {

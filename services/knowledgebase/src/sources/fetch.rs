@@ -109,7 +109,7 @@ impl Fetcher {
             .timeout(policy.timeout)
             .connect_timeout(policy.timeout.min(Duration::from_secs(10)))
             .redirect(reqwest::redirect::Policy::none())
-            .dns_resolver(Arc::new(GuardedResolver { allow_private: policy.allow_private }))
+            .dns_resolver(Arc::new(GuardedResolver::new(policy.allow_private)))
             .build()?;
         Ok(Self { client, policy })
     }
