@@ -207,8 +207,11 @@ check_portal_scripts() {
   (cd "$portal" && NODE_PATH="$dir/node_modules" "$dir/node_modules/.bin/eslint" --max-warnings 0 assets eslint.config.cjs) || return 1
 }
 
-# A real OpenID Connect provider (npm oidc-provider) for the single sign-on tests.
+# A real OpenID Connect provider (npm oidc-provider) for the single sign-on tests, and what the
+# domain-proof tests serve proofs with: a DNS server of their own (dnsmasq, from
+# dnsmasq-base: the binary alone, no system service) and openssl, which makes their test CA.
 ensure_sso_provider() {
+  ensure_packages dnsmasq-base openssl
   command -v npm >/dev/null || ensure_packages nodejs npm
   local dir="$SWITCHBOARD_ROOT/tests/sso"
   local stamp="$dir/node_modules/.switchboard-lock"

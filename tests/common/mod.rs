@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 mod contract;
+pub mod dnsmasq;
 pub mod multipart;
 pub mod web;
 

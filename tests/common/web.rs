@@ -1,7 +1,8 @@
 //! The one small HTTP/1.1 server the tests use wherever the platform needs a peer on the web:
 //! a website to scrape, a webhook receiver, an OTLP collector, a chat model. Each test says
 //! only how to answer and keeps what it was asked, so that reading requests off the wire is
-//! written (and fixed) once. It listens on 127.0.0.1 and a port of its own, never elsewhere.
+//! written (and fixed) once. It listens on loopback (127.0.0.1 unless told another 127.x address)
+//! and a port of its own, never elsewhere.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -91,7 +92,18 @@ impl WebServer {
         F: Fn(Request) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Reply> + Send + 'static,
     {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port on 127.0.0.1");
+        Self::start_at("127.0.0.1", answer).await
+    }
+
+    /// [`WebServer::start`] on another loopback address, e.g. `127.0.0.2`: a peer the platform
+    /// must not reach although 127.0.0.1 is allowed.
+    pub async fn start_at<F, Fut>(ip: &str, answer: F) -> WebServer
+    where
+        F: Fn(Request) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Reply> + Send + 'static,
+    {
+        assert!(ip.starts_with("127."), "test servers listen on loopback only, not {ip}");
+        let listener = TcpListener::bind((ip, 0)).await.unwrap_or_else(|_| panic!("a port on {ip}"));
         let origin = format!("http://{}", listener.local_addr().expect("the listener's address"));
         let answer = Arc::new(answer);
         let task = tokio::spawn(async move {

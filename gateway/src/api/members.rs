@@ -109,6 +109,7 @@ pub fn endpoints() -> Vec<Endpoint> {
                  auth.second_factor_removed, auth.second_factor_failed, auth.recovery_code_used, \
                  auth.recovery_codes_renewed, auth.signed_in_sso, auth.passkey_added, auth.passkey_removed, \
                  auth.signed_in_passkey, team.security_changed, team.sso_changed, team.sso_removed, \
+                 team.sso_domain_verified, auth.sso_linked, \
                  user.name_changed, user.email_change_requested, user.email_change_failed, user.email_changed.",
             )
             .needs_full_access()

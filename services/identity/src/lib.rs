@@ -4,6 +4,7 @@
 //! reached over gRPC only (`grpc/`: `IdentityService` and `AccountService`).
 
 pub mod allowances;
+pub mod domain_proof;
 pub mod grpc;
 pub mod keys;
 pub mod mail;

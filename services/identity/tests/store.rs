@@ -590,3 +590,126 @@ async fn a_debit_left_unfinished_by_a_silent_replica_does_not_block_the_team() {
     store.db().close().await;
     silent.db().close().await;
 }
+
+fn sso<'a>(domains: &'a [String]) -> switchboard_identity::store::sso::NewSso<'a> {
+    switchboard_identity::store::sso::NewSso {
+        issuer: "https://login.example",
+        client_id: "client",
+        client_secret: Some("secret"),
+        domains,
+        default_role: "member",
+        enabled: true,
+    }
+}
+
+const TIMES: switchboard_identity::store::accounts::SessionTimes =
+    switchboard_identity::store::accounts::SessionTimes { idle_ms: 3_600_000, max_ms: 86_400_000 };
+
+#[tokio::test]
+async fn sso_domains_route_only_once_proven_and_only_to_the_team_that_proved_them() {
+    use switchboard_identity::store::sso::ProofMethod;
+    on_every_engine(|store| async move {
+        let acme = team(&store, "Acme", false, 0).await;
+        let squatter = team(&store, "Squatter", false, 0).await;
+        let domains = vec!["acme.example".to_owned()];
+        store.set_sso(&acme, &sso(&domains)).await.unwrap();
+        // A claim no team proved blocks no one, and routes no one.
+        store.set_sso(&squatter, &sso(&domains)).await.unwrap();
+        assert_eq!(store.sso_team_of_domain("acme.example").await.unwrap(), None);
+        let status = store.sso(&acme).await.unwrap().unwrap().config.domain_status;
+        assert_eq!((status.len(), status[0].verified_at_ms), (1, 0));
+        assert_eq!(status[0].txt_name, "_switchboard-verification.acme.example");
+        let token = store.proof_token(&acme).await.unwrap();
+        assert_eq!(status[0].txt_value, format!("switchboard-verification={token}"));
+        assert_ne!(store.proof_token(&squatter).await.unwrap(), token, "each team has its own token");
+        assert_eq!(store.proof_token(&acme).await.unwrap(), token, "a team's token stays");
+
+        let proven = store.prove_domain(&acme, "acme.example", ProofMethod::Dns).await.unwrap();
+        assert!(proven.verified_at_ms > 0);
+        assert_eq!(store.sso_team_of_domain("acme.example").await.unwrap().as_deref(), Some(acme.as_str()));
+        // Proven by one team: no other proves it or claims it anew.
+        let again = store.prove_domain(&squatter, "acme.example", ProofMethod::Https).await.unwrap_err();
+        assert_eq!(again.kind, ErrorKind::Conflict);
+        let newcomer = team(&store, "Newcomer", false, 0).await;
+        assert_eq!(store.set_sso(&newcomer, &sso(&domains)).await.unwrap_err().kind, ErrorKind::Conflict);
+        let unclaimed = store.prove_domain(&newcomer, "acme.example", ProofMethod::Dns).await.unwrap_err();
+        assert_eq!(unclaimed.kind, ErrorKind::NotFound);
+        // Saving the settings again keeps the proof; dropping the domain releases it.
+        store.set_sso(&acme, &sso(&domains)).await.unwrap();
+        assert_eq!(store.sso_team_of_domain("acme.example").await.unwrap().as_deref(), Some(acme.as_str()));
+        store.set_sso(&acme, &sso(&["eu.acme.example".to_owned()])).await.unwrap();
+        assert_eq!(store.sso_team_of_domain("acme.example").await.unwrap(), None);
+        store.prove_domain(&squatter, "acme.example", ProofMethod::Https).await.unwrap();
+        assert_eq!(store.sso_team_of_domain("acme.example").await.unwrap().as_deref(), Some(squatter.as_str()));
+        // Removing single sign-on releases its domains too.
+        store.delete_sso(&squatter).await.unwrap();
+        assert_eq!(store.sso_team_of_domain("acme.example").await.unwrap(), None);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn sso_never_links_an_existing_account_by_email_and_owners_only_by_their_own_link() {
+    use switchboard_identity::store::sso::Vouched;
+    use switchboard_proto::v1::Client;
+    on_every_engine(|store| async move {
+        let acme = team(&store, "Acme", false, 0).await;
+        let client = Client::default();
+        let existing =
+            store.create_user(&acme, &NewUser { role: "owner".into(), ..user("owner@acme.example") }).await.unwrap();
+        let vouched = Vouched {
+            subject: "https://login.example|owner-1",
+            email: "Owner@acme.example",
+            first_name: "A",
+            last_name: "B",
+        };
+        // Found by e-mail: not linked, not signed in.
+        let refused = store.sso_sign_in(&acme, &vouched, "member", &client, TIMES).await.unwrap_err();
+        assert_eq!(refused.kind, ErrorKind::Conflict);
+        assert!(refused.message.contains("not been linked"), "{}", refused.message);
+        assert!(!store.sso_linked(&existing).await.unwrap());
+        // Linked by its person: signed in by subject.
+        store.link_sso(&existing, vouched.subject).await.unwrap();
+        assert!(store.sso_linked(&existing).await.unwrap());
+        let (signed_in, created) = store.sso_sign_in(&acme, &vouched, "member", &client, TIMES).await.unwrap();
+        assert!(!created);
+        assert_eq!(signed_in.session.unwrap().user.unwrap().id, existing.id);
+        // A subject is one person's.
+        let other = store.create_user(&acme, &user("other@acme.example")).await.unwrap();
+        assert_eq!(store.link_sso(&other, vouched.subject).await.unwrap_err().kind, ErrorKind::Conflict);
+
+        // A new address: made with the role given, linked as created.
+        let grace = Vouched {
+            subject: "https://login.example|grace-1",
+            email: "grace@acme.example",
+            first_name: "Grace",
+            last_name: "H",
+        };
+        let (signed_in, created) = store.sso_sign_in(&acme, &grace, "viewer", &client, TIMES).await.unwrap();
+        assert!(created);
+        let grace_user = signed_in.session.unwrap().user.unwrap();
+        assert_eq!(grace_user.role, "viewer");
+        store.sso_sign_in(&acme, &grace, "member", &client, TIMES).await.unwrap();
+        // Made an owner later, a person created by single sign-on must link it themselves.
+        store.set_role(&acme, &grace_user.id, "owner", "owner").await.unwrap();
+        let owner_now = store.sso_sign_in(&acme, &grace, "member", &client, TIMES).await.unwrap_err();
+        assert_eq!(owner_now.kind, ErrorKind::Conflict);
+        let grace_user = store.user(&grace_user.id).await.unwrap();
+        store.link_sso(&grace_user, grace.subject).await.unwrap();
+        store.sso_sign_in(&acme, &grace, "member", &client, TIMES).await.unwrap();
+
+        // An address of another team's account is that team's.
+        let elsewhere = team(&store, "Elsewhere", false, 0).await;
+        let foreign = Vouched {
+            subject: "https://login.example|x",
+            email: "owner@acme.example",
+            first_name: "X",
+            last_name: "Y",
+        };
+        assert_eq!(
+            store.sso_sign_in(&elsewhere, &foreign, "member", &client, TIMES).await.unwrap_err().kind,
+            ErrorKind::Conflict
+        );
+    })
+    .await;
+}

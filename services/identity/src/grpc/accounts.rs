@@ -218,6 +218,18 @@ impl AccountService for AccountsApi {
         reply(AccountsApi::finish_sso(self, request.into_inner()).await)
     }
 
+    async fn verify_sso_domain(&self, request: Request<VerifySsoDomainRequest>) -> Reply<SsoDomain> {
+        reply(AccountsApi::verify_sso_domain(self, request.into_inner()).await)
+    }
+
+    async fn get_sso_link(&self, request: Request<SessionTokenRequest>) -> Reply<SsoLinkStatus> {
+        reply(self.sso_link_status(&request.into_inner().token_hash).await)
+    }
+
+    async fn start_sso_link(&self, request: Request<StartSsoLinkRequest>) -> Reply<SsoStart> {
+        reply(AccountsApi::start_sso_link(self, request.into_inner()).await)
+    }
+
     async fn begin_passkey_registration(&self, request: Request<PasskeyCeremonyRequest>) -> Reply<PasskeyCeremony> {
         reply(AccountsApi::begin_passkey_registration(self, request.into_inner()).await)
     }
