@@ -73,7 +73,7 @@ export function security({ view }) {
     section('Two-step sign-in', secondFactor()),
     section('Passkeys', passkeys()),
     isOwner() && !actingTeam().isSubteam && section('Team requirement', teamRequirement()),
-    isOwner() && !actingTeam().isSubteam && section('Single sign-on', singleSignOn()),
+    section('Single sign-on', singleSignOn()),
     section('Password', password),
     section('Where you are signed in', h('div', null, sessions, h('div', { class: 'form-actions after-table' }, elsewhere), status)),
   );
@@ -197,17 +197,92 @@ function teamRequirement() {
   });
 }
 
+/**
+ * Single sign-on: every person's own link to their team's provider (an account that exists
+ * signs in through it only once its person linked it from here); for an owner, the team's
+ * provider and its domains, each with the DNS record or file that proves it and "Check now".
+ */
 function singleSignOn() {
   const team = actingTeam();
+  const manages = isOwner() && !team.isSubteam;
   return loader(async (again) => {
+    const link = await api('GET', '/v1/auth/sso/link');
     let config = null;
-    try {
-      config = await api('GET', '/v1/members/sso');
-    } catch (err) {
-      if (err.status !== 404) throw err;
+    if (manages) {
+      try {
+        config = await api('GET', '/v1/members/sso');
+      } catch (err) {
+        if (err.status !== 404) throw err;
+      }
     }
-    // Owners are made by owners, never at a first sign-in.
-    const roles = ROLES.filter(([role]) => !isOwnerRole(role));
+    return h('div', null, h('div', { class: 'sso-link' }, linkPart(link)), manages && configPart(config, again));
+  });
+
+  function linkPart(link) {
+    if (link.linked) {
+      return h('p', null, badge('Linked', 'accent'), ' You can sign in with single sign-on',
+        link.issuer ? ` through ${link.issuer}` : '', '.');
+    }
+    if (!link.available) {
+      return h('p', { class: 'muted' }, `Single sign-on does not cover your address${link.domain ? ` (${link.domain})` : ''}.`);
+    }
+    const status = h('div', { class: 'form-alert' });
+    return h('div', null,
+      h('p', null, `Your team signs in through ${link.issuer || 'its identity provider'}. To sign in that way, link your account once: you sign in there with your own address.`),
+      h('button', {
+        type: 'button', class: 'btn primary',
+        onclick: async (ev) => {
+          ev.target.disabled = true;
+          try {
+            const started = await api('POST', '/v1/auth/sso/link');
+            // The callback page returns here once the provider sent the person back.
+            sessionStorage.setItem('switchboard.sso.next', '/settings/security');
+            location.assign(started.url);
+          } catch (err) {
+            ev.target.disabled = false;
+            replace(status, alertBox(err.hint ? `${err.message} ${err.hint}` : err.message));
+          }
+        },
+      }, 'Link single sign-on'),
+      status);
+  }
+
+  function domainCard(d, again) {
+    const status = h('div', { class: 'form-alert' });
+    if (d.verified) {
+      return h('div', { class: 'card' },
+        h('h3', null, d.domain, ' ', badge('Proven', 'accent')),
+        h('p', { class: 'muted' }, d.method === 'https' ? 'Proven by its file' : 'Proven by its DNS record', ' ', time(d.verifiedAt), '.'));
+    }
+    return h('div', { class: 'card' },
+      h('h3', null, d.domain, ' ', badge('Not proven', 'warn')),
+      h('p', null, `Nobody signs in through ${d.domain} until you prove the team controls it: publish this DNS TXT record, or this file, then check.`),
+      copyField(`TXT record name for ${d.domain}`, d.txtRecord.name),
+      copyField(`TXT record value for ${d.domain}`, d.txtRecord.value),
+      copyField(`Or a file for ${d.domain}, at`, d.httpsFile.url),
+      copyField(`The file for ${d.domain}, holding this line`, d.httpsFile.content),
+      h('div', { class: 'form-actions' }, h('button', {
+        type: 'button', class: 'btn secondary', 'aria-label': `Check now whether ${d.domain} is proven`,
+        onclick: async (ev) => {
+          ev.target.disabled = true;
+          replace(status);
+          try {
+            await api('POST', `/v1/members/sso/domains/${enc(d.domain)}/verify`);
+            toast(`${d.domain} is proven`);
+            again();
+          } catch (err) {
+            ev.target.disabled = false;
+            replace(status, alertBox(err.hint ? `${err.message} ${err.hint}` : err.message));
+          }
+        },
+      }, 'Check now')),
+      status);
+  }
+
+  function configPart(config, again) {
+    // People new through single sign-on are members or viewers; admins and owners are made by people.
+    const roles = ROLES.filter(([role]) => !isOwnerRole(role) && role !== 'admin');
+    const defaultRole = roles.some(([role]) => role === config?.defaultRole) ? config.defaultRole : 'member';
     const f = form({
       className: 'stack narrow',
       fields: [
@@ -217,8 +292,8 @@ function singleSignOn() {
           name: 'clientSecret', label: 'Client secret', type: 'password', autocomplete: 'off', required: !config,
           hint: config ? 'Stored and never shown; leave empty to keep it.' : undefined,
         }),
-        field({ name: 'domains', label: 'E-mail domains', required: true, value: (config?.domains || []).join(', '), hint: 'Comma-separated, e.g. acme.example, eu.acme.example' }),
-        field({ name: 'defaultRole', label: 'Role of people new to the team', type: 'select', value: config?.defaultRole || 'member', options: roles }),
+        field({ name: 'domains', label: 'E-mail domains', required: true, value: (config?.domains || []).join(', '), hint: 'Comma-separated, e.g. acme.example, eu.acme.example. Each counts once proven; public mail services (gmail.com, …) cannot be.' }),
+        field({ name: 'defaultRole', label: 'Role of people new to the team', type: 'select', value: defaultRole, options: roles }),
       ],
       submit: config ? 'Save single sign-on' : 'Turn on single sign-on',
       onSubmit: async (v) => {
@@ -244,14 +319,20 @@ function singleSignOn() {
         if (done) { toast('Single sign-on removed'); again(); }
       },
     }, 'Remove single sign-on');
-    return h('div', null,
-      h('p', null, config
-        ? `People with an address in ${config.domains.join(', ')} sign in through ${config.issuer}.`
-        : `Let people of ${team.name} sign in through your OpenID Connect provider (Okta, Entra ID, Google Workspace, Keycloak, …).`),
+    const domains = config?.domainStatus || [];
+    const proven = domains.filter((d) => d.verified).map((d) => d.domain);
+    return h('div', { class: 'sso-provider' },
+      h('h3', null, `${team.name}’s provider`),
+      h('p', null, !config
+        ? `Let people of ${team.name} sign in through your OpenID Connect provider (Okta, Entra ID, Google Workspace, Keycloak, …).`
+        : proven.length
+          ? `People with an address in ${proven.join(', ')} sign in through ${config.issuer}.`
+          : `No domain is proven yet: nobody signs in through ${config.issuer}.`),
       copyField('Redirect URI to register at the provider', `${location.origin}/sso/callback`),
+      domains.length > 0 && h('div', { class: 'sso-domains' }, domains.map((d) => domainCard(d, again))),
       f,
       remove && h('div', { class: 'form-actions after-table' }, remove));
-  });
+  }
 }
 
 function passkeys() {

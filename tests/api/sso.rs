@@ -5,8 +5,9 @@
 //! whose metadata points at private addresses; existing accounts, which link themselves from
 //! their own session (the provider's login form driven over HTTP, as a browser would); then in
 //! Chromium (tests/portal/sso.mjs) a person created at their first sign-in, an address no team
-//! covers, an account outside the covered domains, and ID tokens whose nonce or signature is
-//! wrong (the provider's tamper modes). Each test that keeps something runs on SQLite (`dev`)
+//! covers, an account outside the covered domains, ID tokens whose nonce or signature is wrong
+//! (the provider's tamper modes), and the security page: a domain proven with "Check now", an
+//! owner linking single sign-on. Each test that keeps something runs on SQLite (`dev`)
 //! and on PostgreSQL (identity as a `serve` process), when the machine has it.
 
 use std::path::PathBuf;
@@ -647,6 +648,7 @@ async fn people_sign_in_through_their_teams_openid_provider() {
         user("eve-1", "eve@elsewhere.example", "Eve", "Outside"),
         user("nora-1", "nora@nonce.example", "Nora", "Nonce"),
         user("sig-1", "sig@sig.example", "Sig", "Nature"),
+        user("owner-1", "owner@acme.example", "Ada", "Owner"),
     ]);
     let honest = provider(&portal, "", &users).await;
     let wrong_nonce = provider(&portal, "nonce", &users).await;
@@ -669,6 +671,12 @@ async fn people_sign_in_through_their_teams_openid_provider() {
     let mut records = vec![proof_of(&saved, "acme.example")];
     proofs.publish(&records).await;
     acme_owner.post(&verify_path("acme.example"), json!({})).await.expect(200);
+    // A second domain, its record published: proven in the browser below ("Check now").
+    let both =
+        json!({ "issuer": honest.issuer, "clientId": CLIENT_ID, "domains": ["acme.example", "eu.acme.example"] });
+    let saved = acme_owner.put("/members/sso", both).await.expect(200)["data"].clone();
+    assert_eq!(saved["domainStatus"][0]["verified"], true, "saving again keeps a proof: {saved}");
+    records.push(proof_of(&saved, "eu.acme.example"));
     let unreachable =
         json!({ "issuer": "http://127.0.0.1:9", "clientId": "x", "clientSecret": "y", "domains": ["z.example"] });
     assert_eq!(acme_owner.put("/members/sso", unreachable).await.status, 503);
@@ -708,6 +716,10 @@ async fn people_sign_in_through_their_teams_openid_provider() {
           "expect": "refused", "text": "could not be verified" },
         { "name": "wrong-signature", "email": "sig@sig.example", "login": "sig@sig.example", "password": PASSWORD,
           "expect": "refused", "text": "could not be verified" },
+        { "name": "check-now", "email": "owner@acme.example", "portalPassword": OWNER_PASSWORD, "expect": "proven",
+          "domain": "eu.acme.example" },
+        { "name": "link", "email": "owner@acme.example", "portalPassword": OWNER_PASSWORD, "login": "owner@acme.example",
+          "password": PASSWORD, "expect": "linked" },
     ]);
     let script = std::path::Path::new(&runner).with_file_name("sso.mjs");
     let target = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".to_owned());
@@ -734,7 +746,9 @@ async fn people_sign_in_through_their_teams_openid_provider() {
     assert_eq!(grace["canSignIn"], true);
     assert!(members.as_array().unwrap().iter().all(|m| m["email"] != "eve@elsewhere.example"), "{members}");
     let log = acme_owner.get("/audit-log").await.expect(200)["data"].clone();
-    for action in ["member.joined", "auth.signed_in_sso", "team.sso_changed", "team.sso_domain_verified"] {
+    for action in
+        ["member.joined", "auth.signed_in_sso", "team.sso_changed", "team.sso_domain_verified", "auth.sso_linked"]
+    {
         assert!(log.as_array().unwrap().iter().any(|e| e["action"] == action), "{action} missing: {log}");
     }
     // A person without a password cannot sign in with one.

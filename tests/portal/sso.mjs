@@ -6,7 +6,10 @@
 // Inputs (environment):
 //   PORTAL_URL       the gateway
 //   SSO_CASES        JSON [{name, email, login, password, expect: "signed-in" | "refused" | "not-covered",
-//                    text}] (login: the account at the provider; text: what the page must show)
+//                    text}] (login: the account at the provider; text: what the page must show),
+//                    or, for a person signed in with their portal password (portalPassword) at
+//                    /settings/security: {expect: "proven", domain} clicks the domain's "Check now";
+//                    {expect: "linked"} clicks "Link single sign-on" and signs in at the provider
 //   SCREENSHOT_DIR   where the pages go
 // The last line is "N passed, N failed"; exit status 0 when every case passed.
 import { chromium } from 'playwright-core';
@@ -30,6 +33,14 @@ for (const c of CASES) {
   const page = await context.newPage();
   page.setDefaultTimeout(T);
   try {
+    if (c.expect === 'proven' || c.expect === 'linked') {
+      await securityPage(page, c);
+      await page.screenshot({ path: path.join(SHOTS, `sso-${c.name}.png`), fullPage: true });
+      console.log(`ok - ${c.name}`);
+      passed += 1;
+      await context.close();
+      continue;
+    }
     await page.goto('/sign-in');
     await page.getByRole('link', { name: 'Sign in with single sign-on' }).click();
     await page.waitForURL('**/sign-in/sso', { timeout: T });
@@ -68,4 +79,30 @@ for (const c of CASES) {
 }
 await browser.close();
 console.log(`${passed} passed, ${failed} failed`);
+
+/** Signed in with a password, the person's /settings/security: a domain proven, or single sign-on linked. */
+async function securityPage(page, c) {
+  await page.goto('/sign-in');
+  await page.getByLabel('Email').fill(c.email);
+  await page.getByLabel('Password').fill(c.portalPassword);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor({ timeout: T });
+  await page.goto('/settings/security');
+  if (c.expect === 'proven') {
+    // What to publish is shown as text to copy; "Check now" proves it.
+    const name = await page.getByLabel(`TXT record name for ${c.domain}`).inputValue();
+    if (name !== `_switchboard-verification.${c.domain}`) throw new Error(`the TXT record's name is ${name}`);
+    await page.screenshot({ path: path.join(SHOTS, `sso-${c.name}-before.png`), fullPage: true });
+    await page.getByRole('button', { name: `Check now whether ${c.domain} is proven` }).click();
+    await page.getByRole('heading', { level: 3, name: `${c.domain} Proven` }).waitFor({ timeout: T });
+    return;
+  }
+  await page.getByRole('button', { name: 'Link single sign-on' }).click();
+  await page.waitForURL((url) => !url.href.startsWith(BASE), { timeout: T });
+  await page.getByLabel('Email').fill(c.login);
+  await page.getByLabel('Password').fill(c.password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL(`${BASE}/settings/security`, { timeout: T });
+  await page.getByText('You can sign in with single sign-on').waitFor({ timeout: T });
+}
 process.exit(failed === 0 && passed === CASES.length ? 0 : 1);
