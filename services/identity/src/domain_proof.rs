@@ -82,6 +82,8 @@ impl DomainProver {
             .https_only(true)
             // A redirect would let the domain's server send this service anywhere.
             .redirect(reqwest::redirect::Policy::none())
+            // Through a proxy (HTTPS_PROXY), the proxy would resolve the name, not the guard.
+            .no_proxy()
             .timeout(FETCH_TIMEOUT)
             .connect_timeout(CONNECT_TIMEOUT)
             .user_agent(concat!("Switchboard/", env!("CARGO_PKG_VERSION"), " (domain proof)"))

@@ -150,6 +150,8 @@ impl SsoHttp {
         let client = reqwest::Client::builder()
             // Following redirects would let a provider send this service anywhere (SSRF).
             .redirect(reqwest::redirect::Policy::none())
+            // Through a proxy (HTTPS_PROXY), the proxy would resolve the name, not the guard.
+            .no_proxy()
             .timeout(PROVIDER_TIMEOUT)
             .connect_timeout(PROVIDER_CONNECT_TIMEOUT)
             .dns_resolver(Arc::new(GuardedResolver::with(allowance.clone(), Lookup::System)))
