@@ -35,7 +35,7 @@ const ONE_ANSWER_413: &str = "The answer makes more passages than a request may 
     bound answers this); nothing is written.";
 /// Said on every operation that embeds for the team; the figures are `limits`' defaults (a test
 /// checks them).
-const BUDGET_SPENT: &str = "The team's embedding budget is spent: at most 2,000 passages a minute (by default; \
+const BUDGET_SPENT: &str = "The team's embedding budget is spent: at most 6,000 passages a minute (by default; \
     `SWITCHBOARD_EMBED_PASSAGES_PER_MINUTE`) are embedded for a team, every replica together, counted on every path \
     that embeds for it (single and bulk creates, updates that change a text, webpages and documents). An answer is \
     one passage per 128 words. `retryAfter` and `Retry-After` say when the budget is full again; nothing is written.";
@@ -145,7 +145,7 @@ pub fn endpoints() -> Vec<Endpoint> {
                  the request may take minutes (up to 10, beyond the gateway's usual timeout). An answer is embedded \
                  as one passage per 128 words (at least one): the valid items may make at most 1,000 passages \
                  (`SWITCHBOARD_EMBED_PASSAGES_PER_REQUEST`, never above the minute's budget), and they are spent \
-                 from the team's 2,000 passages a minute (`SWITCHBOARD_EMBED_PASSAGES_PER_MINUTE`, every replica \
+                 from the team's 6,000 passages a minute (`SWITCHBOARD_EMBED_PASSAGES_PER_MINUTE`, every replica \
                  together, shared with every other path that embeds for the team); past either bound the request is \
                  refused whole and nothing is written. The team's passages take turns with other teams' in the \
                  encoder's queue. With an `Idempotency-Key`, a retry creates nothing twice.",

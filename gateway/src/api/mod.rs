@@ -118,8 +118,9 @@ mod tests {
             }
             assert!(endpoint.visitor || endpoint.own_account, "{method} {path} is held to the team's roles");
             assert!(!endpoint.admins_only, "{method} {path}");
-            let changes_factors =
-                path.starts_with("/v1/auth/second-factors/") || path.starts_with("/v1/auth/sessions/");
+            let changes_factors = path.starts_with("/v1/auth/second-factors/")
+                || path.starts_with("/v1/auth/sessions/")
+                || path == "/v1/auth/sso/link";
             assert_eq!(endpoint.recent_sign_in, changes_factors && method != "GET", "{method} {path}");
         }
     }

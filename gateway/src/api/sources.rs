@@ -99,7 +99,7 @@ where
             .about(
                 "Beyond the spec: adds a webpage source with status `pending`; its first scrape is queued in the \
                  same transaction (it does not count as a refresh). The entries' passages are spent from the team's \
-                 embedding budget (2,000 passages a minute by default, shared with references): a page that makes \
+                 embedding budget (6,000 passages a minute by default, shared with references): a page that makes \
                  more stays `pending` while its scrape waits for the budget.",
             )
             .fails(404, base_missing)
@@ -145,7 +145,7 @@ where
                 "Beyond the spec: a multipart form. The file is parsed before anything is stored; it is then kept \
                  and its text extraction queued (status `pending`). A form without a `file` part, or whose file has \
                  no file name, is a 400 naming `file`. The entries' passages are spent from the team's embedding \
-                 budget (2,000 passages a minute by default, shared with references): a document that makes more \
+                 budget (6,000 passages a minute by default, shared with references): a document that makes more \
                  stays `pending` while its extraction waits for the budget.",
             )
             .fails(404, base_missing)

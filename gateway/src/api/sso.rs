@@ -127,9 +127,10 @@ pub fn endpoints() -> Vec<Endpoint> {
                 "Answers the provider's URL like POST /v1/auth/sso/start, and sets the same browser cookie; the \
                  link is bound to this session too. Back at the portal's `/sso/callback`, POST /v1/auth/sso/finish \
                  links the person when the provider vouches for their own e-mail address; from then on they can \
-                 sign in through it. An owner signs in through single sign-on only after linking it this way.",
+                 sign in through it. An owner signs in through single sign-on only after linking it this way. A \
+                 new way to sign in is a change to how the person proves who they are: it needs a recent sign-in.",
             )
-            .for_own_account()
+            .for_recent_sign_in()
             .fails(401, NOT_SIGNED_IN)
             .fails(404, "The team's single sign-on does not cover the person's e-mail address.")
             .fails(503, "The team's identity provider could not be reached or discovered."),

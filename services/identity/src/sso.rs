@@ -537,7 +537,7 @@ impl AccountsApi {
         self.store.link_sso(user, subject).await?;
         self.audit(&user.team_id, "auth.sso_linked", user_actor(user), &user.email, Some(client)).await;
         let session = self.store.session(session_hash, self.settings.sessions).await?;
-        Ok(SignedIn { token: String::new(), session: Some(session), challenge: None })
+        Ok(SignedIn { token: String::new(), session: Some(session), ..SignedIn::default() })
     }
 }
 

@@ -602,9 +602,6 @@ fn sso<'a>(domains: &'a [String]) -> switchboard_identity::store::sso::NewSso<'a
     }
 }
 
-const TIMES: switchboard_identity::store::accounts::SessionTimes =
-    switchboard_identity::store::accounts::SessionTimes { idle_ms: 3_600_000, max_ms: 86_400_000 };
-
 #[tokio::test]
 async fn sso_domains_route_only_once_proven_and_only_to_the_team_that_proved_them() {
     use switchboard_identity::store::sso::ProofMethod;
