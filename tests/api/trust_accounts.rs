@@ -173,10 +173,21 @@ async fn factors_need_a_recent_sign_in(stack: &Stack) {
     // The factor ends every other session of the person.
     answers_within(401, "the person's other session", || ada.get("/me")).await;
 
-    // With a factor, the password alone is no longer proof enough.
+    // With a factor, the password alone is no longer proof enough, not even by changing it:
+    // the session that a password change begins is no more recent than the one that asked.
     let_the_sign_in_age().await;
     assert_eq!(stolen.delete("/auth/second-factors/totp").await.error_code(403), "REAUTHENTICATION_REQUIRED");
-    assert_eq!(stolen.post("/auth/reauthenticate", json!({ "password": PASSWORD })).await.fields(), ["code"]);
+    let change = json!({ "currentPassword": PASSWORD, "newPassword": NEW_PASSWORD });
+    let stolen = browser(stack, &stolen.post("/auth/password", change).await);
+    assert_eq!(stolen.delete("/auth/second-factors/totp").await.error_code(403), "REAUTHENTICATION_REQUIRED");
+    assert_eq!(
+        stolen.post("/auth/second-factors/passkeys/options", json!({})).await.error_code(403),
+        "REAUTHENTICATION_REQUIRED"
+    );
+    // Nor does it move the account to another mailbox.
+    let moved = stolen.post("/me/email", json!({ "email": "thief@elsewhere.example", "password": NEW_PASSWORD })).await;
+    assert_eq!(moved.error_code(403), "REAUTHENTICATION_REQUIRED");
+    assert_eq!(stolen.post("/auth/reauthenticate", json!({ "password": NEW_PASSWORD })).await.fields(), ["code"]);
     assert_eq!(stolen.post("/auth/reauthenticate", json!({ "code": "000000" })).await.fields(), ["code"]);
     let by_code = stolen.post("/auth/reauthenticate", json!({ "code": totp_code(&secret, confirmed_at + 30) })).await;
     by_code.expect(200);

@@ -137,7 +137,8 @@ pub fn endpoints() -> Vec<Endpoint> {
                 "Every session of the user ends, and a new one begins for this browser (a new cookie). A wrong \
                  currentPassword counts as a failed sign-in (the same throttle) and is written to the audit log \
                  (`auth.password_change_failed`). `currentPassword` is the proof of who the person is: no recent \
-                 sign-in is needed. The answer's `passkeys` lists the passkeys that still sign in without a \
+                 sign-in is needed. For a person with a second factor the password proves only the password: the \
+                 new session is no more recent than the one that asked (`reauthenticateAfter`). The answer's `passkeys` lists the passkeys that still sign in without a \
                  password; reset links and e-mail changes still out stop working.",
             )
             .for_own_account()

@@ -33,8 +33,9 @@ pub fn endpoints() -> Vec<Endpoint> {
                 "Mails a link (valid 1 day, once) to the new address with the platform's SMTP server, and answers \
                  202: the person signs in with the old address until the link is opened (`POST \
                  /v1/auth/confirm-email`); then the old address gets a notice. Sessions stay signed in. A person \
-                 with a password sends it as `password`; one without (single sign-on only) needs a recent sign-in \
-                 (403 `REAUTHENTICATION_REQUIRED` otherwise, see POST /v1/auth/reauthenticate). A newer request \
+                 with a password sends it as `password`; one without (single sign-on only), and one with a second \
+                 factor, also needs a recent sign-in (403 `REAUTHENTICATION_REQUIRED` otherwise, see POST \
+                 /v1/auth/reauthenticate). A newer request \
                  ends the links of older ones. The answer is the same, at once, whether or not another account \
                  uses the address: such an address is mailed a notice instead of a link, so that the answer tells \
                  no one who has an account. A new address gets at most 3 mails a client in 15 minutes, and 5 in \
@@ -43,7 +44,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .for_own_account()
             .fails(400, "The address is not valid or is yours already, or `password` is missing or wrong.")
             .fails(401, "Not signed in, or called with an API key: the address is a person's own.")
-            .fails(403, "REAUTHENTICATION_REQUIRED: a person without a password has not signed in lately.")
+            .fails(403, "REAUTHENTICATION_REQUIRED: a person without a password, or with a second factor, has not signed in (or re-authenticated) lately.")
             .fails(429, "Too many requests for this address or from this client; `retryAfter` says when."),
         Endpoint::post("/v1/auth/confirm-email", confirm_email)
             .doc("confirmEmail", AUTH, "Use an e-mail confirmation link: the new address signs in from now on")

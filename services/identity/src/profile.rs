@@ -81,6 +81,11 @@ impl AccountsApi {
                     self.audit(&user.team_id, "user.email_change_failed", user_actor(&user), &user.email, client).await;
                     return Err(ServiceError::invalid_field("password", "is not your current password"));
                 }
+                // With a second factor, a phished password and a stolen cookie together must
+                // not move the account: the factor proved lately, as for a change of factors.
+                if self.store.has_second_factor(&user.id).await? {
+                    AccountsApi::check_recent(&session)?;
+                }
             }
             None => AccountsApi::check_recent(&session)?,
         }

@@ -545,7 +545,11 @@ async fn reset_links_end_with_a_newer_link_a_new_password_and_a_new_address() {
 
         let before_change = store.reset_link("ada@resets.example", day).await.unwrap().token;
         let client = Client::default();
-        store.set_password(&ada.id, "hash-4", &client, TIMES).await.unwrap();
+        // A session begun by a password change counts as proven only when its caller says so.
+        let changed = store.set_password(&ada.id, "hash-4", &client, TIMES, None).await.unwrap();
+        let session = store.session(&hash_key(&changed.token), TIMES).await.unwrap();
+        assert_eq!(session.reauthenticate_after_ms, 0, "a session without proof is never recent");
+        assert_eq!(store.session_proven_at(&session.id).await.unwrap(), None);
         gone(store.reset_password(&before_change, "hash-5").await.expect_err("ended by the password change"));
 
         let to_old_address = store.reset_link("ada@resets.example", day).await.unwrap().token;

@@ -312,7 +312,16 @@ impl AccountService for AccountsApi {
         check_password("newPassword", &request.new_password, &[&user.email, &user.first_name, &user.last_name])?;
         let hash = passwords::hash(&request.new_password).await?;
         let client = request.client.unwrap_or_default();
-        let mut signed_in = self.store.set_password(&user.id, &hash, &client, self.settings.sessions).await?;
+        // The password alone proves no more than the password: for a person with a second
+        // factor, a stolen cookie and a known password must not become a recent sign-in that
+        // could then remove the factor. The new session keeps the old one's proof.
+        let proven_at = if self.store.has_second_factor(&user.id).await? {
+            self.store.session_proven_at(&session.id).await?
+        } else {
+            Some(switchboard_kit::time::now_ms())
+        };
+        let sessions = self.settings.sessions;
+        let mut signed_in = self.store.set_password(&user.id, &hash, &client, sessions, proven_at).await?;
         // A passkey signs in without the password: the person sees which still do.
         signed_in.passkeys = self.store.passkey_infos(&user.id).await?;
         self.signed_in_changed(&signed_in).await;

@@ -201,18 +201,30 @@ impl IdentityStore {
         Ok(())
     }
 
+    /// When this session last proved who its person is (a sign-in or a re-authentication);
+    /// `None` for a session from before that was recorded.
+    pub async fn session_proven_at(&self, session_id: &str) -> ServiceResult<Option<i64>> {
+        let proven_at = sqlx::query_scalar::<_, Option<i64>>("SELECT authenticated_at FROM sessions WHERE id = $1")
+            .bind(session_id)
+            .fetch_optional(self.db.pool())
+            .await?;
+        Ok(proven_at.flatten())
+    }
+
     /// Sets a user's password and ends all their sessions, then begins one: a changed or reset
-    /// password leaves exactly the session of whoever changed it.
+    /// password leaves exactly the session of whoever changed it. The new session counts as
+    /// proven at `proven_at`: a password change proves only the password.
     pub async fn set_password(
         &self,
         user_id: &str,
         password_hash: &str,
         client: &Client,
         times: SessionTimes,
+        proven_at: Option<i64>,
     ) -> ServiceResult<SignedIn> {
         let mut tx = self.db.begin_write().await?;
         let user = set_password_in(&mut tx, user_id, password_hash).await?;
-        let signed_in = begin_session_in(&mut tx, &user, client, times).await?;
+        let signed_in = begin_session_proven(&mut tx, &user, client, times, "password", proven_at).await?;
         tx.commit().await?;
         Ok(signed_in)
     }
@@ -273,13 +285,27 @@ pub(super) async fn begin_session_in(
     begin_session_with(conn, user, client, times, "password").await
 }
 
-/// Begins a session of `user`, as `method` (`password` or [`SSO_METHOD`]) began it.
+/// Begins a session of `user`, as `method` (`password` or [`SSO_METHOD`]) began it: a sign-in
+/// is a proof of who the person is, recent until the re-authentication window ends.
 pub(super) async fn begin_session_with(
     conn: &mut AnyConnection,
     user: &User,
     client: &Client,
     times: SessionTimes,
     method: &str,
+) -> ServiceResult<SignedIn> {
+    begin_session_proven(conn, user, client, times, method, Some(now_ms())).await
+}
+
+/// Begins a session that counts as proven at `proven_at` (`None`: never, it proves itself
+/// again before any change to the account's security).
+async fn begin_session_proven(
+    conn: &mut AnyConnection,
+    user: &User,
+    client: &Client,
+    times: SessionTimes,
+    method: &str,
+    proven_at: Option<i64>,
 ) -> ServiceResult<SignedIn> {
     let row = sqlx::query(&format!(
         "SELECT {TEAM_COLUMNS}, {SECOND_FACTOR_COLUMNS} FROM teams t JOIN users u ON u.team_id = t.id \
@@ -303,12 +329,11 @@ pub(super) async fn begin_session_with(
         expires_at_ms: now + times.max_ms,
         created_at_ms: now,
         second_factor_needed,
-        // A sign-in is a proof of who the person is: recent until the window ends.
-        reauthenticate_after_ms: now + times.reauth_ms,
+        reauthenticate_after_ms: proven_at.map_or(0, |at| at.saturating_add(times.reauth_ms)),
     };
     sqlx::query(
         "INSERT INTO sessions (id, token_hash, user_id, team_id, created_at, last_seen_at, expires_at, ip, user_agent, \
-         method, authenticated_at) VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $8, $9, $5)",
+         method, authenticated_at) VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $8, $9, $10)",
     )
     .bind(&session.id)
     .bind(hash_key(&token))
@@ -319,6 +344,7 @@ pub(super) async fn begin_session_with(
     .bind(&client.ip)
     .bind(&client.user_agent)
     .bind(method)
+    .bind(proven_at)
     .execute(&mut *conn)
     .await?;
     sqlx::query("UPDATE users SET last_sign_in_at = $1 WHERE id = $2")
