@@ -130,7 +130,8 @@ impl App {
         let team_id = raw.query.get("teamId").and_then(Value::as_str).map(str::to_owned);
 
         let services = self.pipeline.services().await?;
-        let session_token = sessions::token(session.req_header());
+        let client = self.pipeline.origins.client(session);
+        let session_token = sessions::token(session.req_header(), client.https);
         let principal =
             self.pipeline.principal(session.req_header(), route, &services, session_token.as_deref()).await?;
         tracing::Span::current().record("switchboard.team_id", principal.team.id.as_str());
@@ -139,7 +140,7 @@ impl App {
             services,
             principal,
             team_id,
-            client: self.pipeline.origins.client(session),
+            client,
             session_token,
             sso_binding: sessions::sso_binding(session.req_header()),
         };

@@ -50,8 +50,10 @@ fn cookie(header: &RequestHeader, wanted: &str) -> Option<String> {
 }
 
 /// The session token in the request's `Cookie` headers, if any; the `__Host-` cookie wins.
-pub fn token(header: &RequestHeader) -> Option<String> {
-    cookie(header, SECURE_COOKIE).or_else(|| cookie(header, COOKIE))
+/// Over https only the `__Host-` cookie counts: a plain one may have been planted by a sibling
+/// subdomain or over plain http, to sign the browser in to someone else's account.
+pub fn token(header: &RequestHeader, https: bool) -> Option<String> {
+    cookie(header, SECURE_COOKIE).or_else(|| if https { None } else { cookie(header, COOKIE) })
 }
 
 /// The cookie that binds a single sign-on to the browser that started it.
@@ -219,10 +221,10 @@ mod tests {
 
     #[test]
     fn the_token_is_read_from_among_other_cookies() {
-        assert_eq!(token(&request("a=1; switchboard_session=abc123; b=2")).as_deref(), Some("abc123"));
-        assert_eq!(token(&request("switchboard_sessionx=abc")), None);
-        assert_eq!(token(&request("switchboard_session=<script>")), None, "not a token's characters");
-        assert_eq!(token(&request("switchboard_session=")), None);
+        assert_eq!(token(&request("a=1; switchboard_session=abc123; b=2"), false).as_deref(), Some("abc123"));
+        assert_eq!(token(&request("switchboard_sessionx=abc"), false), None);
+        assert_eq!(token(&request("switchboard_session=<script>"), false), None, "not a token's characters");
+        assert_eq!(token(&request("switchboard_session="), false), None);
     }
 
     #[test]
@@ -236,8 +238,14 @@ mod tests {
     #[test]
     fn the_host_prefixed_cookie_wins() {
         let both = request("switchboard_session=plain; __Host-switchboard_session=prefixed");
-        assert_eq!(token(&both).as_deref(), Some("prefixed"));
-        assert_eq!(token(&request("__Host-switchboard_session=abc")).as_deref(), Some("abc"));
+        assert_eq!(token(&both, false).as_deref(), Some("prefixed"));
+        assert_eq!(token(&request("__Host-switchboard_session=abc"), true).as_deref(), Some("abc"));
+    }
+
+    #[test]
+    fn over_https_a_plain_cookie_is_not_a_session() {
+        assert_eq!(token(&request("switchboard_session=planted"), true), None);
+        assert_eq!(token(&request("switchboard_session=plain"), false).as_deref(), Some("plain"));
     }
 
     #[test]

@@ -381,6 +381,9 @@ async fn cookies_are_secure_and_host_prefixed_when_the_platform_is_https() {
     let csrf = accepted.body["data"]["csrfToken"].as_str().unwrap().to_owned();
     let session = Api::new(&stack.base, Some(&format!("__Host-switchboard_session={token}"))).with_header("Cookie");
     assert_eq!(session.get("/auth/session").await.expect(200)["data"]["csrfToken"], csrf.as_str());
+    // A plain cookie (planted by a sibling subdomain, or over http) is no session over https.
+    let planted = Api::new(&stack.base, Some(&format!("switchboard_session={token}"))).with_header("Cookie");
+    assert_eq!(planted.get("/auth/session").await.error_code(401), "UNAUTHORIZED");
 
     // Plain http, and a client saying https: not Secure.
     let plain = Stack::start().await;

@@ -83,13 +83,16 @@ async fn a_persons_own_security_is_theirs_at_every_role() {
 }
 
 /// Finding 1: whoever reads a person's mailbox resets the password, and still meets their
-/// second factor before any session.
+/// second factor before any session. And (the third review) whoever phished the old password
+/// loses the sign-in it began once the password is reset or changed.
 #[tokio::test]
 async fn a_password_reset_asks_for_the_second_factor() {
     let stack = Stack::start().await;
     let team = stack.team("Reset guarded", false, 0).await;
     let ada = owner(&stack, &team.id, "ada@reset.example").await;
-    let (secret, confirmed_at, _) = with_authenticator(&ada).await;
+    let (secret, confirmed_at, recovery) = with_authenticator(&ada).await;
+    // Whoever phished the old password holds a sign-in that waits for the factor.
+    let phished = pending_sign_in(&stack, "ada@reset.example", PASSWORD).await;
 
     let token = reset_token(&stack, "ada@reset.example").await;
     let answered = reset(&stack, &token, NEW_PASSWORD).await;
@@ -99,18 +102,31 @@ async fn a_password_reset_asks_for_the_second_factor() {
     assert_eq!(reset(&stack, &token, NEW_PASSWORD).await.status, 404, "the link is used");
     answers_within(401, "the person's sessions, ended by the reset", || ada.get("/me")).await;
 
-    let anonymous = stack.anonymous();
-    let verify = |code: String| {
-        let body = json!({ "challenge": challenge["challenge"], "code": code });
-        let anonymous = &anonymous;
-        async move { anonymous.post("/auth/sign-in/verify", body).await }
-    };
-    assert_eq!(verify("123456".into()).await.error_code(401), "UNAUTHORIZED");
-    let signed_in = verify(totp_code(&secret, confirmed_at + 30)).await;
+    let challenge = challenge["challenge"].as_str().expect("a challenge").to_owned();
+    assert_eq!(finish_sign_in(&stack, &challenge, "123456").await.error_code(401), "UNAUTHORIZED");
+    // The sign-in begun with the old password ended with it, whatever code comes.
+    let stale = finish_sign_in(&stack, &phished, &totp_code(&secret, confirmed_at + 30)).await;
+    assert_eq!(stale.error_code(401), "UNAUTHORIZED", "a sign-in of the old password outlived the reset");
+    let signed_in = finish_sign_in(&stack, &challenge, &totp_code(&secret, confirmed_at + 30)).await;
     let session = browser(&stack, &signed_in);
     session.post("/api-keys", json!({ "name": "after the reset" })).await.expect(201);
     // The new password is the person's now, and it still asks for the factor.
     assert_eq!(sign_in(&stack, "ada@reset.example", NEW_PASSWORD).await.status, 202);
+
+    // A password change ends the sign-ins still waiting, and so does signing out everywhere
+    // else: neither becomes a session later, with the factor or not.
+    let phished = pending_sign_in(&stack, "ada@reset.example", NEW_PASSWORD).await;
+    let change = json!({ "currentPassword": NEW_PASSWORD, "newPassword": "a third horse battery" });
+    let session = browser(&stack, &session.post("/auth/password", change).await);
+    assert_eq!(finish_sign_in(&stack, &phished, &recovery[0]).await.error_code(401), "UNAUTHORIZED");
+    let phished = pending_sign_in(&stack, "ada@reset.example", "a third horse battery").await;
+    let proved = session.post("/auth/reauthenticate", json!({ "code": recovery[1] })).await;
+    proved.expect(200);
+    session.post("/auth/sessions/end-others", json!({})).await.expect(200);
+    assert_eq!(finish_sign_in(&stack, &phished, &recovery[2]).await.error_code(401), "UNAUTHORIZED");
+    // The recovery codes offered to the ended sign-ins were not spent by them.
+    let pending = pending_sign_in(&stack, "ada@reset.example", "a third horse battery").await;
+    finish_sign_in(&stack, &pending, &recovery[0]).await.expect(200);
 
     // Without a second factor, a reset signs in at once, as before.
     let plain = stack.team("Reset plain", false, 0).await;
@@ -118,6 +134,16 @@ async fn a_password_reset_asks_for_the_second_factor() {
     let token = reset_token(&stack, "bo@reset.example").await;
     let plain_reset = reset(&stack, &token, NEW_PASSWORD).await;
     browser(&stack, &plain_reset).get("/me").await.expect(200);
+}
+
+/// The token of a sign-in that waits for the person's second factor.
+async fn pending_sign_in(stack: &Stack, email: &str, password: &str) -> String {
+    let answered = sign_in(stack, email, password).await;
+    answered.expect(202)["data"]["challenge"].as_str().expect("a challenge").to_owned()
+}
+
+async fn finish_sign_in(stack: &Stack, challenge: &str, code: &str) -> Response {
+    stack.anonymous().post("/auth/sign-in/verify", json!({ "challenge": challenge, "code": code })).await
 }
 
 async fn sends(api: &Api, method: &str, path: &str) -> Response {

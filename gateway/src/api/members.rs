@@ -90,9 +90,10 @@ pub fn endpoints() -> Vec<Endpoint> {
         Endpoint::put("/v1/members/security", set_security)
             .doc("setSecurityPolicy", MEMBERS, "Require a second factor of every person of the team, or not")
             .about(
-                "Owners only. Required, a person without a second factor may only set one up (every other \
-                 operation is 403 until then, sessions already begun included); API keys are not affected. An \
-                 owner must have a second factor to require one (409).",
+                "Owners only. Required, a person without a second factor may only set one up and look after \
+                 their own sign-in (the `/v1/auth/*` operations: sessions, password, signing out); every other \
+                 operation, their profile included, is 403 until then, sessions already begun included. API keys \
+                 are not affected. An owner must have a second factor to require one (409).",
             )
             .for_admins()
             .audited("team.security_changed")

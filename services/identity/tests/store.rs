@@ -714,3 +714,28 @@ async fn sso_never_links_an_existing_account_by_email_and_owners_only_by_their_o
     })
     .await;
 }
+
+/// A try that the person's failure limit refused checked no code: it is not a failure. (A burst
+/// of tries in flight together, refused with 429, locked the person out for 15 minutes.)
+#[tokio::test]
+async fn a_refused_second_factor_try_does_not_count_as_a_failure() {
+    use switchboard_identity::store::second_factor::{FAILURES_PER_WINDOW, Purpose};
+    on_every_engine(|store| async move {
+        let id = team(&store, "Burst", false, 0).await;
+        let ada = store.create_user(&id, &user("ada@burst.example")).await.unwrap();
+        let client = Client::default();
+        let mut tried = Vec::new();
+        for _ in 0..FAILURES_PER_WINDOW {
+            let (token, _) = store.create_challenge(&ada, &client, Purpose::SignIn).await.unwrap();
+            tried.push(store.challenge(&token).await.unwrap());
+        }
+        let (last, _) = store.create_challenge(&ada, &client, Purpose::SignIn).await.unwrap();
+        let refused = store.challenge(&last).await.expect_err("over the limit");
+        assert_eq!(refused.kind, ErrorKind::RateLimited);
+        // One of the ten was the person's own code after all: nine failures are left, and the
+        // refused try is not among them.
+        store.finish_challenge(&tried[0].id).await.unwrap();
+        store.challenge(&last).await.expect("the tenth failure is still allowed");
+    })
+    .await;
+}

@@ -255,6 +255,7 @@ pub(super) async fn set_password_in(
         return Err(ServiceError::not_found("User not found"));
     }
     end_sessions_of(conn, user_id).await?;
+    end_pending_sign_ins(conn, user_id).await?;
     super::links::end_reset_links(conn, user_id).await?;
     super::profile::end_email_changes(conn, user_id).await?;
     let row = sqlx::query(&format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1"))
@@ -270,6 +271,23 @@ pub(super) async fn end_sessions_of(conn: &mut AnyConnection, user_id: &str) -> 
         .bind(user_id)
         .execute(conn)
         .await?;
+    Ok(())
+}
+
+/// Ends the user's sign-ins that wait for their second factor (`sign_in_challenges`): one that
+/// began with the old password must not become a session after the password changed, nor
+/// after the person signed out everywhere else. They expire rather than count as used, so
+/// their failed tries still count against the person's second factor.
+pub(super) async fn end_pending_sign_ins(conn: &mut AnyConnection, user_id: &str) -> ServiceResult<()> {
+    let now = now_ms();
+    sqlx::query(
+        "UPDATE sign_in_challenges SET expires_at = $1 \
+         WHERE user_id = $2 AND used_at IS NULL AND expires_at > $1 AND purpose <> 'reauth'",
+    )
+    .bind(now)
+    .bind(user_id)
+    .execute(conn)
+    .await?;
     Ok(())
 }
 

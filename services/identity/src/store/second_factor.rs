@@ -65,6 +65,7 @@ impl Purpose {
 }
 
 /// A pending sign-in found by its token: the user, the challenge's id and what it finishes.
+#[derive(Debug)]
 pub struct Challenge {
     pub id: String,
     pub user: User,
@@ -350,6 +351,12 @@ impl IdentityStore {
         };
         // This try is among the attempts counted: more than the limit before it waits.
         if failures > FAILURES_PER_WINDOW {
+            // A try refused here checked no code: it must not count as a failure, or a burst of
+            // tries in flight together would lock the person out for the whole window.
+            sqlx::query("UPDATE sign_in_challenges SET attempts = attempts - 1 WHERE id = $1 AND attempts > 0")
+                .bind(&challenge.id)
+                .execute(self.db.pool())
+                .await?;
             let retry_at = oldest.unwrap_or(now) + FAILURE_WINDOW_MS;
             return Err(ServiceError::limited_until("Too many wrong codes; try again later", retry_at)
                 .with_hint("After 10 wrong codes in 15 minutes, a second factor waits."));

@@ -36,14 +36,17 @@ impl IdentityStore {
     /// second factor does, so that a session opened before it (or a stolen one) does not outlive
     /// the change. Answers how many ended.
     pub async fn end_other_sessions(&self, user_id: &str, keep_token_hash: &str) -> ServiceResult<u64> {
+        let mut tx = self.db.begin_write().await?;
         let ended = sqlx::query(
             "UPDATE sessions SET ended_at = $1 WHERE user_id = $2 AND token_hash <> $3 AND ended_at IS NULL",
         )
         .bind(now_ms())
         .bind(user_id)
         .bind(keep_token_hash)
-        .execute(self.db.pool())
+        .execute(&mut *tx)
         .await?;
+        super::accounts::end_pending_sign_ins(&mut tx, user_id).await?;
+        tx.commit().await?;
         Ok(ended.rows_affected())
     }
 
