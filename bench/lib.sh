@@ -12,6 +12,29 @@ free_port() {
 
 # release_binary: builds the switchboard binary with BENCH_PROFILE (release unless set; the
 # gateway bench uses release-lto, the profile the container image ships) and prints its path.
+# scifact_and_binary: the SciFact corpus (SCIFACT_DIR, by default the shared copy beside the
+# repository) must be there, and SWITCHBOARD_BIN names a binary (a release build by default).
+scifact_and_binary() {
+  SCIFACT_DIR="${SCIFACT_DIR:-$SWITCHBOARD_ROOT/../shared/data/scifact}"
+  [ -f "$SCIFACT_DIR/corpus.jsonl" ] || { echo "no SciFact corpus in $SCIFACT_DIR" >&2; return 1; }
+  if [ -z "${SWITCHBOARD_BIN:-}" ]; then
+    ensure_build_tools
+    SWITCHBOARD_BIN="$(release_binary)"
+  fi
+}
+
+# team_key DATA_DIR NAME: makes a team with credits in `dev`'s DATA_DIR and prints a key of it.
+team_key() {
+  local team
+  team="$("$SWITCHBOARD_BIN" admin --data-dir "$1" create-team --name "$2" --credits 1000000 | json_field '["id"]')"
+  "$SWITCHBOARD_BIN" admin --data-dir "$1" create-key --team "$team" --name bench | json_field '["key"]'
+}
+
+# simd_line: the CPU's SIMD flags that the encoder's speed depends on.
+simd_line() {
+  echo "SIMD: $(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|avx512f|avx512_bf16|avx512_vnni|fma)$' | xargs)"
+}
+
 release_binary() {
   local profile="${BENCH_PROFILE:-release}"
   # Explicit: errexit does not reach into the command substitution this runs in.

@@ -38,9 +38,11 @@ use super::{Embedder, NO_TEAM};
 /// Queries of at most this many texts are queued; larger calls go to the model at once.
 const SMALL_QUERY: usize = 4;
 /// The most texts of a passage request in one model call: a request of more is cut into pieces
-/// of this many, each a turn of its team. Two of the model's batches, 0.3 to 0.6 s of SciFact
-/// passages on one core: what another team's write may wait behind, per call in flight.
-const PIECE: usize = 32;
+/// of this many, each a turn of its team. One of the model's batches, 0.1 to 0.15 s of SciFact
+/// passages on one core: what another team's write may wait behind, per call in flight. (At 32,
+/// another team's single writes took 0.8 s at the median and up to 3.5 s during an import, with
+/// four such calls in flight on two cores; BENCHMARKS.md, issue 53.)
+const PIECE: usize = 8;
 /// A gathered passage call stops taking pieces at this many texts (the model's batch)...
 const FULL_TEXTS: usize = 8;
 /// ... or this many characters, about 400 tokens: products of that many rows already run at
