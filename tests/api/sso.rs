@@ -146,6 +146,13 @@ impl Proofs {
         ]
     }
 
+    /// [`Proofs::env`], and the providers of the tests (on 127.0.0.1) allowed, though private.
+    fn env_with_loopback_provider(&self) -> Vec<(String, String)> {
+        let mut env = self.env();
+        env.push(("SWITCHBOARD_SSO_ALLOW_PRIVATE".to_owned(), "127.0.0.1".to_owned()));
+        env
+    }
+
     /// The DNS server again, with these TXT records (and the web hosts at 127.0.0.1).
     async fn publish(&mut self, txt: &[(String, String)]) {
         let hosts: Vec<(&str, &str)> = WEB_HOSTS.iter().map(|host| (*host, "127.0.0.1")).collect();
@@ -385,8 +392,7 @@ fn verify_path(domain: &str) -> String {
 #[tokio::test]
 async fn sso_domains_count_only_once_proven_by_dns_or_https() {
     let mut proofs = Proofs::new().await;
-    let mut env = proofs.env();
-    env.push(("SWITCHBOARD_SSO_ALLOW_PRIVATE".to_owned(), "127.0.0.1".to_owned()));
+    let env = proofs.env_with_loopback_provider();
     let proofs = &tokio::sync::Mutex::new(&mut proofs);
     each_stack(&env, move |stack| async move {
         let mut proofs = proofs.lock().await;
@@ -502,8 +508,7 @@ async fn public_mail_domains_and_admin_default_roles_are_refused() {
 #[tokio::test]
 async fn sso_requests_never_reach_private_addresses_that_are_not_allowed() {
     let mut proofs = Proofs::new().await;
-    let mut env = proofs.env();
-    env.push(("SWITCHBOARD_SSO_ALLOW_PRIVATE".to_owned(), "127.0.0.1".to_owned()));
+    let env = proofs.env_with_loopback_provider();
     let proofs = &tokio::sync::Mutex::new(&mut proofs);
     each_stack(&env, move |stack| async move {
         let mut proofs = proofs.lock().await;
@@ -548,8 +553,7 @@ async fn sso_requests_never_reach_private_addresses_that_are_not_allowed() {
 #[tokio::test]
 async fn existing_accounts_link_sso_only_from_their_own_session() {
     let mut proofs = Proofs::new().await;
-    let mut env = proofs.env();
-    env.push(("SWITCHBOARD_SSO_ALLOW_PRIVATE".to_owned(), "127.0.0.1".to_owned()));
+    let env = proofs.env_with_loopback_provider();
     let proofs = &tokio::sync::Mutex::new(&mut proofs);
     each_stack(&env, move |stack| async move {
         let mut proofs = proofs.lock().await;

@@ -26,6 +26,9 @@ use crate::endpoint::{Accepted, Answer, Created, Data, Endpoint, Id, Input, Json
 use crate::reply::Reply;
 use crate::sessions;
 
+/// The 401 of the operations that need a person's session.
+pub(super) const NOT_SIGNED_IN: &str = "Not signed in, or the session has ended.";
+
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
         Endpoint::get("/v1/auth/options", options)
@@ -110,7 +113,7 @@ pub fn endpoints() -> Vec<Endpoint> {
                  and DELETE authenticated by the cookie (403 without it).",
             )
             .for_own_account()
-            .fails(401, "Not signed in, or the session has ended."),
+            .fails(401, NOT_SIGNED_IN),
         Endpoint::post("/v1/auth/sign-out", sign_out)
             .doc("signOut", AUTH, "End the session and clear its cookie")
             .about("The session is refused from then on, by every gateway once its cache of it expires (2 s).")
@@ -120,17 +123,17 @@ pub fn endpoints() -> Vec<Endpoint> {
             .about("Live sessions, newest first; `current` is this request's. Needs the session cookie.")
             .for_own_account()
             .lists("sessionId")
-            .fails(401, "Not signed in, or the session has ended."),
+            .fails(401, NOT_SIGNED_IN),
         Endpoint::delete("/v1/auth/sessions/{sessionId}", end_session)
             .doc("endSession", AUTH, "End one of the signed-in person's own sessions")
             .about("That browser is signed out at its next request. Ending the current one signs this one out.")
             .for_recent_sign_in()
-            .fails(401, "Not signed in, or the session has ended.")
+            .fails(401, NOT_SIGNED_IN)
             .fails(404, "Session not found: not one of yours, or ended already."),
         Endpoint::post("/v1/auth/sessions/end-others", end_other_sessions)
             .doc("endOtherSessions", AUTH, "Sign out everywhere else: end every session of this person but this one")
             .for_recent_sign_in()
-            .fails(401, "Not signed in, or the session has ended."),
+            .fails(401, NOT_SIGNED_IN),
         Endpoint::post("/v1/auth/password", change_password)
             .doc("changePassword", AUTH, "Change the signed-in user's password")
             .about(

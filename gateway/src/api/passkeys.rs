@@ -13,12 +13,11 @@ use switchboard_kit::apikey::hash_key;
 use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
 use switchboard_proto::v1::{FinishPasskeyRequest, PasskeyCeremony, PasskeyCeremonyRequest, RemovePasskeyRequest};
 
+use super::auth::NOT_SIGNED_IN;
 use super::groups::AUTH;
 use super::signed_in::{begun, data};
 use crate::call::Call;
 use crate::endpoint::{Created, Data, Endpoint, Id, Input, Json, Nothing, WithCookie};
-
-const NOT_SIGNED_IN: &str = "Not signed in, or the session has ended.";
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

@@ -12,14 +12,12 @@ use switchboard_kit::apikey::hash_key;
 use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::{PasskeyCeremonyRequest, ReauthenticateRequest};
 
-use super::auth::session_token;
+use super::auth::{NOT_SIGNED_IN, session_token};
 use super::groups::AUTH;
 use super::passkeys::{Assertion, PasskeyOptions, options_of};
 use crate::call::Call;
 use crate::endpoint::{Data, Endpoint, Input, Json, Nothing};
 use crate::sessions;
-
-const NOT_SIGNED_IN: &str = "Not signed in, or the session has ended.";
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

@@ -10,11 +10,10 @@ use switchboard_kit::apikey::hash_key;
 use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
 use switchboard_proto::v1::{ConfirmTotpRequest, SessionTokenRequest};
 
+use super::auth::NOT_SIGNED_IN;
 use super::groups::AUTH;
 use crate::call::Call;
 use crate::endpoint::{Created, Data, Endpoint, Input, Json, Nothing};
-
-const NOT_SIGNED_IN: &str = "Not signed in, or the session has ended.";
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

@@ -277,7 +277,9 @@ pub(super) async fn end_sessions_of(conn: &mut AnyConnection, user_id: &str) -> 
 /// Ends the user's sign-ins that wait for their second factor (`sign_in_challenges`): one that
 /// began with the old password must not become a session after the password changed, nor
 /// after the person signed out everywhere else. They expire rather than count as used, so
-/// their failed tries still count against the person's second factor.
+/// their failed tries still count against the person's second factor. A re-authentication's
+/// challenge (`Purpose::Reauth`, named by its text here: `second_factor` already depends on this
+/// module) lives within one request of a live session and is left alone.
 pub(super) async fn end_pending_sign_ins(conn: &mut AnyConnection, user_id: &str) -> ServiceResult<()> {
     let now = now_ms();
     sqlx::query(
