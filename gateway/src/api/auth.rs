@@ -18,6 +18,7 @@ use switchboard_proto::v1::{
     ResetPasswordRequest, SignInRequest, SignUpRequest, VerifySecondFactorRequest,
 };
 
+use super::failures::NOT_SIGNED_IN;
 use super::groups::AUTH;
 use super::signed_in::{begun, data};
 use crate::call::Call;
@@ -25,9 +26,6 @@ use crate::config::RateClass;
 use crate::endpoint::{Accepted, Answer, Created, Data, Endpoint, Id, Input, Json, List, Nothing, WithCookie};
 use crate::reply::Reply;
 use crate::sessions;
-
-/// The 401 of the operations that need a person's session.
-pub(super) const NOT_SIGNED_IN: &str = "Not signed in, or the session has ended.";
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

@@ -47,6 +47,12 @@ pub mod groups {
     pub const WEBHOOKS: &str = "Webhooks";
 }
 
+/// Failure texts that several groups of operations share.
+pub mod failures {
+    /// The 401 of the operations that need a person's session.
+    pub const NOT_SIGNED_IN: &str = "Not signed in, or the session has ended.";
+}
+
 /// Every public operation.
 pub fn endpoints() -> Vec<Endpoint> {
     [

@@ -13,7 +13,7 @@ use switchboard_kit::apikey::hash_key;
 use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
 use switchboard_proto::v1::{FinishPasskeyRequest, PasskeyCeremony, PasskeyCeremonyRequest, RemovePasskeyRequest};
 
-use super::auth::NOT_SIGNED_IN;
+use super::failures::NOT_SIGNED_IN;
 use super::groups::AUTH;
 use super::signed_in::{begun, data};
 use crate::call::Call;

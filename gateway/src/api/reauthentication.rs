@@ -12,7 +12,8 @@ use switchboard_kit::apikey::hash_key;
 use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::{PasskeyCeremonyRequest, ReauthenticateRequest};
 
-use super::auth::{NOT_SIGNED_IN, session_token};
+use super::auth::session_token;
+use super::failures::NOT_SIGNED_IN;
 use super::groups::AUTH;
 use super::passkeys::{Assertion, PasskeyOptions, options_of};
 use crate::call::Call;

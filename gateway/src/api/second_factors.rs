@@ -10,7 +10,7 @@ use switchboard_kit::apikey::hash_key;
 use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
 use switchboard_proto::v1::{ConfirmTotpRequest, SessionTokenRequest};
 
-use super::auth::NOT_SIGNED_IN;
+use super::failures::NOT_SIGNED_IN;
 use super::groups::AUTH;
 use crate::call::Call;
 use crate::endpoint::{Created, Data, Endpoint, Input, Json, Nothing};
