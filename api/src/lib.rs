@@ -25,6 +25,7 @@ pub mod id;
 pub mod identity;
 pub mod knowledge;
 pub mod paging;
+pub mod references;
 pub mod role;
 pub mod sources;
 pub mod tags;

@@ -5,7 +5,7 @@ use serde::Serialize;
 use switchboard_proto::v1 as proto;
 
 use crate::id::Id;
-use crate::knowledge::Reference;
+use crate::references::Reference;
 use crate::time::Timestamp;
 
 /// A webpage source of a knowledge base.

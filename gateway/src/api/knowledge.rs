@@ -6,9 +6,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use switchboard_api::agents::AgentRef;
 use switchboard_api::knowledge::{
-    AgentKnowledgebase, AgentSearchAnswer, AgentSearchMeta, BulkReferences, Knowledgebase, KnowledgebaseSummary,
-    Reference, SearchAnswer, SearchMeta, SearchResult,
+    AgentKnowledgebase, AgentSearchAnswer, AgentSearchMeta, Knowledgebase, KnowledgebaseSummary, SearchAnswer,
+    SearchMeta, SearchResult,
 };
+use switchboard_api::references::{BulkReferences, Reference};
 use switchboard_kit::{ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{
     self as proto, BulkCreateReferencesRequest, CreateKnowledgebaseRequest, CreateReferenceRequest,

@@ -15,7 +15,7 @@ use super::knowledge::{Address, Addressed, ItemPath, KnowledgebasePath, Target, 
 use crate::call::Call;
 use crate::endpoint::input::Params;
 use crate::endpoint::{Created, Data, Endpoint, Form, Id, Input, Json, NoBody, Nothing, Patch, Updated};
-use switchboard_api::knowledge::Reference;
+use switchboard_api::references::Reference;
 
 const THROUGH_AGENT: &str = "Agent not found, Agent has no knowledgebase assigned, or Knowledgebase not found";
 const UPLOAD_413: &str = "The file is larger than the upload limit (20 MiB by default, \

@@ -11,8 +11,8 @@ use switchboard_kit::jobs::{Job, JobHandler};
 use switchboard_proto::v1::{Agent, AgentType};
 
 use crate::store::AgentStore;
-
-pub const OPTIMIZE_PROMPT: &str = "optimize_prompt";
+/// The job kind [`OptimizePrompt`] handles, next to its handler for whoever registers it.
+pub use crate::store::OPTIMIZE_PROMPT;
 
 pub fn build(agent: &Agent, instructions: &str) -> String {
     let mut prompt = String::new();

@@ -16,6 +16,7 @@ pub mod sealing;
 pub mod second_factor;
 pub mod settings;
 pub mod sso;
+pub mod sso_http;
 pub mod store;
 mod validate;
 

@@ -7,6 +7,7 @@
 
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -35,6 +36,28 @@ impl Engine {
     pub fn of(conn: &sqlx::AnyConnection) -> Engine {
         if conn.backend_name() == <sqlx::Postgres as sqlx::Database>::NAME { Engine::Postgres } else { Engine::Sqlite }
     }
+}
+
+/// The engines this process has opened databases on, for telemetry: a statement's event does
+/// not say which driver ran it, and a process normally has one (a `serve` process one
+/// database, `dev` SQLite for every service).
+static OPENED: AtomicU8 = AtomicU8::new(0);
+
+fn bit(engine: Engine) -> u8 {
+    match engine {
+        Engine::Sqlite => 1,
+        Engine::Postgres => 2,
+    }
+}
+
+fn note_opened(engine: Engine) {
+    OPENED.fetch_or(bit(engine), Ordering::Relaxed);
+}
+
+/// The one engine this process has opened databases on; `None` when it has both (or none).
+pub fn only_engine_opened() -> Option<Engine> {
+    let opened = OPENED.load(Ordering::Relaxed);
+    [Engine::Sqlite, Engine::Postgres].into_iter().find(|engine| opened == bit(*engine))
 }
 
 /// The migrations of one service, one folder per engine.
@@ -164,7 +187,7 @@ impl Db {
             ),
             _ => None,
         };
-        crate::query_spans::opened(engine);
+        note_opened(engine);
         Ok(Db { pool, engine, writer })
     }
 

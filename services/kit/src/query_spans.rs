@@ -10,7 +10,6 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, SystemTime};
 
 use opentelemetry::trace::{SpanKind, TraceContextExt, Tracer as _, TracerProvider as _};
@@ -25,28 +24,12 @@ use tracing_subscriber::registry::LookupSpan;
 
 use crate::db::Engine;
 
-/// The engines this process has opened databases on: the event does not say which driver
-/// ran the statement, and a process normally has one (a `serve` process one database, `dev`
-/// SQLite for every service).
-static ENGINES: AtomicU8 = AtomicU8::new(0);
-const SQLITE: u8 = 1;
-const POSTGRES: u8 = 2;
-
-/// Notes that this process queries a database of `engine` (called when a pool opens).
-pub fn opened(engine: Engine) {
-    let bit = match engine {
-        Engine::Sqlite => SQLITE,
-        Engine::Postgres => POSTGRES,
-    };
-    ENGINES.fetch_or(bit, Ordering::Relaxed);
-}
-
 /// `db.system.name`: the engine when the process has one, `other_sql` when it has both.
 fn system_name() -> &'static str {
-    match ENGINES.load(Ordering::Relaxed) {
-        SQLITE => "sqlite",
-        POSTGRES => "postgresql",
-        _ => "other_sql",
+    match crate::db::only_engine_opened() {
+        Some(Engine::Sqlite) => "sqlite",
+        Some(Engine::Postgres) => "postgresql",
+        None => "other_sql",
     }
 }
 

@@ -8,9 +8,9 @@ use switchboard_kit::time::now_ms;
 use switchboard_kit::{FieldViolation, ServiceResult, validate};
 use switchboard_proto::v1::{Agent, AgentSettings, AgentType};
 
+use super::OPTIMIZE_PROMPT;
 use super::changes::{DELETED, UPDATED};
 use super::{AgentStore, agent_not_found, check_ids, together};
-use crate::prompt::OPTIMIZE_PROMPT;
 use crate::settings;
 
 pub(super) const AGENT_COLUMNS: &str =

@@ -12,10 +12,10 @@ use switchboard_proto::v1::{
     Agent, AgentSettings, InstructionVersion, Instructions, PromptOptimization, RuntimePrompt,
 };
 
+use super::OPTIMIZE_PROMPT;
 use super::agents::{AGENT_COLUMNS, agent_from_row};
 use super::changes::UPDATED;
 use super::{AgentStore, agent_not_found, check_ids};
-use crate::prompt::OPTIMIZE_PROMPT;
 use crate::settings;
 
 pub const HISTORY_LIMIT: i64 = 20;

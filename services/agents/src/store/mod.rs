@@ -12,6 +12,10 @@ pub use agents::{AgentChanges, NewAgent};
 pub use changes::{ChangeRow, DELETED, UPDATED, WatchError};
 pub use instructions::HISTORY_LIMIT;
 
+/// The kind of job that rewrites an agent's prompt from its instructions (`prompt::OptimizePrompt`):
+/// the store enqueues it whenever the instructions or the agent change.
+pub const OPTIMIZE_PROMPT: &str = "optimize_prompt";
+
 #[derive(Clone, Debug)]
 pub struct AgentStore {
     db: Db,

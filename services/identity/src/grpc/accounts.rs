@@ -26,7 +26,7 @@ pub struct AccountsApi {
     pub(crate) settings: AccountSettings,
     pub(crate) mailer: Option<Mailer>,
     /// Reaches the teams' identity providers (single sign-on).
-    pub(crate) sso_http: crate::sso::SsoHttp,
+    pub(crate) sso_http: crate::sso_http::SsoHttp,
     /// A session that ends or changes gives its team a new version: every gateway then looks
     /// its sessions up again at their next request.
     versions: Option<TeamVersions>,
@@ -37,7 +37,7 @@ pub fn server(
     settings: AccountSettings,
     mailer: Option<Mailer>,
     versions: Option<TeamVersions>,
-    sso_http: crate::sso::SsoHttp,
+    sso_http: crate::sso_http::SsoHttp,
 ) -> AccountServiceServer<AccountsApi> {
     AccountServiceServer::new(AccountsApi { store, settings, mailer, versions, sso_http })
 }

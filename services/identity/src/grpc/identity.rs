@@ -30,7 +30,7 @@ pub fn routes(
     versions: Option<TeamVersions>,
     settings: AccountSettings,
     mailer: Option<Mailer>,
-    sso_http: crate::sso::SsoHttp,
+    sso_http: crate::sso_http::SsoHttp,
 ) -> Routes {
     let identity = IdentityApi { store: store.clone(), versions: versions.clone(), settings, mailer: mailer.clone() };
     Routes::new(IdentityServiceServer::new(identity))

@@ -13,6 +13,7 @@ use switchboard_kit::time::now_ms;
 use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
 use switchboard_proto::v1::{Client, Session, SignedIn, Team, User};
 
+use super::credentials::{end_email_changes, end_reset_links, end_sessions_of};
 use super::users::{USER_COLUMNS, user_from_row};
 use super::{IdentityStore, TEAM_COLUMNS, team_from_row};
 
@@ -256,22 +257,13 @@ pub(super) async fn set_password_in(
     }
     end_sessions_of(conn, user_id).await?;
     end_pending_sign_ins(conn, user_id).await?;
-    super::links::end_reset_links(conn, user_id).await?;
-    super::profile::end_email_changes(conn, user_id).await?;
+    end_reset_links(conn, user_id).await?;
+    end_email_changes(conn, user_id).await?;
     let row = sqlx::query(&format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1"))
         .bind(user_id)
         .fetch_one(&mut *conn)
         .await?;
     Ok(user_from_row(&row)?)
-}
-
-pub(super) async fn end_sessions_of(conn: &mut AnyConnection, user_id: &str) -> ServiceResult<()> {
-    sqlx::query("UPDATE sessions SET ended_at = $1 WHERE user_id = $2 AND ended_at IS NULL")
-        .bind(now_ms())
-        .bind(user_id)
-        .execute(conn)
-        .await?;
-    Ok(())
 }
 
 /// Ends the user's sign-ins that wait for their second factor (`sign_in_challenges`): one that

@@ -10,28 +10,11 @@ use switchboard_kit::{ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{Actor, Client, Invitation, InvitationPreview, NewUser, SignedIn, User};
 
 use super::accounts::{SessionTimes, begin_session_in, new_token, set_password_in, user_in};
-use super::members::is_owner;
-use super::users::{insert_user, role_violation};
+pub use super::credentials::LinkKind;
+use super::credentials::end_reset_links;
+use super::users::{insert_user, is_owner, role_violation};
 use super::{IdentityStore, check_id};
 use crate::validate;
-
-/// What a link lets its holder do; stored as its name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LinkKind {
-    /// Join a team (a new member, or a subteam's first user).
-    Invite,
-    /// Set a new password.
-    Reset,
-}
-
-impl LinkKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LinkKind::Invite => "invite",
-            LinkKind::Reset => "reset",
-        }
-    }
-}
 
 /// What a new link is for.
 pub struct NewLink<'a> {
@@ -152,39 +135,6 @@ fn invitation_from_row(row: &AnyRow) -> Result<Invitation, sqlx::Error> {
 
 fn invitation_gone() -> ServiceError {
     ServiceError::not_found("Invitation not found: unknown, used already, revoked or expired")
-}
-
-/// Ends the pending invitations `user_id` made (within `conn`'s transaction); answers how many
-/// were still live. An invitation is only as good as its maker's standing.
-pub(super) async fn end_invitations_by(conn: &mut AnyConnection, user_id: &str) -> ServiceResult<i32> {
-    let live: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM link_tokens WHERE kind = $1 AND created_by_type = 'user' AND created_by_id = $2 \
-         AND used_at IS NULL AND expires_at > $3",
-    )
-    .bind(LinkKind::Invite.as_str())
-    .bind(user_id)
-    .bind(now_ms())
-    .fetch_one(&mut *conn)
-    .await?;
-    sqlx::query(
-        "DELETE FROM link_tokens WHERE kind = $1 AND created_by_type = 'user' AND created_by_id = $2 AND used_at IS NULL",
-    )
-    .bind(LinkKind::Invite.as_str())
-    .bind(user_id)
-    .execute(&mut *conn)
-    .await?;
-    Ok(i32::try_from(live).unwrap_or(i32::MAX))
-}
-
-/// Ends the password-reset links of `user_id` that are still out (within `conn`'s
-/// transaction): a new one, a reset, a password change and an e-mail change each end the older.
-pub(super) async fn end_reset_links(conn: &mut AnyConnection, user_id: &str) -> ServiceResult<()> {
-    sqlx::query("DELETE FROM link_tokens WHERE kind = $1 AND user_id = $2 AND used_at IS NULL")
-        .bind(LinkKind::Reset.as_str())
-        .bind(user_id)
-        .execute(conn)
-        .await?;
-    Ok(())
 }
 
 impl IdentityStore {

@@ -8,17 +8,12 @@ use switchboard_kit::time::now_ms;
 use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::{ApiKey, Member, RemovedMember};
 
-use super::accounts::end_sessions_of;
+use super::credentials::{end_invitations_by, end_sessions_of};
 use super::keys::{KEY_COLUMNS, key_from_row};
-use super::links::end_invitations_by;
+pub use super::users::is_owner;
 use super::users::{USER_COLUMNS, role_violation, user_from_row};
 use super::{IdentityStore, check_id};
 use crate::validate;
-
-/// Whether `role` (a stored role, or a caller's: "key" for an API key) is an owner's.
-pub fn is_owner(role: &str) -> bool {
-    Role::parse(role) == Some(Role::Owner)
-}
 
 fn member_from_row(row: &AnyRow) -> Result<Member, sqlx::Error> {
     Ok(Member {

@@ -3,6 +3,7 @@
 
 pub mod accounts;
 mod audit;
+mod credentials;
 mod credits;
 mod keys;
 pub mod links;

@@ -11,7 +11,7 @@ use switchboard_proto::v1::User;
 
 use super::IdentityStore;
 use super::accounts::{new_token, user_in};
-use super::links::LinkKind;
+use super::credentials::{LinkKind, end_email_changes, end_reset_links};
 use crate::validate;
 
 /// The user before and after a confirmed change: the old address is told.
@@ -61,12 +61,6 @@ async fn taken_in(conn: &mut AnyConnection, user: &User, email_key: &str) -> Ser
     .fetch_optional(&mut *conn)
     .await?;
     Ok(invited.is_some())
-}
-
-/// Ends the e-mail changes of `user_id` that wait for their link (within `conn`'s transaction).
-pub(super) async fn end_email_changes(conn: &mut AnyConnection, user_id: &str) -> ServiceResult<()> {
-    sqlx::query("DELETE FROM email_changes WHERE user_id = $1 AND used_at IS NULL").bind(user_id).execute(conn).await?;
-    Ok(())
 }
 
 /// `email` as `user`'s new address would be stored (trimmed, lower case): 400 when it is not
@@ -178,7 +172,7 @@ impl IdentityStore {
                 if switchboard_kit::db::is_unique_violation(&error) { address_taken() } else { error.into() }
             })?;
         // A reset link mailed to the old address must not sign in after the address changed.
-        super::links::end_reset_links(&mut tx, &user_id).await?;
+        end_reset_links(&mut tx, &user_id).await?;
         let user = user_in(&mut tx, &user_id).await?.ok_or_else(link_gone)?;
         tx.commit().await?;
         Ok(EmailChanged { old_email: before.email, user })

@@ -81,3 +81,8 @@ impl IdentityStore {
         Ok(self.users_of(&[team_id.to_owned()]).await?.remove(team_id).unwrap_or_default())
     }
 }
+
+/// Whether `role` (a stored role, or a caller's: "key" for an API key) is an owner's.
+pub fn is_owner(role: &str) -> bool {
+    Role::parse(role) == Some(Role::Owner)
+}

@@ -8,8 +8,8 @@ use switchboard_kit::time::now_ms;
 use switchboard_kit::{ServiceError, ServiceResult, limits, validate};
 use switchboard_proto::v1::Document;
 
-use super::extracted::{self, Owner, SourceKind};
-use super::webpages::SourcePatch;
+use super::extracted;
+use super::sources::{Owner, SourceKind, SourcePatch};
 use super::{KnowledgeStore, check_ids};
 
 pub const EXTRACT_DOCUMENT: &str = "extract_document";

@@ -6,6 +6,8 @@ mod entries;
 mod extracted;
 mod knowledgebases;
 mod outbox;
+mod sources;
+mod transitions;
 mod webpages;
 
 use switchboard_kit::db::Db;
@@ -13,12 +15,11 @@ use switchboard_kit::{FieldViolation, ServiceError, ServiceResult};
 
 pub use documents::{EXTRACT_DOCUMENT, NewDocument};
 pub use entries::{EntryText, IndexedEntry, StaleEntry};
-pub use extracted::{ExtractedEntry, SourceKind};
+pub use extracted::ExtractedEntry;
 pub use knowledgebases::UNLINK_AGENTS;
 pub use outbox::OutboxItem;
-pub use webpages::{
-    REFRESH_INTERVAL_MS, RefreshInterval, SCRAPE_WEBPAGE, ScheduledRefresh, SourcePatch, url_violation,
-};
+pub use sources::{RefreshInterval, SourceKind, SourcePatch, url_violation};
+pub use webpages::{REFRESH_INTERVAL_MS, SCRAPE_WEBPAGE, ScheduledRefresh};
 
 #[derive(Clone, Debug)]
 pub struct KnowledgeStore {

@@ -6,10 +6,11 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 use switchboard_kit::jobs::{self, NewJob};
 use switchboard_kit::time::now_ms;
-use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, limits, validate};
+use switchboard_kit::{ServiceError, ServiceResult, limits, validate};
 use switchboard_proto::v1::Webpage;
 
-use super::extracted::{self, Owner, SourceKind};
+use super::extracted;
+use super::sources::{Owner, RefreshInterval, SourceKind, SourcePatch, url_violation};
 use super::{KnowledgeStore, check_ids, knowledgebase_not_found};
 
 pub const SCRAPE_WEBPAGE: &str = "scrape_webpage";
@@ -23,44 +24,6 @@ const WEBPAGE_COLUMNS: &str = "w.id, w.team_id, w.knowledgebase_id, w.name, w.ur
 
 fn webpage_not_found() -> ServiceError {
     ServiceError::not_found("Webpage not found")
-}
-
-/// How often the service refreshes a page itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum RefreshInterval {
-    #[default]
-    Off,
-    Daily,
-    Weekly,
-}
-
-impl RefreshInterval {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RefreshInterval::Off => "off",
-            RefreshInterval::Daily => "daily",
-            RefreshInterval::Weekly => "weekly",
-        }
-    }
-
-    /// `off`, `daily` or `weekly`; anything else is a 400 on `refreshInterval`.
-    pub fn parse(text: &str) -> ServiceResult<Self> {
-        match text {
-            "off" => Ok(RefreshInterval::Off),
-            "daily" => Ok(RefreshInterval::Daily),
-            "weekly" => Ok(RefreshInterval::Weekly),
-            _ => Err(ServiceError::invalid_field("refreshInterval", "must be off, daily or weekly")),
-        }
-    }
-
-    /// Refresh days between two scheduled refreshes.
-    fn days(self) -> Option<i64> {
-        match self {
-            RefreshInterval::Off => None,
-            RefreshInterval::Daily => Some(1),
-            RefreshInterval::Weekly => Some(7),
-        }
-    }
 }
 
 /// A page whose scheduled refresh is due.
@@ -98,22 +61,6 @@ fn webpage_from_row(row: &AnyRow, day_ms: i64) -> Result<Webpage, sqlx::Error> {
     })
 }
 
-/// An absolute http or https URL with a host, within [`limits::URL`].
-pub fn url_violation(url: &str) -> Option<FieldViolation> {
-    let problem = || Some(FieldViolation::new("url", "must be an absolute http or https URL"));
-    if let Some(violation) = limits::URL.check("url", url) {
-        return Some(violation);
-    }
-    match url::Url::parse(url.trim()) {
-        Ok(parsed)
-            if matches!(parsed.scheme(), "http" | "https") && parsed.host_str().is_some_and(|h| !h.is_empty()) =>
-        {
-            None
-        }
-        _ => problem(),
-    }
-}
-
 /// The page a URL names, for telling duplicates apart (issue 40): parsed, so that the scheme and
 /// host are lowercase and a default port is dropped, and without its `#fragment`, which a browser
 /// never sends. The path keeps its case and a trailing slash (`/faq` and `/faq/` may be different
@@ -133,27 +80,6 @@ fn duplicate_page(existing: &str) -> ServiceError {
         "It is {existing}: a URL that differs only by its #fragment (or the case of its host) is the same page. \
          Refresh that webpage instead."
     ))
-}
-
-/// A partial change of a webpage or document: `None` keeps the value.
-#[derive(Debug, Clone, Default)]
-pub struct SourcePatch {
-    pub name: Option<String>,
-    pub url: Option<String>,
-    /// `Some(None)` clears the notes.
-    pub notes: Option<Option<String>>,
-    /// Webpages only.
-    pub refresh_interval: Option<RefreshInterval>,
-}
-
-impl SourcePatch {
-    pub(crate) fn validate(&self) -> ServiceResult<()> {
-        validate([
-            self.name.as_deref().and_then(|name| limits::NAME.check("name", name)),
-            self.url.as_deref().and_then(url_violation),
-            self.notes.as_ref().and_then(|notes| notes.as_deref()).and_then(|n| limits::NOTES.check("notes", n)),
-        ])
-    }
 }
 
 impl KnowledgeStore {

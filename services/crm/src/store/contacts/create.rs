@@ -13,7 +13,7 @@ use switchboard_kit::{ServiceError, ServiceResult, validate};
 use switchboard_proto::v1::{Contact, ContactInput, CustomField, Tag};
 
 use super::checks::{email_value, tag_violations, text_value};
-use super::parts::write_parts;
+use super::parts::{NewContact, write_parts};
 use super::read::contacts_by_ids;
 use super::{ACTOR, CONTACT_CREATED, first_stages, numbers_in_use, sort_key, told};
 use crate::store::fields;
@@ -25,24 +25,6 @@ use crate::store::{
 
 /// What a recorded write key names (`switchboard_kit::write_keys`).
 const CREATE_CONTACT: &str = "crm.CreateContact";
-
-/// A new contact, checked, with its id.
-pub(super) struct NewContact {
-    pub(super) id: String,
-    pub(super) number: String,
-    pub(super) first_name: Option<String>,
-    pub(super) last_name: Option<String>,
-    pub(super) email: Option<String>,
-    pub(super) carrier: Option<String>,
-    /// By field id, compact JSON.
-    pub(super) values: Vec<(String, String)>,
-    pub(super) tag_ids: Vec<String>,
-    pub(super) tag_names: Vec<String>,
-    pub(super) note: Option<String>,
-    pub(super) user_ids: Vec<String>,
-    /// (board, its first stage), in the order given.
-    pub(super) boards: Vec<(String, String)>,
-}
 
 /// What the team has of what a create names: its fields, the named tags and boards.
 struct Known {

@@ -8,10 +8,27 @@ use sqlx::AnyConnection;
 use switchboard_kit::ServiceResult;
 use switchboard_proto::v1::Contact;
 
-use super::create::NewContact;
 use super::{refresh_tag_bits, search_body};
 use crate::store::tags::{self, name_key};
 use crate::store::{Val, distinct, insert_rows};
+
+/// A new contact, checked, with its id.
+pub(super) struct NewContact {
+    pub(super) id: String,
+    pub(super) number: String,
+    pub(super) first_name: Option<String>,
+    pub(super) last_name: Option<String>,
+    pub(super) email: Option<String>,
+    pub(super) carrier: Option<String>,
+    /// By field id, compact JSON.
+    pub(super) values: Vec<(String, String)>,
+    pub(super) tag_ids: Vec<String>,
+    pub(super) tag_names: Vec<String>,
+    pub(super) note: Option<String>,
+    pub(super) user_ids: Vec<String>,
+    /// (board, its first stage), in the order given.
+    pub(super) boards: Vec<(String, String)>,
+}
 
 /// Writes everything of new contacts but the contact rows: tags (creating those named but
 /// missing), values, first notes, assignments, places on boards and search text.
