@@ -205,6 +205,10 @@ check_portal_scripts() {
   echo "portal: eslint" >&2
   # The config is CommonJS: its require() finds @eslint/js and globals through NODE_PATH.
   (cd "$portal" && NODE_PATH="$dir/node_modules" "$dir/node_modules/.bin/eslint" --max-warnings 0 assets eslint.config.cjs) || return 1
+  # The platform's vocabularies (event types, audit actions) come from the OpenAPI document at
+  # run time: no value of them spelled in the portal.
+  echo "portal: vocabulary check" >&2
+  "$SWITCHBOARD_ROOT/scripts/portal-vocabulary-check" "$SWITCHBOARD_ROOT" || return 1
 }
 
 # A real OpenID Connect provider (npm oidc-provider) for the single sign-on tests, and what the

@@ -3,9 +3,35 @@
 // answer of /v1/auth/session, with its CSRF token) and the team the portal acts on.
 import { navigate } from './dom.js';
 
+// ---- the API's shapes, as the pages read them (JSDoc only: `import('./api.js').Json`) ----
+
+/**
+ * An object of the API's JSON (an answer's `data`, an item of a list) whose fields a page reads
+ * as it needs them: the API, not the portal, defines them (docs/openapi.json).
+ * @typedef {Record<string, any>} Json
+ */
+/** An object of the API with its id (an item of a list). @typedef {Json & {id: string}} Item */
+/**
+ * A list answer read with `{full: true}`: its items and, when paged, its pagination.
+ * @typedef {{data?: Item[], pagination?: Pagination, [key: string]: any}} ListAnswer
+ */
+/** @typedef {{page: number, totalPages: number, totalCount: number}} Pagination */
+/** A contact's tag. @typedef {{id: string, name: string, color?: string | null}} Tag */
+/** A field's error in an ApiError: details[]. @typedef {{field?: string, message: string, hint?: string}} ErrorDetail */
+/** A team as the switcher and the scope keep it. @typedef {{id: string, name: string}} TeamRef */
+/**
+ * GET /v1/auth/session's Session (the fields the portal reads).
+ * @typedef {object} Session
+ * @property {string} [csrfToken]
+ * @property {Role} role
+ * @property {{id: string, firstName?: string, lastName?: string, email?: string}} user
+ * @property {{id: string, name: string, ownsAgency?: boolean}} team
+ * @property {boolean} [secondFactorNeeded]
+ */
+
 /**
  * The API's error answer: {error, code, hint, details[]}.
- * @typedef {{error?: string, code?: string, hint?: string, details?: Array<{field?: string, message: string, hint?: string}>, [key: string]: any}} ErrorBody
+ * @typedef {{error?: string, code?: string, hint?: string, details?: ErrorDetail[], [key: string]: any}} ErrorBody
  */
 
 /** A refused or failed request: status 0 when the server could not be reached. */
@@ -20,6 +46,7 @@ export class ApiError extends Error {
     this.status = status;
     this.code = body?.code || (status ? `HTTP_${status}` : 'NETWORK');
     this.hint = body?.hint;
+    /** @type {ErrorDetail[]} */
     this.details = Array.isArray(body?.details) ? body.details : [];
     this.retryAfter = retryAfter;
     this.body = body; // the whole answer, for fields a page reads itself (e.g. nextAvailableAt)
@@ -29,7 +56,7 @@ export class ApiError extends Error {
 /**
  * The portal's state: the session (GET /v1/auth/session's Session), the agency's subteams for
  * the switcher, and a notice for the next page.
- * @type {{session: Record<string, any> | null, subteams: Array<{id: string, name: string}> | null, notice: string | null}}
+ * @type {{session: Session | null, subteams: TeamRef[] | null, notice: string | null}}
  */
 export const state = {
   session: null,      // Session of the contract, or null when signed out
@@ -41,7 +68,10 @@ export const state = {
 
 const SCOPE_KEY = 'switchboard.scope';
 
-/** {id, name} of the chosen subteam, or null for the session's own team. */
+/**
+ * {id, name} of the chosen subteam, or null for the session's own team.
+ * @returns {TeamRef | null}
+ */
 export function scope() {
   const s = state.session;
   if (!s || !s.team?.ownsAgency || s.role === 'viewer') return null;
@@ -52,17 +82,23 @@ export function scope() {
   return null;
 }
 
-/** @param {{id: string, name: string} | null} team the subteam to act on; the own team or null for none */
+/** @param {TeamRef | null} team the subteam to act on; the own team or null for none */
 export function setScope(team) {
   const s = state.session;
   if (!team || !s || team.id === s.team.id) sessionStorage.removeItem(SCOPE_KEY);
   else sessionStorage.setItem(SCOPE_KEY, JSON.stringify({ id: team.id, name: team.name, userId: s.user.id, agencyId: s.team.id }));
 }
 
-/** The team the pages act on: {id, name, isSubteam}. */
+/**
+ * The team the pages act on: {id, name, isSubteam}. Signed-in pages ask (signed out, the id and
+ * name are undefined).
+ * @returns {TeamRef & {isSubteam: boolean}}
+ */
 export function actingTeam() {
   const sc = scope();
-  return sc ? { ...sc, isSubteam: true } : { id: state.session?.team.id, name: state.session?.team.name, isSubteam: false };
+  if (sc) return { ...sc, isSubteam: true };
+  const own = /** @type {TeamRef} */ ({ id: state.session?.team.id, name: state.session?.team.name });
+  return { ...own, isSubteam: false };
 }
 
 // ---- roles: what each role is offered ----
@@ -267,6 +303,53 @@ export function forgetCached() {
   memo.clear();
 }
 
+// ---- the platform's vocabularies, from the OpenAPI document the gateway serves ----
+
+/** @type {Promise<Json> | null} */
+let openApiDocument = null;
+
+/**
+ * GET /v1/openapi.json (public, the same origin), read once per page load; a failure is not
+ * kept, so that the next page that needs it asks again.
+ * @returns {Promise<Json>}
+ */
+function openApi() {
+  if (!openApiDocument) {
+    const p = api('GET', '/v1/openapi.json', undefined, { scoped: false, full: true });
+    openApiDocument = p;
+    p.catch(() => { if (openApiDocument === p) openApiDocument = null; });
+  }
+  return openApiDocument;
+}
+
+/**
+ * The values of a string enum of the document's schemas, with one label each: the schema's
+ * `x-enum-descriptions` (parallel to `enum`), else the value itself.
+ * @param {string} schema a name under components.schemas
+ * @returns {Promise<Array<{value: string, label: string}>>}
+ */
+async function vocabulary(schema) {
+  const doc = await openApi();
+  const s = doc?.components?.schemas?.[schema];
+  /** @type {unknown[]} */
+  const values = Array.isArray(s?.enum) ? s.enum : [];
+  /** @type {unknown[]} */
+  const labels = Array.isArray(s?.['x-enum-descriptions']) ? s['x-enum-descriptions'] : [];
+  /** @type {Array<{value: string, label: string}>} */
+  const out = [];
+  values.forEach((value, i) => {
+    const label = labels[i];
+    if (typeof value === 'string') out.push({ value, label: typeof label === 'string' && label.trim() ? label : value });
+  });
+  return out;
+}
+
+/** The event types a webhook can hear (EventName), each with its human label. */
+export const eventTypes = () => vocabulary('EventName');
+
+/** The actions the audit log records (AuditAction). @returns {Promise<string[]>} */
+export const auditActions = () => vocabulary('AuditAction').then((list) => list.map((a) => a.value));
+
 function sessionEnded() {
   state.session = null;
   state.subteams = null;
@@ -280,13 +363,13 @@ export async function loadSession() {
   try {
     state.session = await api('GET', '/v1/auth/session');
   } catch (err) {
-    if (err.status === 401) state.session = null;
+    if (err instanceof ApiError && err.status === 401) state.session = null;
     else throw err;
   }
   return state.session;
 }
 
-/** @param {Record<string, any> | null} session a Session (sign-in, sign-up, invitation answers) */
+/** @param {Session | null} session a Session (sign-in, sign-up, invitation answers) */
 export function startSession(session) {
   const before = state.session?.user?.id;
   state.session = session;
@@ -301,22 +384,25 @@ export async function signOut() {
   sessionStorage.removeItem(SCOPE_KEY);
 }
 
-/** The agency's subteams for the switcher (first 100; the Subteams page lists every one). */
 /**
+ * The agency's subteams for the switcher (first 100; the Subteams page lists every one).
  * @param {boolean} [force] read them again
- * @returns {Promise<Array<{id: string, name: string}>>}
+ * @returns {Promise<TeamRef[]>}
  */
 export async function loadSubteams(force = false) {
   if (!can('subteams')) return [];
-  if (!state.subteams || force) {
+  let subteams = state.subteams;
+  if (!subteams || force) {
+    /** @type {Json[] | null} */
     const data = await api('GET', '/v1/agency/subteams?page=1&limit=100', undefined, { scoped: false });
-    state.subteams = (data || []).map((t) => ({ id: t.id, name: t.name }));
+    subteams = (data || []).map((t) => ({ id: t.id, name: t.name }));
+    state.subteams = subteams;
   }
-  return state.subteams;
+  return subteams;
 }
 
-/** `next` of /sign-in?next=..., only when it is a path of this site. */
 /**
+ * `next` of /sign-in?next=..., only when it is a path of this site.
  * @param {string | null} next
  * @returns {string}
  */

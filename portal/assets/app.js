@@ -1,8 +1,8 @@
 // @ts-check
 // The Switchboard portal: a small client-side router over the pages of pages-*.js.
 // The gateway answers index.html for every page path, so location.pathname picks the page.
-import { h, replace, navigate, onNavigate, alertBox, badge, fullName, toast, cap } from './dom.js';
-import { state, loadSession, signOut, scope, can, loadSubteams, safeNext } from './api.js';
+import { h, replace, navigate, onNavigate, alertBox, badge, fullName, toast, cap, noAccess } from './dom.js';
+import { state, loadSession, signOut, scope, can, loadSubteams, safeNext, actingTeam, ApiError } from './api.js';
 import * as auth from './pages-auth.js';
 import * as team from './pages-team.js';
 import * as agents from './pages-agents.js';
@@ -19,10 +19,12 @@ import * as profile from './pages-profile.js';
 // Asks the person to confirm it is them when a change to their factors or sessions needs it.
 import './reauth.js';
 
+/** @typedef {import('./api.js').Session} Session */
+/** @typedef {import('./api.js').TeamRef} TeamRef */
+
 /**
  * allow: the permission (api.js `can`) a page needs; nav: shown in the side navigation.
- * @typedef {object} Route
- * @property {string | RegExp} [path] a path, or a pattern whose groups are the page's params
+ * @typedef {object} Page
  * @property {string} title
  * @property {string} [nav]
  * @property {Parameters<typeof can>[0]} [allow]
@@ -30,6 +32,10 @@ import './reauth.js';
  * @property {boolean} [guestOnly] a signed-in person goes on to `next`
  * @property {boolean} [showDenied] the page itself says what the role cannot do
  * @property {(ctx: import('./dom.js').PageContext) => void} page
+ */
+/**
+ * A page at an address: `path` is a path, or a pattern whose groups are the page's params.
+ * @typedef {Page & {path: string | RegExp}} Route
  */
 /**
  * The address of one resource of a list: `/<list>/<uuid>`. Any other id matches no route and is
@@ -77,7 +83,7 @@ const ROUTES = [
   { path: '/settings/profile', title: 'Profile', nav: 'Profile', page: profile.profile },
   { path: '/settings/security', title: 'Security', nav: 'Security', page: security.security },
 ];
-/** @type {Route} */
+/** @type {Page} */
 const NOT_FOUND = { title: 'Page not found', page: notFound };
 
 /**
@@ -87,12 +93,15 @@ const NOT_FOUND = { title: 'Page not found', page: notFound };
 function match(path) {
   for (const route of ROUTES) {
     if (typeof route.path === 'string' ? route.path === path : route.path.test(path)) {
-      const m = typeof route.path === 'string' ? [] : route.path.exec(path).slice(1).map(decodeURIComponent);
+      const m = typeof route.path === 'string' ? [] : (route.path.exec(path) ?? []).slice(1).map(decodeURIComponent);
       return { route, params: m };
     }
   }
   return { route: null, params: [] };
 }
+
+/** The element index.html gives the portal. */
+const appRoot = () => /** @type {HTMLElement} */ (document.getElementById('app'));
 
 const brand = () => h('a', { class: 'brand', href: '/' },
   h('img', { src: '/assets/logo.svg', alt: '', width: 28, height: 28 }), h('span', null, 'Switchboard'));
@@ -129,14 +138,14 @@ function render({ focus = false } = {}) {
  * path's captures, the address's query, and the signal aborted when the page is left.
  */
 /**
- * @param {Route} route
+ * @param {Page} route
  * @param {Omit<import('./dom.js').PageContext, 'view'>} ctx
  * @param {boolean} focus
  */
 function publicShell(route, { params, query, signal }, focus) {
   const view = h('div', { class: 'view' });
   const title = h('h1', { tabindex: '-1' }, route.title);
-  replace(document.getElementById('app'),
+  replace(appRoot(),
     h('header', { class: 'public-top' }, brand()),
     h('main', { id: 'main', class: 'public-main', tabindex: '-1' }, h('div', { class: 'auth-card' }, title, view)));
   document.title = `${route.title} · Switchboard`;
@@ -145,16 +154,17 @@ function publicShell(route, { params, query, signal }, focus) {
 }
 
 /**
- * @param {Route} route
+ * The page of a signed-in person (render() shows it only with a session).
+ * @param {Page} route
  * @param {Omit<import('./dom.js').PageContext, 'view'>} ctx
  * @param {boolean} focus
  */
 function appShell(route, { params, query, signal }, focus) {
-  const s = state.session;
+  const s = /** @type {Session} */ (state.session);
   const view = h('div', { class: 'view' });
   const title = h('h1', { tabindex: '-1' }, route.title);
   const sc = scope();
-  replace(document.getElementById('app'),
+  replace(appRoot(),
     h('a', { class: 'skip', href: '#main' }, 'Skip to content'),
     h('header', { class: 'topbar' },
       brand(),
@@ -178,7 +188,7 @@ function appShell(route, { params, query, signal }, focus) {
         view)));
   document.title = `${route.title} · Switchboard`;
   const ctx = { view, params, query, signal };
-  if (route.allow && !can(route.allow) && !route.showDenied) team.noAccess(ctx);
+  if (route.allow && !can(route.allow) && !route.showDenied) noAccess(ctx, actingTeam().name);
   else route.page(ctx);
   showWhenLoaded(view, signal);
   if (focus) title.focus();
@@ -219,7 +229,7 @@ function menuButton() {
   const button = h('button', {
     type: 'button', class: 'btn secondary small menu-toggle', 'aria-expanded': 'false', 'aria-controls': 'sidebar topbar-menu',
   }, h('span', { class: 'menu-icon', 'aria-hidden': 'true' }), 'Menu');
-  const app = /** @type {HTMLElement} */ (document.getElementById('app'));
+  const app = appRoot();
   const toggle = (/** @type {boolean} */ open) => {
     button.setAttribute('aria-expanded', String(open));
     app.classList.toggle('menu-open', open);
@@ -236,24 +246,27 @@ function menuButton() {
 }
 
 // The section a page belongs to is marked too: /calls/{id} under Calls.
-/** @param {Route} r @param {Route} route */
+/** @param {Route} r @param {Page} route */
 function navCurrent(r, route) {
   if (r === route) return 'page';
   const here = location.pathname;
   return r.path !== '/' && here.startsWith(`${r.path}/`) ? 'location' : null;
 }
 
+/** @type {((list: TeamRef[]) => void) | null} */
 let fillSwitcher = null; // the switcher on the page, refilled when a subteam is created
 document.addEventListener('subteams-changed', () => fillSwitcher?.(state.subteams || []));
 
+/** The team chip, or for an agency the switcher of the team acted on (in appShell: signed in). */
 function teamSwitcher() {
-  const s = state.session;
+  const s = /** @type {Session} */ (state.session);
   fillSwitcher = null;
   if (!can('subteams')) {
     return h('p', { class: 'team-chip' }, h('span', { class: 'muted' }, 'Team '), h('strong', null, s.team.name));
   }
   const sc = scope();
   const select = h('select', { id: 'team-switch', class: ['compact', sc && 'on-subteam'] });
+  /** @param {TeamRef[]} list */
   const fill = (list) => {
     const teams = [...list];
     if (sc && !teams.some((t) => t.id === sc.id)) teams.unshift(sc);
@@ -269,7 +282,7 @@ function teamSwitcher() {
   select.addEventListener('change', () => {
     const id = select.value;
     const picked = id === s.team.id ? s.team : (state.subteams || []).find((t) => t.id === id) || sc;
-    team.switchTeam(picked);
+    if (picked) team.switchTeam(picked);
   });
   return h('div', { class: 'team-switch' }, h('label', { for: 'team-switch' }, 'Acting on'), select);
 }
@@ -281,8 +294,8 @@ async function doSignOut(ev) {
   try {
     await signOut();
   } catch (err) {
-    if (err.status !== 401) {
-      toast(`Could not sign out: ${err.message}`);
+    if (!(err instanceof ApiError) || err.status !== 401) {
+      toast(`Could not sign out: ${err instanceof Error ? err.message : err}`);
       btn.disabled = false;
       return;
     }
@@ -321,11 +334,11 @@ async function boot() {
     await loadSession();
   } catch (err) {
     const retry = h('button', { type: 'button', class: 'btn primary', onclick: boot }, 'Try again');
-    replace(document.getElementById('app'),
+    replace(appRoot(),
       h('header', { class: 'public-top' }, brand()),
       h('main', { id: 'main', class: 'public-main' }, h('div', { class: 'auth-card' },
         h('h1', null, 'Switchboard is not reachable'),
-        alertBox(err.message, { action: retry }))));
+        alertBox(err instanceof Error ? err.message : String(err), { action: retry }))));
     document.title = 'Not reachable · Switchboard';
     return;
   }

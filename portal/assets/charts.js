@@ -87,11 +87,10 @@ export function usageTable(days) {
           h('td', { class: 'num' }, num(d.chats))))))));
 }
 
-/** Totals of a list of days. */
-/** @param {Day[]} days */
+/** Totals of a list of days. @param {Day[]} days */
 export function totals(days) {
   const t = { searches: 0, creditsUsed: 0, calls: 0, callMinutes: 0, chats: 0 };
-  for (const d of days) for (const k of Object.keys(t)) t[k] += Number(d[k]) || 0;
+  for (const d of days) for (const k of /** @type {Array<keyof typeof t>} */ (Object.keys(t))) t[k] += Number(d[k]) || 0;
   t.callMinutes = Math.round(t.callMinutes * 10) / 10;
   return t;
 }

@@ -124,7 +124,7 @@ export function time(iso, { day = false, empty = '—' } = {}) {
 
 /** @param {unknown} n */
 export const num = (n) => (typeof n === 'number' ? numFmt.format(n) : '—');
-/** A person's name, else their e-mail. @param {{firstName?: string, lastName?: string, email?: string} | null | undefined} u */
+/** A person's name, else their e-mail. @param {{firstName?: string, lastName?: string, email?: string, [key: string]: unknown} | null | undefined} u */
 export const fullName = (u) => [u?.firstName, u?.lastName].filter(Boolean).join(' ') || u?.email || '—';
 /** @param {unknown} s */
 export const cap = (s) => (s ? String(s)[0].toUpperCase() + String(s).slice(1) : '');
@@ -132,7 +132,7 @@ export const cap = (s) => (s ? String(s)[0].toUpperCase() + String(s).slice(1) :
 export const plural = (n, one, many = `${one}s`) => `${num(n)} ${n === 1 ? one : many}`;
 /**
  * A contact's name wherever it is shown: its names, else its e-mail, else its number.
- * @param {{firstName?: string | null, lastName?: string | null, email?: string | null, number?: string | null} | null | undefined} c
+ * @param {{firstName?: string | null, lastName?: string | null, email?: string | null, number?: string | null, [key: string]: unknown} | null | undefined} c
  */
 export const contactName = (c) => [c?.firstName, c?.lastName].filter(Boolean).join(' ') || c?.email || (c?.number && phoneText(c.number)) || 'Unnamed contact';
 // Country calling codes of two digits (ITU E.164 assignments); 1 and 7 are the one-digit ones,
@@ -164,7 +164,10 @@ function genericGroups(d) {
   return out;
 }
 
-/** How a country's national number is grouped, for the countries customers call most. */
+/**
+ * How a country's national number is grouped, for the countries customers call most.
+ * @type {Record<string, (national: string) => string[] | null>}
+ */
 const NATIONAL = {
   1: (n) => (n.length === 10 ? groups(n, [3, 3, 4]) : null), // +1 415 555 0132
   44: (n) => (n.length !== 10 ? null : /^2/.test(n) ? groups(n, [2, 4, 4]) : groups(n, [4, 6])), // +44 20 7946 0958, +44 7700 900123
@@ -230,12 +233,21 @@ export function alertBox(message, { kind = 'error', action } = {}) {
     h('p', null, message), action);
 }
 
-/** The words of an error (an ApiError's message and its hint). @param {{message?: string, hint?: string} | null | undefined} err */
+/**
+ * What a failure may carry: an ApiError (api.js) has all of it, another Error its message.
+ * @typedef {{message?: string, hint?: string, details?: import('./api.js').ErrorDetail[]}} Failure
+ */
+
+/**
+ * The words of an error (an ApiError's message and its hint): whatever a `catch` caught.
+ * @param {unknown} err
+ */
 export function errorText(err) {
   if (!err) return '';
-  const base = err.message || 'Something went wrong.';
-  if (!err.hint) return base;
-  return `${/[.!?]$/.test(base) ? base : `${base}.`} ${err.hint}`;
+  const { message, hint } = /** @type {Failure} */ (err);
+  const base = message || 'Something went wrong.';
+  if (!hint) return base;
+  return `${/[.!?]$/.test(base) ? base : `${base}.`} ${hint}`;
 }
 
 /**
@@ -301,6 +313,7 @@ export function liveTable({ headers, caption, empty, dense, rowFor, sig = (x) =>
   const box = h('div');
   /** @type {Map<string, {sig: string, tr: HTMLTableRowElement, item: T}>} */
   let rows = new Map(); // id → {sig, tr, item}
+  /** @param {T[]} items */
   const update = (items) => {
     const old = rows;
     rows = new Map();
@@ -332,7 +345,7 @@ function syncRows(tbody, rows) {
   const activeKey = active?.dataset.key;
   const activeIsLink = active?.tagName === 'A';
   rows.forEach((tr, i) => { if (tbody.children[i] !== tr) tbody.insertBefore(tr, tbody.children[i] || null); });
-  while (tbody.children.length > rows.length) tbody.lastElementChild.remove();
+  while (tbody.children.length > rows.length) tbody.lastElementChild?.remove();
   if (activeRow && !tbody.contains(document.activeElement)) {
     const row = rows.find((tr) => tr.dataset.id === activeRow);
     const target = row && ((activeKey && row.querySelector(`[data-key="${CSS.escape(activeKey)}"]`))
@@ -400,7 +413,7 @@ export function field({ name, label, type = 'text', options, hint, value, maxlen
   const describedby = [hintId, errId].filter(Boolean).join(' ');
   const control = type === 'select'
     ? h('select', { id, name, 'aria-describedby': describedby, value, ...attrs },
-      options.map(([v, t]) => h('option', { value: v }, t)))
+      (options ?? []).map(([v, t]) => h('option', { value: v }, t)))
     : h('input', { id, name, type, 'aria-describedby': describedby, value, ...attrs });
   if (maxlength != null && control instanceof HTMLInputElement) limitLength(control, Number(maxlength));
   return h('div', { class: 'field' },
@@ -421,7 +434,7 @@ export function areaField({ name, label, hint, note, wrap, value, rows = 3, maxl
   const hintId = hint ? `${id}-hint` : null;
   const noteId = note ? `${id}-note` : null;
   const errId = `${id}-error`;
-  if (note) note.id = noteId;
+  if (note && noteId) note.id = noteId;
   const control = h('textarea', { id, name, rows, 'aria-describedby': [hintId, noteId, errId].filter(Boolean).join(' '), value, ...attrs });
   if (maxlength != null) limitLength(control, Number(maxlength));
   return h('div', { class: ['field', wrap] },
@@ -482,13 +495,14 @@ export function setFieldError(control, message) {
   }
 }
 
-/** Shows an ApiError on a form: beside each field named by details[].field, the rest above the button. */
 /**
- * @param {HTMLFormElement} formEl
- * @param {{message?: string, hint?: string, details?: Array<{field?: string, message: string, hint?: string}>}} err
+ * Shows an ApiError on a form: beside each field named by details[].field, the rest above the button.
+ * @param {HTMLFormElement} formEl a form of form(), with its .form-alert
+ * @param {unknown} err what a `catch` caught: an ApiError, or another Error (its message only)
  */
 export function showFormError(formEl, err) {
-  const alertSlot = formEl.querySelector('.form-alert');
+  const alertSlot = /** @type {Element} */ (formEl.querySelector('.form-alert'));
+  const { details } = /** @type {Failure} */ (err);
   const rest = [];
   let first = null;
   // The labels the person sees, by the API's names of the fields: a message that names another
@@ -501,9 +515,9 @@ export function showFormError(formEl, err) {
   }
   /** @param {string} text */
   const speak = (text) => String(text ?? '').replace(/\b[a-z]+(?:[A-Z][a-z0-9]*)+\b/g, (word) => labels.get(word) ?? word);
-  for (const d of err.details || []) {
+  for (const d of details || []) {
     const name = String(d.field || '');
-    const control = /** @type {HTMLInputElement | null} */ (formEl.elements.namedItem(name) || formEl.elements.namedItem(name.split(/[./]/).pop()));
+    const control = /** @type {HTMLInputElement | null} */ (formEl.elements.namedItem(name) || formEl.elements.namedItem(name.split(/[./]/).pop() ?? ''));
     if (control && control.getAttribute && control.getAttribute('aria-describedby')) {
       const label = formEl.querySelector(`label[for="${control.id}"]`)?.textContent;
       const said = speak(d.message);
@@ -540,7 +554,8 @@ export function form({ fields, submit, onSubmit, className = 'stack', secondary 
     h('div', { class: 'form-actions' }, button, secondary));
   formEl.addEventListener('submit', async (ev) => {
     ev.preventDefault();
-    replace(formEl.querySelector('.form-alert'));
+    replace(/** @type {Element} */ (formEl.querySelector('.form-alert')));
+    /** @type {HTMLInputElement | null} */
     let invalid = null;
     for (const c of /** @type {Iterable<HTMLInputElement>} */ (formEl.elements)) {
       if (!c.name || !c.getAttribute('aria-describedby')) continue;
@@ -555,7 +570,7 @@ export function form({ fields, submit, onSubmit, className = 'stack', secondary 
     try {
       await onSubmit(values, formEl);
     } catch (err) {
-      if (!err || !('status' in err)) console.error(err);
+      if (typeof err !== 'object' || err === null || !('status' in err)) console.error(err);
       showFormError(formEl, err);
     } finally {
       button.disabled = false;
@@ -580,7 +595,9 @@ export function form({ fields, submit, onSubmit, className = 'stack', secondary 
 function modal(build) {
   return new Promise((resolve) => {
     let done = false;
-    let dlg = null;
+    /** @type {HTMLDialogElement} */
+    let dlg;
+    /** @param {boolean} result */
     const close = (result) => {
       if (done) return;
       done = true;
@@ -675,6 +692,38 @@ export function toast(message) {
 // ---- shared page parts ----
 
 /**
+ * Runs a button's action with the button disabled; an error goes to `slot` (role=alert), or to
+ * a toast without one. `failure` is said before the error ("Could not send a test: ...").
+ * @param {HTMLButtonElement} btn
+ * @param {Element | null} slot emptied when the action starts
+ * @param {() => unknown} fn
+ * @param {string} [failure]
+ */
+export async function busy(btn, slot, fn, failure) {
+  btn.disabled = true;
+  if (slot) replace(slot);
+  try {
+    await fn();
+  } catch (err) {
+    const text = failure ? `${failure}: ${errorText(err)}` : errorText(err);
+    if (slot) replace(slot, alertBox(text)); else toast(text);
+  } finally {
+    btn.disabled = false;
+  }
+}
+
+/**
+ * What a page says to a role it is not offered to (api.js `can()` decides).
+ * @param {Pick<PageContext, 'view'>} ctx
+ * @param {string} team the name of the team acted on (api.js `actingTeam().name`)
+ */
+export function noAccess({ view }, team) {
+  view.append(
+    alertBox("You don't have access to this page.", { kind: 'info' }),
+    h('p', null, `Ask an owner or an admin of ${team} if you need it. `, h('a', { href: '/' }, 'Go to the overview')));
+}
+
+/**
  * A figure in a box: its label, its value large, and a note under it.
  * @param {Child} label @param {Child} value @param {Child} [note] @param {string} [kind] e.g. warn
  */
@@ -697,6 +746,7 @@ export function pager(p, hrefFor) {
   if (!p || !p.totalPages || p.totalPages <= 1) {
     return p ? h('p', { class: 'pager muted' }, `${num(p.totalCount)} ${p.totalCount === 1 ? 'entry' : 'entries'}`) : null;
   }
+  /** @param {number} page @param {string} text @param {string} rel */
   const link = (page, text, rel) => (page >= 1 && page <= p.totalPages
     ? h('a', { class: 'btn secondary small', href: hrefFor(page), rel }, text)
     : h('span', { class: 'btn secondary small disabled', 'aria-disabled': 'true' }, text));

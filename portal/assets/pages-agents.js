@@ -10,14 +10,42 @@ import {
 import { api, can, actingTeam, ApiError } from './api.js';
 
 /** @typedef {import('./dom.js').PageContext} PageContext */
+/** @typedef {import('./dom.js').Child} Child */
+/** @typedef {import('./api.js').Json} Json */
+/** A knowledge base as a select offers it: [id, name]. @typedef {[string, string]} KbOption */
+/**
+ * What the sections of an agent's page share: the agent (replaced when it is saved), the page's
+ * signal, its title, and the sections that act on each other.
+ * @typedef {object} AgentCtx
+ * @property {string} id
+ * @property {Json} agent
+ * @property {AbortSignal} signal
+ * @property {(name: string) => void} setTitle
+ * @property {HTMLElement} diffSlot
+ * @property {{el: HTMLElement, reload: () => void}} history
+ * @property {{el: HTMLElement, reload: () => void, refresh: () => Promise<void>, current: () => Json | null}} instructions
+ * @property {{el: HTMLElement, show: (a: Json) => void}} settings
+ */
+/**
+ * An agent's runtime settings as settingsOf() puts them.
+ * @typedef {object} Settings
+ * @property {string | null} firstMessage
+ * @property {string | null} language
+ * @property {{provider: string, voiceId: string, speed: number | null} | null} voice
+ * @property {{provider: string, name: string, temperature: number | null} | null} model
+ * @property {Json[]} tools
+ * @property {Json[]} postCallAnalysis
+ */
 
 const LIMIT = 100000; // characters (Unicode code points, as the API counts them)
 const PER_PAGE = 50;  // GET /v1/agents is not paged: the page pages it
 const TYPES = [['phone', 'Phone'], ['chat', 'Chat']];
+/** @param {string} t */
 const typeName = (t) => (TYPES.find(([v]) => v === t) || [t, t])[1];
+/** @param {string} id */
 const agentPath = (id) => `/v1/agents/${enc(id)}`;
 
-/** Characters as the API counts them: code points, so an emoji is one. */
+/** Characters as the API counts them: code points, so an emoji is one. @param {string} s */
 export function chars(s) {
   let n = s.length;
   for (let i = 0; i < s.length; i += 1) {
@@ -38,7 +66,7 @@ export function chars(s) {
 function area({ count = false, ...spec }) {
   const countEl = count ? h('p', { class: 'hint ag-count' }) : null;
   const el = areaField({ rows: null, wrap: 'ag-area', note: countEl, ...spec });
-  const control = el.querySelector('textarea');
+  const control = /** @type {HTMLTextAreaElement} */ (el.querySelector('textarea'));
   const update = () => {
     if (!countEl) return;
     const n = chars(control.value);
@@ -54,9 +82,13 @@ function area({ count = false, ...spec }) {
   return { control, el };
 }
 
-/** The team's knowledge bases for a select: [[id, name]], or null when they cannot be read. */
+/**
+ * The team's knowledge bases for a select: [[id, name]], or null when they cannot be read.
+ * @returns {Promise<KbOption[] | null>}
+ */
 async function knowledgebases() {
   try {
+    /** @type {Json[] | null} */
     const list = await api('GET', '/v1/knowledgebase');
     return (list || []).map((k) => [k.id, k.name || 'Unnamed knowledge base']);
   } catch {
@@ -64,6 +96,7 @@ async function knowledgebases() {
   }
 }
 
+/** @param {KbOption[] | null} kbs @param {Json | null | undefined} current the agent's knowledge base */
 function kbField(kbs, current) {
   const options = [['', 'None'], ...(kbs || [])];
   if (current && !options.some(([v]) => v === current.id)) options.push([current.id, current.name || 'Linked knowledge base']);
@@ -73,11 +106,13 @@ function kbField(kbs, current) {
   });
 }
 
+/** @param {Json | null | undefined} kb */
 function kbCell(kb) {
   if (!kb) return h('span', { class: 'muted' }, 'None');
   return h('a', { href: `/knowledge/${enc(kb.id)}` }, kb.name || 'Unnamed knowledge base');
 }
 
+/** @param {Json} a an Agent @param {() => void} after once it is deleted */
 function deleteAgent(a, after) {
   return confirmDialog({
     title: `Delete the agent “${a.name}”?`,
@@ -92,9 +127,11 @@ function deleteAgent(a, after) {
 /** @param {PageContext} ctx */
 export function list({ view, query }) {
   const page = pageOf(query);
-  const type = TYPES.some(([v]) => v === query.get('type')) ? query.get('type') : '';
+  const asked = query.get('type') || '';
+  const type = TYPES.some(([v]) => v === asked) ? asked : '';
   const q = (query.get('q') || '').trim();
   const filtered = Boolean(type || q);
+  /** @type {() => Promise<void>} */
   let reload;
 
   const filter = form({
@@ -110,6 +147,7 @@ export function list({ view, query }) {
 
   const listing = loader(async (again) => {
     reload = again;
+    /** @type {Json[]} */
     const all = (await api('GET', '/v1/agents')) || [];
     const needle = q.toLowerCase();
     const items = all.filter((a) => (!type || a.type === type) && (!needle || a.name.toLowerCase().includes(needle)));
@@ -145,6 +183,7 @@ export function list({ view, query }) {
   append(view, parts);
 }
 
+/** @param {KbOption[] | null} kbs */
 function createForm(kbs) {
   const instr = area({
     name: 'instructions', label: 'Instructions (optional)', rows: 6, count: true,
@@ -161,6 +200,7 @@ function createForm(kbs) {
     ],
     submit: 'Create agent',
     onSubmit: async (v) => {
+      /** @type {{name: string, type: string, knowledgebaseId: string | null, description: string | null, instructions?: string}} */
       const body = { name: v.name, type: v.type, knowledgebaseId: v.knowledgebaseId || null, description: v.description || null };
       if (v.instructions) body.instructions = v.instructions;
       const a = await api('POST', '/v1/agents', body);
@@ -177,12 +217,14 @@ export function detail({ view, params, query, signal }) {
   const id = params[0];
   const title = document.querySelector('main h1');
   view.append(loader(async () => {
+    /** @type {Json} */
     let agent;
+    /** @type {KbOption[] | null} */
     let kbs;
     try {
       [agent, kbs] = await Promise.all([api('GET', agentPath(id)), can('write') ? knowledgebases() : null]);
     } catch (err) {
-      if (err.status === 404 || (err.status === 400 && err.code === 'VALIDATION_ERROR')) {
+      if (err instanceof ApiError && (err.status === 404 || (err.status === 400 && err.code === 'VALIDATION_ERROR'))) {
         if (title && !signal.aborted) { title.textContent = 'Agent not found'; document.title = 'Agent not found · Switchboard'; }
         return [
           alertBox(`There is no agent with the id “${id}” in ${actingTeam().name}. It may have been deleted, or it belongs to another team.`, { kind: 'info' }),
@@ -191,13 +233,15 @@ export function detail({ view, params, query, signal }) {
       }
       throw err;
     }
+    /** @param {string} name */
     const setTitle = (name) => {
       if (signal.aborted) return; // a late answer after the user left
       if (title) title.textContent = name;
       document.title = `${name} · Agent · Switchboard`;
     };
     setTitle(agent.name);
-    const ctx = { id, agent, signal, setTitle };
+    // The sections are added below: each may use those before it.
+    const ctx = /** @type {AgentCtx} */ ({ id, agent, signal, setTitle });
     ctx.diffSlot = h('div', { class: 'ag-diff-slot' });
     ctx.history = historySection(ctx);
     ctx.instructions = instructionsSection(ctx);
@@ -215,8 +259,10 @@ export function detail({ view, params, query, signal }) {
   }));
 }
 
+/** @param {AgentCtx} ctx @param {KbOption[] | null} kbs */
 function detailsSection(ctx, kbs) {
   const facts = h('dl', { class: 'ag-facts card' });
+  /** @param {Json} a */
   const fill = (a) => replace(facts,
     h('div', null, h('dt', null, 'Name'), h('dd', null, a.name)),
     h('div', null, h('dt', null, 'Type'), h('dd', null, badge(typeName(a.type), a.type === 'phone' ? 'accent' : ''))),
@@ -258,7 +304,9 @@ const MAX_TOOLS = 32;
 const MAX_FIELDS = 50;
 const TOOL_TYPES = [['function', 'Function (calls your URL)'], ['transfer_call', 'Transfer the call'], ['end_call', 'End the call']];
 const FIELD_TYPES = [['string', 'Text'], ['number', 'Number'], ['boolean', 'Yes or no'], ['enum', 'One of a list']];
+/** @param {string} t */
 const toolTypeName = (t) => (TOOL_TYPES.find(([v]) => v === t) || [t, t])[1];
+/** @param {string} t */
 const fieldTypeName = (t) => (FIELD_TYPES.find(([v]) => v === t) || [t, t])[1];
 const DEFAULT_PARAMETERS = '{\n  "type": "object",\n  "properties": {}\n}';
 const LANGUAGES = ['en-US', 'en-GB', 'en-AU', 'de-DE', 'fr-FR', 'es-ES', 'es-MX', 'it-IT', 'nl-NL', 'pt-BR', 'pt-PT', 'pl-PL', 'sv-SE', 'ja-JP', 'ko-KR', 'zh-CN', 'hi-IN'];
@@ -269,9 +317,11 @@ const orNull = (v) => (v === undefined || v === '' ? null : v);
 /**
  * An agent's runtime settings with every member, in one order, tools and fields with their own
  * members only: what the form compares to know what changed, and what the diff pretty-prints.
- * @param {Record<string, any> | null | undefined} a an agent, or a history version's `settings`
+ * @param {Json | null | undefined} a an agent, or a history version's `settings`
+ * @returns {Settings}
  */
 export function settingsOf(a) {
+  /** @param {Json} t */
   const tool = (t) => {
     if (t.type === 'function') {
       return { type: t.type, name: t.name ?? '', description: orNull(t.description), parameters: t.parameters ?? null, url: t.url ?? '' };
@@ -279,6 +329,7 @@ export function settingsOf(a) {
     if (t.type === 'transfer_call') return { type: t.type, number: t.number ?? '', description: orNull(t.description) };
     return { type: t.type, description: orNull(t.description) };
   };
+  /** @param {Json} f */
   const analysisField = (f) => ({
     name: f.name ?? '', type: f.type, description: orNull(f.description), ...(f.type === 'enum' ? { choices: f.choices || [] } : {}),
   });
@@ -292,14 +343,14 @@ export function settingsOf(a) {
   };
 }
 
-/** The settings as the diff shows them: pretty-printed JSON, keys in settingsOf's order. */
+/** The settings as the diff shows them: pretty-printed JSON, keys in settingsOf's order. @param {Json | null | undefined} a */
 export const settingsText = (a) => JSON.stringify(settingsOf(a), null, 2);
 
 /**
  * A field's path as the API names it ("tools/2/parameters" as a JSON pointer, or
  * "tools[2].parameters") → the name of the control that shows its error: the path itself, or the
  * nearest enclosing one that the form has (a tool's box for "tools[2]", the list for "tools").
- * @param {HTMLFormElement} formEl @param {string} field
+ * @param {HTMLFormElement} formEl @param {string | undefined} field
  */
 function controlName(formEl, field) {
   let path = String(field || '');
@@ -315,17 +366,23 @@ function controlName(formEl, field) {
   return path;
 }
 
-/** A box of the form with its own error line, for errors about the box as a whole. */
+/**
+ * A box of the form with its own error line, for errors about the box as a whole.
+ * @param {string} name @param {Child} legend @param {...Child} children
+ */
 function box(name, legend, ...children) {
   const err = h('p', { class: 'field-error', id: uid('set-error'), hidden: true });
   return h('fieldset', { class: 'ag-set', name, 'aria-describedby': err.id, tabindex: '-1' },
     h('legend', null, legend), children, err);
 }
 
-/** A JSON Schema in a textarea: parsed as it is typed, an error beside it when it is not JSON (or not an object). */
+/**
+ * A JSON Schema in a textarea: parsed as it is typed, an error beside it when it is not JSON (or not an object).
+ * @param {Parameters<typeof areaField>[0]} spec
+ */
 function jsonArea(spec) {
   const el = areaField({ rows: 6, wrap: 'ag-area', spellcheck: 'false', class: 'ag-mono ag-json', ...spec });
-  const control = el.querySelector('textarea');
+  const control = /** @type {HTMLTextAreaElement} */ (el.querySelector('textarea'));
   const check = () => {
     let message = '';
     const text = control.value.trim();
@@ -349,7 +406,7 @@ function jsonArea(spec) {
 /**
  * A list of boxes (tools, analysis fields) with Add and Remove: each box's controls are named
  * `<list>[i].<key>` (as the API names the fields of its errors), renumbered when one is removed.
- * @param {{list: string, title: string, one: string, max: number, items: any[], build: (item: any) => HTMLElement[], empty: string}} spec
+ * @param {{list: string, title: string, one: string, max: number, items: Json[], build: (item: Json | null) => HTMLElement[], empty: string}} spec
  */
 function repeater({ list, title, one, max, items, build, empty }) {
   const boxes = h('div', { class: 'ag-cards' });
@@ -359,24 +416,25 @@ function repeater({ list, title, one, max, items, build, empty }) {
   const renumber = () => {
     [...boxes.children].forEach((card, i) => {
       card.setAttribute('name', `${list}[${i}]`);
-      card.querySelector('legend').textContent = `${cap(one)} ${i + 1}`;
+      /** @type {HTMLLegendElement} */ (card.querySelector('legend')).textContent = `${cap(one)} ${i + 1}`;
       for (const c of card.querySelectorAll('[data-k]')) c.setAttribute('name', `${list}[${i}].${c.getAttribute('data-k')}`);
     });
     emptyNote.hidden = boxes.children.length > 0;
     add.disabled = boxes.children.length >= max;
     add.title = add.disabled ? `At most ${max} ${one}s` : '';
   };
+  /** @param {Json | null} item */
   const card = (item) => {
     const remove = h('button', { type: 'button', class: 'btn danger-quiet small ag-remove' }, 'Remove');
     const el = box('', '', build(item), h('div', { class: 'ag-card-actions' }, remove));
     el.classList.add('ag-card');
     remove.addEventListener('click', () => {
       const i = [...boxes.children].indexOf(el);
-      const label = el.querySelector('legend').textContent;
+      const label = /** @type {HTMLLegendElement} */ (el.querySelector('legend')).textContent;
       el.remove();
       renumber();
       status.textContent = `${label} removed.`;
-      /** @type {HTMLElement | null} */ (boxes.children[Math.min(i, boxes.children.length - 1)]?.querySelector('select, input, textarea') || add).focus();
+      /** @type {HTMLElement} */ (boxes.children[Math.min(i, boxes.children.length - 1)]?.querySelector('select, input, textarea') || add).focus();
     });
     return el;
   };
@@ -385,26 +443,32 @@ function repeater({ list, title, one, max, items, build, empty }) {
     const el = card(null);
     boxes.append(el);
     renumber();
-    status.textContent = `${el.querySelector('legend').textContent} added.`;
+    status.textContent = `${/** @type {HTMLLegendElement} */ (el.querySelector('legend')).textContent} added.`;
     /** @type {HTMLElement | null} */ (el.querySelector('select, input, textarea'))?.focus();
   });
   renumber();
   return box(list, title, emptyNote, boxes, h('div', null, add), status);
 }
 
-/** A control of a list's box: named by renumber() from its data-k. */
+/**
+ * A control of a list's box: named by renumber() from its data-k.
+ * @param {string} k
+ * @param {{label: Child, [attribute: string]: any}} spec
+ * @param {(spec: {name: string, label: Child, [attribute: string]: any}) => HTMLElement} [make] field(), areaField() or jsonArea()
+ */
 const keyed = (k, spec, make = field) => {
   const el = make({ name: k, ...spec });
-  el.querySelector('input, select, textarea').setAttribute('data-k', k);
+  /** @type {Element} */ (el.querySelector('input, select, textarea')).setAttribute('data-k', k);
   return el;
 };
 
-/** A tool's box: its type, and the fields of that type (swapped when the type changes). */
+/** A tool's box: its type, and the fields of that type (swapped when the type changes). @param {Json | null} t */
 function toolFields(t) {
   const type = t?.type || 'function';
   const typeField = keyed('type', { label: 'Type', type: 'select', options: TOOL_TYPES, value: type });
   const own = h('div', { class: 'ag-own' });
   const description = keyed('description', { label: 'Description (optional)', rows: 2, wrap: 'ag-area', maxlength: 1000, value: t?.description || '', hint: 'When the model should use it.' }, areaField);
+  /** @param {string} kind @param {Json | null} item */
   const fill = (kind, item) => {
     const box = own.closest('fieldset');
     const parts = kind === 'function' ? [
@@ -424,23 +488,24 @@ function toolFields(t) {
     }
   };
   fill(type, t);
-  typeField.querySelector('select').addEventListener('change', (ev) => fill(/** @type {HTMLSelectElement} */ (ev.target).value, null));
+  /** @type {HTMLSelectElement} */ (typeField.querySelector('select')).addEventListener('change', (ev) => fill(/** @type {HTMLSelectElement} */ (ev.target).value, null));
   return [typeField, own, description];
 }
 
-/** An analysis field's box: name, type, description, and the choices of an "enum". */
+/** An analysis field's box: name, type, description, and the choices of an "enum". @param {Json | null} f */
 function analysisFields(f) {
   const type = f?.type || 'string';
   const typeField = keyed('type', { label: 'Type', type: 'select', options: FIELD_TYPES, value: type });
   const choices = keyed('choices', {
     label: 'Choices', rows: 3, wrap: 'ag-area', value: (f?.choices || []).join('\n'), required: true, hint: 'One a line (1 to 50).',
   }, areaField);
+  /** @param {string} kind */
   const show = (kind) => {
     choices.hidden = kind !== 'enum';
     /** @type {HTMLTextAreaElement} */ (choices.querySelector('textarea')).disabled = kind !== 'enum';
   };
   show(type);
-  typeField.querySelector('select').addEventListener('change', (ev) => show(/** @type {HTMLSelectElement} */ (ev.target).value));
+  /** @type {HTMLSelectElement} */ (typeField.querySelector('select')).addEventListener('change', (ev) => show(/** @type {HTMLSelectElement} */ (ev.target).value));
   return [
     keyed('name', { label: 'Name', required: true, maxlength: 64, autocomplete: 'off', spellcheck: 'false', value: f?.name || '', hint: 'The key in the call’s analysis.' }),
     typeField,
@@ -449,20 +514,28 @@ function analysisFields(f) {
   ];
 }
 
-/** Reads the form into settings (settingsOf's shape); a voice or model half filled in is an error beside its field. */
+/**
+ * Reads the form into settings (settingsOf's shape); a voice or model half filled in is an error beside its field.
+ * @param {HTMLFormElement} formEl
+ */
 function readSettings(formEl) {
+  /** @param {string} name */
   const value = (name) => {
     const c = /** @type {HTMLInputElement | null} */ (formEl.elements.namedItem(name));
     return c && !c.disabled ? c.value.trim() : '';
   };
+  /** @param {string} name */
   const number = (name) => (value(name) === '' ? null : Number(value(name)));
+  /** @type {import('./api.js').ErrorDetail[]} */
   const details = [];
+  /** A voice or a model: null when none of it is filled in. @param {string} group @param {string[]} keys @param {string} extra */
   const pair = (group, keys, extra) => {
     const filled = [...keys, extra].some((k) => value(`${group}.${k}`) !== '');
     if (!filled) return null;
     for (const k of keys) if (!value(`${group}.${k}`)) details.push({ field: `${group}.${k}`, message: `is needed for a ${group}` });
     return Object.fromEntries([...keys.map((k) => [k, value(`${group}.${k}`)]), [extra, number(`${group}.${extra}`)]]);
   };
+  /** @param {string} list */
   const cards = (list) => [...formEl.querySelectorAll(`fieldset[name^="${list}["]`)];
   const settings = {
     firstMessage: orNull(value('firstMessage')),
@@ -490,10 +563,11 @@ function readSettings(formEl) {
   return settings;
 }
 
-/** A read-only account of the settings (for those who may not change them). */
+/** A read-only account of the settings (for those who may not change them). @param {Json} a */
 function settingsFacts(a) {
   const s = settingsOf(a);
   const none = (text = 'Not set') => h('span', { class: 'muted' }, text);
+  /** @param {...unknown} xs */
   const parts = (...xs) => xs.filter(Boolean).join(' · ');
   return h('dl', { class: 'ag-facts card' },
     h('div', { class: 'ag-wide' }, h('dt', null, 'First message'), h('dd', { class: 'ag-pre' }, s.firstMessage ?? none())),
@@ -516,13 +590,14 @@ function settingsFacts(a) {
       : none('Nothing extracted'))));
 }
 
-/** The settings section: a form for those who may write (only what changed is sent), else the facts. */
+/** The settings section: a form for those who may write (only what changed is sent), else the facts. @param {AgentCtx} ctx */
 function settingsSection(ctx) {
   const slot = h('div');
   const el = h('section', { class: 'section', 'aria-labelledby': 'ag-set-h' },
     h('h2', { id: 'ag-set-h', tabindex: '-1' }, 'Runtime settings'),
     h('p', { class: 'hint ag-set-lead' }, 'What a runtime needs besides the instructions. Each saved change is a new version in the history, with the instructions, so it can be compared and restored.'),
     slot);
+  /** @param {Json} a */
   const show = (a) => {
     if (!can('write')) return replace(slot, settingsFacts(a));
     const s = settingsOf(a);
@@ -547,6 +622,7 @@ function settingsSection(ctx) {
       submit: 'Save settings',
       onSubmit: async (_, formEl) => {
         const want = readSettings(formEl);
+        /** @type {Record<string, unknown>} */
         const have = settingsOf(ctx.agent);
         const body = Object.fromEntries(Object.entries(want).filter(([k, v]) => JSON.stringify(v) !== JSON.stringify(have[k])));
         if (!Object.keys(body).length) { toast('The settings have not changed'); return; }
@@ -554,7 +630,7 @@ function settingsSection(ctx) {
         try {
           a = await api('PUT', agentPath(ctx.id), body);
         } catch (err) {
-          for (const d of err.details || []) d.field = controlName(formEl, d.field);
+          if (err instanceof ApiError) for (const d of err.details) d.field = controlName(formEl, d.field);
           throw err;
         }
         ctx.agent = a;
@@ -572,10 +648,12 @@ function settingsSection(ctx) {
 
 // ---- instructions: editor, count, save, prompt-optimisation state
 
+/** @type {Record<string, [string, string]>} */
 const OPT = {
   queued: ['Queued', 'warn'], running: ['Running', 'warn'], completed: ['Up to date', 'ag-ok'], failed: ['Failed', 'ag-bad'],
 };
 
+/** @param {Json | null | undefined} po the promptOptimization @param {number} current the current version */
 function optimisation(po, current) {
   if (!po) return h('span', { class: 'muted' }, 'Unknown');
   const [label, kind] = OPT[po.status] || [po.status, ''];
@@ -589,6 +667,7 @@ function optimisation(po, current) {
 }
 
 /** What the optimisation's state means for the person, in plain words. */
+/** @type {Record<string, string>} */
 const OPT_MEANS = {
   queued: 'Queued means your saved text is waiting its turn to be prepared for conversations; it usually starts within seconds. Until it is done, new conversations use the previously prepared version.',
   running: 'Running means your saved text is being prepared for conversations now. Until it is done, new conversations use the previously prepared version.',
@@ -596,7 +675,7 @@ const OPT_MEANS = {
   failed: 'Failed: new conversations keep using the last text that was prepared. Saving the instructions again tries once more.',
 };
 
-/** The state line, what it means, and what prompt optimisation is (folded). */
+/** The state line, what it means, and what prompt optimisation is (folded). @param {Json | null | undefined} po */
 function optimisationHelp(po) {
   return [
     po && OPT_MEANS[po.status] && h('p', { class: 'hint ag-opt-means' }, OPT_MEANS[po.status]),
@@ -611,14 +690,17 @@ function optimisationHelp(po) {
   ];
 }
 
+/** @param {AgentCtx} ctx @returns {AgentCtx['instructions']} */
 function instructionsSection(ctx) {
   const write = can('write');
   const status = h('div', { class: 'ag-status' });
   const slot = h('div');
   const el = h('section', { class: 'section', 'aria-labelledby': 'ag-instr-h' },
     h('h2', { id: 'ag-instr-h', tabindex: '-1' }, 'Instructions'), status, slot);
+  /** @type {Json | null} */
   let saved = null;
 
+  /** @param {Json} ins */
   const showStatus = (ins) => replace(status,
     h('p', null, ins.version
       ? [badge(`Version ${num(ins.version)}`, 'accent'), ' set ', time(ins.updatedAt)]
@@ -635,6 +717,7 @@ function instructionsSection(ctx) {
     showStatus(ins);
   });
 
+  /** @param {Json} ins */
   const build = (ins) => {
     saved = ins;
     showStatus(ins);
@@ -646,7 +729,7 @@ function instructionsSection(ctx) {
     });
     if (!write) return ta.el;
     ta.control.addEventListener('input', () => {
-      unsaved.textContent = ta.control.value === saved.instructions ? '' : 'Unsaved changes';
+      unsaved.textContent = ta.control.value === saved?.instructions ? '' : 'Unsaved changes';
     });
     return form({
       fields: [ta.el],
@@ -681,10 +764,13 @@ function instructionsSection(ctx) {
 
 // ---- history, restore
 
+/** @param {AgentCtx} ctx @returns {AgentCtx['history']} */
 function historySection(ctx) {
+  /** @type {(() => Promise<void>) | undefined} */
   let again;
   const box = loader(async (run) => {
     again = run;
+    /** @type {Json[]} */
     const items = (await api('GET', `${agentPath(ctx.id)}/instructions/history`)) || [];
     const rows = items.map((v) => h('tr', null,
       h('th', { scope: 'row', class: 'nowrap' }, `Version ${num(v.version)}`),
@@ -695,7 +781,7 @@ function historySection(ctx) {
       h('td', { class: 'actions' },
         h('a', {
           class: 'btn secondary small', href: hrefWith({ compare: v.version }), 'aria-label': `Compare version ${v.version} with the current version`,
-          onclick: (ev) => { ev.preventDefault(); showDiff(ctx, v.version, true); },
+          onclick: (/** @type {Event} */ ev) => { ev.preventDefault(); showDiff(ctx, v.version, true); },
         }, 'Compare'),
         can('write') && [' ', h('button', {
           type: 'button', class: 'btn secondary small', 'aria-label': `Restore version ${v.version}`,
@@ -712,8 +798,10 @@ function historySection(ctx) {
   return { el, reload: () => again?.() };
 }
 
+/** @param {unknown} s */
 const firstLine = (s) => (String(s).split('\n').find((l) => l.trim()) || '').trim().slice(0, 120);
 
+/** @param {AgentCtx} ctx @param {number} version */
 function restore(ctx, version) {
   return confirmDialog({
     title: `Restore version ${version}?`,
@@ -731,12 +819,13 @@ function restore(ctx, version) {
     ctx.instructions.reload();
     ctx.history.reload();
     api('GET', agentPath(ctx.id)).then((a) => { ctx.agent = a; ctx.settings.show(a); }, () => {});
-    ctx.instructions.el.querySelector('h2').focus();
+    ctx.instructions.el.querySelector('h2')?.focus();
   });
 }
 
 // ---- diff of a saved version against the current text
 
+/** @param {AgentCtx} ctx */
 function closeDiff(ctx) {
   replace(ctx.diffSlot);
   if (new URLSearchParams(location.search).has('compare')) history.replaceState(null, '', hrefWith({ compare: null }));
@@ -766,6 +855,10 @@ function diffCount(ops) {
   return { changed: added + removed > 0, text: `${num(added)} ${added === 1 ? 'line' : 'lines'} added, ${num(removed)} removed` };
 }
 
+/**
+ * Version `version` against the current text and settings, in the diff slot.
+ * @param {AgentCtx} ctx @param {number} version @param {boolean} push a new history entry (?compare=)
+ */
 function showDiff(ctx, version, push) {
   if (push) history.pushState(null, '', hrefWith({ compare: version }));
   const heading = h('h2', { tabindex: '-1' }, `Version ${num(version)} compared with the current version`);
@@ -798,15 +891,15 @@ function showDiff(ctx, version, push) {
           h('div', { class: 'ag-diff-col' },
             h('h3', null, 'Runtime settings'),
             settings
-              ? [h('p', null, h('strong', null, settingsCount.text), ' (as JSON).'),
-                !settingsCount.changed && h('p', { class: 'muted' }, 'The settings are the same.'),
+              ? [h('p', null, h('strong', null, settingsCount?.text), ' (as JSON).'),
+                !settingsCount?.changed && h('p', { class: 'muted' }, 'The settings are the same.'),
                 diffList(settings, `Line differences of the runtime settings, version ${version} to current`)]
               : h('p', { class: 'muted' }, 'This version has no settings recorded.'))),
         h('div', { class: 'form-actions' },
           can('write') && h('button', { type: 'button', class: 'btn primary', onclick: () => restore(ctx, version) }, `Restore version ${num(version)}`),
           h('a', {
             class: 'btn secondary', href: hrefWith({ compare: null }),
-            onclick: (ev) => { ev.preventDefault(); closeDiff(ctx); ctx.history.el.querySelector('h2').focus(); },
+            onclick: (/** @type {Event} */ ev) => { ev.preventDefault(); closeDiff(ctx); ctx.history.el.querySelector('h2')?.focus(); },
           }, 'Close comparison')),
       ];
     })));
@@ -817,6 +910,8 @@ function showDiff(ctx, version, push) {
  * A line diff by longest common subsequence: [[op, line]] with op '-' (only in a), '+' (only
  * in b) or ' ' (both). The common head and tail are cut first; a middle too large for the
  * table (over 4 million cells) is shown as removed then added.
+ * @param {unknown} a @param {unknown} b
+ * @returns {string[][]}
  */
 export function lineDiff(a, b) {
   const x = String(a).split('\n');
@@ -830,6 +925,7 @@ export function lineDiff(a, b) {
   const tail = x.slice(ex).map((l) => [' ', l]);
   const n = ex - s;
   const m = ey - s;
+  /** @type {string[][]} */
   const mid = [];
   if (n * m > 4e6) {
     for (let i = s; i < ex; i += 1) mid.push(['-', x[i]]);

@@ -7,11 +7,12 @@
 // team and once for each of the first MAX_AGENTS agents (by name), in parallel; a team with more
 // agents is told so, and any agent can be chosen in the filter.
 import { h, append, field, form, loader, table, num, navigate, section, hrefWith, enc, tile, alertBox, showFormError, errorText } from './dom.js';
-import { api, actingTeam } from './api.js';
+import { api, actingTeam, ApiError } from './api.js';
 import { barChart, sparkBars, shareTable, share } from './charts.js';
 import { SENTIMENTS, REASONS, fillAgents } from './pages-calls.js';
 
 /** @typedef {import('./dom.js').PageContext} PageContext */
+/** @typedef {import('./api.js').Json} Json */
 /** @typedef {{date: string, calls: number, minutes: number, successful: number, unsuccessful: number, sentiment: Record<string, number>, disconnectionReasons: Record<string, number>, cost: number}} Day */
 
 const MAX_AGENTS = 20;
@@ -34,7 +35,7 @@ export function sum(days) {
     disconnectionReasons: Object.fromEntries(Object.keys(REASONS).map((k) => [k, 0])),
   };
   for (const d of days) {
-    for (const k of ['calls', 'minutes', 'successful', 'unsuccessful', 'cost']) t[k] += Number(d[k]) || 0;
+    for (const k of /** @type {const} */ (['calls', 'minutes', 'successful', 'unsuccessful', 'cost'])) t[k] += Number(d[k]) || 0;
     for (const k of Object.keys(t.sentiment)) t.sentiment[k] += Number(d.sentiment?.[k]) || 0;
     for (const k of Object.keys(t.disconnectionReasons)) t.disconnectionReasons[k] += Number(d.disconnectionReasons?.[k]) || 0;
   }
@@ -68,6 +69,7 @@ export function analytics({ view, query }) {
   const range = new URLSearchParams({ interval: 'day' });
   if (query.get('from')) range.set('from', from);
   if (query.get('to')) range.set('to', to);
+  /** @param {string} agent an agent's id, or '' for the team */
   const path = (agent) => `/v1/analytics/calls?${range}${agent ? `&agentId=${enc(agent)}` : ''}`;
 
   const team = loader(async () => {
@@ -75,7 +77,7 @@ export function analytics({ view, query }) {
     try {
       days = /** @type {Day[]} */ (await api('GET', path(agentId))) || [];
     } catch (err) {
-      if (err?.status !== 400) throw err;
+      if (!(err instanceof ApiError) || err.status !== 400) throw err;
       if (err.details?.length) showFormError(filters, err);
       return alertBox(`This range cannot be shown${err.details?.length ? ': correct the marked fields' : ` (${errorText(err)})`}.`);
     }
@@ -142,7 +144,7 @@ function dayTable(days) {
 /** A row per agent (the first MAX_AGENTS by name), each from its own request. @param {(agent: string) => string} path */
 function perAgent(path) {
   return loader(async () => {
-    const agents = ((await api('GET', '/v1/agents')) || []).slice()
+    const agents = (/** @type {Json[] | null} */ (await api('GET', '/v1/agents')) || []).slice()
       .sort((a, b) => String(a.name).localeCompare(String(b.name)));
     const shown = agents.slice(0, MAX_AGENTS);
     const series = await Promise.all(shown.map((a) => api('GET', path(a.id)).catch(() => null)));

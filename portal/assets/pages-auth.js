@@ -1,10 +1,15 @@
 // @ts-check
 // Pages that need no session: sign in, sign up, accept an invitation, ask for and use a reset link.
 import { h, field, form, alertBox, errorText, navigate, replace, enc, time } from './dom.js';
-import { api, state, startSession, safeNext } from './api.js';
+import { api, state, startSession, safeNext, ApiError } from './api.js';
 import { passkeysSupported, usePasskey } from './passkeys.js';
 
 /** @typedef {import('./dom.js').PageContext} PageContext */
+/** @typedef {import('./api.js').Json} Json */
+/**
+ * What a sign-in answers (a Session), with the passkeys that still sign in after a reset.
+ * @typedef {import('./api.js').Session & {passkeys?: Array<{name: string}>}} NewSession
+ */
 
 const PASSWORD_HINT = '10 to 256 characters, hard to guess: a few unrelated words work well.';
 
@@ -18,6 +23,7 @@ const names = () => [
   field({ name: 'lastName', label: 'Last name', autocomplete: 'family-name', required: true, maxlength: 50 }),
 ];
 
+/** @param {HTMLElement} view */
 function notice(view) {
   if (state.notice) {
     view.append(alertBox(state.notice, { kind: 'info' }));
@@ -42,7 +48,7 @@ export function signIn({ view, query }) {
         try {
           answer = await api('POST', '/v1/auth/sign-in', { email, password });
         } catch (err) {
-          if (err.status === 429 && !err.retryAfter) err.message = 'Too many sign-in attempts. Wait a minute and try again.';
+          if (err instanceof ApiError && err.status === 429 && !err.retryAfter) err.message = 'Too many sign-in attempts. Wait a minute and try again.';
           throw err;
         }
         // 202: the password was right and a second factor is asked for.
@@ -51,7 +57,7 @@ export function signIn({ view, query }) {
       },
     }),
     h('p', { class: 'auth-links' }, h('a', { href: '/forgot' }, 'Forgot password?')),
-    passkeysSupported() && passkeyButton(next),
+    passkeysSupported() ? passkeyButton(next) : '',
     h('p', { class: 'auth-links' }, h('a', { href: `/sign-in/sso${next === '/' ? '' : `?next=${encodeURIComponent(next)}`}` }, 'Sign in with single sign-on')),
     links,
   );
@@ -60,7 +66,10 @@ export function signIn({ view, query }) {
   }).catch(() => { /* no link then */ });
 }
 
-/** "Sign in with a passkey": no e-mail, no password; the passkey names its person. */
+/**
+ * "Sign in with a passkey": no e-mail, no password; the passkey names its person.
+ * @param {string} next where to go once signed in
+ */
 function passkeyButton(next) {
   const slot = h('div', { class: 'form-alert' });
   const button = h('button', {
@@ -73,7 +82,7 @@ function passkeyButton(next) {
         const credential = await usePasskey(options.options);
         signedIn(await api('POST', '/v1/auth/passkey', { ceremony: options.ceremony, credential }), next);
       } catch (err) {
-        replace(slot, alertBox(err.name === 'NotAllowedError' ? 'The passkey was not used.' : errorText(err)));
+        replace(slot, alertBox(err instanceof Error && err.name === 'NotAllowedError' ? 'The passkey was not used.' : errorText(err)));
         button.disabled = false;
       }
     },
@@ -125,6 +134,8 @@ export function ssoCallback({ view, query }) {
 /**
  * Where a new session goes: its page; the set-up of a second factor the team requires; or,
  * after a password reset, the security page with the passkeys that still sign in.
+ * @param {NewSession} session
+ * @param {string} next
  */
 function signedIn(session, next) {
   startSession(session);
@@ -147,7 +158,12 @@ export function passkeysNotice(passkeys) {
   return `Your password is changed. ${passkeys.length === 1 ? 'This passkey still signs' : 'These passkeys still sign'} in as you without it: ${names}. If you do not know one, remove it below.`;
 }
 
-/** The second step of a sign-in: a code of the authenticator app, or a recovery code. */
+/**
+ * The second step of a sign-in: a code of the authenticator app, or a recovery code.
+ * @param {HTMLElement} view
+ * @param {{challenge: string, methods: string[]}} challenge the answer 202 of a sign-in
+ * @param {string} next
+ */
 function secondStep(view, challenge, next) {
   const withPasskey = challenge.methods.includes('passkey') && passkeysSupported();
   const passkeyError = h('div', { class: 'form-alert' });
@@ -161,7 +177,7 @@ function secondStep(view, challenge, next) {
         const body = { challenge: challenge.challenge, passkey: { ceremony: options.ceremony, credential } };
         signedIn(await api('POST', '/v1/auth/sign-in/verify', body), next);
       } catch (err) {
-        replace(passkeyError, alertBox(err.name === 'NotAllowedError' ? 'The passkey was not used.' : errorText(err)));
+        replace(passkeyError, alertBox(err instanceof Error && err.name === 'NotAllowedError' ? 'The passkey was not used.' : errorText(err)));
       }
     },
   }, 'Use a passkey');
@@ -237,7 +253,7 @@ export function invite({ view, params }) {
         try {
           startSession(await api('POST', '/v1/auth/accept-invite', { token: params[0], password, firstName, lastName }));
         } catch (err) {
-          if (err.status === 404) err.message = 'This invitation link is not valid: it may have been used already or have expired. Ask whoever invited you for a new one.';
+          if (err instanceof ApiError && err.status === 404) err.message = 'This invitation link is not valid: it may have been used already or have expired. Ask whoever invited you for a new one.';
           throw err;
         }
         navigate('/', { replace: true });
@@ -261,7 +277,7 @@ export function forgot({ view }) {
         try {
           await api('POST', '/v1/auth/forgot', { email });
         } catch (err) {
-          if (err.status === 429 && !err.retryAfter) err.message = 'Too many requests for this address. Wait a few minutes and try again.';
+          if (err instanceof ApiError && err.status === 429 && !err.retryAfter) err.message = 'Too many requests for this address. Wait a few minutes and try again.';
           throw err;
         }
         replace(done, alertBox(`If an account uses ${email}, a link to reset its password is on its way. It works once, for 1 day.`, { kind: 'info' }));
@@ -283,7 +299,7 @@ export function reset({ view, params }) {
         try {
           answer = await api('POST', '/v1/auth/reset', { token: params[0], password });
         } catch (err) {
-          if (err.status === 404) err.message = 'This reset link is not valid: it may have been used already or have expired. Ask an owner of your team for a new one.';
+          if (err instanceof ApiError && err.status === 404) err.message = 'This reset link is not valid: it may have been used already or have expired. Ask an owner of your team for a new one.';
           throw err;
         }
         // 202: the password is set, and the person's second factor signs them in.

@@ -6,19 +6,54 @@ import {
   h, append, replace, field, form, loader, table, badge, time, num, alertBox, errorText,
   confirmDialog, toast, section, ACTIONS, uid, colorDot, enc, focusTitle, plural, contactName, phoneText,
 } from './dom.js';
-import { api, can, actingTeam } from './api.js';
+import { api, can, actingTeam, ApiError } from './api.js';
 
 /** @typedef {import('./dom.js').PageContext} PageContext */
+/** @typedef {import('./api.js').Json} Json */
+/** @typedef {import('./api.js').ListAnswer} ListAnswer */
+/**
+ * A column of the board: its stage and elements, how many contacts it holds (`total`), the ids of
+ * the cards it shows, the next page to read and how many cards moved out since the last read.
+ * @typedef {object} Column
+ * @property {Json} stage
+ * @property {HTMLElement} el
+ * @property {HTMLUListElement} listEl
+ * @property {HTMLSpanElement} count
+ * @property {HTMLButtonElement} more
+ * @property {number} total
+ * @property {number} next
+ * @property {number} outs
+ * @property {Set<string>} ids
+ * @property {(n: number) => void} setCount
+ * @property {() => Promise<void>} load
+ */
+/**
+ * What the columns and cards of a board share; `dragging` is the card being dragged.
+ * @typedef {object} BoardCtx
+ * @property {Json} board
+ * @property {Json[]} stages in their order
+ * @property {Map<string, Column>} cols by stage id
+ * @property {boolean} writer
+ * @property {HTMLElement} notice
+ * @property {AbortSignal} signal
+ * @property {number} per contacts per page
+ * @property {{contact: Json, li: Card, col: Column} | null} [dragging]
+ */
 
 const PAGE = 50; // contacts per column and per "Load more" (?limit=1..100 in the address changes it)
 
+/** @param {string | null | undefined} color */
 const dot = (color) => colorDot(color, 'stage-dot');
 
-/** The API's details for `stages[i].name` as words (the form shows them above the button). */
+/**
+ * The API's details for `stages[i].name` as words (the form shows them above the button).
+ * @param {unknown} err what a `catch` caught @param {string[]} [names] the stages' names, in order
+ */
 function stageDetails(err, names = []) {
-  err.details = (err.details || []).map((d) => {
+  if (!(err instanceof ApiError)) return err;
+  err.details = err.details.map((d) => {
     const m = /^stages\[(\d+)\]\.(\w+)$/.exec(String(d.field || ''));
-    if (m) return { message: `Stage ${Number(m[1]) + 1}${names[m[1]] ? ` (“${names[m[1]]}”)` : ''}: ${d.message}.` };
+    if (m) return { message: `Stage ${Number(m[1]) + 1}${names[Number(m[1])] ? ` (“${names[Number(m[1])]}”)` : ''}: ${d.message}.` };
     if (d.field === 'stages') return { field: 'stages', message: d.message };
     return d;
   });
@@ -30,9 +65,11 @@ function stageDetails(err, names = []) {
 /** @param {PageContext} ctx */
 export function list({ view }) {
   const writer = can('write');
+  /** @type {() => Promise<void>} */
   let reload;
   const boards = loader(async (again) => {
     reload = again;
+    /** @type {Json[]} */
     const items = await api('GET', '/v1/boards');
     return table(writer ? ['Board', 'Stages', 'Contacts', 'Created', ACTIONS] : ['Board', 'Stages', 'Contacts', 'Created'],
       items.map((b) => boardRow(b, writer, () => reload())),
@@ -66,7 +103,9 @@ export function list({ view }) {
   append(view, parts);
 }
 
+/** @param {Json} b a Board @param {boolean} writer @param {() => void} reload */
 function boardRow(b, writer, reload) {
+  /** @type {Json[]} */
   const stages = b.stages || [];
   return h('tr', null,
     h('th', { scope: 'row' }, h('a', { href: `/boards/${enc(b.id)}` }, b.name)),
@@ -98,7 +137,7 @@ export function detail({ view, params, query, signal }) {
     try {
       board = await api('GET', `/v1/boards/${enc(boardId)}`);
     } catch (err) {
-      if (err.status === 404) {
+      if (err instanceof ApiError && err.status === 404) {
         return [alertBox('This board does not exist, or it belongs to another team.', { kind: 'info' }),
           h('p', null, h('a', { href: '/boards' }, 'Back to the boards'))];
       }
@@ -112,11 +151,15 @@ export function detail({ view, params, query, signal }) {
   }, 'Loading the board…'));
 }
 
+/** @param {Json} board @param {() => void} reload @param {AbortSignal} signal @param {number} per */
 function boardView(board, reload, signal, per) {
   const writer = can('write');
+  /** @type {Json[]} */
   const stages = [...(board.stages || [])].sort((a, b) => a.position - b.position);
   const notice = h('div', { class: 'board-notice', role: 'alert' });
+  /** @type {Map<string, Column>} */
   const cols = new Map(); // stageId → column state
+  /** @type {BoardCtx} */
   const ctx = { board, stages, cols, writer, notice, signal, per };
   for (const s of stages) cols.set(s.id, column(s, ctx));
   /** @type {import('./dom.js').Child[]} */ 
@@ -132,6 +175,7 @@ function boardView(board, reload, signal, per) {
   return parts;
 }
 
+/** @param {Json} stage @param {BoardCtx} ctx @returns {Column} */
 function column(stage, ctx) {
   const headId = uid('col');
   const count = h('span', { class: 'col-count' }, '…');
@@ -142,7 +186,8 @@ function column(stage, ctx) {
   const el = h('section', { class: 'kanban-col', 'data-stage': stage.id, 'aria-labelledby': headId },
     h('h2', { class: 'col-head', id: headId }, dot(stage.color), h('span', { class: 'col-name' }, stage.name), count, countText),
     listEl, status, more);
-  const col = { stage, el, listEl, count, more, total: 0, next: 1, outs: 0, ids: new Set() };
+  // setCount and load are added below.
+  const col = /** @type {Column} */ ({ stage, el, listEl, count, more, total: 0, next: 1, outs: 0, ids: new Set() });
   col.setCount = (n) => {
     col.total = Math.max(0, n);
     count.textContent = num(col.total);
@@ -159,10 +204,11 @@ function column(stage, ctx) {
     try {
       // Moves out of this column shift the pages on the server: read back far enough to miss none.
       const from = Math.max(1, col.next - Math.ceil(col.outs / ctx.per));
+      /** @type {ListAnswer | undefined} */
       let res;
       for (let p = from; p <= col.next; p += 1) {
         const q = new URLSearchParams({ boardId: ctx.board.id, stageId: stage.id, page: String(p), limit: String(ctx.per), sortBy: 'createdAt', sortOrder: 'desc' });
-        res = await api('GET', `/v1/contacts?${q}`, undefined, { full: true });
+        res = /** @type {ListAnswer} */ (await api('GET', `/v1/contacts?${q}`, undefined, { full: true }));
         if (ctx.signal.aborted) return;
         for (const c of res.data || []) {
           if ([...ctx.cols.values()].some((o) => o.ids.has(c.id))) continue;
@@ -172,7 +218,7 @@ function column(stage, ctx) {
       }
       col.next += 1;
       col.outs = 0;
-      col.setCount(res.pagination?.totalCount ?? listEl.children.length);
+      col.setCount(res?.pagination?.totalCount ?? listEl.children.length);
     } catch (err) {
       replace(status, alertBox(`Could not load the contacts of “${stage.name}”: ${errorText(err)}`, {
         action: h('button', { type: 'button', class: 'btn secondary small', onclick: col.load }, 'Try again'),
@@ -184,10 +230,11 @@ function column(stage, ctx) {
   };
   more.addEventListener('click', col.load);
   if (ctx.writer) {
+    /** @param {DragEvent} ev */
     const over = (ev) => {
       if (!ctx.dragging) return;
       ev.preventDefault();
-      ev.dataTransfer.dropEffect = 'move';
+      if (ev.dataTransfer) ev.dataTransfer.dropEffect = 'move';
       el.classList.add('drop-target');
     };
     el.addEventListener('dragenter', over);
@@ -205,20 +252,23 @@ function column(stage, ctx) {
   return col;
 }
 
-/** A contact's card: an <li> that knows its column. @typedef {HTMLLIElement & {col?: any}} Card */
+/** A contact's card: an <li> that knows its column. @typedef {HTMLLIElement & {col: Column}} Card */
 
+/** @param {Json} c a Contact @param {Column} col @param {BoardCtx} ctx */
 function card(c, col, ctx) {
   const name = contactName(c);
   const li = /** @type {Card} */ (h('li', { class: 'kanban-card', 'data-contact': c.id },
     h('h3', { class: 'card-name' }, h('a', { href: `/contacts/${enc(c.id)}`, draggable: 'false' }, name)),
     c.number && h('p', { class: 'card-phone' }, phoneText(c.number)),
-    (c.tags || []).length > 0 && h('p', { class: 'card-tags' }, c.tags.map((t) => badge(t.name)))));
+    (c.tags || []).length > 0 && h('p', { class: 'card-tags' }, c.tags.map((/** @type {import('./api.js').Tag} */ t) => badge(t.name)))));
   if (!ctx.writer) return li;
   li.setAttribute('draggable', 'true');
   li.addEventListener('dragstart', (ev) => {
     ctx.dragging = { contact: c, li, col: li.col };
-    ev.dataTransfer.effectAllowed = 'move';
-    ev.dataTransfer.setData('text/plain', name);
+    if (ev.dataTransfer) {
+      ev.dataTransfer.effectAllowed = 'move';
+      ev.dataTransfer.setData('text/plain', name);
+    }
     li.classList.add('dragging');
   });
   li.addEventListener('dragend', () => {
@@ -230,7 +280,7 @@ function card(c, col, ctx) {
   return li;
 }
 
-/** The keyboard way: a "Move to" list of the other stages. */
+/** The keyboard way: a "Move to" list of the other stages. @param {Json} c @param {Card} li @param {BoardCtx} ctx */
 function mover(c, li, ctx) {
   const id = uid('move');
   const select = h('select', { id, class: 'compact card-move' },
@@ -243,6 +293,11 @@ function mover(c, li, ctx) {
   return h('div', { class: 'card-mover' }, h('label', { for: id, class: 'sr-only' }, `Move ${contactName(c)} to another stage`), select);
 }
 
+/**
+ * Moves a card to another column at once, and the contact to its stage (back on an error).
+ * @param {Json} c @param {Card} li @param {Column} from @param {Column} to @param {BoardCtx} ctx
+ * @param {boolean} byKeyboard the focus goes back to the card's "Move to" list
+ */
 async function move(c, li, from, to, ctx, byKeyboard) {
   const name = contactName(c);
   const before = li.nextSibling;
@@ -258,10 +313,10 @@ async function move(c, li, from, to, ctx, byKeyboard) {
   li.classList.add('moving');
   li.setAttribute('aria-busy', 'true');
   const refreshMover = () => {
-    const old = li.querySelector('.card-mover');
+    const old = /** @type {Element} */ (li.querySelector('.card-mover'));
     const fresh = mover(c, li, ctx);
     old.replaceWith(fresh);
-    if (byKeyboard) fresh.querySelector('select').focus();
+    if (byKeyboard) fresh.querySelector('select')?.focus();
   };
   try {
     await api('PUT', `/v1/contacts/${enc(c.id)}`, { crmStageId: to.stage.id });
@@ -285,8 +340,15 @@ async function move(c, li, from, to, ctx, byKeyboard) {
 
 // ---------------------------------------------------------------- the stages editor
 
+/**
+ * A stage of the editor: its id (null for a new one), its <li>, its name and buttons.
+ * @typedef {{id: string | null, el: HTMLLIElement, input: HTMLInputElement, label: HTMLLabelElement, up: HTMLButtonElement, down: HTMLButtonElement, remove: HTMLButtonElement}} StageRow
+ */
+
+/** @param {Json} board @param {Json[]} stages @param {() => void} reload */
 function stageEditor(board, stages, reload) {
   const rowsEl = h('ol', { class: 'stage-rows' });
+  /** @type {StageRow[]} */
   let rows = [];
   const labels = () => {
     rows.forEach((r, i) => {
@@ -302,6 +364,7 @@ function stageEditor(board, stages, reload) {
     });
   };
   const renumber = () => { labels(); replace(rowsEl, rows.map((r) => r.el)); };
+  /** @param {StageRow} r @param {number} by @param {HTMLButtonElement} btn */
   const shift = (r, by, btn) => {
     const i = rows.indexOf(r);
     const j = i + by;
@@ -310,9 +373,11 @@ function stageEditor(board, stages, reload) {
     renumber();
     (btn.disabled ? r.input : btn).focus();
   };
+  /** @param {Json | null} s a stage of the board, null for a new one */
   const addRow = (s) => {
     const f = field({ name: 'stage', label: 'Stage', required: true, maxlength: 50, autocomplete: 'off', value: s?.name ?? '' });
-    const r = { id: s?.id || null, el: null, input: f.querySelector('input'), label: f.querySelector('label') };
+    // el and the buttons are added below.
+    const r = /** @type {StageRow} */ ({ id: s?.id || null, input: f.querySelector('input'), label: f.querySelector('label') });
     r.up = h('button', { type: 'button', class: 'btn secondary small', onclick: () => shift(r, -1, r.up) }, 'Up');
     r.down = h('button', { type: 'button', class: 'btn secondary small', onclick: () => shift(r, 1, r.down) }, 'Down');
     r.remove = h('button', { type: 'button', class: 'btn danger-quiet small', onclick: () => {
@@ -336,11 +401,11 @@ function stageEditor(board, stages, reload) {
   const undo = h('button', { type: 'button', class: 'btn secondary', onclick: () => {
     fill();
     nameInput.value = board.name;
-    replace(editor.querySelector('.form-alert'));
+    replace(/** @type {Element} */ (editor.querySelector('.form-alert')));
     toast('Changes undone');
   } }, 'Undo changes');
   const nameField = field({ name: 'name', label: 'Board name', required: true, maxlength: 100, autocomplete: 'off', value: board.name });
-  const nameInput = nameField.querySelector('input');
+  const nameInput = /** @type {HTMLInputElement} */ (nameField.querySelector('input'));
   const editor = form({
     className: 'stack stage-editor',
     fields: [
@@ -355,8 +420,8 @@ function stageEditor(board, stages, reload) {
       try {
         await api('PUT', `/v1/boards/${enc(board.id)}`, { name: v.name, stages: list });
       } catch (err) {
-        if (err.status === 409) {
-          const held = (err.details || []).map((d) => /stage (\S+) \((.*)\) holds (\d+)/.exec(d.message || '')).filter(Boolean);
+        if (err instanceof ApiError && err.status === 409) {
+          const held = err.details.map((d) => /stage (\S+) \((.*)\) holds (\d+)/.exec(d.message || '')).filter((m) => m !== null);
           if (held.length) {
             err.message = held.map(([, , n, k]) => `The stage “${n}” still holds ${plural(Number(k), 'contact')}, so it cannot be removed.`).join(' ');
             err.details = [];

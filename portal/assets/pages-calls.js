@@ -6,13 +6,17 @@ import {
   h, replace, field, form, loader, table, badge, time, num, alertBox, errorText, showFormError,
   confirmDialog, toast, navigate, section, pager, pageOf, hrefWith, every, enc, liveTable, phone, phoneText,
 } from './dom.js';
-import { api, can, withTeam } from './api.js';
+import { api, can, withTeam, ApiError } from './api.js';
 
 /** @typedef {import('./dom.js').PageContext} PageContext */
+/** @typedef {import('./dom.js').Child} Child */
+/** @typedef {import('./dom.js').FieldSpec} FieldSpec */
+/** @typedef {import('./api.js').Json} Json */
+/** @typedef {import('./api.js').ListAnswer} ListAnswer */
 
 // ---------------------------------------------------------------- shared parts
 
-/** 75 → "1:15", 3725 → "1:02:05". */
+/** 75 → "1:15", 3725 → "1:02:05". @param {unknown} sec */
 function clock(sec) {
   if (typeof sec !== 'number' || !Number.isFinite(sec)) return '—';
   const s = Math.max(0, Math.floor(sec));
@@ -22,7 +26,7 @@ function clock(sec) {
   return hh ? `${hh}:${String(mm).padStart(2, '0')}:${ss}` : `${mm}:${ss}`;
 }
 
-/** A duration for people: "1 min 15 s" (and the clock as its title). */
+/** A duration for people: "1 min 15 s" (and the clock as its title). @param {unknown} sec */
 function duration(sec) {
   if (typeof sec !== 'number') return null;
   const m = Math.floor(sec / 60);
@@ -30,17 +34,23 @@ function duration(sec) {
   return h('span', { class: 'nowrap', title: clock(sec) }, text);
 }
 
+/** @param {unknown} v */
 function score(v) {
   if (typeof v !== 'number') return h('span', { class: 'muted' }, '—');
   return v >= 0 && v <= 1 ? `${Math.round(v * 100)}%` : num(v);
 }
 
+/** @type {Record<string, string>} */
 const STATUS_KIND = { completed: 'cc-ok', 'in-progress': 'accent', active: 'accent', ended: '', 'no-answer': 'warn', failed: 'warn', busy: 'warn' };
+/** @param {string} s */
 const statusBadge = (s) => badge(String(s || '—').replace(/[-_]/g, ' '), STATUS_KIND[s] ?? '');
 
 // A call's outcome (issue 41), in words: the API's values are for programs.
+/** @type {Record<string, string>} */
 export const SENTIMENTS = { positive: 'Positive', neutral: 'Neutral', negative: 'Negative', unknown: 'Unknown' };
+/** @type {Record<string, string>} */
 const SENTIMENT_KIND = { positive: 'cc-ok', negative: 'warn' };
+/** @type {Record<string, string>} */
 export const REASONS = {
   customer_hangup: 'Customer hung up', agent_hangup: 'Agent hung up', transfer: 'Transferred', voicemail: 'Reached voicemail',
   no_answer: 'No answer', busy: 'Line busy', error: 'Error', other: 'Other reason',
@@ -54,7 +64,7 @@ const reasonText = (r) => (r ? REASONS[r] || r : null);
 /** "12 credits" (a call's cost), "—" when unknown. @param {unknown} n */
 const credits = (n) => (typeof n === 'number' ? `${num(n)} ${n === 1 ? 'credit' : 'credits'}` : h('span', { class: 'muted' }, '—'));
 
-/** A call's outcome in a list cell: success, sentiment and how it ended, in words. */
+/** A call's outcome in a list cell: success, sentiment and how it ended, in words. @param {Json} c */
 function outcome(c) {
   const a = c.analysis;
   if (!a && !c.disconnectionReason) return h('span', { class: 'muted' }, '—');
@@ -64,17 +74,27 @@ function outcome(c) {
     c.disconnectionReason && h('span', { class: 'cc-reason' }, reasonText(c.disconnectionReason)));
 }
 
+/** @param {Json | null | undefined} a */
 const agentLink = (a) => (a ? h('a', { href: `/agents/${enc(a.id)}` }, a.name || a.id) : h('span', { class: 'muted' }, 'None'));
 
-/** The query of a list page (filters, sort, page) that its detail links carry. */
+/**
+ * The query of a list page (filters, sort, page) that its detail links carry.
+ * @param {URLSearchParams} query @param {string[]} keys
+ */
 function keep(query, keys) {
   const q = new URLSearchParams();
-  for (const k of [...keys, 'page']) if (query.get(k)) q.set(k, query.get(k));
+  for (const k of [...keys, 'page']) {
+    const v = query.get(k);
+    if (v) q.set(k, v);
+  }
   const s = q.toString();
   return s ? `?${s}` : '';
 }
 
-/** The API's query string for a list: the known keys of the address, then page (and limit). */
+/**
+ * The API's query string for a list: the known keys of the address, then page (and limit).
+ * @param {URLSearchParams} query @param {string[]} keys @param {number} page
+ */
 function apiQuery(query, keys, page) {
   const q = new URLSearchParams();
   for (const k of keys) {
@@ -86,7 +106,11 @@ function apiQuery(query, keys, page) {
   return q;
 }
 
-/** A filter form filled from the address; its submit navigates to base?<non-default values>. */
+/**
+ * A filter form filled from the address; its submit navigates to base?<non-default values>.
+ * @param {string} base @param {URLSearchParams} query @param {FieldSpec[]} fields
+ * @param {Record<string, string>} defaults
+ */
 function filterForm(base, query, fields, defaults) {
   const keys = fields.map((f) => f.name);
   const active = keys.some((k) => query.get(k) && query.get(k) !== defaults[k]);
@@ -117,7 +141,7 @@ function filterForm(base, query, fields, defaults) {
  * field). `ready` (the agents arriving) redraws the chips with the agent's name.
  * @param {HTMLFormElement} formEl
  * @param {URLSearchParams} query
- * @param {Array<{name: string, label: string}>} fields
+ * @param {FieldSpec[]} fields
  * @param {Record<string, string>} defaults
  * @param {Promise<unknown>} [ready]
  */
@@ -127,6 +151,7 @@ function foldedFilters(formEl, query, fields, defaults, ready) {
     h('summary', { class: 'btn secondary' }, 'Filters', active.length ? ` (${active.length} active)` : ''),
     formEl);
   const chips = h('ul', { class: 'cc-chips', 'aria-label': 'Active filters' });
+  /** @param {string} name */
   const valueText = (name) => {
     const control = formEl.elements.namedItem(name);
     if (control instanceof HTMLSelectElement) return control.selectedOptions[0]?.textContent || query.get(name);
@@ -146,14 +171,17 @@ function foldedFilters(formEl, query, fields, defaults, ready) {
   return h('div', { class: 'cc-filter-bar' }, box, active.length ? chips : null);
 }
 
-/** The agents for a filter's select: filled when they arrive; the chosen id stays listed. */
+/**
+ * The agents for a filter's select: filled when they arrive; the chosen id stays listed.
+ * @param {HTMLFormElement} formEl @param {string | null} chosen
+ */
 export function fillAgents(formEl, chosen) {
   const select = /** @type {HTMLSelectElement} */ (formEl.elements.namedItem('agentId'));
   if (!select) return Promise.resolve();
   if (chosen) select.append(h('option', { value: chosen }, `Agent ${chosen}`));
   select.value = chosen || '';
   return api('GET', '/v1/agents').then((agents) => {
-    const list = (agents || []).slice().sort((a, b) => String(a.name).localeCompare(String(b.name)));
+    const list = (/** @type {Json[] | null} */ (agents) || []).slice().sort((a, b) => String(a.name).localeCompare(String(b.name)));
     replace(select, h('option', { value: '' }, 'All agents'), list.map((a) => h('option', { value: a.id }, a.name || a.id)),
       chosen && !list.some((a) => a.id === chosen) && h('option', { value: chosen }, `Agent ${chosen}`));
     select.value = chosen || '';
@@ -164,12 +192,14 @@ export function fillAgents(formEl, chosen) {
 /**
  * A list's 400 (filters the API refuses) is shown beside the fields it names, with a way out;
  * other failures go to the loader (with its "Try again").
+ * @param {string} path @param {HTMLFormElement} formEl @param {string} base the list without filters
+ * @returns {Promise<ListAnswer & {bad?: HTMLElement}>}
  */
 async function listOrBadFilters(path, formEl, base) {
   try {
     return await api('GET', path, undefined, { full: true });
   } catch (err) {
-    if (err?.status !== 400) throw err;
+    if (!(err instanceof ApiError) || err.status !== 400) throw err;
     formEl.dispatchEvent(new Event('invalid-filters'));
     if (err.details?.length) showFormError(formEl, err);
     return { bad: alertBox(`These filters are not valid${err.details?.length ? ': correct the marked fields' : ` (${errorText(err)})`}.`, {
@@ -178,23 +208,26 @@ async function listOrBadFilters(path, formEl, base) {
   }
 }
 
-/** Clicking anywhere on a row follows its first link (the link itself is the keyboard way). */
+/** Clicking anywhere on a row follows its first link (the link itself is the keyboard way). @param {MouseEvent} ev */
 function rowClick(ev) {
-  if (ev.target.closest('a, button, input, select, label') || window.getSelection()?.toString()) return;
-  const a = ev.currentTarget.querySelector('a[href]');
-  if (a) navigate(a.getAttribute('href'));
+  if (/** @type {Element} */ (ev.target).closest('a, button, input, select, label') || window.getSelection()?.toString()) return;
+  const a = /** @type {HTMLElement} */ (ev.currentTarget).querySelector('a[href]');
+  if (a) navigate(/** @type {string} */ (a.getAttribute('href')));
 }
 
+/** Facts as a list of terms: [term, value] pairs; a false or null pair is left out. @param {Array<[string, Child] | false | null | undefined>} pairs */
 function facts(pairs) {
-  return h('dl', { class: 'cc-facts' }, pairs.filter(Boolean).map(([k, v]) => h('div', null, h('dt', null, k), h('dd', null, v ?? '—'))));
+  return h('dl', { class: 'cc-facts' }, pairs.filter((p) => !!p).map(([k, v]) => h('div', null, h('dt', null, k), h('dd', null, v ?? '—'))));
 }
 
 // ---------------------------------------------------------------- /calls
 
 const CALL_FILTERS = ['search', 'number', 'callType', 'agentId', 'sentiment', 'successful', 'disconnectionReason', 'minDuration', 'maxDuration', 'dateFrom', 'dateTo'];
 const CALL_KEYS = [...CALL_FILTERS, 'sortBy', 'sortOrder', 'limit'];
+/** @type {Record<string, string>} */
 const CALL_DEFAULTS = { callType: 'all', sortBy: 'createdAt', sortOrder: 'desc', limit: '20' };
 
+/** @returns {FieldSpec[]} */
 function callFields() {
   return [
     { name: 'search', label: 'Search', type: 'search', maxlength: 200, hint: 'Numbers, transcript or summary', autocomplete: 'off' },
@@ -214,9 +247,11 @@ function callFields() {
   ];
 }
 
+/** @param {Json} c */
 const callKey = (c) => JSON.stringify([c.createdAt, c.type, c.from, c.to, c.agent, c.duration, c.status, c.score, c.flagged, c.favorite, c.spam,
   c.analysis?.successful, c.analysis?.sentiment, c.disconnectionReason]);
 
+/** @param {Json} c a Call @param {string} back the list's query, for the detail's link back */
 function callRow(c, back) {
   const incoming = c.type === 'INCOMING';
   const marks = [c.favorite && badge('Favorite', 'accent'), c.flagged && badge('Flagged', 'warn'), c.spam && badge('Spam', 'warn')].filter(Boolean);
@@ -251,6 +286,7 @@ export function callList({ view, query, signal }) {
   const note = h('p', { class: 'muted small cc-live' });
   let last = '';
 
+  /** @param {ListAnswer} res */
   const draw = (res) => {
     rows.update(res.data || []);
     const p = JSON.stringify(res.pagination);
@@ -304,6 +340,7 @@ export function callDetail({ view, params, query }) {
     loader(async (again) => callView(await api('GET', `/v1/calls/${enc(id)}`), back, again)));
 }
 
+/** @param {Json} c a Call @param {string} back @param {() => void} again */
 function callView(c, back, again) {
   const incoming = c.type === 'INCOMING';
   const start = Date.parse(c.createdAt);
@@ -362,7 +399,7 @@ function customValue(v) {
   return typeof v === 'string' ? v : JSON.stringify(v);
 }
 
-/** The analysis the runtime reported: sentiment, success and the agent's custom fields. */
+/** The analysis the runtime reported: sentiment, success and the agent's custom fields. @param {Json | null | undefined} a */
 function analysisView(a) {
   if (!a) return h('p', { class: 'muted' }, 'No analysis: the runtime has not reported one for this call.');
   const custom = Object.entries(a.custom || {});
@@ -378,6 +415,10 @@ function analysisView(a) {
   ];
 }
 
+/**
+ * A mark of the call (favorite, flagged, spam) as a toggle button (PATCH).
+ * @param {Json} c @param {string} key @param {string} label @param {HTMLElement} errSlot
+ */
 function toggle(c, key, label, errSlot) {
   const btn = h('button', { type: 'button', class: 'btn secondary small cc-toggle', 'aria-pressed': String(Boolean(c[key])), 'data-flag': key }, label);
   let busy = false;
@@ -402,10 +443,12 @@ function toggle(c, key, label, errSlot) {
   return btn;
 }
 
-/** The contacts with either number of the call (GET /v1/contacts?number=: any spelling of it). */
+/** The contacts with either number of the call (GET /v1/contacts?number=: any spelling of it). @param {Json} c */
 function contactBox(c) {
+  /** @type {string[]} */
   const numbers = [...new Set([c.type === 'INCOMING' ? c.from : c.to, c.type === 'INCOMING' ? c.to : c.from].filter(Boolean))];
   return loader(async () => {
+    /** @type {Json[]} */
     const found = [];
     await Promise.all(numbers.map(async (n) => {
       const list = await api('GET', `/v1/contacts?number=${enc(n)}&limit=1`).catch((err) => {
@@ -422,9 +465,13 @@ function contactBox(c) {
   }, 'Looking for a contact…');
 }
 
-/** The recording and the transcript: a line is a button that seeks the audio; the spoken line is marked. */
+/**
+ * The recording and the transcript: a line is a button that seeks the audio; the spoken line is marked.
+ * @param {Json} c a Call @param {number} start when it started (ms)
+ */
 function conversation(c, start) {
-  const segs = (c.transcript || []).map((s) => ({ ...s, at: Math.max(0, (Date.parse(s.timestamp) - start) / 1000 || 0) }));
+  /** @type {Array<Json & {at: number}>} */
+  const segs = (c.transcript || []).map((/** @type {Json} */ s) => ({ ...s, at: Math.max(0, (Date.parse(s.timestamp) - start) / 1000 || 0) }));
   const url = c.recordingUrl;
   const audioNote = h('div', { class: 'cc-audio-note' });
   const audio = url ? h('audio', { controls: true, preload: 'metadata', src: url, class: 'cc-audio', 'aria-label': 'Recording of the call' }) : null;
@@ -448,6 +495,7 @@ function conversation(c, start) {
 
   if (audio) {
     let current = -1;
+    /** @param {number} i */
     const mark = (i) => {
       if (i === current) return;
       if (current >= 0) { lines[current].removeAttribute('aria-current'); lines[current].classList.remove('cc-now'); }
@@ -461,6 +509,7 @@ function conversation(c, start) {
         if (top < scroller.scrollTop || top + el.offsetHeight > scroller.scrollTop + scroller.clientHeight) scroller.scrollTop = Math.max(0, top - scroller.clientHeight / 3);
       }
     };
+    /** @param {number} t */
     const at = (t) => { // the last line that started at or before t
       let lo = 0; let hi = segs.length - 1; let ans = -1;
       while (lo <= hi) { const mid = (lo + hi) >> 1; if (segs[mid].at <= t + 0.05) { ans = mid; lo = mid + 1; } else hi = mid - 1; }
@@ -502,8 +551,10 @@ function conversation(c, start) {
       : h('p', { class: 'muted' }, 'No transcript.'));
 }
 
+/** @param {Json[]} events the call's timeline @param {number} start */
 function timeline(events, start) {
   if (!events.length) return h('p', { class: 'muted' }, 'No events.');
+  /** @param {unknown} v */
   const value = (v) => (v !== null && typeof v === 'object' ? JSON.stringify(v) : String(v));
   return h('ol', { class: 'cc-timeline' }, events.map((e) => h('li', null,
     h('span', { class: 'cc-at', title: e.at }, `+${clock((Date.parse(e.at) - start) / 1000)}`),
@@ -514,9 +565,12 @@ function timeline(events, start) {
 // ---------------------------------------------------------------- /chats
 
 const CHAT_KEYS = ['search', 'channel', 'status', 'agentId', 'dateFrom', 'dateTo', 'sortBy', 'sortOrder', 'limit'];
+/** @type {Record<string, string>} */
 const CHAT_DEFAULTS = { sortBy: 'createdAt', sortOrder: 'desc', limit: '20' };
+/** @type {Record<string, string>} */
 const CHANNELS = { web: 'Web', 'web-agent': 'Web agent', 'voice-widget': 'Voice widget', whatsapp: 'WhatsApp' };
 
+/** @returns {FieldSpec[]} */
 function chatFields() {
   return [
     { name: 'search', label: 'Search', type: 'search', maxlength: 200, hint: 'Messages, contact number or e-mail', autocomplete: 'off' },
@@ -531,6 +585,7 @@ function chatFields() {
   ];
 }
 
+/** @param {Json | null | undefined} ct a chat's contact */
 const contactText = (ct) => (ct?.number && phoneText(ct.number)) || ct?.email || 'Unknown contact';
 
 /** @param {PageContext} ctx */
@@ -568,6 +623,7 @@ export function chatList({ view, query }) {
 
 // ---------------------------------------------------------------- /chats/{id}
 
+/** @type {Record<string, string>} */
 const ROLE_TEXT = { user: 'Contact', agent: 'Agent', system: 'System' };
 
 /** @param {PageContext} ctx */
@@ -580,12 +636,15 @@ export function chatDetail({ view, params, query }) {
     loader(async () => chatView(await api('GET', `/v1/chats/${enc(id)}?messagesLimit=${size}`), back, size)));
 }
 
+/** @param {Json} c a Chat @param {string} back @param {number} size messages per page */
 function chatView(c, back, size) {
+  /** @type {Json[]} */
   const messages = [...(c.messages || [])];
   const thread = h('ol', { class: 'cc-thread', 'aria-label': 'Messages, oldest first' });
   const scroller = h('div', { class: 'cc-scroll cc-chat', tabindex: '0', role: 'region', 'aria-label': 'Messages' }, thread);
   const status = h('p', { class: 'sr-only', role: 'status' });
   const olderSlot = h('div', { class: 'cc-older' });
+  /** @param {Json} m */
   const msg = (m) => h('li', { class: ['cc-line', m.role === 'user' ? 'cc-caller' : m.role === 'agent' ? 'cc-agent' : 'cc-system'], 'data-id': m.id },
     h('div', { class: 'cc-bubble' },
       h('span', { class: 'cc-who' }, ROLE_TEXT[m.role] || m.role), ' ', h('span', { class: 'cc-at' }, time(m.createdAt)),
@@ -602,7 +661,8 @@ function chatView(c, back, size) {
     replace(olderError);
     try {
       const res = await api('GET', `/v1/chats/${enc(c.id)}?messagesLimit=${size}&messagesBefore=${enc(messages[0].id)}`);
-      const got = (res.messages || []).filter((m) => !messages.some((x) => x.id === m.id));
+      /** @type {Json[]} */
+      const got = (res.messages || []).filter((/** @type {Json} */ m) => !messages.some((x) => x.id === m.id));
       const before = scroller.scrollHeight;
       const top = scroller.scrollTop;
       messages.unshift(...got);

@@ -1,13 +1,17 @@
 // @ts-check
 // Contact settings: /settings/tags and /settings/custom-fields.
 import { h, replace, field, form, loader, table, badge, confirmDialog, toast, section, ACTIONS, enc, focusTitle, tagChip as chip, opt, append } from './dom.js';
-import { api, can, forgetCached as forget } from './api.js';
+import { api, can, forgetCached as forget, ApiError } from './api.js';
 
 /** @typedef {import('./dom.js').PageContext} PageContext */
+/** @typedef {import('./api.js').Json} Json */
 
-/** A 409 (a name in use) without details names the field it is about, so it is shown beside it. */
+/**
+ * A 409 (a name in use) without details names the field it is about, so it is shown beside it.
+ * @param {unknown} err what a `catch` caught @param {string} name
+ */
 function onField(err, name) {
-  if (err && err.status === 409 && !(err.details || []).length) err.details = [{ field: name, message: err.message }];
+  if (err instanceof ApiError && err.status === 409 && !err.details.length) err.details = [{ field: name, message: err.message }];
   return err;
 }
 
@@ -17,9 +21,11 @@ function onField(err, name) {
 export function tags({ view }) {
   const write = can('write');
   const editSlot = h('div');
+  /** @type {() => Promise<void>} */
   let reload;
   const list = loader(async (again) => {
     reload = again;
+    /** @type {import('./api.js').Tag[]} */
     const items = await api('GET', '/v1/tags');
     return table(['Tag', 'Colour', ACTIONS], items.map((t) => h('tr', null,
       h('th', { scope: 'row' }, chip(t)),
@@ -37,10 +43,12 @@ export function tags({ view }) {
           },
         }, 'Delete')]))), { caption: 'Tags', empty: 'No tags yet.' });
   });
+  /** @param {{name?: string, color?: string | null}} [t] the tag edited */
   const tagFields = (t = {}) => [
     field({ name: 'name', label: 'Name', required: true, maxlength: 50, value: t.name, autocomplete: 'off' }),
     field({ name: 'color', label: 'Colour', type: 'color', value: (t.color || '#6B7280').toLowerCase() }),
   ];
+  /** @param {import('./api.js').Tag} t */
   const editTag = (t) => {
     const f = form({
       className: 'inline', fields: tagFields(t), submit: 'Save tag',
@@ -71,11 +79,13 @@ export function tags({ view }) {
 // ---------------------------------------------------------------- /settings/custom-fields
 
 const TYPES = [['text', 'Text'], ['number', 'Number'], ['date', 'Date'], ['boolean', 'Yes / no'], ['select', 'Choice (select)']];
+/** @param {unknown} s */
 const splitOptions = (s) => String(s || '').split(/\r?\n|,/).map((x) => x.trim()).filter(Boolean);
+/** @param {string} value */
 const optionsField = (value) => field({ name: 'options', label: 'Choices', value, autocomplete: 'off', hint: 'For a choice field: the choices, separated by commas.' });
-/** details[].field options[1] → options, the one Choices box. */
+/** details[].field options[1] → options, the one Choices box. @param {unknown} err */
 function fixOptions(err) {
-  if (Array.isArray(err?.details)) err.details = err.details.map((d) => ({ ...d, field: String(d.field).replace(/^options\[\d+\]$/, 'options') }));
+  if (err instanceof ApiError) err.details = err.details.map((d) => ({ ...d, field: String(d.field).replace(/^options\[\d+\]$/, 'options') }));
   return err;
 }
 
@@ -83,9 +93,11 @@ function fixOptions(err) {
 export function customFields({ view }) {
   const write = can('write');
   const editSlot = h('div');
+  /** @type {() => Promise<void>} */
   let reload;
   const list = loader(async (again) => {
     reload = again;
+    /** @type {Json[]} */
     const items = await api('GET', '/v1/contacts/custom-fields');
     return table(['Label', 'Name', 'Type', 'Required', 'Choices', ACTIONS], items.map((f) => h('tr', null,
       h('th', { scope: 'row' }, f.label),
@@ -106,6 +118,7 @@ export function customFields({ view }) {
           },
         }, 'Delete')]))), { caption: 'Custom fields', empty: 'No custom fields yet.' });
   });
+  /** @param {Json} fd a CustomField */
   const editField = (fd) => {
     const f = form({
       className: 'grid',
@@ -117,6 +130,7 @@ export function customFields({ view }) {
       submit: 'Save field',
       secondary: h('button', { type: 'button', class: 'btn secondary', onclick: () => replace(editSlot) }, 'Cancel'),
       onSubmit: async (v) => {
+        /** @type {{label: string, required: boolean, options?: string[]}} */
         const body = { label: v.label, required: v.required === 'true' };
         if (fd.type === 'select') body.options = splitOptions(v.options);
         try { await api('PUT', `/v1/contacts/custom-fields/${enc(fd.id)}`, body); } catch (err) { throw fixOptions(err); }
@@ -141,6 +155,7 @@ export function customFields({ view }) {
       ],
       submit: 'Create field',
       onSubmit: async (v, f) => {
+        /** @type {{label: string, name: string, type: string, required: boolean, options?: string[]}} */
         const body = { label: v.label, name: v.name, type: v.type, required: v.required === 'true' };
         if (v.type === 'select' || v.options.trim()) body.options = splitOptions(v.options);
         let fd;

@@ -2,18 +2,23 @@
 // Contacts: /contacts (search, filters, a new contact) and /contacts/{contactId} (details, custom
 // fields, tags, assignments, boards and stage, notes, calls and chats). The CSV import is in
 // pages-import.js, tags and custom fields in pages-contact-settings.js.
-import { h, replace, field, form, loader, table, badge, time, num, fullName, alertBox, errorText, uid, confirmDialog, toast, navigate, section, pager, pageOf, hrefWith, showFormError, enc, contactName, areaField, tagChip as chip, opt, append, phone } from './dom.js';
-import { api, can, cachedGet, primeCache } from './api.js';
+import { h, replace, field, form, loader, table, badge, time, num, fullName, uid, confirmDialog, toast, navigate, section, pager, pageOf, hrefWith, showFormError, enc, contactName, areaField, tagChip as chip, opt, append, phone, busy } from './dom.js';
+import { api, can, cachedGet, primeCache, ApiError } from './api.js';
 
 /** @typedef {import('./dom.js').PageContext} PageContext */
+/** @typedef {import('./api.js').Json} Json */
+/** @typedef {import('./api.js').ListAnswer} ListAnswer */
+/** @typedef {import('./api.js').Tag} Tag */
+/**
+ * What the sections of a contact's page share: the contact, the team's custom fields, tags,
+ * boards and users, whether the person may change it, and the page's reload.
+ * @typedef {{c: Json, fields: Json[], tags: Tag[], boards: Json[], users: Json[], write: boolean, reload: () => Promise<void>}} ContactCtx
+ */
 
-/** Runs a button's action with the button disabled; an error goes to `slot` (role=alert). */
-async function busy(btn, slot, fn) {
-  btn.disabled = true;
-  if (slot) replace(slot);
-  try { await fn(); } catch (err) { if (slot) replace(slot, alertBox(errorText(err))); else toast(errorText(err)); } finally { btn.disabled = false; }
-}
+/** The button whose click is handled. @param {Event} ev */
+const clicked = (ev) => /** @type {HTMLButtonElement} */ (ev.currentTarget);
 
+/** @param {Json[]} boards @param {string} id */
 const boardName = (boards, id) => boards.find((b) => b.id === id)?.name || 'Unknown board';
 // ---------------------------------------------------------------- /contacts
 
@@ -29,6 +34,7 @@ export function list({ view, query, signal }) {
   const results = loader(async () => {
     const p = new URLSearchParams({ page: String(page), limit: '25' });
     for (const k of FILTERS) if (q[k]) p.set(k, q[k]);
+    /** @type {[ListAnswer, Json[], Json[]]} */
     const [res, boards, users] = await Promise.all([
       api('GET', `/v1/contacts?${p}`, undefined, { full: true }),
       cachedGet('/v1/boards').catch(() => []),
@@ -41,7 +47,7 @@ export function list({ view, query, signal }) {
       h('th', { scope: 'row' }, h('a', { href: `/contacts/${enc(c.id)}` }, contactName(c))),
       h('td', null, phone(c.number, { className: 'nowrap' })),
       h('td', null, c.email || h('span', { class: 'muted' }, '—')),
-      h('td', null, (c.tags || []).length ? h('span', { class: 'tag-list' }, c.tags.map((t) => chip(t))) : h('span', { class: 'muted' }, '—')),
+      h('td', null, (c.tags || []).length ? h('span', { class: 'tag-list' }, c.tags.map((/** @type {Tag} */ t) => chip(t))) : h('span', { class: 'muted' }, '—')),
       h('td', null, c.crmStage ? [c.crmStage.name, h('br'), h('span', { class: 'muted small' }, boardName(boards || [], c.crmStage.boardId))] : h('span', { class: 'muted' }, '—')),
       h('td', null, time(c.createdAt, { day: true }))));
     return [
@@ -59,12 +65,16 @@ export function list({ view, query, signal }) {
     section(filtered ? 'Matching contacts' : 'Contacts', results)]);
 }
 
+/**
+ * The filters, as they are in the address.
+ * @param {Record<string, string>} q @param {Tag[]} tags @param {Json[]} boards @param {Json[]} users
+ */
 function filterForm(q, tags, boards, users) {
   const tagOpts = [opt('', 'Any tag'), ...tags.map((t) => opt(t.id, t.name))];
   if (q.tagIds && !tags.some((t) => t.id === q.tagIds)) tagOpts.push(opt(q.tagIds, q.tagIds.includes(',') ? `${q.tagIds.split(',').length} tags (all of them)` : 'Unknown tag'));
   const stageSel = h('select', { name: 'stageId', id: uid('stage'), 'aria-describedby': '', value: q.stageId },
     h('option', { value: '' }, 'Any stage'),
-    boards.map((b) => h('optgroup', { label: b.name }, (b.stages || []).map((s) => h('option', { value: s.id }, s.name)))));
+    boards.map((b) => h('optgroup', { label: b.name }, (b.stages || []).map((/** @type {Json} */ s) => h('option', { value: s.id }, s.name)))));
   const f = form({
     className: 'inline',
     fields: [
@@ -79,6 +89,7 @@ function filterForm(q, tags, boards, users) {
     submit: 'Apply',
     secondary: FILTERS.some((k) => q[k]) && h('a', { class: 'btn secondary', href: '/contacts' }, 'Clear'),
     onSubmit: async (v) => {
+      /** @type {Record<string, string | null>} */
       const changes = { page: null };
       for (const k of FILTERS) changes[k] = (v[k] || '').trim() || null;
       if (changes.sortBy === 'createdAt' && !q.sortBy) changes.sortBy = null;
@@ -102,14 +113,16 @@ function newContact() {
     ],
     submit: 'Create contact',
     onSubmit: async (v, formEl) => {
+      /** @type {Record<string, string>} */
       const body = { number: v.number };
       for (const k of ['firstName', 'lastName', 'email']) if (v[k]) body[k] = v[k];
       let c;
       try {
         c = await api('POST', '/v1/contacts', body);
       } catch (err) {
+        if (!(err instanceof ApiError)) throw err;
         // CONTACT_EXISTS names the contact that has the number: link to it.
-        const other = (err.details || []).find((d) => d.field === 'contactId')?.message;
+        const other = err.details.find((d) => d.field === 'contactId')?.message;
         if (err.code !== 'CONTACT_EXISTS' || !other) throw err;
         err.details = err.details.filter((d) => d.field !== 'contactId');
         showFormError(formEl, err);
@@ -131,6 +144,7 @@ const NOTE_KINDS = [['general', 'General'], ['info', 'Info'], ['warning', 'Warni
 export function detail({ view, params, signal }) {
   const id = params[0];
   view.append(loader(async (reload) => {
+    /** @type {[Json, Json[], Tag[], Json[], Json[]]} */
     const [c, fields, tags, boards, users] = await Promise.all([
       api('GET', `/v1/contacts/${enc(id)}`),
       cachedGet('/v1/contacts/custom-fields').catch(() => []),
@@ -140,6 +154,7 @@ export function detail({ view, params, signal }) {
     ]);
     if (signal.aborted) return [];
     const write = can('write');
+    /** @type {ContactCtx} */
     const ctx = { c, fields, tags, boards, users, write, reload };
     return [
       h('div', { class: 'contact-head' },
@@ -166,6 +181,7 @@ export function detail({ view, params, signal }) {
   }));
 }
 
+/** The field of a custom field. @param {Json} f the CustomField @param {unknown} value the contact's */
 function customControl(f, value) {
   const name = `customFields.${f.name}`;
   const base = { name, label: f.label, required: f.required || null };
@@ -175,7 +191,7 @@ function customControl(f, value) {
     case 'date': return field({ ...base, type: 'date', value: v });
     case 'boolean': return field({ ...base, type: 'select', value: v === true ? 'true' : v === false ? 'false' : '', options: [opt('', '—'), opt('true', 'Yes'), opt('false', 'No')] });
     case 'select': {
-      const options = (f.options || []).map((o) => opt(o, o));
+      const options = (f.options || []).map((/** @type {string} */ o) => opt(o, o));
       if (v !== '' && !(f.options || []).includes(String(v))) options.push(opt(String(v), String(v)));
       return field({ ...base, type: 'select', value: v, options: [opt('', '—'), ...options] });
     }
@@ -183,6 +199,7 @@ function customControl(f, value) {
   }
 }
 
+/** A custom field's value as the API takes it. @param {Json} f @param {string} raw */
 function customValue(f, raw) {
   if (raw === '') return null;
   if (f.type === 'number') return Number(raw);
@@ -190,6 +207,7 @@ function customValue(f, raw) {
   return raw;
 }
 
+/** @param {ContactCtx} ctx */
 function fieldsSection({ c, fields, write }) {
   /** @type {Array<[string, string, Record<string, unknown>]>} */
   const spec = [
@@ -201,7 +219,7 @@ function fieldsSection({ c, fields, write }) {
   const custom = fields.map((f) => customControl(f, c.customFields?.[f.name]));
   const all = [...base, ...custom];
   if (!write) {
-    for (const el of all) el.querySelector('input, select').disabled = true;
+    for (const el of all) /** @type {HTMLInputElement} */ (el.querySelector('input, select')).disabled = true;
     return section('Details', h('div', { class: 'form grid' }, all));
   }
   const f = form({
@@ -209,9 +227,11 @@ function fieldsSection({ c, fields, write }) {
     fields: [...base, fields.length ? h('fieldset', null, h('legend', null, 'Custom fields'), custom) : null],
     submit: 'Save changes',
     onSubmit: async (v) => {
+      /** @type {Json} */
       const body = {};
       for (const k of ['firstName', 'lastName', 'email', 'carrier']) if ((v[k] || '') !== (c[k] || '')) body[k] = v[k] || null;
       if (v.number !== c.number) body.number = v.number;
+      /** @type {Record<string, unknown>} */
       const cf = {};
       for (const fd of fields) {
         const nv = customValue(fd, v[`customFields.${fd.name}`] ?? '');
@@ -229,9 +249,11 @@ function fieldsSection({ c, fields, write }) {
   return section('Details', f);
 }
 
+/** @param {ContactCtx} ctx */
 function tagsSection({ c, tags, write }) {
   const box = h('div');
   const err = h('div', { class: 'row-error', role: 'alert' });
+  /** @param {string[]} ids @param {HTMLButtonElement} btn @param {string} msg */
   const save = async (ids, btn, msg) => busy(btn, err, async () => {
     const saved = await api('PUT', `/v1/contacts/${enc(c.id)}`, { tagIds: ids });
     c.tags = saved.tags;
@@ -239,17 +261,18 @@ function tagsSection({ c, tags, write }) {
     draw();
   });
   const draw = () => {
-    const have = new Set((c.tags || []).map((t) => t.id));
+    /** @type {Set<string>} */
+    const have = new Set((c.tags || []).map((/** @type {Tag} */ t) => t.id));
     const free = tags.filter((t) => !have.has(t.id));
     const sel = h('select', { id: uid('addtag'), class: 'compact' }, free.map((t) => h('option', { value: t.id }, t.name)));
     replace(box,
-      (c.tags || []).length ? h('ul', { class: 'tag-list plain' }, c.tags.map((t) => h('li', null, chip(t, write && h('button', {
+      (c.tags || []).length ? h('ul', { class: 'tag-list plain' }, c.tags.map((/** @type {Tag} */ t) => h('li', null, chip(t, write && h('button', {
         type: 'button', class: 'chip-remove', 'aria-label': `Remove tag ${t.name}`,
-        onclick: (ev) => save(c.tags.filter((x) => x.id !== t.id).map((x) => x.id), ev.currentTarget, `Tag ${t.name} removed`),
+        onclick: (/** @type {Event} */ ev) => save(c.tags.filter((/** @type {Tag} */ x) => x.id !== t.id).map((/** @type {Tag} */ x) => x.id), clicked(ev), `Tag ${t.name} removed`),
       }, '×'))))) : h('p', { class: 'muted' }, 'No tags.'),
       write && free.length > 0 && h('div', { class: 'inline-add' },
         h('label', { for: sel.id }, 'Tag to add'), sel,
-        h('button', { type: 'button', class: 'btn secondary small', onclick: (ev) => save([...have, sel.value], ev.currentTarget, 'Tag added') }, 'Add tag')),
+        h('button', { type: 'button', class: 'btn secondary small', onclick: (/** @type {Event} */ ev) => save([...have, sel.value], clicked(ev), 'Tag added') }, 'Add tag')),
       write && !tags.length && h('p', { class: 'hint' }, 'No tags yet: ', h('a', { href: '/settings/tags' }, 'create some')),
       err);
   };
@@ -257,10 +280,13 @@ function tagsSection({ c, tags, write }) {
   return section('Tags', box);
 }
 
+/** @param {ContactCtx} ctx */
 function assignSection({ c, users, write }) {
   const box = h('div');
   const err = h('div', { class: 'row-error', role: 'alert' });
+  /** @type {Json[]} */
   let assigned = [];
+  /** @param {Json} a an assignment */
   const who = (a) => { const u = users.find((x) => x.id === a.id) || a; return u.email ? fullName(u) : `User ${a.id.slice(0, 8)}`; };
   const draw = () => {
     const have = new Set(assigned.map((a) => a.id));
@@ -270,7 +296,7 @@ function assignSection({ c, users, write }) {
       assigned.length ? h('ul', { class: 'plain people' }, assigned.map((a) => h('li', null, who(a), ' ', badge(a.role),
         write && h('button', {
           type: 'button', class: 'btn danger-quiet small', 'aria-label': `Unassign ${who(a)}`,
-          onclick: (ev) => busy(ev.currentTarget, err, async () => {
+          onclick: (/** @type {Event} */ ev) => busy(clicked(ev), err, async () => {
             assigned = await api('PUT', `/v1/contacts/${enc(c.id)}/assignments`, { userIds: assigned.filter((x) => x.id !== a.id).map((x) => x.id) });
             toast(`${who(a)} unassigned`); draw();
           }),
@@ -279,7 +305,7 @@ function assignSection({ c, users, write }) {
         h('label', { for: sel.id }, 'Person to assign'), sel,
         h('button', {
           type: 'button', class: 'btn secondary small',
-          onclick: (ev) => busy(ev.currentTarget, err, async () => {
+          onclick: (/** @type {Event} */ ev) => busy(clicked(ev), err, async () => {
             assigned = await api('POST', `/v1/contacts/${enc(c.id)}/assignments`, { userIds: [sel.value] });
             toast('Assigned'); draw();
           }),
@@ -293,6 +319,7 @@ function assignSection({ c, users, write }) {
   }));
 }
 
+/** @param {ContactCtx} ctx */
 function boardsSection({ c, boards, write, reload }) {
   const err = h('div', { class: 'row-error', role: 'alert' });
   const on = new Set(c.boardIds || []);
@@ -306,18 +333,18 @@ function boardsSection({ c, boards, write, reload }) {
   });
   const saveBoards = h('button', {
     type: 'button', class: 'btn secondary small',
-    onclick: (ev) => busy(ev.currentTarget, err, async () => {
-      const ids = checks.map((d) => d.querySelector('input')).filter((i) => i.checked).map((i) => i.value);
+    onclick: (/** @type {Event} */ ev) => busy(clicked(ev), err, async () => {
+      const ids = checks.map((d) => /** @type {HTMLInputElement} */ (d.querySelector('input'))).filter((i) => i.checked).map((i) => i.value);
       await api('PUT', `/v1/contacts/${enc(c.id)}/boards`, { boardIds: ids });
       toast('Boards saved'); reload();
     }),
   }, 'Save boards');
   const stageSel = h('select', { id: uid('stage'), class: 'compact', value: c.crmStage?.id || '' },
     h('option', { value: '' }, 'Choose a stage'),
-    boards.map((b) => h('optgroup', { label: b.name }, (b.stages || []).map((s) => h('option', { value: s.id }, s.name)))));
+    boards.map((b) => h('optgroup', { label: b.name }, (b.stages || []).map((/** @type {Json} */ s) => h('option', { value: s.id }, s.name)))));
   const move = h('button', {
     type: 'button', class: 'btn secondary small',
-    onclick: (ev) => busy(ev.currentTarget, err, async () => {
+    onclick: (/** @type {Event} */ ev) => busy(clicked(ev), err, async () => {
       if (!stageSel.value) throw new Error('Choose a stage first.');
       await api('PUT', `/v1/contacts/${enc(c.id)}`, { crmStageId: stageSel.value });
       toast('Stage changed'); reload();
@@ -331,7 +358,9 @@ function boardsSection({ c, boards, write, reload }) {
     err);
 }
 
+/** @param {ContactCtx} ctx */
 function notesSection({ c, write }) {
+  /** @type {Json[]} */
   let notes = [];
   const box = h('div');
   // Drawn from what the writes answer: no list request after each add or delete.
@@ -372,8 +401,10 @@ function notesSection({ c, write }) {
   return section('Notes', add, listBox);
 }
 
+/** The contact's calls (by its number) and chats (by its number or e-mail). @param {Json} c */
 function historySection(c) {
   const calls = loader(async () => {
+    /** @type {ListAnswer} */
     const res = await api('GET', `/v1/calls?number=${enc(c.number)}&limit=20`, undefined, { full: true });
     return [table(['Started', 'Direction', 'Other party', 'Duration', 'Status'], (res.data || []).map((x) => h('tr', null,
       h('td', null, h('a', { href: `/calls/${enc(x.id)}` }, time(x.createdAt))),
@@ -381,12 +412,13 @@ function historySection(c) {
       h('td', null, phone(x.from === c.number ? x.to : x.from, { className: 'nowrap' })),
       h('td', { class: 'num' }, typeof x.duration === 'number' ? `${num(x.duration)} s` : '—'),
       h('td', null, badge(x.status || '—')))), { caption: 'Calls with this contact', dense: true, empty: 'No calls with this number.' }),
-    res.pagination?.totalCount > 20 && h('p', null, h('a', { href: `/calls?number=${enc(c.number)}` }, `All ${num(res.pagination.totalCount)} calls`))];
+    (res.pagination?.totalCount ?? 0) > 20 && h('p', null, h('a', { href: `/calls?number=${enc(c.number)}` }, `All ${num(res.pagination?.totalCount)} calls`))];
   });
   // GET /v1/chats has no contact or number filter: `search` finds a substring of a message,
   // the contact's number or e-mail, so the answers are narrowed to this contact here.
   const chats = loader(async () => {
     const keys = [c.number, c.email].filter(Boolean);
+    /** @type {Map<string, Json>} */
     const found = new Map();
     for (const k of keys) {
       const res = await api('GET', `/v1/chats?search=${enc(k)}&limit=50`);

@@ -1,16 +1,23 @@
 // @ts-check
 // Contacts: /contacts/import, a CSV file read in the browser and sent in chunks to
 // POST /v1/contacts/bulk, with a column mapping, progress and the failed rows as a CSV.
-import { h, replace, table, num, alertBox, errorText, uid, section, opt } from './dom.js';
-import { api, cachedGet, forgetCached as forget } from './api.js';
+import { h, append, replace, table, num, alertBox, errorText, uid, section, opt } from './dom.js';
+import { api, cachedGet, forgetCached as forget, ApiError } from './api.js';
 
 /** @typedef {import('./dom.js').PageContext} PageContext */
+/** @typedef {import('./api.js').Json} Json */
 
 // ---------------------------------------------------------------- CSV
 
-/** RFC 4180: quoted fields, "" inside quotes, commas and newlines inside quotes, CRLF or LF. */
+/**
+ * RFC 4180: quoted fields, "" inside quotes, commas and newlines inside quotes, CRLF or LF.
+ * @param {string} text
+ * @returns {string[][]}
+ */
 export function parseCsv(text) {
+  /** @type {string[][]} */
   const rows = [];
+  /** @type {string[]} */
   let row = [];
   let cell = '';
   let quoted = false;
@@ -34,7 +41,9 @@ export function parseCsv(text) {
   return rows.filter((r) => r.length > 1 || r[0] !== '');
 }
 
+/** @param {string} v */
 const csvCell = (v) => (/[",\r\n]/.test(v) ? `"${String(v).replace(/"/g, '""')}"` : String(v));
+/** @param {string[][]} rows */
 const toCsv = (rows) => rows.map((r) => r.map(csvCell).join(',')).join('\r\n') + '\r\n';
 
 // ---------------------------------------------------------------- /contacts/import
@@ -51,6 +60,10 @@ const TARGETS = [
 ];
 const CHUNK = 1000;
 
+/**
+ * What a column holds, by its header: a custom field, else one of TARGETS not taken yet, else ''.
+ * @param {string} header @param {Set<string>} used @param {Json[]} fields the custom fields
+ */
 function guess(header, used, fields) {
   const k = header.trim().toLowerCase();
   for (const f of fields) if (k === f.name.toLowerCase() || k === f.label.toLowerCase()) return `cf:${f.name}`;
@@ -58,6 +71,7 @@ function guess(header, used, fields) {
   return '';
 }
 
+/** A cell as its custom field's type wants it. @param {Json | undefined} f @param {string} raw */
 function cellValue(f, raw) {
   if (!f) return raw;
   if (f.type === 'number' && raw !== '' && !Number.isNaN(Number(raw))) return Number(raw);
@@ -83,6 +97,7 @@ export function importPage({ view, signal }) {
     try {
       const rows = parseCsv(await file.text());
       if (rows.length < 2) throw new Error('The file has no rows under its header.');
+      /** @type {Json[]} */
       const fields = await cachedGet('/v1/contacts/custom-fields').catch(() => []);
       if (!signal.aborted) replace(work, mapping(file.name, rows[0], rows.slice(1), fields, signal));
     } catch (err) {
@@ -91,7 +106,13 @@ export function importPage({ view, signal }) {
   });
 }
 
+/**
+ * The columns with what each maps to, the first rows, and the Import button.
+ * @param {string} fileName @param {string[]} header @param {string[][]} rows under the header
+ * @param {Json[]} fields the custom fields @param {AbortSignal} signal
+ */
 function mapping(fileName, header, rows, fields, signal) {
+  /** @type {Set<string>} */
   const used = new Set();
   const choices = [opt('', 'Ignore'), ...TARGETS.map(([v, t]) => opt(v, t)), ...fields.map((f) => opt(`cf:${f.name}`, `Custom: ${f.label}`))];
   const selects = header.map((name, i) => {
@@ -130,7 +151,12 @@ function mapping(fileName, header, rows, fields, signal) {
   ];
 }
 
+/**
+ * A row as a contact of POST /v1/contacts/bulk.
+ * @param {string[]} r @param {string[]} map what each column maps to ('' for none) @param {Json[]} fields
+ */
 function rowToContact(r, map, fields) {
+  /** @type {Json} */
   const c = {};
   map.forEach((target, i) => {
     const raw = (r[i] ?? '').trim();
@@ -144,16 +170,23 @@ function rowToContact(r, map, fields) {
   return c;
 }
 
+/** @param {number} ms @param {AbortSignal} signal @returns {Promise<void>} */
 const sleep = (ms, signal) => new Promise((res) => {
   const t = setTimeout(res, ms);
   signal.addEventListener('abort', () => { clearTimeout(t); res(); }, { once: true });
 });
 
+/**
+ * Sends the rows in chunks, with progress; then the summary, and the failed rows as a CSV.
+ * @param {string[]} header @param {string[][]} rows @param {string[]} map @param {Json[]} fields
+ * @param {HTMLElement} out @param {AbortSignal} signal
+ */
 async function runImport(header, rows, map, fields, out, signal) {
   const bar = h('progress', { max: rows.length, value: 0, id: uid('prog') });
   const status = h('p', { role: 'status', class: 'import-status' }, 'Starting…');
   replace(out, section('Import', h('label', { for: bar.id }, 'Progress'), bar, status));
   let created = 0;
+  /** @type {Array<{row: number, code: string, reason: string}>} */
   const failed = []; // {row: index in rows, code, reason}
   for (let at = 0; at < rows.length && !signal.aborted;) {
     const chunk = rows.slice(at, at + CHUNK);
@@ -162,7 +195,7 @@ async function runImport(header, rows, map, fields, out, signal) {
     try {
       res = await api('POST', '/v1/contacts/bulk', { contacts: chunk.map((r) => rowToContact(r, map, fields)) });
     } catch (err) {
-      if (err.status === 429) {
+      if (err instanceof ApiError && err.status === 429) {
         for (let s = err.retryAfter || 10; s > 0 && !signal.aborted; s--) {
           status.textContent = `The server asks us to slow down: waiting ${s} s, then sending rows ${num(at + 1)}–${num(at + chunk.length)} again.`;
           await sleep(1000, signal);
@@ -174,7 +207,9 @@ async function runImport(header, rows, map, fields, out, signal) {
     }
     created += (res.created || []).length;
     for (const f of res.failed || []) {
-      const reason = (f.details || []).filter((d) => d.field !== 'contactId').map((d) => `${d.field} ${d.message}`).join('; ');
+      /** @type {import('./api.js').ErrorDetail[]} */
+      const details = f.details || [];
+      const reason = details.filter((d) => d.field !== 'contactId').map((d) => `${d.field} ${d.message}`).join('; ');
       failed.push({ row: at + f.index, code: f.code, reason: reason ? `${f.error}: ${reason}` : f.error });
     }
     at += chunk.length;
@@ -199,6 +234,6 @@ async function runImport(header, rows, map, fields, out, signal) {
         h('td', null, f.reason))), { caption: 'Failed rows and why', dense: true })));
   }
   status.textContent = `Done: ${num(rows.length)} rows sent.`;
-  out.append(...parts);
+  append(out, parts);
   summary.focus();
 }

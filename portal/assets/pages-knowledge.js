@@ -3,23 +3,30 @@
 // references, webpages, documents and a search box). Every request goes through api.js: `api()`,
 // and `upload()` for documents (an XMLHttpRequest, for its upload progress).
 import { h, replace, field, form, loader, table, badge, time, num, alertBox, errorText, confirmDialog, toast, navigate, section, pager, pageOf, hrefWith, every, uid, ACTIONS, formDialog as domFormDialog, cap, enc, focusTitle, plural, areaField, liveTable, viewDialog, append } from './dom.js';
-import { api, upload, can, actingTeam } from './api.js';
+import { api, upload, can, actingTeam, ApiError } from './api.js';
 import { parseCsv } from './pages-import.js';
 
 /** @typedef {import('./dom.js').PageContext} PageContext */
+/** @typedef {import('./dom.js').Child} Child */
+/** @typedef {import('./api.js').Json} Json */
+/** @typedef {import('./api.js').Item} Item */
+/** @typedef {() => Promise<void>} Refresh reads the knowledge base again and updates its lists */
 
 const INTERVALS = [['off', 'Never'], ['daily', 'Daily'], ['weekly', 'Weekly']];
+/** @param {string} id @param {string} [rest] */
 const kbPath = (id, rest = '') => `/v1/knowledgebase/${enc(id)}${rest}`;
+/** @param {Json | null | undefined} kb */
 const kbName = (kb) => kb?.name || 'Untitled knowledge base';
 const REF_PAGE = 20;
 const POLL_MS = 2000;
 
-/** A <textarea> field, as the knowledge pages style it. */
+/** A <textarea> field, as the knowledge pages style it. @param {Parameters<typeof areaField>[0]} spec */
 const area = (spec) => areaField({ class: 'kb-ta', ...spec });
 
+/** @param {Parameters<typeof domFormDialog>[0]} spec */
 const formDialog = (spec) => domFormDialog({ ...spec, className: 'kb-dialog' });
 
-/** Asks before deleting a knowledge base (from the list or its page); true once deleted. */
+/** Asks before deleting a knowledge base (from the list or its page); true once deleted. @param {Json} kb */
 function confirmDeleteKb(kb) {
   return confirmDialog({
     title: `Delete “${kbName(kb)}”?`,
@@ -29,7 +36,10 @@ function confirmDeleteKb(kb) {
   });
 }
 
-/** The Delete button of a webpage or document: confirmed, then the list is read again. */
+/**
+ * The Delete button of a webpage or document: confirmed, then the list is read again.
+ * @param {{kind: string, name: string, path: string, body: string, refresh: Refresh}} spec
+ */
 function deleteSource({ kind, name, path, body, refresh }) {
   return h('button', {
     type: 'button', class: 'btn danger-quiet small', 'data-key': 'delete', 'aria-label': `Delete ${kind} ${name}`,
@@ -42,7 +52,7 @@ function deleteSource({ kind, name, path, body, refresh }) {
   }, 'Delete');
 }
 
-/** Q&A entries (manual or extracted) as a list of question and answer. */
+/** Q&A entries (manual or extracted) as a list of question and answer. @param {Json[] | null | undefined} items @param {string} [empty] */
 function entries(items, empty = 'Nothing was extracted.') {
   if (!items?.length) return h('p', { class: 'empty' }, empty);
   return h('ol', { class: 'kb-entries' }, items.map((e) => h('li', null,
@@ -51,10 +61,13 @@ function entries(items, empty = 'Nothing was extracted.') {
 
 // ---- statuses of webpages and documents ----
 
+/** @type {Record<string, [string, string]>} */
 const STATUS = {
   pending: ['Pending', 'warn'], refreshing: ['Refreshing', 'warn'], ready: ['Ready', 'kb-ok'], failed: ['Failed', 'kb-failed'],
 };
+/** Whether a webpage or document is being read. @param {Json} x */
 const busy = (x) => x.status === 'pending' || x.status === 'refreshing' || x.isUpdating === true;
+/** @param {Json} x */
 function statusCell(x) {
   const [text, kind] = STATUS[x.status] || [x.status || 'Unknown', ''];
   return h('td', null, badge(busy(x) ? `${text}…` : text, kind),
@@ -64,6 +77,7 @@ function statusCell(x) {
 // "in 23 hours (at 17:05 on 27 Nov)"
 const clockFmt = new Intl.DateTimeFormat('en-GB', { hour: '2-digit', minute: '2-digit' });
 const dayMonthFmt = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'short' });
+/** @param {Date} when @param {number} [now] */
 function inWords(when, now = Date.now()) {
   const sec = Math.max(1, Math.round((when.getTime() - now) / 1000));
   let span;
@@ -83,13 +97,16 @@ function inWords(when, now = Date.now()) {
 /** @param {PageContext} ctx */
 export function list({ view }) {
   const writer = can('write');
+  /** @type {() => Promise<void>} */
   let reload;
   const box = loader(async (again) => {
     reload = again;
+    /** @type {[Json[] | null, Json[] | null]} */
     const [kbs, agents] = await Promise.all([
       api('GET', '/v1/knowledgebase'),
       api('GET', '/v1/agents').catch(() => null), // only to name the agents linked to each one
     ]);
+    /** @type {Map<string, Json[]>} */
     const byKb = new Map();
     for (const a of agents || []) {
       const k = a.knowledgebase?.id;
@@ -119,8 +136,13 @@ export function list({ view }) {
     section('Knowledge bases', box)]);
 }
 
+/**
+ * @param {Json} kb @param {Json[] | null} agents those linked to it, null when they could not be read
+ * @param {boolean} writer @param {() => void} reload
+ */
 function kbRow(kb, agents, writer, reload) {
   const c = kb.counts || {};
+  /** @type {Child} */
   let agentCell = h('span', { class: 'muted' }, '—');
   if (agents?.length) {
     agentCell = agents.map((a, i) => [i ? ', ' : '', h('a', { href: `/agents/${enc(a.id)}` }, a.name || 'Untitled agent')]);
@@ -156,6 +178,7 @@ export function detail(ctx) {
     }));
 }
 
+/** @param {Json} kb @param {PageContext} ctx */
 function knowledgebase(kb, ctx) {
   const id = kb.id;
   const writer = can('write');
@@ -166,7 +189,9 @@ function knowledgebase(kb, ctx) {
 
   // Everything shown comes from one GET of the knowledge base; refresh() fetches it again and
   // updates the three lists; polling runs it every 2 s while a webpage or document is in progress.
-  const parts = {};
+  // The three lists are added below.
+  const parts = /** @type {{refs: ReturnType<typeof references>, pages: ReturnType<typeof webpages>, docs: ReturnType<typeof documents>}} */ ({});
+  /** @type {AbortController | null} */
   let polling = null;
   const refresh = async () => {
     const fresh = await api('GET', kbPath(id));
@@ -187,6 +212,7 @@ function knowledgebase(kb, ctx) {
       polling = null;
     }
   };
+  /** @param {string} text */
   const say = (text) => { announcer.textContent = text; };
   parts.refs = references(kb, ctx, writer, refresh);
   parts.pages = webpages(kb, writer, refresh, say);
@@ -206,6 +232,7 @@ function knowledgebase(kb, ctx) {
   ];
 }
 
+/** @param {Json} kb @param {boolean} writer */
 function header(kb, writer) {
   const desc = h('p', { class: 'lead' }, kb.description || 'No description.');
   const actions = writer && h('div', { class: 'form-actions' },
@@ -244,6 +271,7 @@ function header(kb, writer) {
 
 // ---- Q&A references: filter (?q=), page (?page=), add, edit, delete ----
 
+/** @param {Json} kb @param {PageContext} ctx @param {boolean} writer @param {Refresh} refresh */
 function references(kb, ctx, writer, refresh) {
   const q = (ctx.query.get('q') || '').trim();
   const page = pageOf(ctx.query);
@@ -273,7 +301,9 @@ function references(kb, ctx, writer, refresh) {
       await refresh();
     },
   });
+  /** @type {Json[]} */
   let items = [];
+  /** @param {Json[]} refs */
   const update = (refs) => {
     items = refs;
     const needle = q.toLowerCase();
@@ -303,7 +333,7 @@ function references(kb, ctx, writer, refresh) {
 
 const IMPORT_CHUNK = 500;
 
-/** The question and answer columns: named in a header row, else the first two columns. */
+/** The question and answer columns: named in a header row, else the first two columns. @param {string[][]} rows */
 function qaColumns(rows) {
   const head = (rows[0] || []).map((c) => c.trim().toLowerCase());
   const question = head.indexOf('question');
@@ -312,6 +342,7 @@ function qaColumns(rows) {
   return { question: 0, answer: 1, skip: 0 };
 }
 
+/** @param {Json} kb @param {Refresh} refresh */
 function csvImport(kb, refresh) {
   const id = uid('csv');
   const hintId = `${id}-hint`;
@@ -337,6 +368,7 @@ function csvImport(kb, refresh) {
     out);
 }
 
+/** @param {Json} kb @param {string[][]} rows the file's @param {HTMLElement} out */
 async function importRows(kb, rows, out) {
   const cols = qaColumns(rows);
   const items = rows.slice(cols.skip).map((r) => ({ question: r[cols.question] ?? '', answer: r[cols.answer] ?? '' }));
@@ -345,6 +377,7 @@ async function importRows(kb, rows, out) {
   const status = h('p', { role: 'status' }, 'Starting…');
   replace(out, bar, status);
   let created = 0;
+  /** @type {Array<{row: number, reason: string}>} */
   const failed = []; // {row: line in the file, reason}
   for (let at = 0; at < items.length; at += IMPORT_CHUNK) {
     const chunk = items.slice(at, at + IMPORT_CHUNK);
@@ -352,7 +385,7 @@ async function importRows(kb, rows, out) {
     const res = await api('POST', kbPath(kb.id, '/references/bulk'), { references: chunk });
     created += (res.created || []).length;
     for (const f of res.failed || []) {
-      const reason = (f.details || []).map((d) => `${d.field || 'row'} ${d.message}`).join('; ');
+      const reason = (f.details || []).map((/** @type {import('./api.js').ErrorDetail} */ d) => `${d.field || 'row'} ${d.message}`).join('; ');
       failed.push({ row: at + f.index + cols.skip + 1, reason: reason ? `${f.error}: ${reason}` : f.error });
     }
     bar.value = at + chunk.length;
@@ -365,6 +398,7 @@ async function importRows(kb, rows, out) {
   }
 }
 
+/** @param {Json} kb @param {Json} r a reference @param {boolean} writer @param {Refresh} refresh */
 function refRow(kb, r, writer, refresh) {
   const path = kbPath(kb.id, `/references/${enc(r.id)}`);
   return h('tr', null,
@@ -405,25 +439,30 @@ function refRow(kb, r, writer, refresh) {
 
 /** A message slot per row that survives the row being rebuilt. */
 function slots() {
+  /** @type {Map<string, HTMLElement>} */
   const map = new Map();
-  return (id) => {
+  return (/** @type {string} */ id) => {
     if (!map.has(id)) map.set(id, h('div', { class: 'row-error', role: 'alert' }));
-    return map.get(id);
+    return /** @type {HTMLElement} */ (map.get(id));
   };
 }
 
-const announceChange = (say) => (before, after) => {
+/** Says a webpage's or document's new status. @param {(text: string) => void} say */
+const announceChange = (say) => (/** @type {Json} */ before, /** @type {Json} */ after) => {
   if (before.status !== after.status) say(`${after.name}: ${(STATUS[after.status] || [after.status])[0]}`);
 };
 
 // ---- webpages: add, status (polled), refresh (409 / 429 in words), content, delete ----
 
+/** @param {Json} kb @param {boolean} writer @param {Refresh} refresh @param {(text: string) => void} say */
 function webpages(kb, writer, refresh, say) {
   const msg = slots();
+  /** @param {Json} w */
   const view = (w) => viewDialog({ title: `Content of ${w.name}`, className: 'kb-dialog wide', load: async () => {
     const d = await api('GET', kbPath(kb.id, `/webpages/${enc(w.id)}`));
     return [h('p', { class: 'muted kb-url' }, d.url), entries(d.content)];
   } });
+  /** @param {Json} w @param {HTMLButtonElement} btn */
   const doRefresh = async (w, btn) => {
     const slot = msg(w.id);
     replace(slot);
@@ -438,6 +477,7 @@ function webpages(kb, writer, refresh, say) {
     }
   };
   // The page's schedule, changed in place (PUT refreshInterval).
+  /** @param {Json} w */
   const scheduleSelect = (w) => {
     const select = h('select', { class: 'compact', 'aria-label': `How often ${w.name} refreshes itself`, value: w.refreshInterval || 'off' },
       INTERVALS.map(([v, t]) => h('option', { value: v }, t)));
@@ -456,6 +496,7 @@ function webpages(kb, writer, refresh, say) {
     });
     return select;
   };
+  /** @param {Item} w */
   const rowFor = (w) => h('tr', null,
     h('th', { scope: 'row', class: 'kb-cell' }, w.name, h('p', { class: 'kb-sub kb-url' }, w.url),
       w.notes && h('p', { class: 'kb-sub' }, w.notes)),
@@ -470,7 +511,7 @@ function webpages(kb, writer, refresh, say) {
       }, 'Content'),
       writer && [' ', h('button', {
         type: 'button', class: 'btn secondary small', 'data-key': 'refresh', 'aria-label': `Refresh ${w.name}`,
-        onclick: (ev) => doRefresh(w, ev.currentTarget),
+        onclick: (/** @type {Event} */ ev) => doRefresh(w, /** @type {HTMLButtonElement} */ (ev.currentTarget)),
       }, 'Refresh'), ' ', deleteSource({ kind: 'webpage', name: w.name, path: kbPath(kb.id, `/webpages/${enc(w.id)}`),
         body: 'What was extracted from it is deleted too.', refresh })],
       msg(w.id)));
@@ -504,8 +545,9 @@ function webpages(kb, writer, refresh, say) {
   };
 }
 
-/** The words for a refused refresh: 409 already running, 429 with when it can run again. */
+/** The words for a refused refresh: 409 already running, 429 with when it can run again. @param {unknown} err */
 function refreshError(err) {
+  if (!(err instanceof ApiError)) return errorText(err);
   if (err.status === 409) return 'This page is already being refreshed. Wait until its status is Ready or Failed.';
   if (err.status === 429) {
     // The body's nextAvailableAt, else Retry-After (seconds): both name the same moment.
@@ -522,16 +564,24 @@ function refreshError(err) {
 
 const ACCEPT = '.txt,.text,.md,.markdown,.html,.htm,.pdf,.docx,.csv';
 
+/** @param {unknown} b bytes */
 const size = (b) => (typeof b !== 'number' ? '' : b < 1024 ? `${b} B` : b < 1048576 ? `${(b / 1024).toFixed(1)} KB` : `${(b / 1048576).toFixed(1)} MB`);
 
+/**
+ * @param {Json} kb @param {PageContext} ctx @param {boolean} writer @param {Refresh} refresh
+ * @param {(text: string) => void} say
+ */
 function documents(kb, ctx, writer, refresh, say) {
+  /** @param {Json} d */
   const view = (d) => viewDialog({ title: `Content of ${d.name}`, className: 'kb-dialog wide', load: async () => {
     const full = await api('GET', kbPath(kb.id, `/documents/${enc(d.id)}`));
     return entries(full.content, full.status === 'pending' ? 'The text is still being extracted.' : 'Nothing was extracted.');
   } });
   // The document just uploaded: its status as it changes, then what was extracted from it.
   const recent = h('div', { class: 'kb-recent', 'aria-live': 'polite' });
+  /** @type {string | null} */
   let watching = null; // id of the uploaded document until it is ready or failed
+  /** @param {Json} d */
   const showRecent = async (d) => {
     const [text, kind] = STATUS[d.status] || [d.status, ''];
     const head = h('p', null, h('strong', null, d.name), ' ', badge(busy(d) ? `${text}…` : text, kind),
@@ -548,6 +598,7 @@ function documents(kb, ctx, writer, refresh, say) {
     replace(recent, h('div', { class: 'card' }, head, body,
       h('button', { type: 'button', class: 'btn secondary small', onclick: () => replace(recent) }, 'Done')));
   };
+  /** @param {Item} d */
   const rowFor = (d) => h('tr', null,
     h('th', { scope: 'row', class: 'kb-cell' }, d.name,
       d.fileName && d.fileName !== d.name && h('p', { class: 'kb-sub' }, d.fileName)),
@@ -565,9 +616,11 @@ function documents(kb, ctx, writer, refresh, say) {
     headers: ['Document', 'Size', 'Status', 'Entries', 'Uploaded', ACTIONS], caption: 'Documents', empty: 'No documents yet.', rowFor, onChange: announceChange(say),
   });
 
+  /** @type {Child} */
   let zone = null;
-  let dropZone = null;
   if (writer) {
+    /** @type {HTMLElement} */
+    let dropZone;
     const id = uid('file');
     const hintId = `${id}-hint`;
     const input = h('input', { id, type: 'file', class: 'kb-file', accept: ACCEPT, 'aria-describedby': hintId });
@@ -575,6 +628,7 @@ function documents(kb, ctx, writer, refresh, say) {
     const note = h('p', { class: 'kb-progress-note', role: 'status' });
     const error = h('div', { class: 'kb-upload-error' });
     let uploading = false;
+    /** @param {File | undefined} file */
     const start = async (file) => {
       if (!file || uploading) return;
       uploading = true;
@@ -608,7 +662,7 @@ function documents(kb, ctx, writer, refresh, say) {
         dropZone.removeAttribute('aria-busy');
       }
     };
-    input.addEventListener('change', () => start(input.files[0]));
+    input.addEventListener('change', () => start(input.files?.[0]));
     dropZone = h('div', { class: 'kb-drop' },
       h('label', { for: id }, h('span', { class: 'kb-drop-title' }, 'Choose a file to upload'), ' or drop it here'),
       input,
@@ -625,7 +679,7 @@ function documents(kb, ctx, writer, refresh, say) {
   }
   return {
     el: [zone, recent, h('div', { class: 'kb-gap' }), t.el],
-    update: (items) => {
+    update: (/** @type {Item[]} */ items) => {
       t.update(items);
       const w = watching && items.find((x) => x.id === watching);
       if (!w) watching = null;
@@ -639,6 +693,7 @@ function documents(kb, ctx, writer, refresh, say) {
 // ---- search: query, limit, threshold; the credit balance beside it ----
 // Results are listed by relevance, best first; the threshold is a minimum similarity.
 
+/** @param {Json} kb */
 function search(kb) {
   const balance = h('strong', { class: 'kb-balance-value' }, '…');
   const loadBalance = async () => {
@@ -667,7 +722,7 @@ function search(kb) {
       try {
         ans = await api('GET', `${kbPath(kb.id, '/search')}?${qs}`, undefined, { full: true });
       } catch (err) {
-        if (err.status === 402) {
+        if (err instanceof ApiError && err.status === 402) {
           err.message = 'The team has no credits left: a search costs 1 credit.';
           replace(results);
         }
@@ -690,10 +745,13 @@ function search(kb) {
   ];
 }
 
+/** @type {Record<string, string>} */
 const SOURCE = { manual: 'Q&A reference', webpage: 'Webpage', document: 'Document' };
+/** A search result. @param {Json} r */
 function hit(r) {
   const ref = r.reference || {};
   const src = ref.source || {};
+  /** @param {unknown} n */
   const percent = (n) => (typeof n === 'number' ? `${(n * 100).toFixed(1)}%` : '—');
   // The results come in the order of `relevance` (meaning and words together, issue 40): that is
   // the number shown first, with the meter. `similarity` (meaning alone) is what the minimum

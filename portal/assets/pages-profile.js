@@ -3,7 +3,7 @@
 // changes only when the link mailed to the new one is opened (POST /v1/me/email, then the page
 // /confirm-email/{token}). The password is changed on /settings/security, not here.
 import { h, field, form, section, toast, replace, alertBox, fullName, time } from './dom.js';
-import { api, state, loadSession } from './api.js';
+import { api, state, loadSession, ApiError } from './api.js';
 
 /** @typedef {import('./dom.js').PageContext} PageContext */
 
@@ -21,6 +21,7 @@ function showUser(user) {
 
 /** @param {PageContext} ctx */
 export function profile({ view }) {
+  /** @type {{firstName?: string, lastName?: string, email?: string}} */
   const user = state.session?.user || {};
   const nameForm = form({
     className: 'stack narrow',
@@ -57,7 +58,7 @@ export function profile({ view }) {
         answer = await api('POST', '/v1/me/email', body, { full: true });
       } catch (err) {
         // The address is someone else's: said beside the address, not above the button.
-        if (err.status === 409) err.details = [{ field: 'email', message: err.message }];
+        if (err instanceof ApiError && err.status === 409) err.details = [{ field: 'email', message: err.message }];
         throw err;
       }
       f.reset();
@@ -96,9 +97,9 @@ export function confirmEmail({ view, params }) {
           ? h('a', { href: '/settings/profile' }, 'Go to your profile')
           : h('a', { href: '/sign-in' }, 'Sign in')));
     } catch (err) {
-      const text = err.status === 404
+      const text = err instanceof ApiError && err.status === 404
         ? 'This link is not valid: it may have been used already or have expired. Ask for a new one on your profile page.'
-        : err.message;
+        : err instanceof Error ? err.message : String(err);
       replace(status, alertBox(text), h('p', { class: 'auth-links' },
         h('a', { href: state.session ? '/settings/profile' : '/sign-in' }, state.session ? 'Go to your profile' : 'Sign in')));
     }

@@ -6,10 +6,21 @@ import {
   navigate,
 } from './dom.js';
 import { passkeysNotice } from './pages-auth.js';
-import { api, state, startSession, loadSession, actingTeam, ROLES, isOwner, isOwnerRole } from './api.js';
+import { api, state, startSession, loadSession, actingTeam, ROLES, isOwner, isOwnerRole, ApiError } from './api.js';
 import { createPasskey, passkeysSupported } from './passkeys.js';
 
 /** @typedef {import('./dom.js').PageContext} PageContext */
+/** @typedef {import('./api.js').Json} Json */
+
+/** What a refused request is said as here: its message, then its hint. @param {unknown} err */
+function said(err) {
+  const message = err instanceof Error ? err.message : String(err);
+  const hint = err instanceof ApiError ? err.hint : undefined;
+  return hint ? `${message} ${hint}` : message;
+}
+
+/** The message of what a `catch` caught. @param {unknown} err */
+const messageOf = (err) => (err instanceof Error ? err.message : String(err));
 
 /** @param {PageContext} ctx */
 export function security({ view }) {
@@ -17,9 +28,11 @@ export function security({ view }) {
     view.append(alertBox(state.notice, { kind: 'info' }));
     state.notice = null;
   }
+  /** @type {() => Promise<void>} */
   let reload;
   const sessions = loader(async (again) => {
     reload = again;
+    /** @type {Json[]} */
     const items = await api('GET', '/v1/auth/sessions');
     return table(['Device', 'Address', 'Signed in', 'Last active', ACTIONS],
       items.map((s) => sessionRow(s, () => reload())),
@@ -72,13 +85,14 @@ export function security({ view }) {
     h('p', { class: 'lead' }, 'Your password, your second factor, and where you are signed in.'),
     section('Two-step sign-in', secondFactor()),
     section('Passkeys', passkeys()),
-    isOwner() && !actingTeam().isSubteam && section('Team requirement', teamRequirement()),
+    isOwner() && !actingTeam().isSubteam ? section('Team requirement', teamRequirement()) : '',
     section('Single sign-on', singleSignOn()),
     section('Password', password),
     section('Where you are signed in', h('div', null, sessions, h('div', { class: 'form-actions after-table' }, elsewhere), status)),
   );
 }
 
+/** @param {Json} s a Session of GET /v1/auth/sessions @param {() => void} reload */
 function sessionRow(s, reload) {
   return h('tr', null,
     h('th', { scope: 'row' }, s.device, s.current && [' ', badge('This browser', 'accent')]),
@@ -99,7 +113,7 @@ function sessionRow(s, reload) {
     }, 'Sign out')));
 }
 
-/** Recovery codes, shown once, with a way to copy them all. */
+/** Recovery codes, shown once, with a way to copy them all. @param {string[]} codes */
 function recoveryCodes(codes) {
   return h('div', { class: 'card success' },
     h('h3', { tabindex: '-1' }, 'Your recovery codes'),
@@ -110,6 +124,7 @@ function recoveryCodes(codes) {
 
 function secondFactor() {
   const slot = h('div');
+  /** @param {import('./dom.js').Child} [fresh] shown under the state (new recovery codes) */
   const show = async (fresh) => {
     const f = await api('GET', '/v1/auth/second-factors');
     if (!f.totp) {
@@ -144,7 +159,7 @@ function secondFactor() {
           },
         }, 'Remove the authenticator app')));
   };
-  const failed = (err) => slot.append(alertBox(err.message));
+  const failed = (/** @type {unknown} */ err) => slot.append(alertBox(messageOf(err)));
   const enrol = async () => {
     const e = await api('POST', '/v1/auth/second-factors/totp');
     replace(slot,
@@ -182,15 +197,16 @@ function teamRequirement() {
       h('p', { class: 'muted' }, 'API keys are not affected.'),
       h('button', {
         type: 'button', class: on ? 'btn secondary' : 'btn primary',
-        onclick: async (ev) => {
-          ev.target.disabled = true;
+        onclick: async (/** @type {MouseEvent} */ ev) => {
+          const btn = /** @type {HTMLButtonElement} */ (ev.target);
+          btn.disabled = true;
           try {
             await api('PUT', '/v1/members/security', { requireSecondFactor: !on });
             toast(on ? 'A second factor is no longer required' : 'A second factor is now required');
             again();
           } catch (err) {
-            ev.target.disabled = false;
-            toast(err.message);
+            btn.disabled = false;
+            toast(messageOf(err));
           }
         },
       }, on ? 'Stop requiring a second factor' : `Require a second factor for everyone in ${team.name}`));
@@ -207,17 +223,19 @@ function singleSignOn() {
   const manages = isOwner() && !team.isSubteam;
   return loader(async (again) => {
     const link = await api('GET', '/v1/auth/sso/link');
+    /** @type {Json | null} */
     let config = null;
     if (manages) {
       try {
         config = await api('GET', '/v1/members/sso');
       } catch (err) {
-        if (err.status !== 404) throw err;
+        if (!(err instanceof ApiError) || err.status !== 404) throw err;
       }
     }
     return h('div', null, h('div', { class: 'sso-link' }, linkPart(link)), manages && configPart(config, again));
   });
 
+  /** @param {Json} link GET /v1/auth/sso/link */
   function linkPart(link) {
     if (link.linked) {
       return h('p', null, badge('Linked', 'accent'), ' You can sign in with single sign-on',
@@ -231,22 +249,24 @@ function singleSignOn() {
       h('p', null, `Your team signs in through ${link.issuer || 'its identity provider'}. To sign in that way, link your account once: you sign in there with your own address.`),
       h('button', {
         type: 'button', class: 'btn primary',
-        onclick: async (ev) => {
-          ev.target.disabled = true;
+        onclick: async (/** @type {MouseEvent} */ ev) => {
+          const btn = /** @type {HTMLButtonElement} */ (ev.target);
+          btn.disabled = true;
           try {
             const started = await api('POST', '/v1/auth/sso/link');
             // The callback page returns here once the provider sent the person back.
             sessionStorage.setItem('switchboard.sso.next', '/settings/security');
             location.assign(started.url);
           } catch (err) {
-            ev.target.disabled = false;
-            replace(status, alertBox(err.hint ? `${err.message} ${err.hint}` : err.message));
+            btn.disabled = false;
+            replace(status, alertBox(said(err)));
           }
         },
       }, 'Link single sign-on'),
       status);
   }
 
+  /** @param {Json} d a domain of the provider @param {() => void} again */
   function domainCard(d, again) {
     const status = h('div', { class: 'form-alert' });
     if (d.verified) {
@@ -263,26 +283,28 @@ function singleSignOn() {
       copyField(`The file for ${d.domain}, holding this line`, d.httpsFile.content),
       h('div', { class: 'form-actions' }, h('button', {
         type: 'button', class: 'btn secondary', 'aria-label': `Check now whether ${d.domain} is proven`,
-        onclick: async (ev) => {
-          ev.target.disabled = true;
+        onclick: async (/** @type {MouseEvent} */ ev) => {
+          const btn = /** @type {HTMLButtonElement} */ (ev.target);
+          btn.disabled = true;
           replace(status);
           try {
             await api('POST', `/v1/members/sso/domains/${enc(d.domain)}/verify`);
             toast(`${d.domain} is proven`);
             again();
           } catch (err) {
-            ev.target.disabled = false;
-            replace(status, alertBox(err.hint ? `${err.message} ${err.hint}` : err.message));
+            btn.disabled = false;
+            replace(status, alertBox(said(err)));
           }
         },
       }, 'Check now')),
       status);
   }
 
+  /** @param {Json | null} config the team's provider, null when it has none @param {() => void} again */
   function configPart(config, again) {
     // People new through single sign-on are members or viewers; admins and owners are made by people.
     const roles = ROLES.filter(([role]) => !isOwnerRole(role) && role !== 'admin');
-    const defaultRole = roles.some(([role]) => role === config?.defaultRole) ? config.defaultRole : 'member';
+    const defaultRole = roles.some(([role]) => role === config?.defaultRole) ? config?.defaultRole : 'member';
     const f = form({
       className: 'stack narrow',
       fields: [
@@ -297,9 +319,10 @@ function singleSignOn() {
       ],
       submit: config ? 'Save single sign-on' : 'Turn on single sign-on',
       onSubmit: async (v) => {
+        /** @type {{issuer: string, clientId: string, defaultRole: string, domains: string[], clientSecret?: string}} */
         const body = {
           issuer: v.issuer, clientId: v.clientId, defaultRole: v.defaultRole,
-          domains: v.domains.split(',').map((d) => d.trim()).filter(Boolean),
+          domains: v.domains.split(',').map((/** @type {string} */ d) => d.trim()).filter(Boolean),
         };
         if (v.clientSecret) body.clientSecret = v.clientSecret;
         await api('PUT', '/v1/members/sso', body);
@@ -319,6 +342,7 @@ function singleSignOn() {
         if (done) { toast('Single sign-on removed'); again(); }
       },
     }, 'Remove single sign-on');
+    /** @type {Json[]} */
     const domains = config?.domainStatus || [];
     const proven = domains.filter((d) => d.verified).map((d) => d.domain);
     return h('div', { class: 'sso-provider' },
@@ -340,7 +364,7 @@ function passkeys() {
   const status = h('div', { class: 'form-alert' });
   const show = async () => {
     const f = await api('GET', '/v1/auth/second-factors');
-    const rows = f.passkeys.map((p) => h('tr', null,
+    const rows = f.passkeys.map((/** @type {Json} */ p) => h('tr', null,
       h('th', { scope: 'row' }, p.name),
       h('td', null, time(p.createdAt, { day: true })),
       h('td', null, time(p.lastUsedAt, { empty: 'Never' })),
@@ -370,6 +394,7 @@ function passkeys() {
             try {
               credential = await createPasskey(options.options);
             } catch (err) {
+              if (!(err instanceof Error)) throw err;
               throw new Error(err.name === 'NotAllowedError' ? 'The passkey was not created.' : err.message, { cause: err });
             }
             await api('POST', '/v1/auth/second-factors/passkeys', { ceremony: options.ceremony, name, credential });

@@ -3,15 +3,24 @@
 import {
   h, append, replace, field, form, loader, table, badge, time, num, fullName, cap, alertBox,
   copyField, confirmDialog, formDialog, toast, navigate, section, pager, pageOf, ACTIONS, enc, focusTitle, plural,
-  setFieldError, tile,
+  setFieldError, tile, busy, noAccess,
 } from './dom.js';
-import { api, state, actingTeam, can, setScope, loadSubteams, ROLES, isOwner, isOwnerRole } from './api.js';
+import {
+  api, state, actingTeam, can, setScope, loadSubteams, ROLES, isOwner, isOwnerRole, auditActions, ApiError,
+} from './api.js';
 import { barChart, usageTable, totals, sparkBars } from './charts.js';
 
 /** @typedef {import('./dom.js').PageContext} PageContext */
+/** @typedef {import('./dom.js').Child} Child */
+/** @typedef {import('./api.js').Json} Json */
+/** @typedef {import('./api.js').ListAnswer} ListAnswer */
+/** @typedef {import('./api.js').TeamRef} TeamRef */
 
 
-/** Shows a result (the new key, an invitation link) in `slot`, focused, with a Done button. */
+/**
+ * Shows a result (the new key, an invitation link) in `slot`, focused, with a Done button.
+ * @param {HTMLElement} slot @param {string} title @param {Child} content @param {...Child} actions
+ */
 function result(slot, title, content, ...actions) {
   const heading = h('h2', { tabindex: '-1' }, title);
   replace(slot, h('div', { class: 'card success' }, heading, content, h('div', { class: 'form-actions' }, actions,
@@ -19,19 +28,17 @@ function result(slot, title, content, ...actions) {
   heading.focus();
 }
 
+/** @param {string} u */
 const absUrl = (u) => { try { return new URL(u, location.origin).href; } catch { return String(u); } };
 
+/**
+ * Acts on `team` from now on (the agency or one of its subteams), and shows `to` or this page again.
+ * @param {TeamRef} team @param {string} [to]
+ */
 export function switchTeam(team, to) {
   setScope(team);
   toast(`Now acting on ${team.name}`);
   navigate(to || location.pathname + location.search, { replace: !to });
-}
-
-/** @param {Pick<PageContext, 'view'>} ctx */
-export function noAccess({ view }) {
-  view.append(
-    alertBox("You don't have access to this page.", { kind: 'info' }),
-    h('p', null, `Ask an owner or an admin of ${actingTeam().name} if you need it. `, h('a', { href: '/' }, 'Go to the overview')));
 }
 
 
@@ -81,11 +88,12 @@ export function overview({ view }) {
  * The low-credit threshold (PUT /v1/credits/alert): whoever may write to the team (owners,
  * admins, members: the API's rule) sets or clears it; a viewer reads it.
  * @param {number | null | undefined} initial
- * @param {(threshold: number | null) => void} changed
+ * @param {(threshold: number | null | undefined) => void} changed
  */
 function thresholdForm(initial, changed) {
-  const about = h('p', null, 'When the balance falls under the threshold, the team\u2019s webhooks subscribed to ',
-    h('code', null, 'credits.low'), ' hear it, once each time.');
+  // The event is named in the sentence: the portal spells no event type as a value of its own
+  // (scripts/portal-vocabulary-check).
+  const about = h('p', null, 'When the balance falls under the threshold, the team\u2019s webhooks subscribed to credits.low hear it, once each time.');
   const status = h('p', { role: 'status', class: 'muted credit-alert-status' });
   if (!can('write')) {
     return h('div', { class: 'credit-alert' }, h('h3', null, 'Low-credit alert'), about,
@@ -111,25 +119,19 @@ function thresholdForm(initial, changed) {
     secondary: clear,
     onSubmit: async (v) => { await save(Number(v.threshold)); },
   });
-  clear.addEventListener('click', async () => {
-    clear.disabled = true;
-    try {
-      await save(null);
-      const input = /** @type {HTMLInputElement} */ (f.elements.namedItem('threshold'));
-      input.value = '';
-      setFieldError(input, ''); // an error of a value typed before is no longer true
-    } catch (err) {
-      replace(status, alertBox(err.message));
-    } finally {
-      clear.disabled = false;
-    }
-  });
+  clear.addEventListener('click', () => busy(clear, status, async () => {
+    await save(null);
+    const input = /** @type {HTMLInputElement} */ (f.elements.namedItem('threshold'));
+    input.value = '';
+    setFieldError(input, ''); // an error of a value typed before is no longer true
+  }));
   return h('div', { class: 'credit-alert' }, h('h3', null, 'Low-credit alert'), about, f, status);
 }
 
 /** What costs credits, as the API prices it (GET /v1/credits/prices): never a number of our own. */
 function creditPrices() {
   return h('div', { class: 'credit-prices' }, h('h3', null, 'What costs credits'), loader(async () => {
+    /** @type {Json[]} */
     const prices = await api('GET', '/v1/credits/prices', undefined, { scoped: false });
     return [
       table(['Operation', 'API', 'Cost'], prices.map((p) => h('tr', null,
@@ -161,12 +163,14 @@ function usageSection() {
 /** An agency's subteams side by side: each one's last 30 days (the first 20 subteams). */
 function subteamUsage() {
   return section('Usage per subteam, last 30 days', loader(async () => {
+    /** @type {Json[]} */
     const subteams = (await api('GET', '/v1/agency/subteams?page=1&limit=20', undefined, { scoped: false })) || [];
     const rows = await Promise.all(subteams.map(async (t) => {
       const days = await api('GET', `/v1/usage?interval=day&teamId=${enc(t.id)}`, undefined, { scoped: false })
         .catch(() => null);
       const sum = days && totals(days);
-      const cell = (v) => h('td', { class: 'num' }, sum ? num(v) : '—');
+      const cell = (/** @type {unknown} */ v) => h('td', { class: 'num' }, sum ? num(v) : '—');
+      /** @param {string} field @param {string} unit */
       const spark = (field, unit) => h('td', null, days
         ? sparkBars({ label: `${t.name}: ${unit} per day`, field, unit, days }) : '—');
       return h('tr', null,
@@ -191,8 +195,8 @@ function subteamRow(t, withOwner, status) {
   const topUp = can('createSubteam') && h('button', {
     type: 'button', class: 'btn secondary small', 'aria-label': `Top up ${t.name}`,
     onclick: async () => {
-      /** @type {Record<string, any> | null} */
-      let moved = null;
+      /** @type {Json | null} */
+      let moved = /** @type {Json | null} */ (null); // the answer, once onSubmit had it
       const done = await formDialog({
         title: `Top up ${t.name}`,
         fields: [field({
@@ -205,7 +209,7 @@ function subteamRow(t, withOwner, status) {
             moved = await api('POST', `/v1/agency/subteams/${enc(t.id)}/credits`, { amount: Number(v.amount) }, { scoped: false });
           } catch (err) {
             // Not enough credits is about the amount asked for: said beside it.
-            if (err.status === 402) err.details = [{ field: 'amount', message: err.message }];
+            if (err instanceof ApiError && err.status === 402) err.details = [{ field: 'amount', message: err.message }];
             throw err;
           }
         },
@@ -233,6 +237,7 @@ function subteamRow(t, withOwner, status) {
 function subteamSummary() {
   return section('Subteams',
     loader(async () => {
+      /** @type {ListAnswer} */
       const data = await api('GET', '/v1/agency/subteams?page=1&limit=50', undefined, { full: true });
       const status = h('p', { role: 'status', class: 'subteam-topped' });
       return [
@@ -248,12 +253,14 @@ function subteamSummary() {
 
 /** @param {PageContext} ctx */
 export function keys({ view }) {
-  if (!can('keys')) return noAccess({ view });
+  if (!can('keys')) return noAccess({ view }, actingTeam().name);
   const team = actingTeam();
   const fresh = h('div', { class: 'fresh' });
+  /** @type {() => Promise<void>} */
   let reload;
   const list = loader(async (again) => {
     reload = again;
+    /** @type {Json[]} */
     const items = await api('GET', '/v1/api-keys');
     return table(['Name', 'Prefix', 'Access', 'Created', 'Last used', 'Created by', ACTIONS],
       items.map((k) => keyRow(k, () => reload())),
@@ -282,6 +289,7 @@ export function keys({ view }) {
     section('Keys', list));
 }
 
+/** @param {Json} k an ApiKey @param {() => void} reload */
 function keyRow(k, reload) {
   const by = k.createdBy
     ? [k.createdBy.name || k.createdBy.id, h('span', { class: 'muted' }, k.createdBy.type === 'key' ? ' (key)' : ' (user)')]
@@ -313,13 +321,16 @@ const rolesFor = () => ROLES.filter(([r]) => !isOwnerRole(r) || isOwner());
 
 /** @param {PageContext} ctx */
 export function members({ view }) {
-  if (!can('members')) return noAccess({ view });
+  if (!can('members')) return noAccess({ view }, actingTeam().name);
   const team = actingTeam();
   const fresh = h('div', { class: 'fresh' });
+  /** @type {() => Promise<void>} */
   let reload;
+  /** @type {() => Promise<void>} */
   let reloadPending;
   const list = loader(async (again) => {
     reload = again;
+    /** @type {Json[]} */
     const items = await api('GET', '/v1/members');
     return table(['Name', 'Email', 'Role', 'Last sign-in', 'Joined', ACTIONS],
       items.map((m) => memberRow(m, team, fresh, () => { reload(); reloadPending?.(); })),
@@ -327,6 +338,7 @@ export function members({ view }) {
   });
   const pending = loader(async (again) => {
     reloadPending = again;
+    /** @type {Json[]} */
     const items = await api('GET', '/v1/members/invitations');
     return table(['Email', 'Role', 'Invited by', 'Expires', ACTIONS],
       items.map((i) => invitationRow(i, () => reloadPending())),
@@ -356,6 +368,7 @@ export function members({ view }) {
     section('Members', list));
 }
 
+/** @param {Json} i an Invitation @param {() => void} reload */
 function invitationRow(i, reload) {
   const ownerOnly = isOwnerRole(i.role) && !isOwner();
   return h('tr', null,
@@ -377,8 +390,12 @@ function invitationRow(i, reload) {
     }, 'Revoke')));
 }
 
-/** After a removal: what it ended, and the keys the member made, with an offer to revoke them. */
+/**
+ * After a removal: what it ended, and the keys the member made, with an offer to revoke them.
+ * @param {HTMLElement} slot @param {Json} m the Member @param {Json} removed the answer of the removal
+ */
 function removedResult(slot, m, removed) {
+  /** @type {Json[]} */
   const keys = removed.apiKeys || [];
   const ended = removed.invitationsEnded
     ? h('p', null, `${removed.invitationsEnded} pending invitation${removed.invitationsEnded === 1 ? '' : 's'} they made no longer work.`)
@@ -392,6 +409,7 @@ function removedResult(slot, m, removed) {
     type: 'button', class: 'btn danger small',
     onclick: async () => {
       revoke.disabled = true;
+      /** @type {string[]} */
       const failed = [];
       for (const k of keys) {
         try { await api('DELETE', `/v1/api-keys/${enc(k.id)}`); } catch { failed.push(k.name); }
@@ -408,6 +426,10 @@ function removedResult(slot, m, removed) {
   ], revoke);
 }
 
+/**
+ * @param {Json} m a Member @param {TeamRef} team the team acted on
+ * @param {HTMLElement} fresh where the removal's result is shown @param {() => void} reload
+ */
 function memberRow(m, team, fresh, reload) {
   const me = state.session?.user?.id === m.id;
   const locked = me || (isOwnerRole(m.role) && !isOwner());
@@ -427,7 +449,7 @@ function memberRow(m, team, fresh, reload) {
         toast(`${fullName(m)} is now ${role === 'admin' ? 'an' : 'a'} ${role}`);
       } catch (err) {
         select.value = m.role;
-        replace(rowError, err.message);
+        replace(rowError, err instanceof Error ? err.message : String(err));
       } finally {
         select.disabled = false;
       }
@@ -445,6 +467,7 @@ function memberRow(m, team, fresh, reload) {
     h('td', { class: 'actions' }, !locked && h('button', {
       type: 'button', class: 'btn danger-quiet small', 'aria-label': `Remove ${fullName(m)}`,
       onclick: async () => {
+        /** @type {Json} */
         let removed = {};
         const done = await confirmDialog({
           title: `Remove ${fullName(m)}?`,
@@ -461,7 +484,7 @@ function memberRow(m, team, fresh, reload) {
 
 /** @param {PageContext} ctx */
 export function subteams({ view, query }) {
-  const s = state.session;
+  const s = /** @type {import('./api.js').Session} */ (state.session); // a page of the signed-in
   if (!can('subteams')) {
     view.append(alertBox(`Subteams belong to agency teams, and ${s.team.name} is not one.`, { kind: 'info' }));
     return;
@@ -475,9 +498,11 @@ export function subteams({ view, query }) {
   }
   const page = pageOf(query);
   const fresh = h('div', { class: 'fresh' });
+  /** @type {() => Promise<void>} */
   let reload;
   const list = loader(async (again) => {
     reload = again;
+    /** @type {ListAnswer} */
     const res = await api('GET', `/v1/agency/subteams?page=${page}&limit=50`, undefined, { full: true });
     const status = h('p', { role: 'status', class: 'subteam-topped' });
     return [
@@ -519,21 +544,12 @@ export function subteams({ view, query }) {
 
 // ---------------------------------------------------------------- audit log
 
-// The actions the API records (GET /v1/audit-log's description); others seen are added.
-const AUDIT_ACTIONS = ['user.name_changed', 'user.email_change_requested', 'user.email_change_failed', 'user.email_changed',
-  'auth.signed_in', 'auth.sign_in_failed', 'auth.signed_out', 'auth.signed_up',
-  'auth.password_changed', 'auth.password_change_failed', 'auth.session_ended', 'auth.signed_out_elsewhere', 'auth.password_reset', 'api_key.created', 'api_key.revoked', 'member.invited',
-  'member.invitation_revoked', 'member.joined', 'member.role_changed', 'member.removed', 'subteam.created', 'webhook.created',
-  'webhook.deleted', 'instructions.replaced', 'instructions.restored', 'auth.second_factor_enabled',
-  'auth.second_factor_removed', 'auth.second_factor_failed', 'auth.recovery_code_used', 'auth.recovery_codes_renewed',
-  'auth.signed_in_sso', 'auth.passkey_added', 'auth.passkey_removed', 'auth.signed_in_passkey',
-  'team.security_changed', 'team.sso_changed', 'team.sso_removed'];
-
 /** @param {PageContext} ctx */
 export function auditLog({ view, query }) {
-  if (!can('audit')) return noAccess({ view });
+  if (!can('audit')) return noAccess({ view }, actingTeam().name);
   const page = pageOf(query);
   const action = (query.get('action') || '').trim();
+  /** @param {number} p @param {string} [a] */
   const href = (p, a = action) => {
     const q = new URLSearchParams();
     if (a) q.set('action', a);
@@ -541,25 +557,40 @@ export function auditLog({ view, query }) {
     const s = q.toString();
     return `/audit-log${s ? `?${s}` : ''}`;
   };
-  const known = new Set(AUDIT_ACTIONS);
-  if (action) known.add(action);
   const filter = form({
     className: 'inline',
     fields: [field({ name: 'action', label: 'Action', type: 'select', value: action,
-      options: [['', 'All actions'], ...[...known].map((a) => [a, a])] })],
+      options: [['', 'All actions'], ...(action ? [[action, action]] : [])] })],
     submit: 'Filter',
     secondary: action && h('a', { class: 'btn secondary', href: '/audit-log' }, 'Clear filter'),
     onSubmit: async (v) => navigate(href(1, v.action || '')),
   });
   const select = /** @type {HTMLSelectElement} */ (filter.elements.namedItem('action'));
+  // The actions offered: those the API records (AuditAction of its OpenAPI document), first and
+  // in its order, and any other seen in the entries shown (all of them, when the document
+  // cannot be read).
+  /** @type {Map<string, HTMLOptionElement>} */
+  const offered = new Map();
+  for (const o of select.options) if (o.value) offered.set(o.value, o);
+  /** @param {string[]} actions @param {boolean} [first] before the others offered */
+  const offer = (actions, first = false) => {
+    const others = first ? [...offered.values()].filter((o) => !actions.includes(o.value)) : [];
+    for (const a of actions) {
+      const had = offered.get(a);
+      const o = had || h('option', { value: a }, a);
+      offered.set(a, o);
+      if (first || !had) select.append(o);
+    }
+    for (const o of others) select.append(o);
+  };
+  auditActions().then((actions) => offer(actions, true)).catch(() => { /* the actions seen are offered */ });
   const list = loader(async () => {
     const q = new URLSearchParams({ page: String(page), limit: '50' });
     if (action) q.set('action', action);
+    /** @type {ListAnswer} */
     const res = await api('GET', `/v1/audit-log?${q}`, undefined, { full: true });
     const items = res.data || [];
-    for (const a of new Set(items.map((e) => e.action))) {
-      if (!known.has(a)) { known.add(a); select.append(h('option', { value: a }, a)); }
-    }
+    offer([...new Set(items.map((e) => e.action))]);
     const rows = items.map((e) => h('tr', null,
       h('td', null, time(e.createdAt)),
       h('td', null, h('code', null, e.action)),
@@ -579,7 +610,10 @@ export function auditLog({ view, query }) {
     section(action ? `Entries: ${action}` : 'Entries', list));
 }
 
-/** An audit entry's target: an id (shown in full, small) or an e-mail address. */
+/**
+ * An audit entry's target: an id (shown in full, small) or an e-mail address.
+ * @param {string | {name?: string, id?: string} | null | undefined} t
+ */
 function targetText(t) {
   const text = t && typeof t === 'object' ? t.name || t.id : t;
   if (!text) return '—';

@@ -3,26 +3,25 @@
 // /webhooks/{webhookId} (edit, send a test, the deliveries with retry, delete). Owners and admins.
 import {
   h, replace, field, form, loader, table, badge, time, num, alertBox, errorText, copyField,
-  confirmDialog, toast, navigate, section, pager, pageOf, hrefWith, every, uid, ACTIONS, enc,
+  confirmDialog, toast, navigate, section, pager, pageOf, hrefWith, every, uid, ACTIONS, enc, busy, noAccess,
 } from './dom.js';
-import { api, can, actingTeam } from './api.js';
-import { noAccess } from './pages-team.js';
+import { api, can, actingTeam, eventTypes, ApiError } from './api.js';
 
 /** @typedef {import('./dom.js').PageContext} PageContext */
+/** @typedef {import('./api.js').Json} Json */
+/** @typedef {import('./api.js').ListAnswer} ListAnswer */
+/** What the deliveries section offers the rest of the page. @typedef {{el: HTMLElement, refresh: (how?: {fast?: boolean, poll?: boolean}) => Promise<void>}} Deliveries */
 
-// The event types a webhook can hear (the `events` enum of POST /v1/webhooks).
-const EVENTS = [
-  ['call.ended', 'A call ended'], ['chat.ended', 'A chat ended'],
-  ['contact.created', 'A contact was created'], ['contact.updated', 'A contact was changed'], ['contact.deleted', 'A contact was deleted'],
-  ['webpage.ready', 'A knowledge web page is ready'], ['webpage.failed', 'A knowledge web page failed'],
-  ['document.ready', 'A knowledge document is ready'], ['document.failed', 'A knowledge document failed'],
-  ['agent.instructions.updated', "An agent's instructions changed"], ['subteam.created', 'A subteam was created'],
-  ['credits.low', 'The credit balance fell under the threshold'],
-];
+// The event types a webhook can hear (the `events` of POST /v1/webhooks) are the API's EventName:
+// api.js eventTypes() reads them, with their descriptions, from its OpenAPI document.
 const LAST_OF = 25; // the list reads the latest delivery of this many webhooks at most
 const POLL_MS = 3000;
 
-/** What the latest delivery says: {failing, text}. */
+/**
+ * What the latest delivery says: {failing, text}.
+ * @param {Json} w a Webhook @param {Json | null | undefined} last its latest delivery
+ * @returns {{failing: boolean, text: string}}
+ */
 function health(w, last) {
   if (w.status === 'failing') return { failing: true, text: 'A delivery was given up after 24 hours of retries.' };
   if (w.enabled === false) return { failing: false, text: 'Paused: new events are held until it is switched on.' };
@@ -35,45 +34,84 @@ function health(w, last) {
   return { failing: false, text: 'A delivery is waiting to be sent.' };
 }
 
+/** @param {boolean} failing @param {string} status the webhook's @param {boolean} [enabled] */
 const statusBadge = (failing, status, enabled = true) => [
   !enabled && badge('Paused', 'wh-paused'),
   failing ? badge(status === 'failing' ? 'Failing' : 'Deliveries failing', 'wh-bad') : enabled && badge('Active', 'wh-good'),
 ];
 
-/** The event checkboxes, in a fieldset with its own error line (for details[].field "events"). */
+/**
+ * The event checkboxes, in a fieldset with its own error line (for details[].field "events"):
+ * the API's event types, each with its description when the document has one, and the
+ * `checked` ones it does not list. Without the document, an error with Try again, and the
+ * `checked` ones only.
+ * @param {string[]} [checked]
+ */
 function eventsField(checked = []) {
   const err = h('p', { class: 'field-error', id: uid('events-error'), hidden: true });
+  const note = h('div', { class: 'wh-events-note' });
   const set = h('fieldset', { class: 'wh-events', 'aria-describedby': err.id },
     h('legend', null, 'Events'),
-    EVENTS.map(([value, text]) => {
-      const id = uid('ev');
-      return h('div', { class: 'wh-event' },
-        h('input', { type: 'checkbox', id, name: 'events', value, checked: checked.includes(value) }),
-        h('label', { for: id }, h('code', null, value), h('span', { class: 'muted small' }, ` ${text}`)));
-    }),
+    note,
     err);
+  /** @param {{value: string, label: string}} type @param {boolean} on */
+  const box = ({ value, label }, on) => {
+    const id = uid('ev');
+    return h('div', { class: 'wh-event' },
+      h('input', { type: 'checkbox', id, name: 'events', value, checked: on }),
+      h('label', { for: id }, h('code', null, value), label !== value && h('span', { class: 'muted small' }, ` ${label}`)));
+  };
+  /** The boxes of `types`, and of the events checked that it does not list. @param {Array<{value: string, label: string}>} types */
+  const show = (types) => {
+    const shown = /** @type {HTMLInputElement[]} */ ([...set.querySelectorAll('input[name="events"]')]);
+    const on = shown.length ? shown.filter((c) => c.checked).map((c) => c.value) : checked;
+    for (const old of set.querySelectorAll('.wh-event')) old.remove();
+    const others = on.filter((e) => !types.some((t) => t.value === e)).map((e) => ({ value: e, label: e }));
+    note.before(...[...types, ...others].map((t) => box(t, on.includes(t.value))));
+  };
+  const load = () => {
+    set.setAttribute('aria-busy', 'true');
+    replace(note, h('p', { class: 'muted small' }, 'Loading the event types…'));
+    eventTypes()
+      .then((types) => { show(types); note.remove(); })
+      .catch((e) => {
+        show([]);
+        replace(note, alertBox(`Could not load the event types: ${errorText(e)}`, {
+          action: h('button', { type: 'button', class: 'btn secondary small', onclick: load }, 'Try again'),
+        }));
+      })
+      .finally(() => set.removeAttribute('aria-busy'));
+  };
+  load();
   return set;
 }
 
-/** Reads the checked events; shows "choose at least one" beside them and throws when none is. */
+/**
+ * Reads the checked events; shows "choose at least one" beside them and throws when none is.
+ * @param {HTMLFormElement} formEl
+ */
 function readEvents(formEl) {
-  const set = formEl.querySelector('.wh-events');
-  const err = set.querySelector('.field-error');
-  const events = [...set.querySelectorAll('input[name="events"]:checked')].map((c) => c.value);
+  const set = /** @type {HTMLFieldSetElement} */ (formEl.querySelector('.wh-events'));
+  const err = /** @type {HTMLElement} */ (set.querySelector('.field-error'));
+  const events = [.../** @type {NodeListOf<HTMLInputElement>} */ (set.querySelectorAll('input[name="events"]:checked'))].map((c) => c.value);
   err.hidden = events.length > 0;
   err.textContent = events.length ? '' : 'Choose at least one event.';
   if (!events.length) {
-    set.querySelector('input').focus();
+    set.querySelector('input')?.focus(); // none when the event types could not be read
     throw Object.assign(new Error('Choose at least one event.'), { status: 400, details: [] });
   }
   return events;
 }
 
-/** The API's error for events, shown beside the checkboxes too. */
+/**
+ * The API's error for events, shown beside the checkboxes too.
+ * @param {HTMLFormElement} formEl @param {unknown} err what a `catch` caught
+ */
 function eventsError(formEl, err) {
-  const d = (err.details || []).find((x) => String(x.field || '').startsWith('events'));
+  if (!(err instanceof ApiError)) return err;
+  const d = err.details.find((x) => String(x.field || '').startsWith('events'));
   if (d) {
-    const e = formEl.querySelector('.wh-events .field-error');
+    const e = /** @type {HTMLElement} */ (formEl.querySelector('.wh-events .field-error'));
     e.textContent = `Events ${d.message}`;
     e.hidden = false;
     err.details = err.details.filter((x) => x !== d);
@@ -85,15 +123,18 @@ function eventsError(formEl, err) {
 
 /** @param {PageContext} ctx */
 export function list({ view }) {
-  if (!can('webhooks')) return noAccess({ view });
+  if (!can('webhooks')) return noAccess({ view }, actingTeam().name);
   const fresh = h('div', { class: 'fresh' });
+  /** @type {() => Promise<void>} */
   let reload;
   const hooks = loader(async (again) => {
     reload = again;
+    /** @type {Json[]} */
     const items = await api('GET', '/v1/webhooks');
     const rows = items.map((w, i) => {
       const cell = h('td', { class: 'wh-health' });
       const state = h('td');
+      /** @param {Json | null | undefined} last */
       const show = (last) => {
         const s = health(w, last);
         replace(state, statusBadge(s.failing, w.status, w.enabled !== false));
@@ -109,7 +150,7 @@ export function list({ view }) {
       return h('tr', null,
         h('th', { scope: 'row' }, h('a', { href: `/webhooks/${enc(w.id)}`, class: 'wh-url' }, w.url),
           w.description && h('p', { class: 'muted small wh-desc' }, w.description)),
-        h('td', null, h('span', { class: 'wh-event-list' }, (w.events || []).map((e) => h('code', null, e)))),
+        h('td', null, h('span', { class: 'wh-event-list' }, (w.events || []).map((/** @type {string} */ e) => h('code', null, e)))),
         state,
         cell,
         h('td', null, time(w.createdAt, { day: true })));
@@ -156,9 +197,11 @@ export function list({ view }) {
 
 /** @param {PageContext} ctx */
 export function detail({ view, params, query, signal }) {
-  if (!can('webhooks')) return noAccess({ view });
+  if (!can('webhooks')) return noAccess({ view }, actingTeam().name);
   const id = params[0];
   const base = `/v1/webhooks/${enc(id)}`;
+  eventTypes().catch(() => { /* said in the form */ }); // read while the webhook loads
+  /** @type {AbortController | null} */
   let live = null; // the polling of the shown load, stopped when the page is loaded again or left
   signal.addEventListener('abort', () => live?.abort(), { once: true });
   view.append(loader(async (again) => {
@@ -169,13 +212,14 @@ export function detail({ view, params, query, signal }) {
     try {
       w = await api('GET', base);
     } catch (err) {
-      if (err.status === 404) {
+      if (err instanceof ApiError && err.status === 404) {
         return [alertBox('This webhook does not exist, or it belongs to another team.', { kind: 'info' }),
           h('p', null, h('a', { href: '/webhooks' }, 'Back to the webhooks'))];
       }
       throw err;
     }
     const top = h('div', { class: 'wh-top' });
+    /** @param {Json | null | undefined} last */
     const showTop = (last) => {
       const s = health(w, last);
       replace(top, s.failing && alertBox(`This webhook is failing. ${s.text}`, { kind: 'error' }));
@@ -208,6 +252,7 @@ export function detail({ view, params, query, signal }) {
 /**
  * The on/off switch of the webhook (PUT {enabled}): while it is off, events are held (up to
  * 1,000) and sent when it is switched on again.
+ * @param {Json} w @param {string} base the webhook's path @param {() => void} reload
  */
 function pauseSwitch(w, base, reload) {
   const id = uid('enabled');
@@ -236,28 +281,22 @@ function pauseSwitch(w, base, reload) {
     out);
 }
 
+/** "Send a test event". @param {Json} w @param {string} base @param {Deliveries} deliveries */
 function testBox(w, base, deliveries) {
   if (w.enabled === false) {
     return h('div', { class: 'wh-test' }, h('button', { type: 'button', class: 'btn secondary', disabled: true }, 'Send a test event'),
       h('span', { class: 'wh-test-status' }, 'Switch deliveries on to send a test event.'));
   }
   const out = h('span', { class: 'wh-test-status', role: 'status' });
-  const btn = h('button', { type: 'button', class: 'btn secondary', onclick: async () => {
-    btn.disabled = true;
-    replace(out);
-    try {
-      await api('POST', `${base}/test`);
-      replace(out, 'A webhook.test event was queued; its delivery shows below.');
-      deliveries.refresh({ fast: true });
-    } catch (err) {
-      replace(out, alertBox(`Could not send a test: ${errorText(err)}`));
-    } finally {
-      btn.disabled = false;
-    }
-  } }, 'Send a test event');
+  const btn = h('button', { type: 'button', class: 'btn secondary', onclick: () => busy(btn, out, async () => {
+    await api('POST', `${base}/test`);
+    replace(out, 'A webhook.test event was queued; its delivery shows below.');
+    deliveries.refresh({ fast: true });
+  }, 'Could not send a test') }, 'Send a test event');
   return h('div', { class: 'wh-test' }, btn, out);
 }
 
+/** @param {Json} w @param {string} base @param {() => void} reload */
 function settingsForm(w, base, reload) {
   return form({
     className: 'stack wh-form',
@@ -280,9 +319,16 @@ function settingsForm(w, base, reload) {
   });
 }
 
+/**
+ * The deliveries, filtered by status and paged, polled while the page is shown.
+ * @param {Json} w @param {string} base @param {URLSearchParams} query @param {AbortSignal} signal
+ * @param {(last: Json | null | undefined) => void} showTop
+ * @returns {Deliveries}
+ */
 function deliveriesSection(w, base, query, signal, showTop) {
   const page = pageOf(query);
-  const status = ['pending', 'held', 'delivered', 'failed'].includes(query.get('status')) ? query.get('status') : '';
+  const asked = query.get('status') || '';
+  const status = ['pending', 'held', 'delivered', 'failed'].includes(asked) ? asked : '';
   const box = h('div', { class: 'wh-deliveries', 'aria-busy': 'true' }, h('p', { class: 'muted' }, 'Loading the deliveries…'));
   const filterId = uid('status');
   const filter = h('select', { id: filterId, class: 'compact', value: status },
@@ -294,10 +340,11 @@ function deliveriesSection(w, base, query, signal, showTop) {
     if (fast) fastUntil = Date.now() + 30000;
     // A poll does not pull the table from under a keyboard user.
     if (poll && box.contains(document.activeElement)) return;
-    const keep = box.contains(document.activeElement) ? document.activeElement.closest('tr')?.dataset.delivery : null;
+    const keep = box.contains(document.activeElement) ? document.activeElement?.closest('tr')?.dataset.delivery : null;
     try {
       const q = new URLSearchParams({ page: String(page), limit: '20' });
       if (status) q.set('status', status);
+      /** @type {ListAnswer} */
       const res = await api('GET', `${base}/deliveries?${q}`, undefined, { full: true });
       if (signal.aborted) return;
       const items = res.data || [];
@@ -333,6 +380,7 @@ function deliveriesSection(w, base, query, signal, showTop) {
   return { el, refresh };
 }
 
+/** @param {Json} d a Delivery @param {string} base @param {() => void} refresh */
 function deliveryRow(d, base, refresh) {
   const kind = d.status === 'delivered' ? 'wh-good' : d.status === 'failed' || d.attempts > 0 ? 'wh-bad' : '';
   const text = d.status === 'pending' && d.attempts > 0 ? 'Retrying' : d.status === 'pending' ? 'Pending'

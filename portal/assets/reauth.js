@@ -39,6 +39,7 @@ async function confirmItIsYou() {
         try {
           credential = await usePasskey(options.options);
         } catch (err) {
+          if (!(err instanceof Error)) throw err;
           throw new Error(err.name === 'NotAllowedError' ? 'The passkey was not used.' : err.message, { cause: err });
         }
         await confirm({ passkey: { ceremony: options.ceremony, credential } });
