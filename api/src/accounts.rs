@@ -417,7 +417,8 @@ pub use switchboard_kit::links::{invite_url, reset_url};
 #[schemars(deny_unknown_fields)]
 pub struct AuditEntryView {
     pub id: Id,
-    /// E.g. `auth.signed_in`, `auth.sign_in_failed`, `api_key.created`, `member.invited`.
+    /// What was done: one of the `AuditAction` values.
+    #[schemars(with = "switchboard_kit::vocabulary::AuditAction")]
     pub action: String,
     pub actor: ActorView,
     /// What it was done to: an id, or an e-mail address.

@@ -2,6 +2,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use switchboard_kit::vocabulary::JobStatus;
 use switchboard_proto::v1::{self as proto, AgentType};
 
 use crate::agent_settings::Settings;
@@ -86,8 +87,7 @@ impl From<&proto::Agent> for AgentRef {
 #[schemars(deny_unknown_fields)]
 pub struct PromptOptimization {
     /// State of the latest prompt-optimisation job.
-    #[schemars(extend("enum" = ["queued", "running", "completed", "failed"]))]
-    pub status: String,
+    pub status: JobStatus,
     /// The instructions version that job builds (or last built).
     pub version: u64,
     /// When the job completed; null unless `status` is completed.
@@ -125,7 +125,7 @@ impl From<&proto::Instructions> for Instructions {
             version: u64::try_from(instructions.version).unwrap_or_default(),
             updated_at: Timestamp::from_ms(instructions.updated_at_ms),
             prompt_optimization: PromptOptimization {
-                status: optimization.status,
+                status: JobStatus::parse(&optimization.status).unwrap_or(JobStatus::Queued),
                 version: u64::try_from(optimization.version).unwrap_or_default(),
                 completed_at: Timestamp::option(optimization.completed_at_ms),
                 error: optimization.error,

@@ -33,6 +33,9 @@ pub mod time;
 pub mod usage;
 pub mod webhooks;
 
+/// The platform's vocabularies (event types, audit actions, statuses), part of this contract.
+pub use switchboard_kit::vocabulary;
+
 pub use envelope::{Accepted, Created, Data, List, Page, Pagination, Updated};
 pub use id::Id;
 pub use time::Timestamp;

@@ -2,6 +2,7 @@
 
 use schemars::JsonSchema;
 use serde::Serialize;
+use switchboard_kit::vocabulary::SourceStatus;
 use switchboard_proto::v1 as proto;
 
 use crate::id::Id;
@@ -21,8 +22,7 @@ pub struct Webpage {
     pub notes: Option<String>,
     /// pending: first scrape queued or running; refreshing: a refresh was accepted; ready; failed
     /// (`failureReason` says why; the entries of the last good scrape stay searchable).
-    #[schemars(extend("enum" = ["pending", "refreshing", "ready", "failed"]))]
-    pub status: String,
+    pub status: SourceStatus,
     /// True while `status` is pending or refreshing.
     pub is_updating: bool,
     /// When the page was last scraped successfully; null before the first success.
@@ -48,8 +48,8 @@ impl From<&proto::Webpage> for Webpage {
             name: webpage.name.clone(),
             url: webpage.url.clone(),
             notes: webpage.notes.clone(),
-            status: webpage.status.clone(),
-            is_updating: matches!(webpage.status.as_str(), "pending" | "refreshing"),
+            status: SourceStatus::of_stored(&webpage.status),
+            is_updating: SourceStatus::of_stored(&webpage.status).is_updating(),
             last_scraped_at: Timestamp::option(webpage.last_scraped_at_ms),
             failure_reason: webpage.failure_reason.clone(),
             entry_count: u64::try_from(webpage.entry_count).unwrap_or_default(),
@@ -86,8 +86,7 @@ pub struct WebpageRefresh {
     /// Never null here; the spec allows null, so clients must accept it.
     pub name: Option<String>,
     /// `refreshing`: the scrape has been queued.
-    #[schemars(extend("enum" = ["pending", "refreshing", "ready", "failed"]))]
-    pub status: String,
+    pub status: SourceStatus,
 }
 
 /// An uploaded document of a knowledge base.
@@ -115,8 +114,7 @@ pub struct Document {
     /// File size in bytes.
     pub size: u64,
     /// pending: extraction queued or running; ready; failed (`failureReason` says why).
-    #[schemars(extend("enum" = ["pending", "ready", "failed"]))]
-    pub status: String,
+    pub status: SourceStatus,
     /// True while `status` is pending.
     pub is_updating: bool,
     /// When the text was last extracted; null before that.
@@ -138,8 +136,8 @@ impl From<&proto::Document> for Document {
             file_name: document.file_name.clone(),
             content_type: document.content_type.clone(),
             size: u64::try_from(document.size_bytes).unwrap_or_default(),
-            status: document.status.clone(),
-            is_updating: document.status == "pending",
+            status: SourceStatus::of_stored(&document.status),
+            is_updating: SourceStatus::of_stored(&document.status).is_updating(),
             extracted_at: Timestamp::option(document.extracted_at_ms),
             failure_reason: document.failure_reason.clone(),
             entry_count: u64::try_from(document.entry_count).unwrap_or_default(),

@@ -1,7 +1,7 @@
 //! Webhook endpoints, their deliveries, and the team's credits alert.
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use switchboard_proto::v1 as proto;
 
 use crate::id::Id;
@@ -65,39 +65,7 @@ pub struct NewWebhook {
     pub updated_at: Timestamp,
 }
 
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum DeliveryStatus {
-    /// Waiting for its next attempt.
-    Pending,
-    /// Waiting for its webhook to be enabled again; then it is pending.
-    Held,
-    /// The receiver answered 2xx.
-    Delivered,
-    /// Given up after 24 hours of retries, or not held because its disabled webhook already
-    /// held 1,000 deliveries.
-    Failed,
-}
-
-impl DeliveryStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DeliveryStatus::Pending => "pending",
-            DeliveryStatus::Held => "held",
-            DeliveryStatus::Delivered => "delivered",
-            DeliveryStatus::Failed => "failed",
-        }
-    }
-
-    pub fn parse(text: &str) -> Self {
-        match text {
-            "held" => DeliveryStatus::Held,
-            "delivered" => DeliveryStatus::Delivered,
-            "failed" => DeliveryStatus::Failed,
-            _ => DeliveryStatus::Pending,
-        }
-    }
-}
+pub use switchboard_kit::vocabulary::DeliveryStatus;
 
 /// One event sent to one webhook, with its latest attempt.
 #[derive(Serialize, JsonSchema)]
@@ -130,7 +98,7 @@ impl From<&proto::Delivery> for Delivery {
             webhook_id: Id::stored(delivery.webhook_id.clone()),
             event_id: delivery.event_id.clone(),
             event: delivery.event.clone(),
-            status: DeliveryStatus::parse(&delivery.status),
+            status: DeliveryStatus::parse(&delivery.status).unwrap_or(DeliveryStatus::Pending),
             attempts: delivery.attempts,
             status_code: delivery.status_code,
             duration_ms: delivery.duration_ms,

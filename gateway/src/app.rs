@@ -331,9 +331,7 @@ fn body_identity(raw: &RawInput) -> Vec<u8> {
 /// The checked `Idempotency-Key` of a write, if it has one (reads need none: they are
 /// idempotent as they are).
 fn idempotency_key(route: &Endpoint, header: &pingora::http::RequestHeader) -> Result<Option<String>, ServiceError> {
-    // Sign-in and the other session operations answer secrets (a session token in a cookie):
-    // such answers are never kept for replay, and a visitor has no team to scope a key by.
-    if route.method == Method::Get || route.visitor || route.path.starts_with("/v1/auth/") {
+    if !route.keeps_idempotent_answers() {
         return Ok(None);
     }
     header.headers.get(idempotency::HEADER).map(|value| idempotency::parse_key(value.as_bytes())).transpose()

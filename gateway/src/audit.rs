@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use serde_json::Value;
+use switchboard_kit::vocabulary::AuditAction;
 use switchboard_proto::v1::{Actor, AuditEntry};
 
 use crate::call::Call;
@@ -16,7 +17,7 @@ use crate::services::Services;
 
 /// What will be written if the operation succeeds.
 pub struct Pending {
-    action: &'static str,
+    action: AuditAction,
     team_id: String,
     actor: Actor,
     client: crate::origin::Client,
@@ -51,7 +52,7 @@ pub fn record(services: Arc<Services>, pending: Pending, reply: &Reply) {
     let target = pending.path_target.clone().or_else(|| made(reply)).unwrap_or_default();
     let entry = AuditEntry {
         team_id: pending.team_id,
-        action: pending.action.to_owned(),
+        action: pending.action.as_str().to_owned(),
         actor: Some(pending.actor),
         target,
         ip: pending.client.ip,

@@ -77,7 +77,7 @@ impl Scoper {
 /// own keys and people may not use what its access flags switch off.
 pub fn check_access(route: &Endpoint, principal: &Principal) -> ServiceResult<()> {
     // A person whose team requires a second factor, and who has none, may only set one up.
-    if principal.session().is_some_and(|session| session.second_factor_needed) && !route.path.starts_with("/v1/auth/") {
+    if principal.session().is_some_and(|session| session.second_factor_needed) && !route.session_flow {
         return Err(ServiceError::forbidden("Your team requires a second factor; set one up first")
             .with_hint("Add an authenticator app at /settings/security (POST /v1/auth/second-factors/totp)."));
     }

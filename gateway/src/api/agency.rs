@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use switchboard_api::accounts::invite_url;
 use switchboard_api::agency::Subteam;
+use switchboard_kit::vocabulary::AuditAction;
 use switchboard_kit::{ServiceResult, limits};
 use switchboard_proto::v1::{
     AccessFlags, CreateSubteamRequest, ListSubteamsRequest, NewUser, SubteamRequest, TransferCreditsRequest,
@@ -34,7 +35,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         Endpoint::post("/v1/agency/subteams", create)
             .shows_secret_once()
             .for_admins()
-            .audited("subteam.created")
+            .audited(AuditAction::SubteamCreated)
             .creates("subteamId")
             .doc("createSubteam", AGENCY, "Create a client subteam with its first user and monthly credits")
             .about(
@@ -61,19 +62,19 @@ pub fn endpoints() -> Vec<Endpoint> {
                  use POST .../credits to move credits now.",
             )
             .for_admins()
-            .audited("subteam.updated")
+            .audited(AuditAction::SubteamUpdated)
             .fails(404, SUBTEAM_GONE),
         Endpoint::delete("/v1/agency/subteams/{subteamId}", delete)
             .doc("deleteSubteam", AGENCY, "Delete a client subteam (soft: its keys then meet 404 Team not found)")
             .about("Its ledger and balance stay for the record; it is no longer topped up or listed.")
             .for_admins()
-            .audited("subteam.deleted")
+            .audited(AuditAction::SubteamDeleted)
             .fails(404, SUBTEAM_GONE),
         Endpoint::post("/v1/agency/subteams/{subteamId}/credits", add_credits)
             .doc("addSubteamCredits", AGENCY, "Move credits from the agency's balance to a subteam's, now")
             .about("A one-off transfer, on top of the monthly top-ups; all of it or nothing.")
             .for_admins()
-            .audited("subteam.credits_added")
+            .audited(AuditAction::SubteamCreditsAdded)
             .fails(402, "Insufficient credits: the agency's balance is smaller than `amount`; nothing moved.")
             .fails(404, SUBTEAM_GONE),
     ]

@@ -7,6 +7,7 @@ use super::agent_settings::{AnalysisFieldInput, ModelInput, ToolInput, VoiceInpu
 use schemars::JsonSchema;
 use serde::Deserialize;
 use switchboard_api::agents::{Agent, AgentKind, InstructionVersion, Instructions, KnowledgebaseRef};
+use switchboard_kit::vocabulary::AuditAction;
 use switchboard_kit::{ServiceResult, limits};
 use switchboard_proto::v1::{
     self as proto, AgentType, CreateAgentRequest, FieldChange, GetAgentRequest, GetInstructionVersionRequest,
@@ -73,7 +74,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(404, AGENT_GONE)
             .tool("get_agent_instructions", "Reads an agent's current instructions (its prompt)."),
         Endpoint::put("/v1/agents/{agentId}/instructions", put_instructions)
-            .audited("instructions.replaced")
+            .audited(AuditAction::InstructionsReplaced)
             .doc("updateAgentInstructions", AGENTS, "Replace an agent's instructions; the previous text goes to the history")
             .about(
                 "Replaces the instructions in full: the previous text (if any) is saved to the history, which keeps \
@@ -99,7 +100,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .about("Beyond the spec: a saved earlier version, as the history lists it.")
             .fails(404, "Agent not found, or Instructions version not found"),
         Endpoint::post("/v1/agents/{agentId}/instructions/history/{version}/restore", restore)
-            .audited("instructions.restored")
+            .audited(AuditAction::InstructionsRestored)
             .doc("restoreAgentInstructions", AGENTS, "Make a saved version the current instructions again")
             .about(
                 "Beyond the spec: makes a saved version current again as a new version (the text it replaces is \

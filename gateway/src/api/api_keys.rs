@@ -7,6 +7,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use switchboard_api::api_keys::{KeyAccessView, NewApiKey, TeamApiKey};
+use switchboard_kit::vocabulary::AuditAction;
 use switchboard_kit::{ServiceResult, limits};
 use switchboard_proto::v1::{CreateApiKeyRequest, KeyAccess, ListApiKeysRequest, RevokeApiKeyRequest};
 
@@ -31,7 +32,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .doc("createApiKey", IDENTITY, "Create an API key; the answer shows it once")
             .creates("keyId")
             .for_admins()
-            .audited("api_key.created")
+            .audited(AuditAction::ApiKeyCreated)
             .about(
                 "The whole key is in the answer's `key`, and nowhere else ever after (it is stored as a hash). \
                  Its `createdBy` is the calling key, or the signed-in person.",
@@ -40,7 +41,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         Endpoint::delete("/v1/api-keys/{keyId}", revoke)
             .doc("revokeApiKey", IDENTITY, "Revoke an API key for good")
             .for_admins()
-            .audited("api_key.revoked")
+            .audited(AuditAction::ApiKeyRevoked)
             .about(
                 "The key is refused from then on: at once by the identity service, and by every gateway once its \
                  cache of the key expires (`SWITCHBOARD_AUTH_CACHE_TTL_MS`, 2 s by default). A key may revoke \

@@ -30,10 +30,12 @@ use crate::sessions;
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
         Endpoint::get("/v1/auth/options", options)
+            .in_session_flow()
             .doc("getAuthOptions", AUTH, "What a visitor may do: whether sign-up is open")
             .for_visitors()
             .class(RateClass::Standard),
         Endpoint::post("/v1/auth/sign-in", sign_in)
+            .in_session_flow()
             .doc("signIn", AUTH, "Sign in with e-mail and password; begins a session (cookie)")
             .about(
                 "Answers the session and sets the `switchboard_session` cookie (HttpOnly, SameSite=Lax; over https \
@@ -50,6 +52,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(401, "Invalid email or password.")
             .fails(429, "Too many sign-ins, or too many failed ones, from this client or for this e-mail."),
         Endpoint::post("/v1/auth/sign-in/verify", verify)
+            .in_session_flow()
             .doc("verifySecondFactor", AUTH, "Finish a sign-in with a second factor; begins a session (cookie)")
             .about(
                 "`code` is the current 6-digit code of the person's authenticator app, or one of their recovery \
@@ -60,6 +63,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(401, "Invalid code, or the challenge expired, was used or took 5 codes already.")
             .fails(429, "Too many wrong codes for this person, or too many requests from this client."),
         Endpoint::post("/v1/auth/sign-up", sign_up)
+            .in_session_flow()
             .doc("signUp", AUTH, "Create a team and its owner, and sign in (when sign-up is open)")
             .about(
                 "Only when the platform runs with SWITCHBOARD_SIGNUP=open (see GET /v1/auth/options). The team starts \
@@ -69,11 +73,13 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(403, "Sign-up is closed on this platform.")
             .fails(409, "An account with this e-mail address exists already."),
         Endpoint::post("/v1/auth/accept-invite", accept_invite)
+            .in_session_flow()
             .doc("acceptInvitation", AUTH, "Accept an invitation: set a name and password, and sign in")
             .for_visitors()
             .fails(404, "Invitation not found: unknown, used already, or expired.")
             .fails(409, "An account with this e-mail address exists already."),
         Endpoint::post("/v1/auth/reset", reset)
+            .in_session_flow()
             .doc("resetPassword", AUTH, "Set a new password with a reset link's token, and sign in")
             .about(
                 "Every session of the person ends, and every other reset link and e-mail change still out. Then \
@@ -89,6 +95,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             )
             .fails(404, "Password reset link not found: unknown, used already, or expired."),
         Endpoint::post("/v1/auth/forgot", forgot)
+            .in_session_flow()
             .doc("requestPasswordReset", AUTH, "E-mail a link to reset the password of the account using an address")
             .about(
                 "Answers 202 whether or not an account uses the address, so that it tells no one who has one; when \
@@ -100,11 +107,13 @@ pub fn endpoints() -> Vec<Endpoint> {
             .for_visitors()
             .fails(429, "Too many reset requests for this address or from this client; `retryAfter` says when."),
         Endpoint::get("/v1/auth/invitations/{token}", invitation)
+            .in_session_flow()
             .doc("getInvitation", AUTH, "What an invitation link is for: the team, the address invited and the role")
             .about("The token is the last segment of the invitation link. Nothing is used up by reading it.")
             .for_visitors()
             .fails(404, "Invitation not found: unknown, used already, or expired."),
         Endpoint::get("/v1/auth/session", session)
+            .in_session_flow()
             .doc("getSession", AUTH, "The signed-in session: user, team, role and the CSRF token")
             .about(
                 "Needs the session cookie. `csrfToken` must be sent as `X-CSRF-Token` with every POST, PUT, PATCH \
@@ -113,26 +122,31 @@ pub fn endpoints() -> Vec<Endpoint> {
             .for_own_account()
             .fails(401, NOT_SIGNED_IN),
         Endpoint::post("/v1/auth/sign-out", sign_out)
+            .in_session_flow()
             .doc("signOut", AUTH, "End the session and clear its cookie")
             .about("The session is refused from then on, by every gateway once its cache of it expires (2 s).")
             .for_own_account(),
         Endpoint::get("/v1/auth/sessions", sessions)
+            .in_session_flow()
             .doc("listSessions", AUTH, "The signed-in person's own sessions: device, address, when used")
             .about("Live sessions, newest first; `current` is this request's. Needs the session cookie.")
             .for_own_account()
             .lists("sessionId")
             .fails(401, NOT_SIGNED_IN),
         Endpoint::delete("/v1/auth/sessions/{sessionId}", end_session)
+            .in_session_flow()
             .doc("endSession", AUTH, "End one of the signed-in person's own sessions")
             .about("That browser is signed out at its next request. Ending the current one signs this one out.")
             .for_recent_sign_in()
             .fails(401, NOT_SIGNED_IN)
             .fails(404, "Session not found: not one of yours, or ended already."),
         Endpoint::post("/v1/auth/sessions/end-others", end_other_sessions)
+            .in_session_flow()
             .doc("endOtherSessions", AUTH, "Sign out everywhere else: end every session of this person but this one")
             .for_recent_sign_in()
             .fails(401, NOT_SIGNED_IN),
         Endpoint::post("/v1/auth/password", change_password)
+            .in_session_flow()
             .doc("changePassword", AUTH, "Change the signed-in user's password")
             .about(
                 "Every session of the user ends, and a new one begins for this browser (a new cookie). A wrong \

@@ -10,6 +10,7 @@ use switchboard_api::accounts::{
 };
 use switchboard_api::paging::{default_limit, first_page};
 use switchboard_api::role::Role;
+use switchboard_kit::vocabulary::AuditAction;
 use switchboard_kit::{ServiceResult, limits};
 use switchboard_proto::v1::{
     CreateInvitationRequest, ListAuditLogRequest, ListInvitationsRequest, ListMembersRequest, PageRequest,
@@ -36,7 +37,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .doc("updateMember", MEMBERS, "Give a member another role")
             .about("The member's sessions see the new role within the gateway's cache time (2 s).")
             .for_admins()
-            .audited("member.role_changed")
+            .audited(AuditAction::MemberRoleChanged)
             .fails(403, OWNERS)
             .fails(404, MEMBER_GONE)
             .fails(409, "The team would have no owner left."),
@@ -49,7 +50,7 @@ pub fn endpoints() -> Vec<Endpoint> {
                  step (`apiKeysRevoked`).",
             )
             .for_admins()
-            .audited("member.removed")
+            .audited(AuditAction::MemberRemoved)
             .fails(403, OWNERS)
             .fails(404, MEMBER_GONE)
             .fails(409, "The team would have no owner left."),
@@ -65,7 +66,7 @@ pub fn endpoints() -> Vec<Endpoint> {
                  other teams' people.",
             )
             .for_admins()
-            .audited("member.invited")
+            .audited(AuditAction::MemberInvited)
             .fails(403, "Only an owner can invite an owner.")
             .fails(409, "This person is a member of the team already."),
         Endpoint::get("/v1/members/invitations", invitations)
@@ -80,7 +81,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         Endpoint::delete("/v1/members/invitations/{invitationId}", revoke_invitation)
             .doc("revokeInvitation", MEMBERS, "Revoke a pending invitation: its link stops working at once")
             .for_admins()
-            .audited("member.invitation_revoked")
+            .audited(AuditAction::MemberInvitationRevoked)
             .fails(403, "Only an owner can revoke an invitation as owner.")
             .fails(404, "Invitation not found: unknown, used already, revoked or expired."),
         Endpoint::get("/v1/members/security", security)
@@ -96,7 +97,7 @@ pub fn endpoints() -> Vec<Endpoint> {
                  are not affected. An owner must have a second factor to require one (409).",
             )
             .for_admins()
-            .audited("team.security_changed")
+            .audited(AuditAction::TeamSecurityChanged)
             .fails(403, "Only an owner changes the team's sign-in requirements.")
             .fails(409, "Set up your own second factor before requiring one."),
         Endpoint::get("/v1/audit-log", audit_log)

@@ -131,6 +131,19 @@ mod tests {
         }
     }
 
+    /// Issue 54: what `/v1/auth/` meant by its prefix (open while a second factor is still to
+    /// be set up, no kept answers for `Idempotency-Key`) is each operation's declaration.
+    #[test]
+    fn the_operations_under_auth_and_only_they_are_the_session_flow() {
+        for endpoint in endpoints() {
+            let (method, path) = (endpoint.method.as_str(), endpoint.path);
+            assert_eq!(endpoint.session_flow, path.starts_with("/v1/auth/"), "{method} {path}");
+            if endpoint.session_flow {
+                assert!(!endpoint.keeps_idempotent_answers(), "{method} {path}");
+            }
+        }
+    }
+
     #[test]
     fn every_pattern_of_the_table_matches_a_declared_operation() {
         let declared: Vec<(&str, &str)> = endpoints().iter().map(|e| (e.method.as_str(), e.path)).collect();

@@ -22,11 +22,13 @@ use crate::endpoint::{Created, Data, Endpoint, Id, Input, Json, Nothing, WithCoo
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
         Endpoint::post("/v1/auth/second-factors/passkeys/options", registration_options)
+            .in_session_flow()
             .doc("passkeyRegistrationOptions", AUTH, "Start registering a passkey: the options for the browser")
             .about("Give `options.publicKey` to `navigator.credentials.create`; valid 5 minutes, once.")
             .for_recent_sign_in()
             .fails(401, NOT_SIGNED_IN),
         Endpoint::post("/v1/auth/second-factors/passkeys", register)
+            .in_session_flow()
             .doc("registerPasskey", AUTH, "Finish registering a passkey with the browser's credential")
             .about(
                 "From then on, signing in asks for it (or another second factor), and it signs in alone too. User \
@@ -38,6 +40,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(401, "Not signed in, or the options expired or were used.")
             .fails(409, "The passkey is registered already, or the person has 20."),
         Endpoint::delete("/v1/auth/second-factors/passkeys/{passkeyId}", remove)
+            .in_session_flow()
             .doc("removePasskey", AUTH, "Remove one of the signed-in person's passkeys")
             .about("Every other session of the person ends.")
             .for_recent_sign_in()
@@ -45,6 +48,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(404, "Passkey not found.")
             .fails(409, "The team requires a second factor and this is the last one."),
         Endpoint::post("/v1/auth/sign-in/passkey-options", second_factor_options)
+            .in_session_flow()
             .doc("passkeySecondFactorOptions", AUTH, "The passkey options of a sign-in waiting for its second factor")
             .about(
                 "For a sign-in's 202 answer whose `methods` name `passkey`: give `options.publicKey` to \
@@ -54,9 +58,11 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(401, "The challenge expired, was used or took 5 tries.")
             .fails(409, "The person has no passkey."),
         Endpoint::post("/v1/auth/passkey/options", sign_in_options)
+            .in_session_flow()
             .doc("passkeySignInOptions", AUTH, "Start a sign-in with a passkey alone: the options for the browser")
             .for_visitors(),
         Endpoint::post("/v1/auth/passkey", sign_in)
+            .in_session_flow()
             .doc("signInWithPasskey", AUTH, "Sign in with a passkey alone; begins a session (cookie)")
             .about("The passkey names its person (a discoverable credential); user verification is required.")
             .for_visitors()

@@ -47,6 +47,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(403, "REAUTHENTICATION_REQUIRED: a person without a password, or with a second factor, has not signed in (or re-authenticated) lately.")
             .fails(429, "Too many requests for this address or from this client; `retryAfter` says when."),
         Endpoint::post("/v1/auth/confirm-email", confirm_email)
+            .in_session_flow()
             .doc("confirmEmail", AUTH, "Use an e-mail confirmation link: the new address signs in from now on")
             .about(
                 "The token is the last segment of the link mailed by `POST /v1/me/email`. Needs no session: the \

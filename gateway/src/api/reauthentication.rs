@@ -23,6 +23,7 @@ use crate::sessions;
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
         Endpoint::post("/v1/auth/reauthenticate", reauthenticate)
+            .in_session_flow()
             .doc("reauthenticate", AUTH, "Confirm it is you, before changing your second factors or sessions")
             .about(
                 "Send one of: `code` (a current code of your authenticator app, or an unused recovery code), \
@@ -39,6 +40,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(401, NOT_SIGNED_IN)
             .fails(429, "Too many wrong codes for this person, or wrong passwords from this client."),
         Endpoint::post("/v1/auth/reauthenticate/passkey-options", passkey_options)
+            .in_session_flow()
             .doc("passkeyReauthenticationOptions", AUTH, "The passkey options for confirming it is you")
             .about(
                 "Give `options.publicKey` to `navigator.credentials.get`, then send the credential as `passkey` to \

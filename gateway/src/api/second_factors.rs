@@ -18,10 +18,12 @@ use crate::endpoint::{Created, Data, Endpoint, Input, Json, Nothing};
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
         Endpoint::get("/v1/auth/second-factors", list)
+            .in_session_flow()
             .doc("getSecondFactors", AUTH, "The signed-in person's second factors and recovery codes left")
             .for_own_account()
             .fails(401, NOT_SIGNED_IN),
         Endpoint::post("/v1/auth/second-factors/totp", begin_totp)
+            .in_session_flow()
             .doc("beginTotp", AUTH, "Start setting up an authenticator app: its secret and QR code")
             .about(
                 "The secret is not used until POST /v1/auth/second-factors/totp/confirm gets a code made from it \
@@ -32,6 +34,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(401, NOT_SIGNED_IN)
             .fails(409, "An authenticator app is set up already: remove it first."),
         Endpoint::post("/v1/auth/second-factors/totp/confirm", confirm_totp)
+            .in_session_flow()
             .doc("confirmTotp", AUTH, "Finish setting up the authenticator app with its current code")
             .about(
                 "From now on, signing in asks for a code. The answer's 10 recovery codes are shown this once: each \
@@ -42,12 +45,14 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(401, NOT_SIGNED_IN)
             .fails(409, "No authenticator app is being set up."),
         Endpoint::delete("/v1/auth/second-factors/totp", remove_totp)
+            .in_session_flow()
             .doc("removeTotp", AUTH, "Remove the authenticator app and the recovery codes")
             .about("Every other session of the person ends.")
             .for_recent_sign_in()
             .fails(401, NOT_SIGNED_IN)
             .fails(409, "The team requires a second factor."),
         Endpoint::post("/v1/auth/second-factors/recovery-codes", renew_recovery_codes)
+            .in_session_flow()
             .doc("renewRecoveryCodes", AUTH, "New recovery codes, replacing the old ones (shown this once)")
             .for_recent_sign_in()
             .fails(401, NOT_SIGNED_IN)

@@ -4,6 +4,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use switchboard_api::sources::{Document, DocumentDetail, Webpage, WebpageDetail, WebpageRefresh};
+use switchboard_kit::vocabulary::SourceStatus;
 use switchboard_kit::{ServiceResult, limits};
 use switchboard_proto::v1::{
     CreateWebpageRequest, GetSourceRequest, UpdateDocumentRequest, UpdateWebpageRequest, UploadDocumentRequest,
@@ -344,7 +345,7 @@ async fn refresh_webpage<I: ItemPath + Params>(
         id: Id::stored(webpage.id),
         url: Some(webpage.url),
         name: Some(webpage.name),
-        status: webpage.status,
+        status: SourceStatus::of_stored(&webpage.status),
     };
     Ok(Updated::new(refreshed, "Webpage refresh queued"))
 }

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use switchboard_api::accounts::SessionView;
 use switchboard_api::time::Timestamp;
 use switchboard_kit::apikey::hash_key;
+use switchboard_kit::vocabulary::AuditAction;
 use switchboard_kit::{ErrorKind, ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{
     FinishSsoRequest, SessionTokenRequest, SetSsoConfigRequest, SsoConfig, SsoConfigRequest, SsoDomain,
@@ -52,7 +53,7 @@ pub fn endpoints() -> Vec<Endpoint> {
                  a claim no team proved blocks no one. `clientSecret` left out keeps the stored one.",
             )
             .for_admins()
-            .audited("team.sso_changed")
+            .audited(AuditAction::TeamSsoChanged)
             .gives("domain", "/data/domains/0")
             .fails(
                 400,
@@ -69,7 +70,7 @@ pub fn endpoints() -> Vec<Endpoint> {
                  to this team's provider, and no other team can claim it.",
             )
             .for_admins()
-            .audited("team.sso_domain_verified")
+            .audited(AuditAction::TeamSsoDomainVerified)
             .fails(400, "Not a domain name, or a public mail service.")
             .fails(403, OWNERS)
             .fails(404, "The team has no single sign-on, or it does not claim this domain.")
@@ -82,10 +83,11 @@ pub fn endpoints() -> Vec<Endpoint> {
                 "People who only ever signed in through it can no longer sign in (an owner can reset their password).",
             )
             .for_admins()
-            .audited("team.sso_removed")
+            .audited(AuditAction::TeamSsoRemoved)
             .fails(403, OWNERS)
             .fails(404, NO_SSO),
         Endpoint::post("/v1/auth/sso/start", start)
+            .in_session_flow()
             .doc("startSso", AUTH, "Start a single sign-on: the URL of the identity provider of the e-mail's team")
             .about(
                 "Send the browser to `url`; the provider sends it back to the portal's `/sso/callback`, which \
@@ -96,6 +98,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(404, "No single sign-on covers this e-mail address.")
             .fails(503, "The team's identity provider could not be reached or discovered."),
         Endpoint::post("/v1/auth/sso/finish", finish)
+            .in_session_flow()
             .doc("finishSso", AUTH, "Finish a single sign-on with the provider's code; begins a session (cookie)")
             .about(
                 "The ID token must be signed by the provider's published keys and name it as issuer, this client \
@@ -117,11 +120,13 @@ pub fn endpoints() -> Vec<Endpoint> {
             )
             .fails(503, "The team's identity provider could not be reached, or one of its addresses is private."),
         Endpoint::get("/v1/auth/sso/link", link_status)
+            .in_session_flow()
             .doc("getSsoLink", AUTH, "Whether the signed-in person can link single sign-on, and has")
             .about("`available` when their team's single sign-on is on and covers their address's (proven) domain.")
             .for_own_account()
             .fails(401, NOT_SIGNED_IN),
         Endpoint::post("/v1/auth/sso/link", link)
+            .in_session_flow()
             .doc("linkSso", AUTH, "Start linking the signed-in person to their account at the team's provider")
             .about(
                 "Answers the provider's URL like POST /v1/auth/sso/start, and sets the same browser cookie; the \

@@ -4,7 +4,8 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use switchboard_api::webhooks::{CreditsAlert, Delivery, DeliveryStatus, NewWebhook, Webhook};
-use switchboard_kit::outbox::EVENT_TYPES;
+use switchboard_kit::vocabulary::AuditAction;
+use switchboard_kit::vocabulary::EventType;
 use switchboard_kit::{ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{
     self as proto, CreateWebhookRequest, DeliveryRef, ListDeliveriesRequest, ListWebhooksRequest, UpdateWebhookRequest,
@@ -34,7 +35,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         Endpoint::post("/v1/webhooks", create)
             .shows_secret_once()
             .for_admins()
-            .audited("webhook.created")
+            .audited(AuditAction::WebhookCreated)
             .doc("createWebhook", WEBHOOKS, "Create a webhook")
             .creates("webhookId")
             .about(
@@ -60,7 +61,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(404, WEBHOOK_GONE),
         Endpoint::delete("/v1/webhooks/{webhookId}", delete)
             .for_admins()
-            .audited("webhook.deleted")
+            .audited(AuditAction::WebhookDeleted)
             .doc("deleteWebhook", WEBHOOKS, "Delete a webhook; its pending deliveries are dropped")
             .fails(404, WEBHOOK_GONE),
         Endpoint::post("/v1/webhooks/{webhookId}/test", test)
@@ -116,10 +117,21 @@ pub struct DeliveryPath {
     pub delivery_id: Id,
 }
 
-/// An event type.
-#[derive(Deserialize, JsonSchema)]
+/// An event type, as the client wrote it: the webhooks service checks it, and answers which
+/// item of `events` is not one with the whole list. Its schema is [`EventType`]'s.
+#[derive(Deserialize)]
 #[serde(transparent)]
-pub struct EventName(#[schemars(extend("enum" = EVENT_TYPES))] pub String);
+pub struct EventName(pub String);
+
+impl JsonSchema for EventName {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        EventType::schema_name()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        EventType::json_schema(generator)
+    }
+}
 
 /// Other members are ignored.
 #[derive(Deserialize, JsonSchema)]
@@ -180,7 +192,7 @@ fn names(events: Vec<EventName>) -> Vec<String> {
 /// they would never be delivered to it ([`switchboard_api::access`]), whoever subscribes.
 fn check_governed(call: &Call, events: &[String]) -> ServiceResult<()> {
     let refused = events.iter().find_map(|kind| {
-        switchboard_api::access::feature_of_event(kind)
+        switchboard_api::access::feature_of_event_named(kind)
             .filter(|feature| !feature.allowed_for(&call.team))
             .map(|feature| (kind, feature))
     });

@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use schemars::Schema;
 use switchboard_kit::ServiceResult;
+use switchboard_kit::vocabulary::AuditAction;
 
 pub use answer::{Accepted, Answer, Created, Data, List, Page, Rendered, Updated, WithCookie, serialized};
 pub use input::{BodyKind, Form, Id, IdList, Input, Json, NoBody, Nothing, Patch, RawInput, RequestBody};
@@ -174,11 +175,16 @@ pub struct Endpoint {
     /// The signed-in person's own account (names, e-mail, factors, password, sessions): any
     /// role may, no API key may.
     pub own_account: bool,
+    /// Part of signing in or of the session itself (`/v1/auth/*`: sign-in, sign-up, reset,
+    /// the session, its factors and passkeys, re-authentication, SSO): open to a person whose
+    /// team requires a second factor they have not set up, and never answered again for an
+    /// `Idempotency-Key`, since its answers carry session tokens and secrets.
+    pub session_flow: bool,
     /// Changes how the person proves who they are (factors, sessions): only from a session
     /// that did so lately, its sign-in or `POST /v1/auth/reauthenticate` (ASVS 3.7.1).
     pub recent_sign_in: bool,
     /// Written to the team's audit log under this action when it succeeds.
-    pub audit: Option<&'static str>,
+    pub audit: Option<AuditAction>,
     /// Its success answers a secret that is shown once (a key, a link that lets someone in): an
     /// `Idempotency-Key` replay must not show it again, so the answer is never kept.
     pub shows_secret: bool,
@@ -243,6 +249,7 @@ impl Endpoint {
             visitor: false,
             admins_only: false,
             own_account: false,
+            session_flow: false,
             recent_sign_in: false,
             audit: None,
             shows_secret: false,
@@ -354,8 +361,20 @@ impl Endpoint {
         self
     }
 
+    /// Part of signing in or of the session itself: see [`Endpoint::session_flow`].
+    pub fn in_session_flow(mut self) -> Self {
+        self.session_flow = true;
+        self
+    }
+
+    /// Whether a repeat with the same `Idempotency-Key` gets the kept answer: writes, but not
+    /// a visitor's (no team to keep it for) nor the session flow's.
+    pub fn keeps_idempotent_answers(&self) -> bool {
+        self.method != Method::Get && !self.visitor && !self.session_flow
+    }
+
     /// Recorded in the audit log as `action` when it succeeds.
-    pub fn audited(mut self, action: &'static str) -> Self {
+    pub fn audited(mut self, action: AuditAction) -> Self {
         self.audit = Some(action);
         self
     }

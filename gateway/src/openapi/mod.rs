@@ -204,7 +204,7 @@ fn operation(
     for (name, schema) in properties(&inputs.query) {
         parameters.push(parameter(name, "query", schema, is_required(&inputs.query, name)));
     }
-    if endpoint.method != crate::endpoint::Method::Get && !endpoint.path.starts_with("/v1/auth/") {
+    if endpoint.keeps_idempotent_answers() {
         parameters.push(json!({
             "name": "Idempotency-Key", "in": "header", "required": false,
             "description": "Makes a retry safe: the first answer (status and body) to a request with this key is kept for \
@@ -350,7 +350,7 @@ fn responses(
             description: "The JSON body is larger than the gateway's limit (2 MiB by default, `SWITCHBOARD_MAX_BODY_BYTES`).",
         });
     }
-    if endpoint.method != crate::endpoint::Method::Get && !endpoint.path.starts_with("/v1/auth/") {
+    if endpoint.keeps_idempotent_answers() {
         failures.push(crate::endpoint::Failure {
             status: 409,
             description: "IDEMPOTENCY_KEY_IN_USE: a request with the same `Idempotency-Key` is still being answered.",

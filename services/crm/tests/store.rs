@@ -11,6 +11,7 @@ use switchboard_crm::CrmStore;
 use switchboard_crm::store::{ContactFilter, ContactSort};
 use switchboard_kit::db::Engine;
 use switchboard_kit::phone::PhoneRules;
+use switchboard_kit::vocabulary::EventType;
 use switchboard_kit::write_keys::WriteKey;
 use switchboard_kit::{ErrorKind, ServiceError, testdb};
 use switchboard_proto::v1::{
@@ -1726,9 +1727,9 @@ async fn an_event_committed_late_with_an_earlier_seq_is_still_published() {
     let db = store.db().clone();
     let resource = || switchboard_proto::v1::event::Resource::Json("{}".to_owned());
     let mut late = db.pool().begin().await.unwrap();
-    switchboard_kit::outbox::record(&mut late, "contact.created", ("team", "late"), resource()).await.unwrap();
+    switchboard_kit::outbox::record(&mut late, EventType::ContactCreated, ("team", "late"), resource()).await.unwrap();
     let mut conn = db.pool().acquire().await.unwrap();
-    switchboard_kit::outbox::record(&mut conn, "contact.created", ("team", "early"), resource()).await.unwrap();
+    switchboard_kit::outbox::record(&mut conn, EventType::ContactCreated, ("team", "early"), resource()).await.unwrap();
     drop(conn);
 
     let ids = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));

@@ -9,6 +9,7 @@
 //! here (`store::passkeys`), used once, for five minutes: nothing a browser sends back is
 //! trusted as state.
 
+use switchboard_kit::vocabulary::AuditAction;
 use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
 use switchboard_proto::v1::{
     FinishPasskeyRequest, PasskeyCeremony, PasskeyCeremonyRequest, PasskeyInfo, RemovePasskeyRequest, SecondFactors,
@@ -102,7 +103,14 @@ impl AccountsApi {
             .finish_passkey_registration(&credential, &state)
             .map_err(|error| ServiceError::invalid_field("credential", format!("was not accepted: {error}")))?;
         let info = self.store.add_passkey(&user.id, &credential_key(&passkey), &to_json(&passkey)?, name).await?;
-        self.audit(&user.team_id, "auth.passkey_added", user_actor(&user), &user.email, request.client.as_ref()).await;
+        self.audit(
+            &user.team_id,
+            AuditAction::AuthPasskeyAdded,
+            user_actor(&user),
+            &user.email,
+            request.client.as_ref(),
+        )
+        .await;
         // Other sessions end (one opened before this factor, or stolen, does not outlive it); this
         // one, if it was limited to setting up a second factor, is a whole one now.
         self.store.end_other_sessions(&user.id, &request.token_hash).await?;
@@ -113,8 +121,14 @@ impl AccountsApi {
     pub(crate) async fn remove_passkey(&self, request: RemovePasskeyRequest) -> ServiceResult<SecondFactors> {
         let user = self.user_of_session(&request.token_hash).await?;
         self.store.remove_passkey(&user.id, &user.team_id, &request.passkey_id).await?;
-        self.audit(&user.team_id, "auth.passkey_removed", user_actor(&user), &user.email, request.client.as_ref())
-            .await;
+        self.audit(
+            &user.team_id,
+            AuditAction::AuthPasskeyRemoved,
+            user_actor(&user),
+            &user.email,
+            request.client.as_ref(),
+        )
+        .await;
         self.store.end_other_sessions(&user.id, &request.token_hash).await?;
         self.sessions_changed(&user.team_id).await;
         self.store.second_factors(&user).await
@@ -222,7 +236,7 @@ impl AccountsApi {
         }
         let client = request.client.unwrap_or_default();
         let signed_in = self.store.begin_passkey_session(&user, &client, self.settings.sessions).await?;
-        self.audit_signed_in("auth.signed_in_passkey", &signed_in, Some(&client)).await;
+        self.audit_signed_in(AuditAction::AuthSignedInPasskey, &signed_in, Some(&client)).await;
         Ok(signed_in)
     }
 }

@@ -5,6 +5,7 @@
 //! link, and the same answer, at once: neither tells the requester who has an account.
 
 use switchboard_kit::time::now_ms;
+use switchboard_kit::vocabulary::AuditAction;
 use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::{
     ConfirmEmailChangeRequest, EmailChangeRequested, RequestEmailChangeRequest, UpdateProfileRequest, User,
@@ -46,7 +47,7 @@ impl AccountsApi {
         }
         let target = format!("{} -> {}", user.email, email_key);
         let client = request.client.as_ref();
-        self.audit(&user.team_id, "user.email_change_requested", user_actor(user), &target, client).await;
+        self.audit(&user.team_id, AuditAction::UserEmailChangeRequested, user_actor(user), &target, client).await;
         Ok(())
     }
 
@@ -57,7 +58,7 @@ impl AccountsApi {
             // Gateways keep sessions (with their user's names) for a moment: they look again.
             self.sessions_changed(&user.team_id).await;
             let client = request.client.as_ref();
-            self.audit(&user.team_id, "user.name_changed", user_actor(&user), &user.email, client).await;
+            self.audit(&user.team_id, AuditAction::UserNameChanged, user_actor(&user), &user.email, client).await;
         }
         Ok(user)
     }
@@ -78,7 +79,14 @@ impl AccountsApi {
                 }
                 if !passwords::verify(Some(hash), &request.password).await? {
                     let client = request.client.as_ref();
-                    self.audit(&user.team_id, "user.email_change_failed", user_actor(&user), &user.email, client).await;
+                    self.audit(
+                        &user.team_id,
+                        AuditAction::UserEmailChangeFailed,
+                        user_actor(&user),
+                        &user.email,
+                        client,
+                    )
+                    .await;
                     return Err(ServiceError::invalid_field("password", "is not your current password"));
                 }
                 // With a second factor, a phished password and a stolen cookie together must
@@ -112,7 +120,7 @@ impl AccountsApi {
         }
         let target = format!("{} -> {}", changed.old_email, user.email);
         let client = request.client.as_ref();
-        self.audit(&user.team_id, "user.email_changed", user_actor(&user), &target, client).await;
+        self.audit(&user.team_id, AuditAction::UserEmailChanged, user_actor(&user), &target, client).await;
         Ok(user)
     }
 }

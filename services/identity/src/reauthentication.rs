@@ -10,6 +10,7 @@
 //! signs in only through single sign-on and has no factor signs in again. The gateway refuses
 //! the changes once `Session.reauthenticate_after_ms` has passed.
 
+use switchboard_kit::vocabulary::AuditAction;
 use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
 use switchboard_proto::v1::{ReauthenticateRequest, Session, User};
 
@@ -66,7 +67,8 @@ impl AccountsApi {
             return Err(ServiceError::invalid_field(field, "is required to confirm it is you"));
         }
         self.store.mark_reauthenticated(&session.id).await?;
-        self.audit(&user.team_id, "auth.reauthenticated", user_actor(&user), &user.email, Some(&client)).await;
+        self.audit(&user.team_id, AuditAction::AuthReauthenticated, user_actor(&user), &user.email, Some(&client))
+            .await;
         self.sessions_changed(&user.team_id).await;
         self.store.session(&request.token_hash, self.settings.sessions).await
     }
@@ -82,7 +84,8 @@ impl AccountsApi {
         let (token, _) = self.store.create_challenge(user, client, Purpose::Reauth).await?;
         let challenge = self.store.challenge(&token).await?;
         if !self.code_accepted(user, code, client).await? {
-            self.audit(&user.team_id, "auth.second_factor_failed", user_actor(user), &user.email, Some(client)).await;
+            self.audit(&user.team_id, AuditAction::AuthSecondFactorFailed, user_actor(user), &user.email, Some(client))
+                .await;
             return Err(ServiceError::invalid_field(
                 "code",
                 "is neither the current code of your authenticator app nor an unused recovery code",
@@ -92,7 +95,8 @@ impl AccountsApi {
     }
 
     async fn reauthentication_failed(&self, user: &User, client: &switchboard_proto::v1::Client) {
-        self.audit(&user.team_id, "auth.reauthentication_failed", user_actor(user), &user.email, Some(client)).await;
+        self.audit(&user.team_id, AuditAction::AuthReauthenticationFailed, user_actor(user), &user.email, Some(client))
+            .await;
     }
 
     /// For a change that needs a recent proof and is not behind the gateway's check: refused

@@ -10,6 +10,7 @@
 use rand::RngCore;
 use switchboard_kit::apikey::hash_key;
 use switchboard_kit::time::now_ms;
+use switchboard_kit::vocabulary::AuditAction;
 use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
 use switchboard_proto::v1::{
     Client, ConfirmTotpRequest, RecoveryCodes, SecondFactorChallenge, SecondFactors, SecurityPolicy,
@@ -146,7 +147,7 @@ impl AccountsApi {
     ) -> ServiceResult<SignedIn> {
         if !self.store.has_second_factor(&user.id).await? {
             let signed_in = self.store.begin_session(user, client, self.settings.sessions).await?;
-            self.audit_signed_in("auth.signed_in", &signed_in, Some(client)).await;
+            self.audit_signed_in(AuditAction::AuthSignedIn, &signed_in, Some(client)).await;
             return Ok(signed_in);
         }
         let (token, expires_at_ms) = self.store.create_challenge(user, client, purpose).await?;
@@ -175,7 +176,14 @@ impl AccountsApi {
         };
         // A re-authentication's challenge never leaves the service; a token of one is no sign-in.
         if !accepted || challenge.purpose == Purpose::Reauth {
-            self.audit(&user.team_id, "auth.second_factor_failed", user_actor(&user), &user.email, Some(&client)).await;
+            self.audit(
+                &user.team_id,
+                AuditAction::AuthSecondFactorFailed,
+                user_actor(&user),
+                &user.email,
+                Some(&client),
+            )
+            .await;
             return Err(wrong_code());
         }
         self.store.finish_challenge(&challenge.id).await?;
@@ -183,7 +191,7 @@ impl AccountsApi {
         if challenge.purpose == Purpose::Reset {
             signed_in.passkeys = self.store.passkey_infos(&user.id).await?;
         }
-        self.audit_signed_in("auth.signed_in", &signed_in, Some(&client)).await;
+        self.audit_signed_in(AuditAction::AuthSignedIn, &signed_in, Some(&client)).await;
         Ok(signed_in)
     }
 
@@ -202,7 +210,8 @@ impl AccountsApi {
         }
         let used = self.store.use_recovery_code(&user.id, &recovery_hash(&code)).await?;
         if used {
-            self.audit(&user.team_id, "auth.recovery_code_used", user_actor(user), &user.email, Some(client)).await;
+            self.audit(&user.team_id, AuditAction::AuthRecoveryCodeUsed, user_actor(user), &user.email, Some(client))
+                .await;
         }
         Ok(used)
     }
@@ -240,7 +249,7 @@ impl AccountsApi {
             return Err(ServiceError::invalid_field("code", "is not the app's current code"));
         }
         let client = request.client.as_ref();
-        self.audit(&user.team_id, "auth.second_factor_enabled", user_actor(&user), &user.email, client).await;
+        self.audit(&user.team_id, AuditAction::AuthSecondFactorEnabled, user_actor(&user), &user.email, client).await;
         // A session opened before the factor existed (or stolen) does not outlive it; the
         // session that set it up, limited to doing so until now, is a whole one.
         self.store.end_other_sessions(&user.id, &request.token_hash).await?;
@@ -251,7 +260,7 @@ impl AccountsApi {
     pub(crate) async fn remove_totp(&self, token_hash: &str, client: Option<&Client>) -> ServiceResult<SecondFactors> {
         let user = self.user_of_session(token_hash).await?;
         self.store.remove_totp(&user).await?;
-        self.audit(&user.team_id, "auth.second_factor_removed", user_actor(&user), &user.email, client).await;
+        self.audit(&user.team_id, AuditAction::AuthSecondFactorRemoved, user_actor(&user), &user.email, client).await;
         self.store.end_other_sessions(&user.id, token_hash).await?;
         self.sessions_changed(&user.team_id).await;
         self.store.second_factors(&user).await
@@ -266,7 +275,7 @@ impl AccountsApi {
         let codes = new_recovery_codes();
         let hashes: Vec<String> = codes.iter().map(|code| recovery_hash(code)).collect();
         self.store.renew_recovery_codes(&user.id, &hashes).await?;
-        self.audit(&user.team_id, "auth.recovery_codes_renewed", user_actor(&user), &user.email, client).await;
+        self.audit(&user.team_id, AuditAction::AuthRecoveryCodesRenewed, user_actor(&user), &user.email, client).await;
         Ok(RecoveryCodes { codes })
     }
 

@@ -23,6 +23,7 @@ use openidconnect::{
     RequestTokenError, Scope, TokenResponse,
 };
 use switchboard_api::role::Role;
+use switchboard_kit::vocabulary::AuditAction;
 use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
 use switchboard_proto::v1::{
     FinishSsoRequest, SetSsoConfigRequest, SignedIn, SsoConfig, SsoDomain, SsoLinkStatus, SsoStart,
@@ -373,9 +374,9 @@ impl AccountsApi {
             && created
         {
             let actor = user_actor(user);
-            self.audit(&user.team_id, "member.joined", actor, &user.email, Some(&client_info)).await;
+            self.audit(&user.team_id, AuditAction::MemberJoined, actor, &user.email, Some(&client_info)).await;
         }
-        self.audit_signed_in("auth.signed_in_sso", &signed_in, Some(&client_info)).await;
+        self.audit_signed_in(AuditAction::AuthSignedInSso, &signed_in, Some(&client_info)).await;
         Ok(signed_in)
     }
 
@@ -397,7 +398,7 @@ impl AccountsApi {
             .with_hint("Sign in to the provider with your own account, then link again."));
         }
         self.store.link_sso(user, subject).await?;
-        self.audit(&user.team_id, "auth.sso_linked", user_actor(user), &user.email, Some(client)).await;
+        self.audit(&user.team_id, AuditAction::AuthSsoLinked, user_actor(user), &user.email, Some(client)).await;
         let session = self.store.session(session_hash, self.settings.sessions).await?;
         Ok(SignedIn { token: String::new(), session: Some(session), ..SignedIn::default() })
     }

@@ -23,6 +23,7 @@ use tokio::sync::{Notify, watch};
 use crate::backoff::Backoff;
 use crate::db::{Db, Engine, Migrations};
 use crate::time::now_ms;
+use crate::vocabulary::JobStatus;
 
 /// The jobs table's DDL for SQLite; PostgreSQL's is the same with BIGINT for INTEGER.
 const TABLE_DDL: &str = include_str!("jobs.sql");
@@ -69,11 +70,6 @@ pub fn check_migration(migration: &str, engine: Engine) -> Result<(), String> {
     }
 }
 
-pub const QUEUED: &str = "queued";
-pub const RUNNING: &str = "running";
-pub const COMPLETED: &str = "completed";
-pub const FAILED: &str = "failed";
-
 /// Completed jobs are kept this long (they show the last run's outcome), then pruned.
 /// The largest ceiling of a retry's wait.
 const MOST_BACKOFF: Duration = Duration::from_secs(300);
@@ -96,7 +92,7 @@ pub struct Job {
     pub team_id: String,
     pub subject_id: String,
     pub payload: serde_json::Value,
-    pub status: String,
+    pub status: JobStatus,
     pub attempts: i64,
     pub max_attempts: i64,
     pub last_error: Option<String>,
@@ -115,13 +111,19 @@ fn job_from_row(row: &AnyRow) -> Result<Job, sqlx::Error> {
         team_id: row.try_get("team_id")?,
         subject_id: row.try_get("subject_id")?,
         payload: serde_json::from_str(&payload).unwrap_or(serde_json::Value::Null),
-        status: row.try_get("status")?,
+        status: job_status(row)?,
         attempts: row.try_get("attempts")?,
         max_attempts: row.try_get("max_attempts")?,
         last_error: row.try_get("last_error")?,
         created_at_ms: row.try_get("created_at")?,
         updated_at_ms: row.try_get("updated_at")?,
     })
+}
+
+/// The row's status, parsed at the edge (the table's CHECK allows only [`JobStatus`]'s values).
+fn job_status(row: &AnyRow) -> Result<JobStatus, sqlx::Error> {
+    let text: String = row.try_get("status")?;
+    JobStatus::parse(&text).ok_or_else(|| sqlx::Error::Decode(format!("{text} is not a job status").into()))
 }
 
 /// Writes a job; call it inside the transaction of the change that needs it.
@@ -132,7 +134,7 @@ pub async fn enqueue(conn: &mut AnyConnection, job: NewJob<'_>) -> Result<String
     let now = now_ms();
     sqlx::query(
         "INSERT INTO jobs (id, kind, team_id, subject_id, payload, status, attempts, max_attempts, run_after, \
-         created_at, updated_at) VALUES ($1, $2, $3, $4, $5, 'queued', 0, $6, $7, $7, $7)",
+         created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $8, 0, $6, $7, $7, $7)",
     )
     .bind(&id)
     .bind(job.kind)
@@ -141,6 +143,7 @@ pub async fn enqueue(conn: &mut AnyConnection, job: NewJob<'_>) -> Result<String
     .bind(job.payload.to_string())
     .bind(job.max_attempts.max(1))
     .bind(now)
+    .bind(JobStatus::Queued.as_str())
     .execute(conn)
     .await?;
     Ok(id)
@@ -291,8 +294,10 @@ impl Runner {
     async fn queues(&self) -> anyhow::Result<Vec<(String, u64, f64)>> {
         let rows = sqlx::query(
             "SELECT kind, COUNT(*) AS waiting, MIN(created_at) AS oldest FROM jobs \
-             WHERE status IN ('queued', 'running') GROUP BY kind",
+             WHERE status IN ($1, $2) GROUP BY kind",
         )
+        .bind(JobStatus::Queued.as_str())
+        .bind(JobStatus::Running.as_str())
         .fetch_all(self.db.pool())
         .await
         .context("counting waiting jobs")?;
@@ -334,12 +339,14 @@ impl Runner {
         let now = now_ms();
         let lease_until = now + i64::try_from(self.config.lease.as_millis()).unwrap_or(i64::MAX / 2);
         let sql = format!(
-            "UPDATE jobs SET status = 'running', attempts = attempts + 1, lease_until = $1, updated_at = $2 \
+            "UPDATE jobs SET status = '{running}', attempts = attempts + 1, lease_until = $1, updated_at = $2 \
              WHERE id = (SELECT id FROM jobs WHERE kind IN ({}) AND \
-             ((status = 'queued' AND run_after <= $2) OR (status = 'running' AND lease_until < $2)) \
+             ((status = '{queued}' AND run_after <= $2) OR (status = '{running}' AND lease_until < $2)) \
              ORDER BY run_after, created_at LIMIT 1{}) RETURNING {JOB_COLUMNS}",
             placeholders.join(", "),
-            self.db.for_update_skip_locked()
+            self.db.for_update_skip_locked(),
+            running = JobStatus::Running,
+            queued = JobStatus::Queued,
         );
         let mut query = sqlx::query(&sql).bind(lease_until).bind(now);
         for kind in kinds {
@@ -367,7 +374,7 @@ impl Runner {
         // the worker thread for whatever other task runs there meanwhile.
         let record = async {
             match outcome {
-                Ok(()) => self.finish(&job.id, COMPLETED, None, None).await,
+                Ok(()) => self.finish(&job.id, JobStatus::Completed, None, None).await,
                 Err(error) => {
                     let message = format!("{error:#}");
                     if job.attempts < job.max_attempts {
@@ -375,13 +382,13 @@ impl Runner {
                         let failures = u32::try_from(job.attempts).unwrap_or(u32::MAX);
                         let delay = Backoff::new(self.config.backoff, MOST_BACKOFF).after(failures);
                         let run_after = now_ms() + i64::try_from(delay.as_millis()).unwrap_or(300_000);
-                        self.finish(&job.id, QUEUED, Some(&message), Some(run_after)).await
+                        self.finish(&job.id, JobStatus::Queued, Some(&message), Some(run_after)).await
                     } else {
                         tracing::error!(error = %message, "job failed for good");
                         if let Err(error) = handler.gave_up(&job, &message).await {
                             tracing::error!(error = format!("{error:#}"), "recording the failure failed");
                         }
-                        self.finish(&job.id, FAILED, Some(&message), None).await
+                        self.finish(&job.id, JobStatus::Failed, Some(&message), None).await
                     }
                 }
             }
@@ -400,9 +407,10 @@ impl Runner {
         loop {
             tokio::time::sleep(beat).await;
             let lease_until = now_ms() + i64::try_from(self.config.lease.as_millis()).unwrap_or(i64::MAX / 2);
-            let renewed = sqlx::query("UPDATE jobs SET lease_until = $1 WHERE id = $2 AND status = 'running'")
+            let renewed = sqlx::query("UPDATE jobs SET lease_until = $1 WHERE id = $2 AND status = $3")
                 .bind(lease_until)
                 .bind(id)
+                .bind(JobStatus::Running.as_str())
                 .execute(self.db.pool())
                 .await;
             failures = if renewed.is_ok() { 0 } else { failures + 1 };
@@ -412,13 +420,19 @@ impl Runner {
         }
     }
 
-    async fn finish(&self, id: &str, status: &str, error: Option<&str>, run_after: Option<i64>) -> anyhow::Result<()> {
+    async fn finish(
+        &self,
+        id: &str,
+        status: JobStatus,
+        error: Option<&str>,
+        run_after: Option<i64>,
+    ) -> anyhow::Result<()> {
         let now = now_ms();
         sqlx::query(
             "UPDATE jobs SET status = $1, last_error = $2, run_after = COALESCE($3, run_after), lease_until = NULL, \
              updated_at = $4 WHERE id = $5",
         )
-        .bind(status)
+        .bind(status.as_str())
         .bind(error)
         .bind(run_after)
         .bind(now)
@@ -430,8 +444,9 @@ impl Runner {
     }
 
     async fn prune(&self) -> anyhow::Result<()> {
-        sqlx::query("DELETE FROM jobs WHERE status = 'completed' AND updated_at < $1")
+        sqlx::query("DELETE FROM jobs WHERE status = $2 AND updated_at < $1")
             .bind(now_ms() - KEEP_COMPLETED_MS)
+            .bind(JobStatus::Completed.as_str())
             .execute(self.db.pool())
             .await
             .context("deleting old completed jobs")?;

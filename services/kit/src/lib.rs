@@ -27,6 +27,7 @@ pub mod team_versions;
 pub mod telemetry;
 pub mod testdb;
 pub mod time;
+pub mod vocabulary;
 pub mod window_budget;
 pub mod write_keys;
 

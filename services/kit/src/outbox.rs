@@ -21,22 +21,7 @@ use crate::backoff::Backoff;
 use crate::db::{Db, Engine};
 use crate::grpc::Channel;
 use crate::time::now_ms;
-
-/// Every event type an endpoint can subscribe to (`webhook.test` is sent on request only).
-pub const EVENT_TYPES: [&str; 12] = [
-    "call.ended",
-    "chat.ended",
-    "contact.created",
-    "contact.updated",
-    "contact.deleted",
-    "webpage.ready",
-    "webpage.failed",
-    "document.ready",
-    "document.failed",
-    "agent.instructions.updated",
-    "subteam.created",
-    "credits.low",
-];
+use crate::vocabulary::EventType;
 
 /// The event `POST /webhooks/{id}/test` sends.
 pub const TEST_EVENT: &str = "webhook.test";
@@ -44,18 +29,17 @@ pub const TEST_EVENT: &str = "webhook.test";
 /// Writes an event; call it inside the transaction of the change it tells of.
 pub async fn record(
     conn: &mut AnyConnection,
-    kind: &str,
+    kind: EventType,
     (team_id, subject_id): (&str, &str),
     resource: event::Resource,
 ) -> Result<(), sqlx::Error> {
-    debug_assert!(EVENT_TYPES.contains(&kind), "{kind} is not an event type");
     // Time-ordered, so that events sort by when they happened wherever they are listed.
     let id = uuid::Uuid::now_v7().to_string();
     let now = now_ms();
     let event = Event {
         id: id.clone(),
         team_id: team_id.to_owned(),
-        r#type: kind.to_owned(),
+        r#type: kind.as_str().to_owned(),
         subject_id: subject_id.to_owned(),
         occurred_at_ms: now,
         resource: Some(resource),

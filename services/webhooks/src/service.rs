@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use switchboard_kit::egress;
 use switchboard_kit::grpc::{Channel, Reply, reply};
-use switchboard_kit::outbox::{EVENT_TYPES, TEST_EVENT};
+use switchboard_kit::outbox::TEST_EVENT;
 use switchboard_kit::time::{iso_ms, now_ms};
+use switchboard_kit::vocabulary::{DeliveryStatus, EventType};
 use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::agents_service_client::AgentsServiceClient;
 use switchboard_proto::v1::identity_service_client::IdentityServiceClient;
@@ -22,7 +23,7 @@ use tonic::service::Routes;
 
 use crate::settings::Settings;
 use crate::sign;
-use crate::store::{DELIVERED, FAILED, HELD, NewWebhook, PENDING, StoredEvent, WebhookChange, WebhookStore};
+use crate::store::{NewWebhook, StoredEvent, WebhookChange, WebhookStore};
 
 /// How long the check of a new URL's name may wait for DNS.
 const RESOLVE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -100,10 +101,10 @@ impl WebhooksApi {
         let mut violations = Vec::new();
         let mut chosen: Vec<String> = Vec::new();
         for (index, event) in events.iter().enumerate() {
-            if !EVENT_TYPES.contains(&event.as_str()) {
+            if EventType::parse(event).is_none() {
                 violations.push(FieldViolation::new(
                     format!("events[{index}]"),
-                    format!("must be one of {}", EVENT_TYPES.join(", ")),
+                    format!("must be one of {}", EventType::names()),
                 ));
             } else if !chosen.contains(event) {
                 chosen.push(event.clone());
@@ -146,7 +147,7 @@ impl WebhooksApi {
     /// webhook, since the subteam's own keys can point any of its webhooks elsewhere. Settings
     /// read for one batch are kept in `teams`.
     async fn team_receives(&self, event: &Event, teams: &mut HashMap<String, Team>) -> ServiceResult<bool> {
-        let Some(feature) = switchboard_api::access::feature_of_event(&event.r#type) else {
+        let Some(feature) = switchboard_api::access::feature_of_event_named(&event.r#type) else {
             return Ok(true);
         };
         if !teams.contains_key(&event.team_id) {
@@ -164,7 +165,7 @@ impl WebhooksApi {
 
     /// The stored form of a published event: its body rendered once.
     fn stored(event: &Event, agent_name: Option<&str>) -> Result<StoredEvent, String> {
-        if !EVENT_TYPES.contains(&event.r#type.as_str()) {
+        if EventType::parse(&event.r#type).is_none() {
             return Err(format!("{} is not an event type", event.r#type));
         }
         let resource = event.resource.as_ref().ok_or("the event has no resource")?;
@@ -274,21 +275,17 @@ impl WebhooksService for WebhooksApi {
     async fn list_deliveries(&self, request: Request<ListDeliveriesRequest>) -> Reply<ListDeliveriesResponse> {
         let request = request.into_inner();
         id_or_not_found(&request.webhook_id, crate::store::webhook_not_found)?;
-        if let Some(status) = &request.status
-            && ![PENDING, HELD, DELIVERED, FAILED].contains(&status.as_str())
-        {
-            return Err(ServiceError::invalid_field("status", "must be one of pending, held, delivered, failed").into());
-        }
+        let status = match request.status.as_deref() {
+            None => None,
+            Some(text) => Some(DeliveryStatus::parse(text).ok_or_else(|| {
+                ServiceError::invalid_field("status", format!("must be one of {}", DeliveryStatus::names()))
+            })?),
+        };
         let page = request.page.unwrap_or_default();
         let limit = if page.limit == 0 { 20 } else { page.limit.min(100) };
         let (deliveries, info) = self
             .store
-            .list_deliveries(
-                &request.team_id,
-                &request.webhook_id,
-                (page.page.max(1), limit),
-                request.status.as_deref(),
-            )
+            .list_deliveries(&request.team_id, &request.webhook_id, (page.page.max(1), limit), status)
             .await?;
         reply(Ok(ListDeliveriesResponse { deliveries, page: Some(info) }))
     }

@@ -10,17 +10,12 @@ use sqlx::{AnyConnection, Row};
 use switchboard_kit::db::Db;
 use switchboard_kit::listing::{self, Total};
 use switchboard_kit::time::now_ms;
+use switchboard_kit::vocabulary::DeliveryStatus;
 use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::{Delivery, PageInfo, Webhook};
 
 pub const ACTIVE: &str = "active";
 pub const FAILING: &str = "failing";
-pub const PENDING: &str = "pending";
-pub const DELIVERED: &str = "delivered";
-pub const FAILED: &str = "failed";
-/// How a pending delivery of a disabled webhook is shown: it is not attempted until the
-/// webhook is enabled again. Stored as `pending`, so enabling needs no rewrite of the rows.
-pub const HELD: &str = "held";
 /// The most deliveries a disabled webhook holds; events beyond are recorded as `failed` (and
 /// can be retried once it is enabled), so a paused endpoint cannot grow the table without end.
 pub const HELD_PER_WEBHOOK: i64 = 1000;
@@ -63,9 +58,13 @@ const DELIVERY_COLUMNS: &str = "id, webhook_id, event_id, event_type, status, at
 fn delivery_from_row(row: &AnyRow, enabled: bool) -> Result<Delivery, sqlx::Error> {
     let attempts: i64 = row.try_get("attempts")?;
     let status_code: Option<i64> = row.try_get("status_code")?;
-    let mut status: String = row.try_get("status")?;
-    if !enabled && status == PENDING {
-        status = HELD.to_owned();
+    let stored: String = row.try_get("status")?;
+    let mut status = DeliveryStatus::parse(&stored)
+        .ok_or_else(|| sqlx::Error::Decode(format!("{stored} is not a delivery status").into()))?;
+    // Held is how a pending delivery of a disabled webhook is shown: it is not attempted until
+    // the webhook is enabled again. Stored as pending, so enabling rewrites no rows.
+    if !enabled && status == DeliveryStatus::Pending {
+        status = DeliveryStatus::Held;
     }
     let next: Option<i64> = row.try_get("next_attempt_at")?;
     Ok(Delivery {
@@ -73,8 +72,8 @@ fn delivery_from_row(row: &AnyRow, enabled: bool) -> Result<Delivery, sqlx::Erro
         webhook_id: row.try_get("webhook_id")?,
         event_id: row.try_get("event_id")?,
         event: row.try_get("event_type")?,
-        next_retry_at_ms: next.filter(|_| status == PENDING),
-        status,
+        next_retry_at_ms: next.filter(|_| status == DeliveryStatus::Pending),
+        status: status.as_str().to_owned(),
         attempts: u32::try_from(attempts).unwrap_or(0),
         status_code: status_code.and_then(|code| u32::try_from(code).ok()),
         duration_ms: row.try_get("duration_ms")?,
@@ -234,7 +233,7 @@ impl WebhookStore {
             .bind(now)
             .bind(now + millis(retry_for))
             .bind(webhook_id)
-            .bind(PENDING)
+            .bind(DeliveryStatus::Pending.as_str())
             .execute(&mut *tx)
             .await?;
         }
@@ -329,15 +328,15 @@ impl WebhookStore {
         team_id: &str,
         webhook_id: &str,
         (page, limit): (u32, u32),
-        status: Option<&str>,
+        status: Option<DeliveryStatus>,
     ) -> ServiceResult<(Vec<Delivery>, PageInfo)> {
         let mut conn = self.db.pool().acquire().await?;
         let enabled = webhook_in(&mut conn, team_id, webhook_id).await?.enabled;
         // `held` is how pending rows of a disabled webhook are shown: the filter asks for the
         // stored status, and a status the webhook's state rules out matches no row.
         let status = status.map(|status| match (status, enabled) {
-            (HELD, false) => PENDING,
-            (PENDING, false) => HELD,
+            (DeliveryStatus::Held, false) => DeliveryStatus::Pending,
+            (DeliveryStatus::Pending, false) => DeliveryStatus::Held,
             (status, _) => status,
         });
         let status_filter = if status.is_some() { " AND status = $3" } else { "" };
@@ -345,7 +344,7 @@ impl WebhookStore {
             format!("SELECT COUNT(*) AS n FROM deliveries WHERE team_id = $1 AND webhook_id = $2{status_filter}");
         let mut count = sqlx::query(&count_sql).bind(team_id).bind(webhook_id);
         if let Some(status) = status {
-            count = count.bind(status);
+            count = count.bind(status.as_str());
         }
         let total: i64 = count.fetch_one(&mut *conn).await?.try_get("n")?;
         let offset = i64::from(page.saturating_sub(1)) * i64::from(limit);
@@ -355,7 +354,7 @@ impl WebhookStore {
         );
         let mut query = sqlx::query(&sql).bind(team_id).bind(webhook_id);
         if let Some(status) = status {
-            query = query.bind(status);
+            query = query.bind(status.as_str());
         }
         let rows = query.fetch_all(&mut *conn).await?;
         let deliveries = rows.iter().map(|row| delivery_from_row(row, enabled)).collect::<Result<_, _>>()?;
@@ -383,7 +382,7 @@ impl WebhookStore {
              lease_until = CASE WHEN lease_until > $2 THEN lease_until ELSE NULL END \
              WHERE team_id = $4 AND webhook_id = $5 AND id = $6",
         )
-        .bind(PENDING)
+        .bind(DeliveryStatus::Pending.as_str())
         .bind(now)
         .bind(now + millis(retry_for))
         .bind(team_id)
@@ -453,16 +452,16 @@ impl WebhookStore {
         let now = now_ms();
         let delivered = attempt.status_code.is_some_and(|code| (200..300).contains(&code));
         let (status, next) = match (delivered, retry_in) {
-            (true, _) => (DELIVERED, None),
-            (false, Some(wait)) => (PENDING, Some(now + millis(wait))),
-            (false, None) => (FAILED, None),
+            (true, _) => (DeliveryStatus::Delivered, None),
+            (false, Some(wait)) => (DeliveryStatus::Pending, Some(now + millis(wait))),
+            (false, None) => (DeliveryStatus::Failed, None),
         };
         let mut tx = self.db.begin_write().await?;
         sqlx::query(
             "UPDATE deliveries SET status = $1, attempts = attempts + 1, status_code = $2, duration_ms = $3, \
              error = $4, next_attempt_at = $5, lease_until = NULL, last_attempt_at = $6 WHERE seq = $7",
         )
-        .bind(status)
+        .bind(status.as_str())
         .bind(attempt.status_code.map(i64::from))
         .bind(attempt.duration_ms)
         .bind(attempt.error.as_deref())
@@ -472,9 +471,9 @@ impl WebhookStore {
         .execute(&mut *tx)
         .await?;
         let endpoint_status = match status {
-            DELIVERED => Some(ACTIVE),
-            FAILED => Some(FAILING),
-            _ => None,
+            DeliveryStatus::Delivered => Some(ACTIVE),
+            DeliveryStatus::Failed => Some(FAILING),
+            DeliveryStatus::Pending | DeliveryStatus::Held => None,
         };
         if let Some(endpoint_status) = endpoint_status {
             sqlx::query("UPDATE webhooks SET status = $1 WHERE id = $2 AND status <> $1")
@@ -491,13 +490,15 @@ impl WebhookStore {
     pub async fn prune(&self, keep: Duration) -> ServiceResult<u64> {
         let done = sqlx::query(
             "DELETE FROM events WHERE created_at < $1 AND NOT EXISTS \
-             (SELECT 1 FROM deliveries d WHERE d.event_id = events.id AND d.status = 'pending')",
+             (SELECT 1 FROM deliveries d WHERE d.event_id = events.id AND d.status = $2)",
         )
         .bind(now_ms() - millis(keep))
+        .bind(DeliveryStatus::Pending.as_str())
         .execute(self.db.pool())
         .await?;
-        sqlx::query("DELETE FROM deliveries WHERE status <> 'pending' AND created_at < $1")
+        sqlx::query("DELETE FROM deliveries WHERE status <> $2 AND created_at < $1")
             .bind(now_ms() - millis(keep))
+            .bind(DeliveryStatus::Pending.as_str())
             .execute(self.db.pool())
             .await?;
         Ok(done.rows_affected())
@@ -514,7 +515,7 @@ fn disabled(what: &str) -> ServiceError {
 async fn held(conn: &mut AnyConnection, webhook_id: &str) -> ServiceResult<i64> {
     let row = sqlx::query("SELECT COUNT(*) AS n FROM deliveries WHERE webhook_id = $1 AND status = $2")
         .bind(webhook_id)
-        .bind(PENDING)
+        .bind(DeliveryStatus::Pending.as_str())
         .fetch_one(conn)
         .await?;
     Ok(row.try_get("n")?)
@@ -532,7 +533,7 @@ async fn insert_failed_delivery(
     let now = now_ms();
     sqlx::query(
         "INSERT INTO deliveries (id, webhook_id, team_id, event_id, event_type, subject_id, status, attempts, \
-         error, give_up_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, 'failed', 0, $7, $8, $9) \
+         error, give_up_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $10, 0, $7, $8, $9) \
          ON CONFLICT (webhook_id, event_id) DO NOTHING",
     )
     .bind(uuid::Uuid::now_v7().to_string())
@@ -544,6 +545,7 @@ async fn insert_failed_delivery(
     .bind(error)
     .bind(give_up_at_ms)
     .bind(now)
+    .bind(DeliveryStatus::Failed.as_str())
     .execute(conn)
     .await?;
     Ok(())
@@ -597,7 +599,7 @@ async fn insert_delivery(
     let now = now_ms();
     sqlx::query(
         "INSERT INTO deliveries (id, webhook_id, team_id, event_id, event_type, subject_id, status, attempts, \
-         next_attempt_at, give_up_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $7, $8, $7) \
+         next_attempt_at, give_up_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $9, 0, $7, $8, $7) \
          ON CONFLICT (webhook_id, event_id) DO NOTHING",
     )
     .bind(&id)
@@ -608,7 +610,25 @@ async fn insert_delivery(
     .bind(&event.subject_id)
     .bind(now)
     .bind(give_up_at_ms)
+    .bind(DeliveryStatus::Pending.as_str())
     .execute(conn)
     .await?;
     Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use switchboard_kit::vocabulary::{DeliveryStatus, checked_values};
+
+    #[test]
+    fn the_deliveries_table_allows_exactly_the_stored_delivery_statuses() {
+        let stored: Vec<String> = DeliveryStatus::STORED.iter().map(ToString::to_string).collect();
+        for sql in [
+            include_str!("../migrations/sqlite/0001_webhooks.sql"),
+            include_str!("../migrations/postgres/0001_webhooks.sql"),
+        ] {
+            // The webhooks' own status, then the deliveries'.
+            assert_eq!(checked_values(sql, "status")[1], stored);
+        }
+    }
 }

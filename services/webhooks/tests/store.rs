@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use switchboard_kit::testdb;
 use switchboard_kit::time::now_ms;
+use switchboard_kit::vocabulary::DeliveryStatus;
 use switchboard_webhooks::WebhookStore;
 use switchboard_webhooks::store::{Attempt, Claimed, NewWebhook, StoredEvent};
 
@@ -108,7 +109,8 @@ async fn one_subject_goes_one_delivery_at_a_time_in_order() {
         let last = due(&store).await;
         assert_eq!(event_ids(&last), vec![third.id.as_str()]);
 
-        let (deliveries, page) = store.list_deliveries(&mine, &hook, (1, 20), Some("delivered")).await.unwrap();
+        let (deliveries, page) =
+            store.list_deliveries(&mine, &hook, (1, 20), Some(DeliveryStatus::Delivered)).await.unwrap();
         assert_eq!(page.total_count, 3);
         let retried = deliveries.iter().find(|delivery| delivery.event_id == first.id).unwrap();
         assert_eq!((retried.attempts, retried.status_code, retried.error.as_deref()), (2, Some(204), None));
@@ -204,14 +206,14 @@ async fn a_disabled_webhook_holds_a_bounded_number_until_enabled() {
             (0..count).map(|i| event(&mine, "contact.created", &format!("c{}", i % 7))).collect();
         assert_eq!(store.publish(&events, DAY).await.unwrap(), u32::try_from(count).unwrap());
         assert!(due(&store).await.is_empty(), "a held delivery was claimed");
-        let (held, page) = store.list_deliveries(&mine, &hook, (1, 100), Some("held")).await.unwrap();
+        let (held, page) = store.list_deliveries(&mine, &hook, (1, 100), Some(DeliveryStatus::Held)).await.unwrap();
         assert_eq!(page.total_count, u64::try_from(HELD_PER_WEBHOOK).unwrap(), "{page:?}");
         assert!(held.iter().all(|d| d.status == "held" && d.next_retry_at_ms.is_none()));
-        let (failed, _) = store.list_deliveries(&mine, &hook, (1, 100), Some("failed")).await.unwrap();
+        let (failed, _) = store.list_deliveries(&mine, &hook, (1, 100), Some(DeliveryStatus::Failed)).await.unwrap();
         assert_eq!(failed.len(), 1);
         assert_eq!(failed[0].event_id, events[count - 1].id, "the newest beyond the bound is not held");
         assert!(failed[0].error.as_deref().unwrap_or_default().contains("Not held"), "{:?}", failed[0]);
-        let (pending, _) = store.list_deliveries(&mine, &hook, (1, 100), Some("pending")).await.unwrap();
+        let (pending, _) = store.list_deliveries(&mine, &hook, (1, 100), Some(DeliveryStatus::Pending)).await.unwrap();
         assert!(pending.is_empty(), "held is not pending while disabled");
 
         let on = WebhookChange { enabled: Some(true), ..off };

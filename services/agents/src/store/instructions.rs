@@ -7,6 +7,8 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 use switchboard_kit::jobs::{self, NewJob};
 use switchboard_kit::time::now_ms;
+use switchboard_kit::vocabulary::EventType;
+use switchboard_kit::vocabulary::JobStatus;
 use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::{
     Agent, AgentSettings, InstructionVersion, Instructions, PromptOptimization, RuntimePrompt,
@@ -70,15 +72,15 @@ impl AgentStore {
         let optimization = match jobs::latest(&self.db, OPTIMIZE_PROMPT, &current.agent.id).await? {
             Some(job) => PromptOptimization {
                 version: job.payload["version"].as_i64().unwrap_or(current.version),
-                completed_at_ms: (job.status == jobs::COMPLETED).then_some(job.updated_at_ms),
-                error: job.last_error.filter(|_| job.status == jobs::FAILED),
-                status: job.status,
+                completed_at_ms: (job.status == JobStatus::Completed).then_some(job.updated_at_ms),
+                error: job.last_error.filter(|_| job.status == JobStatus::Failed),
+                status: job.status.as_str().to_owned(),
             },
             // Completed jobs are pruned after a week; the runtime prompt tells what was built.
             None => {
                 let built = self.built_version(&current.agent.id).await?;
                 PromptOptimization {
-                    status: jobs::COMPLETED.to_owned(),
+                    status: JobStatus::Completed.as_str().to_owned(),
                     version: built.map_or(current.version, |(version, _)| version),
                     completed_at_ms: built.map(|(_, at)| at),
                     error: None,
@@ -155,14 +157,15 @@ impl AgentStore {
             version,
             updated_at_ms: now,
             optimization: Some(PromptOptimization {
-                status: jobs::QUEUED.to_owned(),
+                status: JobStatus::Queued.as_str().to_owned(),
                 version,
                 completed_at_ms: None,
                 error: None,
             }),
         };
         let resource = switchboard_proto::v1::event::Resource::Instructions(told);
-        switchboard_kit::outbox::record(&mut tx, "agent.instructions.updated", (team_id, agent_id), resource).await?;
+        switchboard_kit::outbox::record(&mut tx, EventType::AgentInstructionsUpdated, (team_id, agent_id), resource)
+            .await?;
         self.record_change(&mut tx, team_id, agent_id, UPDATED).await?;
         tx.commit().await?;
         self.changed();

@@ -9,6 +9,7 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 use switchboard_kit::limits::{self, Length};
 use switchboard_kit::time::now_ms;
+use switchboard_kit::vocabulary::EventType;
 use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, validate};
 use switchboard_proto::v1::{Call, CallAnalysis, CallEvent, PageInfo, Recording, TranscriptSegment};
 
@@ -579,7 +580,7 @@ impl ConversationStore {
         if current.ended_at_ms.is_none() {
             // Webhooks hear of the end once; ending again (a runtime's retry) tells nobody.
             let resource = switchboard_proto::v1::event::Resource::Call(call.clone());
-            switchboard_kit::outbox::record(&mut tx, "call.ended", (team_id, &call.id), resource).await?;
+            switchboard_kit::outbox::record(&mut tx, EventType::CallEnded, (team_id, &call.id), resource).await?;
         }
         tx.commit().await?;
         Ok(call)

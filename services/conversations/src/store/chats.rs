@@ -9,6 +9,7 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 use switchboard_kit::limits;
 use switchboard_kit::time::now_ms;
+use switchboard_kit::vocabulary::EventType;
 use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, validate};
 use switchboard_proto::v1::{Chat, ChatMessage, PageInfo};
 
@@ -370,7 +371,7 @@ impl ConversationStore {
         if current.ended_at_ms.is_none() {
             // Webhooks hear of the end once; ending again (a runtime's retry) tells nobody.
             let resource = switchboard_proto::v1::event::Resource::Chat(chat.clone());
-            switchboard_kit::outbox::record(&mut tx, "chat.ended", (team_id, &chat.id), resource).await?;
+            switchboard_kit::outbox::record(&mut tx, EventType::ChatEnded, (team_id, &chat.id), resource).await?;
         }
         tx.commit().await?;
         Ok(chat)

@@ -7,6 +7,7 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 use switchboard_kit::limits;
 use switchboard_kit::time::now_ms;
+use switchboard_kit::vocabulary::EventType;
 use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, validate};
 use switchboard_proto::v1::{
     Board, Contact, CreateBoardRequest, SetContactBoardsRequest, Stage, StageInput, UpdateBoardRequest,
@@ -335,7 +336,7 @@ impl CrmStore {
         let mut contact = contact;
         contact.updated_at_ms = touch(&mut tx, contact_id).await?;
         let contact = hydrate_one(&mut tx, contact).await?;
-        super::contacts::told(&mut tx, super::contacts::CONTACT_UPDATED, &contact).await?;
+        super::contacts::told(&mut tx, EventType::ContactUpdated, &contact).await?;
         tx.commit().await?;
         Ok(contact)
     }

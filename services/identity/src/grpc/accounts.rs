@@ -6,6 +6,7 @@
 use switchboard_api::role::Role;
 use switchboard_kit::grpc::{Reply, reply};
 use switchboard_kit::team_versions::{TeamVersions, announce};
+use switchboard_kit::vocabulary::AuditAction;
 use switchboard_kit::{ErrorKind, ServiceError, ServiceResult};
 use switchboard_proto::v1::account_service_server::{AccountService, AccountServiceServer};
 use switchboard_proto::v1::*;
@@ -69,11 +70,18 @@ impl AccountsApi {
     }
 
     /// Writes an entry; a failure to write is logged, never the caller's failure.
-    pub(crate) async fn audit(&self, team_id: &str, action: &str, actor: Actor, target: &str, client: Option<&Client>) {
+    pub(crate) async fn audit(
+        &self,
+        team_id: &str,
+        action: AuditAction,
+        actor: Actor,
+        target: &str,
+        client: Option<&Client>,
+    ) {
         let client = client.cloned().unwrap_or_default();
         let entry = AuditEntry {
             team_id: team_id.to_owned(),
-            action: action.to_owned(),
+            action: action.as_str().to_owned(),
             actor: Some(actor),
             target: target.to_owned(),
             ip: client.ip,
@@ -81,7 +89,7 @@ impl AccountsApi {
             ..AuditEntry::default()
         };
         if let Err(error) = self.store.record_audit(entry).await {
-            tracing::warn!(%error, action, "an audit entry was not written");
+            tracing::warn!(%error, %action, "an audit entry was not written");
         }
     }
 
@@ -101,11 +109,12 @@ impl AccountsApi {
             None => tracing::warn!("a password reset was asked for, but no SMTP server is configured to send it"),
         }
         let actor = Actor { r#type: "visitor".to_owned(), ..Actor::default() };
-        self.audit(&link.team_id, "auth.password_reset_requested", actor, &link.email, request.client.as_ref()).await;
+        self.audit(&link.team_id, AuditAction::AuthPasswordResetRequested, actor, &link.email, request.client.as_ref())
+            .await;
         Ok(())
     }
 
-    pub(crate) async fn audit_signed_in(&self, action: &str, signed_in: &SignedIn, client: Option<&Client>) {
+    pub(crate) async fn audit_signed_in(&self, action: AuditAction, signed_in: &SignedIn, client: Option<&Client>) {
         if let Some(user) = signed_in.session.as_ref().and_then(|s| s.user.as_ref()) {
             self.audit(&user.team_id, action, user_actor(user), &user.email, client).await;
         }
@@ -130,7 +139,7 @@ impl AccountService for AccountsApi {
             Some(user) if valid => user,
             Some(user) => {
                 let client = request.client.as_ref();
-                self.audit(&user.team_id, "auth.sign_in_failed", user_actor(&user), &user.email, client).await;
+                self.audit(&user.team_id, AuditAction::AuthSignInFailed, user_actor(&user), &user.email, client).await;
                 return Err(wrong_credentials().into());
             }
             None => return Err(wrong_credentials().into()),
@@ -277,7 +286,7 @@ impl AccountService for AccountsApi {
         };
         let client = request.client.unwrap_or_default();
         let signed_in = self.store.sign_up(team, &owner, &password_hash, &client, self.settings.sessions).await?;
-        self.audit_signed_in("auth.signed_up", &signed_in, Some(&client)).await;
+        self.audit_signed_in(AuditAction::AuthSignedUp, &signed_in, Some(&client)).await;
         reply(Ok(signed_in))
     }
 
@@ -294,7 +303,14 @@ impl AccountService for AccountsApi {
         }
         let ended = ended.is_some();
         if let Some(user) = session.as_ref().and_then(|s| s.user.as_ref()).filter(|_| ended) {
-            self.audit(&user.team_id, "auth.signed_out", user_actor(user), &user.email, request.client.as_ref()).await;
+            self.audit(
+                &user.team_id,
+                AuditAction::AuthSignedOut,
+                user_actor(user),
+                &user.email,
+                request.client.as_ref(),
+            )
+            .await;
         }
         reply(Ok(EndSessionResponse { ended }))
     }
@@ -306,7 +322,8 @@ impl AccountService for AccountsApi {
         let current = self.store.password_hash(&user.id).await?;
         if !passwords::verify(current, &request.current_password).await? {
             let client = request.client.as_ref();
-            self.audit(&user.team_id, "auth.password_change_failed", user_actor(&user), &user.email, client).await;
+            self.audit(&user.team_id, AuditAction::AuthPasswordChangeFailed, user_actor(&user), &user.email, client)
+                .await;
             return Err(ServiceError::invalid_field("currentPassword", "is not the current password").into());
         }
         check_password("newPassword", &request.new_password, &[&user.email, &user.first_name, &user.last_name])?;
@@ -325,7 +342,7 @@ impl AccountService for AccountsApi {
         // A passkey signs in without the password: the person sees which still do.
         signed_in.passkeys = self.store.passkey_infos(&user.id).await?;
         self.signed_in_changed(&signed_in).await;
-        self.audit_signed_in("auth.password_changed", &signed_in, Some(&client)).await;
+        self.audit_signed_in(AuditAction::AuthPasswordChanged, &signed_in, Some(&client)).await;
         reply(Ok(signed_in))
     }
 
@@ -341,7 +358,8 @@ impl AccountService for AccountsApi {
         let (caller, ended) = self.store.end_user_sessions(&request.token_hash, one, self.settings.sessions).await?;
         if let Some(user) = caller.user.as_ref().filter(|_| ended > 0) {
             self.sessions_changed(&user.team_id).await;
-            let action = if one.is_some() { "auth.session_ended" } else { "auth.signed_out_elsewhere" };
+            let action =
+                if one.is_some() { AuditAction::AuthSessionEnded } else { AuditAction::AuthSignedOutElsewhere };
             self.audit(&user.team_id, action, user_actor(user), &user.email, request.client.as_ref()).await;
         }
         reply(Ok(EndUserSessionsResponse { ended }))
@@ -375,7 +393,7 @@ impl AccountService for AccountsApi {
         let names = Names { first_name: &request.first_name, last_name: &request.last_name };
         let signed_in =
             self.store.accept_invitation(&request.token, names, &hash, &client, self.settings.sessions).await?;
-        self.audit_signed_in("member.joined", &signed_in, Some(&client)).await;
+        self.audit_signed_in(AuditAction::MemberJoined, &signed_in, Some(&client)).await;
         reply(Ok(signed_in))
     }
 
@@ -392,7 +410,7 @@ impl AccountService for AccountsApi {
         let user = self.store.reset_password(&request.token, &hash).await?;
         // Every session of the person ended with the reset.
         self.sessions_changed(&user.team_id).await;
-        self.audit(&user.team_id, "auth.password_reset", user_actor(&user), &user.email, Some(&client)).await;
+        self.audit(&user.team_id, AuditAction::AuthPasswordReset, user_actor(&user), &user.email, Some(&client)).await;
         // Whoever reads the mailbox has not passed the person's second factor: a reset ends as a
         // sign-in does, with the factor first.
         reply(self.signed_in_or_challenged(&user, &client, Purpose::Reset).await)

@@ -3,9 +3,10 @@
 
 use sqlx::Row;
 use sqlx::any::AnyRow;
-use switchboard_kit::ServiceResult;
 use switchboard_kit::listing::{self, Total};
 use switchboard_kit::time::now_ms;
+use switchboard_kit::vocabulary::AuditAction;
+use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::{Actor, AuditEntry, PageInfo, PageRequest};
 
 use super::{IdentityStore, check_id};
@@ -39,6 +40,9 @@ fn entry_from_row(row: &AnyRow) -> Result<AuditEntry, sqlx::Error> {
 impl IdentityStore {
     pub async fn record_audit(&self, entry: AuditEntry) -> ServiceResult<AuditEntry> {
         check_id("teamId", &entry.team_id)?;
+        if AuditAction::parse(&entry.action).is_none() {
+            return Err(ServiceError::invalid_field("action", format!("must be one of {}", AuditAction::names())));
+        }
         let now = now_ms();
         let actor = entry.actor.clone().unwrap_or_default();
         let entry = AuditEntry {

@@ -6,6 +6,7 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 use switchboard_kit::limits;
 use switchboard_kit::time::now_ms;
+use switchboard_kit::vocabulary::EventType;
 use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::{CreditEntry, CreditsAlert, TransferCreditsResponse, UsageDay};
 
@@ -87,7 +88,7 @@ pub(super) async fn apply(
         // Told once per crossing: the next debit starts under the threshold.
         let data = serde_json::json!({ "teamId": team_id, "balance": balance_after, "threshold": threshold });
         let resource = switchboard_proto::v1::event::Resource::Json(data.to_string());
-        switchboard_kit::outbox::record(conn, "credits.low", (team_id, team_id), resource).await?;
+        switchboard_kit::outbox::record(conn, EventType::CreditsLow, (team_id, team_id), resource).await?;
     }
     let entry = CreditEntry {
         id: uuid::Uuid::new_v4().to_string(),

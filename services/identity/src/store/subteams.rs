@@ -9,6 +9,7 @@
 
 use sqlx::Row;
 use switchboard_kit::time::now_ms;
+use switchboard_kit::vocabulary::EventType;
 use switchboard_kit::{ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{AccessFlags, Subteam};
 
@@ -173,7 +174,7 @@ impl IdentityStore {
                 "reason": "a subteam's monthly allowance could not be met",
             });
             let resource = switchboard_proto::v1::event::Resource::Json(data.to_string());
-            switchboard_kit::outbox::record(&mut tx, "credits.low", (&agency, &agency), resource).await?;
+            switchboard_kit::outbox::record(&mut tx, EventType::CreditsLow, (&agency, &agency), resource).await?;
         }
         tx.commit().await?;
         Ok(Some(TopUp { agency_team_id: agency, subteam_id: team_id.to_owned(), moved, short }))

@@ -4,6 +4,7 @@ use sqlx::{AnyConnection, Row};
 use switchboard_api::role::Role;
 use switchboard_kit::listing::{self, Total};
 use switchboard_kit::time::now_ms;
+use switchboard_kit::vocabulary::EventType;
 use switchboard_kit::{ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{
     AccessConfig, Client, Identity, NewUser, PageInfo, PageRequest, SignedIn, Subscription, Subteam, Team, TeamRef,
@@ -294,7 +295,8 @@ impl IdentityStore {
         // The agency's webhooks hear of it.
         let resource = switchboard_proto::v1::event::Resource::Subteam(subteam.clone());
         let subteam_id = subteam.team.as_ref().map(|team| team.id.clone()).unwrap_or_default();
-        switchboard_kit::outbox::record(&mut tx, "subteam.created", (&agency.id, &subteam_id), resource).await?;
+        switchboard_kit::outbox::record(&mut tx, EventType::SubteamCreated, (&agency.id, &subteam_id), resource)
+            .await?;
         tx.commit().await?;
         Ok(Subteam { invite_token: Some(invitation.token), ..subteam })
     }

@@ -5,6 +5,7 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 use switchboard_kit::jobs::{self, NewJob};
 use switchboard_kit::time::now_ms;
+use switchboard_kit::vocabulary::SourceStatus;
 use switchboard_kit::{ServiceError, ServiceResult, limits, validate};
 use switchboard_proto::v1::Document;
 
@@ -79,7 +80,7 @@ impl KnowledgeStore {
         self.knowledgebase_in(&mut tx, team_id, knowledgebase_id).await?;
         sqlx::query(
             "INSERT INTO documents (id, team_id, knowledgebase_id, name, notes, file_name, content_type, size_bytes, \
-             object_key, status, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', $10, $10)",
+             object_key, status, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $11, $10, $10)",
         )
         .bind(&new.id)
         .bind(team_id)
@@ -91,6 +92,7 @@ impl KnowledgeStore {
         .bind(new.size_bytes)
         .bind(&new.object_key)
         .bind(now)
+        .bind(SourceStatus::Pending.as_str())
         .execute(&mut *tx)
         .await?;
         jobs::enqueue(

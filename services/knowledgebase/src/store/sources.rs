@@ -116,3 +116,22 @@ impl RefreshInterval {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use switchboard_kit::vocabulary::{SourceStatus, checked_values};
+
+    #[test]
+    fn the_tables_allow_exactly_the_source_statuses() {
+        let all: Vec<String> = SourceStatus::ALL.iter().map(ToString::to_string).collect();
+        let documents: Vec<String> =
+            all.iter().filter(|status| *status != SourceStatus::Refreshing.as_str()).cloned().collect();
+        for sql in [
+            include_str!("../../migrations/sqlite/0002_sources.sql"),
+            include_str!("../../migrations/postgres/0002_sources.sql"),
+        ] {
+            // Webpages, then documents (which are never refreshing).
+            assert_eq!(checked_values(sql, "status"), vec![all.clone(), documents.clone()]);
+        }
+    }
+}

@@ -4,6 +4,8 @@
 use sqlx::{AnyConnection, Row};
 use switchboard_kit::ServiceResult;
 use switchboard_kit::time::now_ms;
+use switchboard_kit::vocabulary::EventType;
+use switchboard_kit::vocabulary::SourceStatus;
 
 use super::KnowledgeStore;
 use super::extracted::{ExtractedEntry, replace_entries};
@@ -40,12 +42,13 @@ impl KnowledgeStore {
             return Ok(false);
         };
         sqlx::query(&format!(
-            "UPDATE {} SET status = 'ready', failure_reason = NULL, {} = $1, updated_at = $1 WHERE id = $2",
+            "UPDATE {} SET status = $3, failure_reason = NULL, {} = $1, updated_at = $1 WHERE id = $2",
             kind.table(),
             kind.rebuilt_column()
         ))
         .bind(now)
         .bind(source_id)
+        .bind(SourceStatus::Ready.as_str())
         .execute(&mut *tx)
         .await?;
         tell(&mut tx, kind, (&team_id, source_id), true).await?;
@@ -75,7 +78,7 @@ impl KnowledgeStore {
             return Ok(());
         };
         let failed = sqlx::query(&format!(
-            "UPDATE {} SET status = 'failed', failure_reason = $1, updated_at = $2 \
+            "UPDATE {} SET status = $5, failure_reason = $1, updated_at = $2 \
              WHERE id = $3 AND ({rebuilt} IS NULL OR {rebuilt} < $4)",
             kind.table()
         ))
@@ -83,11 +86,12 @@ impl KnowledgeStore {
         .bind(now_ms())
         .bind(source_id)
         .bind(queued_at)
+        .bind(SourceStatus::Failed.as_str())
         .execute(&mut *tx)
         .await?;
         // Webhooks hear of the turn to failed once, not of each retry that fails again.
         let (team_id, status): (String, String) = (before.try_get("team_id")?, before.try_get("status")?);
-        if failed.rows_affected() > 0 && status != "failed" {
+        if failed.rows_affected() > 0 && SourceStatus::parse(&status) != Some(SourceStatus::Failed) {
             tell(&mut tx, kind, (&team_id, source_id), false).await?;
         }
         tx.commit().await?;
@@ -121,11 +125,11 @@ async fn tell(
     use switchboard_proto::v1::event::Resource;
     let (event, resource) = match kind {
         SourceKind::Webpage => (
-            if ready { "webpage.ready" } else { "webpage.failed" },
+            if ready { EventType::WebpageReady } else { EventType::WebpageFailed },
             Resource::Webpage(super::webpages::webpage_in(conn, source_id).await?),
         ),
         SourceKind::Document => (
-            if ready { "document.ready" } else { "document.failed" },
+            if ready { EventType::DocumentReady } else { EventType::DocumentFailed },
             Resource::Document(super::documents::document_in(conn, source_id).await?),
         ),
     };

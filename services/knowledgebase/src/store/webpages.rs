@@ -6,6 +6,7 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 use switchboard_kit::jobs::{self, NewJob};
 use switchboard_kit::time::now_ms;
+use switchboard_kit::vocabulary::SourceStatus;
 use switchboard_kit::{ServiceError, ServiceResult, limits, validate};
 use switchboard_proto::v1::Webpage;
 
@@ -106,7 +107,7 @@ impl KnowledgeStore {
         self.refuse_duplicate_page(&mut tx, team_id, knowledgebase_id, url, None).await?;
         sqlx::query(
             "INSERT INTO webpages (id, team_id, knowledgebase_id, name, url, notes, status, created_at, updated_at, \
-             refresh_interval) VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7, $8)",
+             refresh_interval) VALUES ($1, $2, $3, $4, $5, $6, $9, $7, $7, $8)",
         )
         .bind(&id)
         .bind(team_id)
@@ -116,6 +117,7 @@ impl KnowledgeStore {
         .bind(notes)
         .bind(now)
         .bind(refresh_interval.as_str())
+        .bind(SourceStatus::Pending.as_str())
         .execute(&mut *tx)
         .await?;
         enqueue_scrape(&mut tx, team_id, &id).await?;
@@ -227,14 +229,16 @@ impl KnowledgeStore {
         self.webpage(team_id, knowledgebase_id, webpage_id).await?;
         let mut tx = self.db.begin_write().await?;
         let accepted = sqlx::query(
-            "UPDATE webpages SET status = 'refreshing', last_refresh_requested_at = $1, updated_at = $1 \
-             WHERE id = $2 AND team_id = $3 AND status NOT IN ('pending', 'refreshing') \
+            "UPDATE webpages SET status = $5, last_refresh_requested_at = $1, updated_at = $1 \
+             WHERE id = $2 AND team_id = $3 AND status NOT IN ($6, $5) \
              AND (last_refresh_requested_at IS NULL OR last_refresh_requested_at <= $4)",
         )
         .bind(now)
         .bind(webpage_id)
         .bind(team_id)
         .bind(now - self.refresh_day_ms)
+        .bind(SourceStatus::Refreshing.as_str())
+        .bind(SourceStatus::Pending.as_str())
         .execute(&mut *tx)
         .await?
         .rows_affected()
@@ -246,7 +250,7 @@ impl KnowledgeStore {
         }
         tx.rollback().await?;
         let current = self.webpage(team_id, knowledgebase_id, webpage_id).await?;
-        if matches!(current.status.as_str(), "pending" | "refreshing") {
+        if SourceStatus::of_stored(&current.status).is_updating() {
             return Err(ServiceError::conflict("Webpage is already being refreshed")
                 .with_hint("Wait for the current refresh to finish; its status turns ready or failed."));
         }
@@ -261,7 +265,7 @@ impl KnowledgeStore {
     pub async fn due_refreshes(&self, now: i64, limit: i64) -> ServiceResult<Vec<ScheduledRefresh>> {
         let rows = sqlx::query(
             "SELECT team_id, knowledgebase_id, id FROM webpages \
-             WHERE refresh_interval <> 'off' AND status NOT IN ('pending', 'refreshing') \
+             WHERE refresh_interval <> 'off' AND status NOT IN ($4, $5) \
              AND ((refresh_interval = 'daily' AND COALESCE(last_refresh_requested_at, created_at) <= $1) \
                OR (refresh_interval = 'weekly' AND COALESCE(last_refresh_requested_at, created_at) <= $2)) \
              ORDER BY COALESCE(last_refresh_requested_at, created_at), id LIMIT $3",
@@ -269,6 +273,8 @@ impl KnowledgeStore {
         .bind(now - self.refresh_day_ms)
         .bind(now - 7 * self.refresh_day_ms)
         .bind(limit)
+        .bind(SourceStatus::Pending.as_str())
+        .bind(SourceStatus::Refreshing.as_str())
         .fetch_all(self.db.pool())
         .await?;
         rows.iter()

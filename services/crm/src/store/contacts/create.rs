@@ -8,6 +8,7 @@ use std::collections::{HashMap, HashSet};
 use sqlx::{AnyConnection, Row};
 use switchboard_kit::limits;
 use switchboard_kit::time::now_ms;
+use switchboard_kit::vocabulary::EventType;
 use switchboard_kit::write_keys::{self, WriteKey};
 use switchboard_kit::{ServiceError, ServiceResult, validate};
 use switchboard_proto::v1::{Contact, ContactInput, CustomField, Tag};
@@ -15,7 +16,7 @@ use switchboard_proto::v1::{Contact, ContactInput, CustomField, Tag};
 use super::checks::{email_value, tag_violations, text_value};
 use super::parts::{NewContact, write_parts};
 use super::read::contacts_by_ids;
-use super::{ACTOR, CONTACT_CREATED, first_stages, numbers_in_use, sort_key, told};
+use super::{ACTOR, first_stages, numbers_in_use, sort_key, told};
 use crate::store::fields;
 use crate::store::tags;
 use crate::store::{
@@ -139,7 +140,7 @@ impl CrmStore {
         let ids: Vec<String> = created.iter().map(|new| new.id.clone()).collect();
         let mut contacts = contacts_by_ids(&mut tx, team_id, &ids).await?;
         for contact in ids.iter().filter_map(|id| contacts.get(id)) {
-            told(&mut tx, CONTACT_CREATED, contact).await?;
+            told(&mut tx, EventType::ContactCreated, contact).await?;
         }
         if let (Some(key), [id]) = (key, ids.as_slice()) {
             write_keys::record(&mut tx, team_id, key, CREATE_CONTACT, id).await?;

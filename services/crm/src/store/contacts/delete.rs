@@ -2,10 +2,11 @@
 //! else refers to a contact's notes, tags, placements or values, and none may outlive it.
 
 use switchboard_kit::ServiceResult;
+use switchboard_kit::vocabulary::EventType;
 use switchboard_proto::v1::Contact;
 
 use super::read::hydrate_one;
-use super::{CONTACT_DELETED, find_contact, told};
+use super::{find_contact, told};
 use crate::store::{CrmStore, check_ids};
 
 impl CrmStore {
@@ -34,7 +35,7 @@ impl CrmStore {
             .bind(team_id)
             .execute(&mut *tx)
             .await?;
-        told(&mut tx, CONTACT_DELETED, &contact).await?;
+        told(&mut tx, EventType::ContactDeleted, &contact).await?;
         tx.commit().await?;
         Ok(contact)
     }

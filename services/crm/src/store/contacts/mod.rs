@@ -27,6 +27,7 @@ use switchboard_kit::ServiceResult;
 use switchboard_kit::db::Engine;
 use switchboard_kit::limits::Length;
 use switchboard_kit::time::now_ms;
+use switchboard_kit::vocabulary::EventType;
 use switchboard_proto::v1::Contact;
 
 pub use self::create::bulk_failure;
@@ -125,12 +126,8 @@ async fn refresh_tag_bits(conn: &mut AnyConnection, contact_ids: &[&str]) -> Ser
     Ok(())
 }
 
-pub const CONTACT_CREATED: &str = "contact.created";
-pub const CONTACT_UPDATED: &str = "contact.updated";
-pub const CONTACT_DELETED: &str = "contact.deleted";
-
 /// Tells webhooks of a change to `contact`, in the change's transaction.
-pub async fn told(conn: &mut AnyConnection, kind: &str, contact: &Contact) -> ServiceResult<()> {
+pub async fn told(conn: &mut AnyConnection, kind: EventType, contact: &Contact) -> ServiceResult<()> {
     let resource = switchboard_proto::v1::event::Resource::Contact(contact.clone());
     switchboard_kit::outbox::record(conn, kind, (&contact.team_id, &contact.id), resource).await?;
     Ok(())

@@ -6,13 +6,14 @@ use serde_json::{Map, Value};
 use sqlx::AnyConnection;
 use switchboard_kit::limits;
 use switchboard_kit::time::now_ms;
+use switchboard_kit::vocabulary::EventType;
 use switchboard_kit::{FieldViolation, ServiceResult, validate};
 use switchboard_proto::v1::{Contact, TagSelection, UpdateContactRequest};
 
 use super::checks::{email_value, tag_violations, text_value};
 use super::placements::find_stage;
 use super::read::hydrate_one;
-use super::{CONTACT_UPDATED, find_contact, numbers_in_use, place, refresh_tag_bits, search_body, sort_key, told};
+use super::{find_contact, numbers_in_use, place, refresh_tag_bits, search_body, sort_key, told};
 use crate::store::fields::{self, ValueChanges};
 use crate::store::tags::{self, name_key};
 use crate::store::{CrmStore, Val, check_ids, contact_exists, distinct, insert_rows, tag_not_found, uuid_violation};
@@ -103,7 +104,7 @@ impl CrmStore {
         }
         contact.updated_at_ms = now;
         let contact = hydrate_one(&mut tx, contact).await?;
-        told(&mut tx, CONTACT_UPDATED, &contact).await?;
+        told(&mut tx, EventType::ContactUpdated, &contact).await?;
         tx.commit().await?;
         Ok(contact)
     }
