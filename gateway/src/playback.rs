@@ -115,7 +115,7 @@ pub async fn serve(
             return Err(error);
         }
     };
-    let first = stream.message().await?.ok_or_else(|| ServiceError::not_found("Recording not found"))?;
+    let first = stream.message().await?.ok_or_else(ServiceError::recording_not_found)?;
     let (content_type, size) = (first.content_type.clone(), first.size_bytes);
     let (offset, length, suffix_skip) = match range {
         Some((_, _, Some(suffix))) => {
@@ -166,7 +166,7 @@ async fn unsatisfiable(services: &Services, team_id: &str, call_id: &str) -> Ser
     let request =
         ReadRecordingRequest { team_id: team_id.to_owned(), call_id: call_id.to_owned(), offset: 0, length: 1 };
     let mut stream = services.conversations.clone().read_recording(request).await?.into_inner();
-    let first = stream.message().await?.ok_or_else(|| ServiceError::not_found("Recording not found"))?;
+    let first = stream.message().await?.ok_or_else(ServiceError::recording_not_found)?;
     Ok(range_not_satisfiable(first.size_bytes))
 }
 

@@ -18,10 +18,6 @@ pub struct Scoper {
     cache: TtlCache<(String, String), Arc<Team>>,
 }
 
-fn team_not_found() -> ServiceError {
-    ServiceError::not_found("Team not found")
-}
-
 impl Scoper {
     pub fn new(ttl: Duration) -> Self {
         Self { cache: TtlCache::new(ttl, 100_000) }
@@ -36,7 +32,7 @@ impl Scoper {
     ) -> ServiceResult<Arc<Team>> {
         let Some(team_id) = team_id else {
             if principal.team.deleted {
-                return Err(team_not_found());
+                return Err(ServiceError::team_not_found());
             }
             return Ok(principal.team.clone());
         };
@@ -45,7 +41,7 @@ impl Scoper {
         };
         let team_id = team_id.as_str();
         if principal.team.deleted {
-            return Err(team_not_found());
+            return Err(ServiceError::team_not_found());
         }
         if team_id == principal.team.id {
             return Ok(principal.team.clone());

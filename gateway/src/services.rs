@@ -161,7 +161,7 @@ impl Services {
                         .iter()
                         .find(|identity| identity.team.as_ref().is_some_and(|team| team.id == team_id))
                         .cloned()
-                        .ok_or_else(|| switchboard_kit::ServiceError::not_found("Team not found").into())
+                        .ok_or_else(|| switchboard_kit::ServiceError::team_not_found().into())
                 },
             )
             .await

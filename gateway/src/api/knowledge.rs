@@ -427,7 +427,7 @@ async fn get(call: Call, input: Input<KnowledgebasePath>) -> ServiceResult<Data<
 async fn get_through_agent(call: Call, input: Input<AgentPath>) -> ServiceResult<Data<AgentKnowledgebase>> {
     let target = target(&call, input.path.address()).await?;
     let knowledgebase = fetch_knowledgebase(&call, &target.knowledgebase_id, true).await?;
-    let agent = target.agent.as_ref().map(AgentRef::from).ok_or_else(|| ServiceError::not_found("Agent not found"))?;
+    let agent = target.agent.as_ref().map(AgentRef::from).ok_or_else(ServiceError::agent_not_found)?;
     Ok(Data::new(AgentKnowledgebase { agent, knowledgebase: Knowledgebase::from(&knowledgebase) }))
 }
 

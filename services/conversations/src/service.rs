@@ -121,7 +121,7 @@ impl ConversationsApi {
         if !self.known.contains(&team_key).await {
             let team = self.peers.identity.clone().get_team(GetTeamRequest { team_id: team_id.to_owned() }).await?;
             if team.into_inner().deleted {
-                return Err(ServiceError::not_found("Team not found"));
+                return Err(ServiceError::team_not_found());
             }
             self.known.remember(team_key).await;
         }
@@ -582,7 +582,7 @@ impl ConversationsService for ConversationsApi {
     async fn read_recording(&self, request: Request<ReadRecordingRequest>) -> Reply<Self::ReadRecordingStream> {
         let request = request.into_inner();
         let call = self.store.call(&request.team_id, &request.call_id).await?;
-        let recording = call.recording.ok_or_else(|| ServiceError::not_found("Recording not found"))?;
+        let recording = call.recording.ok_or_else(ServiceError::recording_not_found)?;
         let size = u64::try_from(recording.size_bytes).unwrap_or_default();
         if request.offset >= size {
             return reply(Err(ServiceError::invalid_field("offset", format!("must be below the size, {size}"))));

@@ -46,7 +46,7 @@ impl CrmApi {
         }
         let team = self.identity.clone().get_team(GetTeamRequest { team_id: team_id.to_owned() }).await?;
         if team.into_inner().deleted {
-            return Err(ServiceError::not_found("Team not found"));
+            return Err(ServiceError::team_not_found());
         }
         self.known.remember(team_id.to_owned()).await;
         Ok(())

@@ -187,6 +187,21 @@ impl ServiceError {
         Self::new(ErrorKind::NotFound, message)
     }
 
+    /// The caller's team (or the `teamId` subteam) is gone: every service answers it alike.
+    pub fn team_not_found() -> Self {
+        Self::not_found("Team not found")
+    }
+
+    /// An agent of the team that does not exist (or is another team's).
+    pub fn agent_not_found() -> Self {
+        Self::not_found("Agent not found")
+    }
+
+    /// A call without a recording, or whose recording is gone.
+    pub fn recording_not_found() -> Self {
+        Self::not_found("Recording not found")
+    }
+
     pub fn forbidden(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Forbidden, message)
     }

@@ -186,7 +186,7 @@ impl WebhooksApi {
 impl WebhooksService for WebhooksApi {
     async fn create_webhook(&self, request: Request<CreateWebhookRequest>) -> Reply<Webhook> {
         let request = request.into_inner();
-        id_or_not_found(&request.team_id, || ServiceError::not_found("Team not found"))?;
+        id_or_not_found(&request.team_id, ServiceError::team_not_found)?;
         let events = Self::check_events(&request.events);
         let description = Self::check_description(request.description.as_deref());
         let url = self.check_url(&request.url).await;

@@ -5,12 +5,12 @@ use sqlx::any::AnyRow;
 use switchboard_kit::jobs::{self, NewJob};
 use switchboard_kit::limits;
 use switchboard_kit::time::now_ms;
-use switchboard_kit::{FieldViolation, ServiceResult, validate};
+use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, validate};
 use switchboard_proto::v1::{Agent, AgentSettings, AgentType};
 
 use super::OPTIMIZE_PROMPT;
 use super::changes::{DELETED, UPDATED};
-use super::{AgentStore, agent_not_found, check_ids, together};
+use super::{AgentStore, check_ids, together};
 use crate::settings;
 
 pub(super) const AGENT_COLUMNS: &str =
@@ -112,7 +112,7 @@ impl AgentStore {
             .bind(team_id)
             .fetch_optional(self.db.pool())
             .await?
-            .ok_or_else(agent_not_found)?;
+            .ok_or_else(ServiceError::agent_not_found)?;
         Ok(agent_from_row(&row)?)
     }
 

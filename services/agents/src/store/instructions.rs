@@ -17,7 +17,7 @@ use switchboard_proto::v1::{
 use super::OPTIMIZE_PROMPT;
 use super::agents::{AGENT_COLUMNS, agent_from_row};
 use super::changes::UPDATED;
-use super::{AgentStore, agent_not_found, check_ids};
+use super::{AgentStore, check_ids};
 use crate::settings;
 
 pub const HISTORY_LIMIT: i64 = 20;
@@ -59,7 +59,7 @@ impl AgentStore {
         .bind(team_id)
         .fetch_optional(conn)
         .await?
-        .ok_or_else(agent_not_found)?;
+        .ok_or_else(ServiceError::agent_not_found)?;
         Ok(Current {
             agent: agent_from_row(&row)?,
             instructions: row.try_get("instructions")?,

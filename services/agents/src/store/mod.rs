@@ -43,10 +43,6 @@ impl AgentStore {
     }
 }
 
-pub(crate) fn agent_not_found() -> ServiceError {
-    ServiceError::not_found("Agent not found")
-}
-
 /// An id that is not a UUID can match no row; say so instead of looking.
 pub(crate) fn check_ids(ids: &[(&str, &str)]) -> ServiceResult<()> {
     let violations: Vec<_> = ids

@@ -13,6 +13,7 @@ use switchboard_kit::vocabulary::EventType;
 use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, validate};
 use switchboard_proto::v1::{Call, CallAnalysis, CallEvent, PageInfo, Recording, TranscriptSegment};
 
+use super::conversation::{self, Conversation, external_id_violation, find};
 use super::search::{self, Kind, Source};
 use super::{
     Appended, CallCost, CallEnd, CallFilter, CallFlags, CallSort, ConversationStore, Key, NewCall, NewEvent,
@@ -93,22 +94,37 @@ fn segment_from_row(row: &AnyRow, started_at_ms: i64) -> Result<TranscriptSegmen
     })
 }
 
-/// The call without transcript or timeline, if the team has it; `lock` is `Db::for_update`
-/// in a writing transaction, so that concurrent writers of one call take turns.
-async fn find_call_row(
-    conn: &mut AnyConnection,
-    team_id: &str,
-    key: Key<'_>,
-    lock: &str,
-) -> ServiceResult<Option<Call>> {
-    let (column, value) = key.column();
-    let sql = format!("SELECT {CALL_COLUMNS} FROM calls c WHERE c.team_id = $1 AND c.{column} = $2{lock}");
-    let row = sqlx::query(&sql).bind(team_id).bind(value).fetch_optional(conn).await?;
-    Ok(row.as_ref().map(call_from_row).transpose()?)
-}
+impl Conversation for Call {
+    type New = NewCall;
+    const TABLE: &'static str = "calls";
+    const COLUMNS: &'static str = CALL_COLUMNS;
+    const PARTS: &'static [&'static str] = &["call_segments", "call_events"];
+    const PART_KEY: &'static str = "call_id";
+    const SEARCH: Kind = Kind::Call;
 
-async fn find_call(conn: &mut AnyConnection, team_id: &str, key: Key<'_>, lock: &str) -> ServiceResult<Call> {
-    find_call_row(conn, team_id, key, lock).await?.ok_or_else(call_not_found)
+    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
+        call_from_row(row)
+    }
+
+    fn not_found() -> ServiceError {
+        call_not_found()
+    }
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn external_id(new: &NewCall) -> &str {
+        &new.external_id
+    }
+
+    async fn insert(conn: &mut AnyConnection, team_id: &str, new: &NewCall) -> ServiceResult<Option<Call>> {
+        insert_call(conn, team_id, new).await
+    }
+
+    async fn update(conn: &mut AnyConnection, current: Call, new: &NewCall) -> ServiceResult<Call> {
+        update_call(conn, current, new).await
+    }
 }
 
 /// Fills in the transcripts of `calls` (seq order) with one query.
@@ -175,13 +191,9 @@ fn duration_seconds(started_at_ms: i64, ended_at_ms: Option<i64>) -> Option<i64>
     ended_at_ms.map(|ended| ended.saturating_sub(started_at_ms).div_euclid(1000))
 }
 
-fn external_id_violation(external_id: &str) -> Option<FieldViolation> {
-    limits::EXTERNAL_ID.check("externalId", external_id)
-}
-
 fn validate_new_call(new: &NewCall) -> ServiceResult<()> {
     validate([
-        external_id_violation(&new.external_id),
+        external_id_violation("externalId", &new.external_id),
         new.agent_id
             .as_deref()
             .filter(|id| uuid::Uuid::parse_str(id).is_err())
@@ -194,7 +206,8 @@ fn validate_new_call(new: &NewCall) -> ServiceResult<()> {
 
 fn validate_segments(external_id: &str, segments: &[NewSegment]) -> ServiceResult<()> {
     let count = i64::try_from(segments.len()).unwrap_or(i64::MAX);
-    let mut violations = vec![external_id_violation(external_id), limits::APPEND_BATCH.check("segments", count)];
+    let mut violations =
+        vec![external_id_violation("externalId", external_id), limits::APPEND_BATCH.check("segments", count)];
     for (index, segment) in segments.iter().enumerate() {
         violations.push(limits::UTTERANCE.check(&format!("segments[{index}].text"), &segment.text));
         violations.push(
@@ -220,7 +233,7 @@ fn event_data(event: &NewEvent) -> ServiceResult<String> {
 /// What [`ConversationStore::end_call`] refuses of an end, before anything is read.
 pub fn check_end(external_id: &str, end: &CallEnd) -> ServiceResult<()> {
     validate([
-        external_id_violation(external_id),
+        external_id_violation("externalId", external_id),
         limits::CALL_STATUS.check("status", &end.status),
         end.summary.as_deref().and_then(|summary| limits::SUMMARY.check("summary", summary)),
         end.score.filter(|score| !score.is_finite()).map(|_| FieldViolation::new("score", "must be a number")),
@@ -418,16 +431,7 @@ impl ConversationStore {
         validate_new_call(&new)?;
         let lock = self.db.for_update();
         let mut tx = self.db.begin_write().await?;
-        let call = match find_call_row(&mut tx, team_id, Key::External(&new.external_id), lock).await? {
-            Some(current) => update_call(&mut tx, current, &new).await?,
-            None => match insert_call(&mut tx, team_id, &new).await? {
-                Some(call) => call,
-                None => {
-                    let current = find_call(&mut tx, team_id, Key::External(&new.external_id), lock).await?;
-                    update_call(&mut tx, current, &new).await?
-                }
-            },
-        };
+        let call = conversation::upsert::<Call>(&mut tx, team_id, &new, lock).await?;
         let call = with_transcript(&mut tx, call).await?;
         tx.commit().await?;
         Ok(call)
@@ -446,7 +450,7 @@ impl ConversationStore {
         validate_segments(external_id, &segments)?;
         let segments = first_of_each_seq(segments);
         let mut tx = self.db.begin_write().await?;
-        let call = find_call(&mut tx, team_id, Key::External(external_id), self.db.for_update()).await?;
+        let call = find::<Call>(&mut tx, team_id, Key::External(external_id), self.db.for_update()).await?;
         let now = now_ms();
         let inserted = insert_segments(&mut tx, &call, &segments, now).await?;
         if !inserted.is_empty() {
@@ -472,13 +476,13 @@ impl ConversationStore {
     pub async fn add_call_event(&self, team_id: &str, external_id: &str, event: NewEvent) -> ServiceResult<CallEvent> {
         check_ids(&[("teamId", team_id)])?;
         validate([
-            external_id_violation(external_id),
+            external_id_violation("externalId", external_id),
             limits::EVENT_TYPE.check("type", &event.kind),
             limits::EVENT_DATA.check("data", &event.data),
         ])?;
         let data = event_data(&event)?;
         let mut tx = self.db.begin_write().await?;
-        let call = find_call(&mut tx, team_id, Key::External(external_id), self.db.for_update()).await?;
+        let call = find::<Call>(&mut tx, team_id, Key::External(external_id), self.db.for_update()).await?;
         let known = sqlx::query(
             "SELECT id FROM call_events WHERE call_id = $1 AND occurred_at = $2 AND type = $3 AND data = $4",
         )
@@ -516,7 +520,7 @@ impl ConversationStore {
         check_ids(&[("teamId", team_id)])?;
         check_end(external_id, &end)?;
         let mut tx = self.db.begin_write().await?;
-        let current = find_call(&mut tx, team_id, Key::External(external_id), self.db.for_update()).await?;
+        let current = find::<Call>(&mut tx, team_id, Key::External(external_id), self.db.for_update()).await?;
         if end.ended_at_ms < current.started_at_ms {
             return Err(ServiceError::invalid_field("endedAt", "must not be before the call's start"));
         }
@@ -597,11 +601,11 @@ impl ConversationStore {
     ) -> ServiceResult<Option<RecordingMeta>> {
         check_ids(&[("teamId", team_id)])?;
         validate([
-            external_id_violation(external_id),
+            external_id_violation("externalId", external_id),
             (recording.size_bytes < 0).then(|| FieldViolation::new("sizeBytes", "must not be negative")),
         ])?;
         let mut tx = self.db.begin_write().await?;
-        let call = find_call(&mut tx, team_id, Key::External(external_id), self.db.for_update()).await?;
+        let call = find::<Call>(&mut tx, team_id, Key::External(external_id), self.db.for_update()).await?;
         let previous = call.recording.map(|r| RecordingMeta {
             object_key: r.object_key,
             content_type: r.content_type,
@@ -628,7 +632,7 @@ impl ConversationStore {
     pub async fn call(&self, team_id: &str, call_id: &str) -> ServiceResult<Call> {
         check_ids(&[("teamId", team_id), ("callId", call_id)])?;
         let mut conn = self.db.pool().acquire().await?;
-        let call = find_call(&mut conn, team_id, Key::Id(call_id), "").await?;
+        let call = find::<Call>(&mut conn, team_id, Key::Id(call_id), "").await?;
         full_call(&mut conn, call).await
     }
 
@@ -636,17 +640,17 @@ impl ConversationStore {
     /// to know (its id, agent and cost) before it is written.
     pub async fn call_head(&self, team_id: &str, external_id: &str) -> ServiceResult<Call> {
         check_ids(&[("teamId", team_id)])?;
-        validate([external_id_violation(external_id)])?;
+        validate([external_id_violation("externalId", external_id)])?;
         let mut conn = self.db.pool().acquire().await?;
-        find_call(&mut conn, team_id, Key::External(external_id), "").await
+        find::<Call>(&mut conn, team_id, Key::External(external_id), "").await
     }
 
     /// The call named by its runtime's id, with its transcript and timeline.
     pub async fn call_by_external_id(&self, team_id: &str, external_id: &str) -> ServiceResult<Call> {
         check_ids(&[("teamId", team_id)])?;
-        validate([external_id_violation(external_id)])?;
+        validate([external_id_violation("externalId", external_id)])?;
         let mut conn = self.db.pool().acquire().await?;
-        let call = find_call(&mut conn, team_id, Key::External(external_id), "").await?;
+        let call = find::<Call>(&mut conn, team_id, Key::External(external_id), "").await?;
         full_call(&mut conn, call).await
     }
 
@@ -731,7 +735,7 @@ impl ConversationStore {
     pub async fn update_call_flags(&self, team_id: &str, call_id: &str, flags: CallFlags) -> ServiceResult<Call> {
         check_ids(&[("teamId", team_id), ("callId", call_id)])?;
         let mut tx = self.db.begin_write().await?;
-        let current = find_call(&mut tx, team_id, Key::Id(call_id), self.db.for_update()).await?;
+        let current = find::<Call>(&mut tx, team_id, Key::Id(call_id), self.db.for_update()).await?;
         let mut call = current.clone();
         call.flagged = flags.flagged.unwrap_or(current.flagged);
         call.favorite = flags.favorite.unwrap_or(current.favorite);
@@ -757,20 +761,9 @@ impl ConversationStore {
     pub async fn delete_call(&self, team_id: &str, call_id: &str) -> ServiceResult<Call> {
         check_ids(&[("teamId", team_id), ("callId", call_id)])?;
         let mut tx = self.db.begin_write().await?;
-        let call = find_call(&mut tx, team_id, Key::Id(call_id), self.db.for_update()).await?;
+        let call = find::<Call>(&mut tx, team_id, Key::Id(call_id), self.db.for_update()).await?;
         let call = full_call(&mut tx, call).await?;
-        search::forget(&mut tx, Kind::Call, &call.id).await?;
-        for table in ["call_segments", "call_events"] {
-            sqlx::query(&format!("DELETE FROM {table} WHERE call_id = $1"))
-                .bind(call.id.as_str())
-                .execute(&mut *tx)
-                .await?;
-        }
-        sqlx::query("DELETE FROM calls WHERE id = $1 AND team_id = $2")
-            .bind(call.id.as_str())
-            .bind(team_id)
-            .execute(&mut *tx)
-            .await?;
+        conversation::delete(&mut tx, team_id, &call).await?;
         tx.commit().await?;
         Ok(call)
     }

@@ -14,6 +14,7 @@ use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, validate};
 use switchboard_proto::v1::{Chat, ChatMessage, PageInfo};
 
 use super::calls::NUMBER;
+use super::conversation::{self, Conversation, external_id_violation, find};
 use super::search::{self, Kind, Source};
 use super::{
     Appended, ChatEnd, ChatFilter, ChatSort, ChatStatus, ConversationStore, Key, NewChat, NewMessage, chat_not_found,
@@ -54,25 +55,37 @@ fn message_from_row(row: &AnyRow) -> Result<ChatMessage, sqlx::Error> {
     })
 }
 
-/// The chat without messages, if the team has it; `lock` as in `find_call`.
-async fn find_chat_row(
-    conn: &mut AnyConnection,
-    team_id: &str,
-    key: Key<'_>,
-    lock: &str,
-) -> ServiceResult<Option<Chat>> {
-    let (column, value) = key.column();
-    let sql = format!("SELECT {CHAT_COLUMNS} FROM chats c WHERE c.team_id = $1 AND c.{column} = $2{lock}");
-    let row = sqlx::query(&sql).bind(team_id).bind(value).fetch_optional(conn).await?;
-    Ok(row.as_ref().map(chat_from_row).transpose()?)
-}
+impl Conversation for Chat {
+    type New = NewChat;
+    const TABLE: &'static str = "chats";
+    const COLUMNS: &'static str = CHAT_COLUMNS;
+    const PARTS: &'static [&'static str] = &["chat_messages"];
+    const PART_KEY: &'static str = "chat_id";
+    const SEARCH: Kind = Kind::Chat;
 
-async fn find_chat(conn: &mut AnyConnection, team_id: &str, key: Key<'_>, lock: &str) -> ServiceResult<Chat> {
-    find_chat_row(conn, team_id, key, lock).await?.ok_or_else(chat_not_found)
-}
+    fn from_row(row: &AnyRow) -> Result<Self, sqlx::Error> {
+        chat_from_row(row)
+    }
 
-fn external_id_violation(field: &str, external_id: &str) -> Option<FieldViolation> {
-    limits::EXTERNAL_ID.check(field, external_id)
+    fn not_found() -> ServiceError {
+        chat_not_found()
+    }
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn external_id(new: &NewChat) -> &str {
+        &new.external_id
+    }
+
+    async fn insert(conn: &mut AnyConnection, team_id: &str, new: &NewChat) -> ServiceResult<Option<Chat>> {
+        insert_chat(conn, team_id, new).await
+    }
+
+    async fn update(conn: &mut AnyConnection, current: Chat, new: &NewChat) -> ServiceResult<Chat> {
+        update_chat(conn, current, new).await
+    }
 }
 
 fn uuid_violation(field: &str, id: Option<&str>) -> Option<FieldViolation> {
@@ -290,16 +303,7 @@ impl ConversationStore {
         validate_new_chat(&new)?;
         let lock = self.db.for_update();
         let mut tx = self.db.begin_write().await?;
-        let chat = match find_chat_row(&mut tx, team_id, Key::External(&new.external_id), lock).await? {
-            Some(current) => update_chat(&mut tx, current, &new).await?,
-            None => match insert_chat(&mut tx, team_id, &new).await? {
-                Some(chat) => chat,
-                None => {
-                    let current = find_chat(&mut tx, team_id, Key::External(&new.external_id), lock).await?;
-                    update_chat(&mut tx, current, &new).await?
-                }
-            },
-        };
+        let chat = conversation::upsert::<Chat>(&mut tx, team_id, &new, lock).await?;
         tx.commit().await?;
         Ok(chat)
     }
@@ -316,7 +320,7 @@ impl ConversationStore {
         validate_messages(external_id, &messages)?;
         let messages = first_of_each_id(messages);
         let mut tx = self.db.begin_write().await?;
-        let chat = find_chat(&mut tx, team_id, Key::External(external_id), self.db.for_update()).await?;
+        let chat = find::<Chat>(&mut tx, team_id, Key::External(external_id), self.db.for_update()).await?;
         let inserted = insert_messages(&mut tx, &chat, &messages).await?;
         let new: Vec<&NewMessage> = messages.iter().filter(|m| inserted.contains(&m.external_id)).collect();
         let mut total = i64::from(chat.message_count);
@@ -349,7 +353,7 @@ impl ConversationStore {
             end.summary.as_deref().and_then(|summary| limits::SUMMARY.check("summary", summary)),
         ])?;
         let mut tx = self.db.begin_write().await?;
-        let current = find_chat(&mut tx, team_id, Key::External(external_id), self.db.for_update()).await?;
+        let current = find::<Chat>(&mut tx, team_id, Key::External(external_id), self.db.for_update()).await?;
         if end.ended_at_ms < current.created_at_ms {
             return Err(ServiceError::invalid_field("endedAt", "must not be before the chat's start"));
         }
@@ -390,7 +394,7 @@ impl ConversationStore {
         check_ids(&[("teamId", team_id), ("chatId", chat_id)])?;
         validate([limits::CHAT_MESSAGES.check("messagesLimit", i64::from(messages_limit))])?;
         let mut conn = self.db.pool().acquire().await?;
-        let mut chat = find_chat(&mut conn, team_id, Key::Id(chat_id), "").await?;
+        let mut chat = find::<Chat>(&mut conn, team_id, Key::Id(chat_id), "").await?;
         let before = match messages_before {
             Some(message_id) => Some(message_position(&mut conn, &chat.id, message_id).await?),
             None => None,
@@ -404,7 +408,7 @@ impl ConversationStore {
         check_ids(&[("teamId", team_id)])?;
         validate([external_id_violation("externalId", external_id)])?;
         let mut conn = self.db.pool().acquire().await?;
-        find_chat(&mut conn, team_id, Key::External(external_id), "").await
+        find::<Chat>(&mut conn, team_id, Key::External(external_id), "").await
     }
 
     /// A page of the team's chats, without messages. Ties of the sort key go by id in the
@@ -468,14 +472,8 @@ impl ConversationStore {
     pub async fn delete_chat(&self, team_id: &str, chat_id: &str) -> ServiceResult<Chat> {
         check_ids(&[("teamId", team_id), ("chatId", chat_id)])?;
         let mut tx = self.db.begin_write().await?;
-        let chat = find_chat(&mut tx, team_id, Key::Id(chat_id), self.db.for_update()).await?;
-        search::forget(&mut tx, Kind::Chat, &chat.id).await?;
-        sqlx::query("DELETE FROM chat_messages WHERE chat_id = $1").bind(chat.id.as_str()).execute(&mut *tx).await?;
-        sqlx::query("DELETE FROM chats WHERE id = $1 AND team_id = $2")
-            .bind(chat.id.as_str())
-            .bind(team_id)
-            .execute(&mut *tx)
-            .await?;
+        let chat = find::<Chat>(&mut tx, team_id, Key::Id(chat_id), self.db.for_update()).await?;
+        conversation::delete(&mut tx, team_id, &chat).await?;
         tx.commit().await?;
         Ok(chat)
     }

@@ -9,6 +9,7 @@
 mod analytics;
 mod calls;
 mod chats;
+mod conversation;
 mod export;
 mod search;
 mod usage;

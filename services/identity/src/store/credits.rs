@@ -10,7 +10,7 @@ use switchboard_kit::vocabulary::EventType;
 use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::{CreditEntry, CreditsAlert, TransferCreditsResponse, UsageDay};
 
-use super::{IdentityStore, check_id, team_not_found};
+use super::{IdentityStore, check_id};
 
 /// A debit's reference: `call:<uuid>` and the like.
 const REFERENCE: limits::Length = limits::Length::new(1, 255);
@@ -77,7 +77,11 @@ pub(super) async fn apply(
             .bind(team_id)
             .fetch_optional(&mut *conn)
             .await?;
-        return Err(if exists.is_some() { ServiceError::insufficient_credits() } else { team_not_found() });
+        return Err(if exists.is_some() {
+            ServiceError::insufficient_credits()
+        } else {
+            ServiceError::team_not_found()
+        });
     };
     let balance_after: i64 = updated.try_get("balance")?;
     let threshold: Option<i64> = updated.try_get("low_threshold")?;
@@ -171,7 +175,7 @@ impl IdentityStore {
             .bind(team_id)
             .fetch_optional(self.db.pool())
             .await?
-            .ok_or_else(team_not_found)?;
+            .ok_or_else(ServiceError::team_not_found)?;
         Ok(row.try_get("balance")?)
     }
 
@@ -182,7 +186,7 @@ impl IdentityStore {
             .bind(team_id)
             .fetch_optional(self.db.pool())
             .await?
-            .ok_or_else(team_not_found)?;
+            .ok_or_else(ServiceError::team_not_found)?;
         Ok(CreditsAlert { threshold: row.try_get("low_threshold")?, balance: row.try_get("balance")? })
     }
 
@@ -198,7 +202,7 @@ impl IdentityStore {
             .execute(self.db.pool())
             .await?;
         if done.rows_affected() == 0 {
-            return Err(team_not_found());
+            return Err(ServiceError::team_not_found());
         }
         self.credits_alert(team_id).await
     }
@@ -230,7 +234,7 @@ impl IdentityStore {
                     .bind(team_id)
                     .fetch_optional(&mut *tx)
                     .await?
-                    .ok_or_else(team_not_found)?
+                    .ok_or_else(ServiceError::team_not_found)?
                     .try_get("balance")?;
             debit.amount.min(balance.max(0))
         } else {
@@ -297,7 +301,7 @@ impl IdentityStore {
                 .bind(to_team_id)
                 .fetch_optional(&mut *tx)
                 .await?
-                .ok_or_else(team_not_found)?
+                .ok_or_else(ServiceError::team_not_found)?
                 .try_get("parent_team_id")?;
         if parent.as_deref() != Some(from_team_id) {
             return Err(ServiceError::forbidden("Credits can only be transferred from an agency to its own subteams"));

@@ -19,8 +19,8 @@ mod users;
 
 use sqlx::Row;
 use sqlx::any::AnyRow;
+use switchboard_kit::ServiceResult;
 use switchboard_kit::db::Db;
-use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::{AccessConfig, Team};
 
 pub use credits::Debit;
@@ -90,10 +90,6 @@ fn team_from_row(row: &AnyRow) -> Result<Team, sqlx::Error> {
         created_at_ms: row.try_get("created_at")?,
         deleted: row.try_get::<Option<i64>, _>("deleted_at")?.is_some(),
     })
-}
-
-fn team_not_found() -> ServiceError {
-    ServiceError::not_found("Team not found")
 }
 
 /// Ids arrive as strings from any gRPC consumer; a malformed one can match no row.

@@ -392,7 +392,7 @@ impl IdentityStore {
             .execute(self.db.pool())
             .await?;
         if updated.rows_affected() == 0 {
-            return Err(ServiceError::not_found("Team not found"));
+            return Err(ServiceError::team_not_found());
         }
         Ok(())
     }

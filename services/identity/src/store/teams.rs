@@ -13,7 +13,7 @@ use switchboard_proto::v1::{
 
 use super::accounts::SessionTimes;
 use super::credits::{self, Kind};
-use super::{IdentityStore, TEAM_COLUMNS, check_id, team_from_row, team_not_found};
+use super::{IdentityStore, TEAM_COLUMNS, check_id, team_from_row};
 use crate::validate;
 
 pub const DEFAULT_PLAN: &str = "self-hosted";
@@ -133,7 +133,8 @@ impl IdentityStore {
         ])?;
         let mut tx = self.db.begin_write().await?;
         if let Some(parent) = &new.parent_team_id {
-            let parent = team_in(&mut tx, parent).await?.filter(|t| !t.deleted).ok_or_else(team_not_found)?;
+            let parent =
+                team_in(&mut tx, parent).await?.filter(|t| !t.deleted).ok_or_else(ServiceError::team_not_found)?;
             if !parent.owns_agency {
                 return Err(ServiceError::forbidden("The parent team does not own an agency"));
             }
@@ -178,7 +179,7 @@ impl IdentityStore {
     pub async fn team(&self, team_id: &str) -> ServiceResult<Team> {
         check_id("teamId", team_id)?;
         let mut conn = self.db.pool().acquire().await?;
-        team_in(&mut conn, team_id).await?.filter(|t| !t.deleted).ok_or_else(team_not_found)
+        team_in(&mut conn, team_id).await?.filter(|t| !t.deleted).ok_or_else(ServiceError::team_not_found)
     }
 
     /// Soft delete: the team's rows stay for the ledger, its keys now meet "team not found".
@@ -190,10 +191,10 @@ impl IdentityStore {
             .execute(self.db.pool())
             .await?;
         if updated.rows_affected() == 0 {
-            return Err(team_not_found());
+            return Err(ServiceError::team_not_found());
         }
         let mut conn = self.db.pool().acquire().await?;
-        team_in(&mut conn, team_id).await?.ok_or_else(team_not_found)
+        team_in(&mut conn, team_id).await?.ok_or_else(ServiceError::team_not_found)
     }
 
     pub async fn count_teams(&self) -> ServiceResult<i64> {
@@ -207,7 +208,10 @@ impl IdentityStore {
     pub async fn resolve_subteam(&self, agency_team_id: &str, team_id: &str) -> ServiceResult<Team> {
         validate::all([validate::uuid("agencyTeamId", agency_team_id), validate::uuid("teamId", team_id)])?;
         let mut conn = self.db.pool().acquire().await?;
-        let agency = team_in(&mut conn, agency_team_id).await?.filter(|t| !t.deleted).ok_or_else(team_not_found)?;
+        let agency = team_in(&mut conn, agency_team_id)
+            .await?
+            .filter(|t| !t.deleted)
+            .ok_or_else(ServiceError::team_not_found)?;
         if team_id == agency.id {
             return Ok(agency);
         }
@@ -220,7 +224,7 @@ impl IdentityStore {
             .filter(|t| t.parent_team_id.as_deref() == Some(agency_team_id))
             .ok_or_else(|| ServiceError::forbidden("teamId is not a client subteam of this agency"))?;
         if team.deleted {
-            return Err(team_not_found());
+            return Err(ServiceError::team_not_found());
         }
         Ok(team)
     }
@@ -237,7 +241,10 @@ impl IdentityStore {
             limits::MONTHLY_CREDITS.check("totalMonthlyCredits", new.total_monthly_credits),
         ])?;
         let mut tx = self.db.begin_write().await?;
-        let agency = team_in(&mut tx, &new.agency_team_id).await?.filter(|t| !t.deleted).ok_or_else(team_not_found)?;
+        let agency = team_in(&mut tx, &new.agency_team_id)
+            .await?
+            .filter(|t| !t.deleted)
+            .ok_or_else(ServiceError::team_not_found)?;
         if !agency.owns_agency {
             return Err(ServiceError::forbidden("This API key's team does not own an agency"));
         }
@@ -355,7 +362,7 @@ impl IdentityStore {
     /// What `GET /me` shows of a team.
     pub async fn identity(&self, team_id: &str) -> ServiceResult<Identity> {
         check_id("teamId", team_id)?;
-        self.identities(&[team_id.to_owned()]).await?.pop().ok_or_else(team_not_found)
+        self.identities(&[team_id.to_owned()]).await?.pop().ok_or_else(ServiceError::team_not_found)
     }
 
     /// What `GET /me` shows of each team that exists (malformed ids and unknown or deleted
