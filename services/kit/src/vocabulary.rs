@@ -289,8 +289,13 @@ impl DeliveryStatus {
 /// The values a migration's `CHECK (column IN ('a', 'b'))` allows for `column`, in order; every
 /// such constraint on the column in `sql`, so that a test can compare them with a vocabulary.
 pub fn checked_values(sql: &str, column: &str) -> Vec<Vec<String>> {
-    let needle = format!("CHECK ({column} IN (");
-    sql.match_indices(&needle)
+    listed_values(sql, &format!("CHECK ({column} IN ("))
+}
+
+/// The quoted values of every list in `sql` that follows `needle` (which ends with its
+/// opening parenthesis), e.g. a SQLite trigger's `NEW.action IN (`.
+pub fn listed_values(sql: &str, needle: &str) -> Vec<Vec<String>> {
+    sql.match_indices(needle)
         .filter_map(|(at, _)| {
             let list = &sql[at + needle.len()..];
             let end = list.find(')')?;

@@ -618,7 +618,21 @@ async fn insert_delivery(
 
 #[cfg(test)]
 mod tests {
-    use switchboard_kit::vocabulary::{DeliveryStatus, checked_values};
+    use switchboard_kit::outbox::TEST_EVENT;
+    use switchboard_kit::vocabulary::{DeliveryStatus, EventType, checked_values, listed_values};
+
+    #[test]
+    fn events_and_deliveries_take_exactly_the_event_types() {
+        let mut all: Vec<String> = EventType::ALL.iter().map(ToString::to_string).collect();
+        all.push(TEST_EVENT.to_owned());
+        let postgres = include_str!("../migrations/postgres/0003_event_types.sql");
+        assert_eq!(checked_values(postgres, "type"), vec![all.clone()]);
+        assert_eq!(checked_values(postgres, "event_type"), vec![all.clone()]);
+        // SQLite: one trigger for inserts, one for updates, per table.
+        let sqlite = include_str!("../migrations/sqlite/0003_event_types.sql");
+        assert_eq!(listed_values(sqlite, "NEW.type IN ("), vec![all.clone(), all.clone()]);
+        assert_eq!(listed_values(sqlite, "NEW.event_type IN ("), vec![all.clone(), all]);
+    }
 
     #[test]
     fn the_deliveries_table_allows_exactly_the_stored_delivery_statuses() {

@@ -120,3 +120,18 @@ impl IdentityStore {
         Ok((entries, listing::page_info(page, limit, Total::exact(total))))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use switchboard_kit::vocabulary::{AuditAction, checked_values, listed_values};
+
+    #[test]
+    fn the_audit_log_takes_exactly_the_audit_actions() {
+        let all: Vec<String> = AuditAction::ALL.iter().map(ToString::to_string).collect();
+        let postgres = include_str!("../../migrations/postgres/0902_audit_actions.sql");
+        assert_eq!(checked_values(postgres, "action"), vec![all.clone()]);
+        // SQLite: one trigger for inserts, one for updates.
+        let sqlite = include_str!("../../migrations/sqlite/0902_audit_actions.sql");
+        assert_eq!(listed_values(sqlite, "NEW.action IN ("), vec![all.clone(), all]);
+    }
+}
