@@ -1,6 +1,13 @@
 //! An agent's runtime settings as a request writes them (issue 41), and what the agents service
 //! receives. The schema gives the published bounds; the service checks what needs reading
 //! (language tags, phone numbers, URLs, JSON Schemas) with the same field names.
+//!
+//! These input types look like the views of `switchboard_api::agent_settings` on purpose, and
+//! stay apart from them: the description publishes them under their own names (`VoiceInput`
+//! and `Voice`, ...), a request refuses unknown members and leaves optional ones out while an
+//! answer shows every member, and a tool is read from JSON here but from the stored message
+//! there. The bounds themselves are written once, in `switchboard_kit::limits`; both sides
+//! name the same constants.
 
 use schemars::JsonSchema;
 use serde::Deserialize;

@@ -1,5 +1,13 @@
 //! Webpages and documents of a knowledge base, on both the agent-addressed and the
 //! knowledgebase-addressed paths (see [`super::knowledge::target`]).
+//!
+//! One path for both kinds where they are the same thing: the address (agent or knowledge
+//! base) is resolved once by `target`, and every handler is generic over it. The handlers stay
+//! one per kind because the kinds differ where it counts: a webpage is created from JSON and
+//! a document from a multipart upload, only a webpage has a URL, a refresh interval and a
+//! refresh, and each calls its own RPC with its own message. What they share in the store
+//! (their kind, owner, patch, status turns and events) is `switchboard_knowledgebase::store`'s
+//! `sources` and `transitions`.
 
 use schemars::JsonSchema;
 use serde::Deserialize;

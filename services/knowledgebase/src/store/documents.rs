@@ -9,8 +9,7 @@ use switchboard_kit::vocabulary::SourceStatus;
 use switchboard_kit::{ServiceError, ServiceResult, limits, validate};
 use switchboard_proto::v1::Document;
 
-use super::extracted;
-use super::sources::{Owner, SourceKind, SourcePatch};
+use super::sources::{Owner, Source, SourceKind, SourcePatch, remove_source};
 use super::{KnowledgeStore, check_ids};
 
 pub const EXTRACT_DOCUMENT: &str = "extract_document";
@@ -111,31 +110,12 @@ impl KnowledgeStore {
     }
 
     pub async fn document(&self, team_id: &str, knowledgebase_id: &str, document_id: &str) -> ServiceResult<Document> {
-        check_ids(&[("teamId", team_id), ("knowledgebaseId", knowledgebase_id), ("documentId", document_id)])?;
-        self.knowledgebase(team_id, knowledgebase_id).await?;
-        let row = sqlx::query(&format!(
-            "SELECT {DOCUMENT_COLUMNS} FROM documents d WHERE d.id = $1 AND d.knowledgebase_id = $2 AND d.team_id = $3"
-        ))
-        .bind(document_id)
-        .bind(knowledgebase_id)
-        .bind(team_id)
-        .fetch_optional(self.db.pool())
-        .await?
-        .ok_or_else(document_not_found)?;
-        Ok(document_from_row(&row)?)
+        self.source(team_id, knowledgebase_id, document_id).await
     }
 
     /// The knowledge base's documents, oldest first.
     pub async fn documents(&self, team_id: &str, knowledgebase_id: &str) -> ServiceResult<Vec<Document>> {
-        let rows = sqlx::query(&format!(
-            "SELECT {DOCUMENT_COLUMNS} FROM documents d WHERE d.knowledgebase_id = $1 AND d.team_id = $2 \
-             ORDER BY d.created_at, d.id"
-        ))
-        .bind(knowledgebase_id)
-        .bind(team_id)
-        .fetch_all(self.db.pool())
-        .await?;
-        Ok(rows.iter().map(document_from_row).collect::<Result<_, _>>()?)
+        self.sources(team_id, knowledgebase_id).await
     }
 
     /// The object keys of a knowledge base's documents (to remove the files with it).
@@ -207,23 +187,23 @@ impl KnowledgeStore {
             .ok_or_else(document_not_found)?
             .try_get("object_key")?;
         let owner = Owner { team_id, knowledgebase_id, kind: SourceKind::Document, source_id: document_id };
-        extracted::remove_entries(&mut tx, &owner).await?;
-        sqlx::query("DELETE FROM documents WHERE id = $1 AND team_id = $2")
-            .bind(document_id)
-            .bind(team_id)
-            .execute(&mut *tx)
-            .await?;
+        remove_source(&mut tx, &owner).await?;
         tx.commit().await?;
         Ok((document, object_key))
     }
 }
 
-/// A document by id alone, read in the caller's transaction.
-pub(super) async fn document_in(conn: &mut sqlx::AnyConnection, document_id: &str) -> ServiceResult<Document> {
-    let row = sqlx::query(&format!("SELECT {DOCUMENT_COLUMNS} FROM documents d WHERE d.id = $1"))
-        .bind(document_id)
-        .fetch_optional(conn)
-        .await?
-        .ok_or_else(document_not_found)?;
-    Ok(document_from_row(&row)?)
+impl Source for Document {
+    const KIND: SourceKind = SourceKind::Document;
+    const COLUMNS: &'static str = DOCUMENT_COLUMNS;
+    const ALIAS: &'static str = "d";
+    const ID_FIELD: &'static str = "documentId";
+
+    fn from_row(row: &AnyRow, _day_ms: i64) -> Result<Self, sqlx::Error> {
+        document_from_row(row)
+    }
+
+    fn not_found() -> ServiceError {
+        document_not_found()
+    }
 }

@@ -9,13 +9,51 @@ use switchboard_kit::time::now_ms;
 use super::encode_vector;
 use super::entries::EntryText;
 use super::outbox::{self, Op};
-use super::sources::Owner;
 
 /// An extracted entry with its vector, ready to be stored.
 #[derive(Debug, Clone)]
 pub struct ExtractedEntry {
     pub text: EntryText,
     pub embedding: Vec<f32>,
+}
+
+/// Where extracted entries come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceKind {
+    Webpage,
+    Document,
+}
+
+impl SourceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceKind::Webpage => "webpage",
+            SourceKind::Document => "document",
+        }
+    }
+
+    /// The column set when the source's content was last rebuilt.
+    pub(crate) fn rebuilt_column(self) -> &'static str {
+        match self {
+            SourceKind::Webpage => "last_scraped_at",
+            SourceKind::Document => "extracted_at",
+        }
+    }
+
+    pub(crate) fn table(self) -> &'static str {
+        match self {
+            SourceKind::Webpage => "webpages",
+            SourceKind::Document => "documents",
+        }
+    }
+}
+
+/// Who a source belongs to.
+pub(crate) struct Owner<'a> {
+    pub team_id: &'a str,
+    pub knowledgebase_id: &'a str,
+    pub kind: SourceKind,
+    pub source_id: &'a str,
 }
 
 /// Deletes the source's entries, recording each removal for the index.

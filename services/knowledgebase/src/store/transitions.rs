@@ -9,7 +9,8 @@ use switchboard_kit::vocabulary::SourceStatus;
 
 use super::KnowledgeStore;
 use super::extracted::{ExtractedEntry, replace_entries};
-use super::sources::{Owner, SourceKind};
+use super::sources::{Owner, SourceKind, source_in};
+use super::webpages::REFRESH_INTERVAL_MS;
 
 impl KnowledgeStore {
     /// Replaces a source's entries with those of a successful scrape or extraction. The
@@ -126,11 +127,11 @@ async fn tell(
     let (event, resource) = match kind {
         SourceKind::Webpage => (
             if ready { EventType::WebpageReady } else { EventType::WebpageFailed },
-            Resource::Webpage(super::webpages::webpage_in(conn, source_id).await?),
+            Resource::Webpage(source_in(conn, source_id, REFRESH_INTERVAL_MS).await?),
         ),
         SourceKind::Document => (
             if ready { EventType::DocumentReady } else { EventType::DocumentFailed },
-            Resource::Document(super::documents::document_in(conn, source_id).await?),
+            Resource::Document(source_in(conn, source_id, REFRESH_INTERVAL_MS).await?),
         ),
     };
     switchboard_kit::outbox::record(conn, event, (team_id, source_id), resource).await?;

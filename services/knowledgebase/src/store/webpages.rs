@@ -10,8 +10,7 @@ use switchboard_kit::vocabulary::SourceStatus;
 use switchboard_kit::{ServiceError, ServiceResult, limits, validate};
 use switchboard_proto::v1::Webpage;
 
-use super::extracted;
-use super::sources::{Owner, RefreshInterval, SourceKind, SourcePatch, url_violation};
+use super::sources::{Owner, RefreshInterval, Source, SourceKind, SourcePatch, remove_source, url_violation};
 use super::{KnowledgeStore, check_ids, knowledgebase_not_found};
 
 pub const SCRAPE_WEBPAGE: &str = "scrape_webpage";
@@ -126,31 +125,12 @@ impl KnowledgeStore {
     }
 
     pub async fn webpage(&self, team_id: &str, knowledgebase_id: &str, webpage_id: &str) -> ServiceResult<Webpage> {
-        check_ids(&[("teamId", team_id), ("knowledgebaseId", knowledgebase_id), ("webpageId", webpage_id)])?;
-        self.knowledgebase(team_id, knowledgebase_id).await?;
-        let row = sqlx::query(&format!(
-            "SELECT {WEBPAGE_COLUMNS} FROM webpages w WHERE w.id = $1 AND w.knowledgebase_id = $2 AND w.team_id = $3"
-        ))
-        .bind(webpage_id)
-        .bind(knowledgebase_id)
-        .bind(team_id)
-        .fetch_optional(self.db.pool())
-        .await?
-        .ok_or_else(webpage_not_found)?;
-        Ok(webpage_from_row(&row, self.refresh_day_ms)?)
+        self.source(team_id, knowledgebase_id, webpage_id).await
     }
 
     /// The knowledge base's pages, oldest first.
     pub async fn webpages(&self, team_id: &str, knowledgebase_id: &str) -> ServiceResult<Vec<Webpage>> {
-        let rows = sqlx::query(&format!(
-            "SELECT {WEBPAGE_COLUMNS} FROM webpages w WHERE w.knowledgebase_id = $1 AND w.team_id = $2 \
-             ORDER BY w.created_at, w.id"
-        ))
-        .bind(knowledgebase_id)
-        .bind(team_id)
-        .fetch_all(self.db.pool())
-        .await?;
-        Ok(rows.iter().map(|row| webpage_from_row(row, self.refresh_day_ms)).collect::<Result<_, _>>()?)
+        self.sources(team_id, knowledgebase_id).await
     }
 
     /// A page by id alone, for the scrape job (`None` once it is deleted).
@@ -206,12 +186,7 @@ impl KnowledgeStore {
         let webpage = self.webpage(team_id, knowledgebase_id, webpage_id).await?;
         let mut tx = self.db.begin_write().await?;
         let owner = Owner { team_id, knowledgebase_id, kind: SourceKind::Webpage, source_id: webpage_id };
-        extracted::remove_entries(&mut tx, &owner).await?;
-        sqlx::query("DELETE FROM webpages WHERE id = $1 AND team_id = $2")
-            .bind(webpage_id)
-            .bind(team_id)
-            .execute(&mut *tx)
-            .await?;
+        remove_source(&mut tx, &owner).await?;
         tx.commit().await?;
         Ok(webpage)
     }
@@ -347,15 +322,19 @@ async fn enqueue_scrape(conn: &mut sqlx::AnyConnection, team_id: &str, webpage_i
     Ok(())
 }
 
-/// A page by id alone, read in the caller's transaction (for its event: `nextRefreshAt` is
-/// counted in real days there).
-pub(super) async fn webpage_in(conn: &mut sqlx::AnyConnection, webpage_id: &str) -> ServiceResult<Webpage> {
-    let row = sqlx::query(&format!("SELECT {WEBPAGE_COLUMNS} FROM webpages w WHERE w.id = $1"))
-        .bind(webpage_id)
-        .fetch_optional(conn)
-        .await?
-        .ok_or_else(webpage_not_found)?;
-    Ok(webpage_from_row(&row, REFRESH_INTERVAL_MS)?)
+impl Source for Webpage {
+    const KIND: SourceKind = SourceKind::Webpage;
+    const COLUMNS: &'static str = WEBPAGE_COLUMNS;
+    const ALIAS: &'static str = "w";
+    const ID_FIELD: &'static str = "webpageId";
+
+    fn from_row(row: &AnyRow, day_ms: i64) -> Result<Self, sqlx::Error> {
+        webpage_from_row(row, day_ms)
+    }
+
+    fn not_found() -> ServiceError {
+        webpage_not_found()
+    }
 }
 
 #[cfg(test)]
