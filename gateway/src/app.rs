@@ -18,6 +18,7 @@ use pingora::proxy::{ProxyHttp, Session};
 use serde_json::Value;
 use switchboard_kit::{ErrorKind, ServiceError};
 
+use crate::compression::Compressed;
 use crate::config::GatewayConfig;
 use crate::endpoint::{BodyKind, Endpoint, Method, RawInput};
 use crate::idempotency;
@@ -47,8 +48,8 @@ pub struct App {
     /// False from the start of a drain (`RunningGateway::drain`).
     ready: Arc<AtomicBool>,
     /// The OpenAPI description and the skill file, built from the endpoints at start.
-    openapi: Bytes,
-    skill: Bytes,
+    openapi: Compressed,
+    skill: Compressed,
     mcp: mcp::Server,
 }
 
@@ -74,8 +75,8 @@ impl App {
     pub fn new(config: GatewayConfig, in_flight: Arc<AtomicUsize>, ready: Arc<AtomicBool>) -> anyhow::Result<Self> {
         let endpoints = crate::api::endpoints();
         Ok(Self {
-            openapi: openapi::document_bytes()?,
-            skill: Bytes::from(openapi::skill(&endpoints)),
+            openapi: Compressed::new(openapi::document_bytes()?),
+            skill: Compressed::new(Bytes::from(openapi::skill(&endpoints))),
             mcp: mcp::Server::new(mcp::Tools::build(&endpoints)?, config.max_body_bytes),
             router: Router::new(endpoints),
             pipeline: Pipeline::new(&config)?,
@@ -90,7 +91,7 @@ impl App {
     async fn pipeline(&self, session: &mut Session, ctx: &mut RequestCtx, found: Match<'_>) -> HandlerResult {
         let header = session.req_header();
         let path = header.uri.path().to_owned();
-        if let Some(reply) = self.public_resource(header.method.as_str(), &path) {
+        if let Some(reply) = self.public_resource(header, &path) {
             return Ok(reply);
         }
         // The rarer branches are boxed: inline, their futures would make every request's
@@ -207,7 +208,8 @@ impl App {
 
     /// The resources served without a key (health, the OpenAPI description, the skill file),
     /// each at the root and under `/v1`; they answer GET and HEAD only.
-    fn public_resource(&self, method: &str, path: &str) -> Option<Reply> {
+    fn public_resource(&self, header: &pingora::http::RequestHeader, path: &str) -> Option<Reply> {
+        let method = header.method.as_str();
         let path = path.strip_prefix("/v1").filter(|rest| rest.starts_with('/')).unwrap_or(path);
         let reply = match path {
             HEALTH_PATH => Reply::json(200, serde_json::json!({ "status": "ok" })),
@@ -216,8 +218,8 @@ impl App {
                 &ServiceError::new(ErrorKind::Unavailable, "This gateway is stopping")
                     .with_hint("Send requests to another gateway; this one finishes what it has."),
             ),
-            openapi::DOCUMENT_PATH => Reply::document("application/json", self.openapi.clone()),
-            openapi::SKILL_PATH => Reply::document("text/markdown; charset=utf-8", self.skill.clone()),
+            openapi::DOCUMENT_PATH => Reply::document("application/json", &self.openapi, header),
+            openapi::SKILL_PATH => Reply::document("text/markdown; charset=utf-8", &self.skill, header),
             _ => return None,
         };
         if matches!(method, "GET" | "HEAD") {

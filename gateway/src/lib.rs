@@ -13,6 +13,7 @@ mod body;
 mod cache;
 mod call;
 mod combine;
+mod compression;
 pub mod config;
 mod endpoint;
 mod idempotency;

@@ -73,7 +73,7 @@ static ASSETS: LazyLock<Vec<(&'static str, Asset)>> = LazyLock::new(|| {
             let asset = Asset {
                 content_type,
                 plain: Bytes::from_static(bytes),
-                gzip: Bytes::from(gzip(bytes)),
+                gzip: Bytes::from(crate::compression::gzip(bytes)),
                 etag: format!("\"{}\"", hex::encode(&digest[..12])),
             };
             (*name, asset)
@@ -104,14 +104,6 @@ fn from_disk(dir: &std::path::Path, name: &str) -> Result<Asset, ServiceError> {
     let digest = <sha2::Sha256 as sha2::Digest>::digest(&bytes);
     let plain = Bytes::from(bytes);
     Ok(Asset { content_type, gzip: plain.clone(), plain, etag: format!("\"{}\"", hex::encode(&digest[..12])) })
-}
-
-fn gzip(bytes: &[u8]) -> Vec<u8> {
-    use std::io::Write;
-    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-    // Writing to a Vec cannot fail.
-    let _ = encoder.write_all(bytes);
-    encoder.finish().unwrap_or_default()
 }
 
 /// Paths that belong to the API and the documents, never to the portal.
@@ -151,8 +143,7 @@ fn reply(asset: &Asset, header: &RequestHeader) -> Reply {
     if value("if-none-match").split(',').any(|tag| tag.trim() == asset.etag) {
         return secured(Reply::raw(304, asset.content_type, Bytes::new()));
     }
-    let accepts_gzip = asset.gzip != asset.plain
-        && value("accept-encoding").split(',').any(|coding| coding.trim().starts_with("gzip"));
+    let accepts_gzip = asset.gzip != asset.plain && crate::compression::accepts_gzip(header);
     if accepts_gzip {
         return secured(Reply::raw(200, asset.content_type, asset.gzip.clone()))
             .with_header("Content-Encoding", "gzip".to_owned());

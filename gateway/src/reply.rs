@@ -71,8 +71,19 @@ impl Reply {
     }
 
     /// A document that is not built per request: the OpenAPI description, the skill file.
-    pub fn document(content_type: &'static str, bytes: bytes::Bytes) -> Self {
-        Self::raw(200, content_type, bytes).with_header("Cache-Control", "public, max-age=300".to_owned())
+    /// A public document (the OpenAPI description, the skill file), gzip-compressed when the
+    /// client accepts it: the description is close to 1 MB as JSON and about a tenth of that
+    /// compressed, and the portal reads it for the platform's vocabularies.
+    pub fn document(
+        content_type: &'static str,
+        body: &crate::compression::Compressed,
+        header: &pingora::http::RequestHeader,
+    ) -> Self {
+        let (bytes, compressed) = body.for_request(header);
+        let reply = Self::raw(200, content_type, bytes)
+            .with_header("Cache-Control", "public, max-age=300".to_owned())
+            .with_header("Vary", "Accept-Encoding".to_owned());
+        if compressed { reply.with_header("Content-Encoding", "gzip".to_owned()) } else { reply }
     }
 
     pub fn with_header(mut self, name: impl Into<Cow<'static, str>>, value: String) -> Self {

@@ -67,6 +67,29 @@ fn fill_parameters(path: &str) -> String {
         .join("/")
 }
 
+/// The portal reads the description for the platform's vocabularies (issue 54): a browser
+/// gets it gzip-compressed, the same document in a tenth of the bytes.
+#[tokio::test]
+async fn the_description_is_sent_compressed_to_a_client_that_accepts_gzip() {
+    use std::io::Read;
+    let stack = Stack::start().await;
+    let http = reqwest::Client::new();
+    let url = format!("{}/openapi.json", stack.base);
+    let plain = http.get(&url).send().await.unwrap();
+    assert_eq!(plain.status(), 200);
+    assert!(plain.headers().get("content-encoding").is_none(), "no Accept-Encoding, no compression");
+    let plain = plain.bytes().await.unwrap();
+    let compressed = http.get(&url).header("Accept-Encoding", "gzip, deflate, br").send().await.unwrap();
+    assert_eq!(compressed.status(), 200);
+    assert_eq!(compressed.headers()["content-encoding"], "gzip");
+    assert_eq!(compressed.headers()["vary"], "Accept-Encoding");
+    let compressed = compressed.bytes().await.unwrap();
+    let mut unpacked = Vec::new();
+    flate2::read::GzDecoder::new(&compressed[..]).read_to_end(&mut unpacked).unwrap();
+    assert_eq!(unpacked, plain, "the compressed description is the same document");
+    assert!(compressed.len() * 5 < plain.len(), "{} bytes compressed of {}", compressed.len(), plain.len());
+}
+
 #[tokio::test]
 async fn the_skill_file_is_public_markdown_with_front_matter() {
     let stack = Stack::start().await;
