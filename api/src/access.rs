@@ -1,8 +1,9 @@
 //! What each setting of a client subteam's `accessConfig` governs: the operations it switches
 //! off for the subteam's own keys and people, and the webhook event types its webhooks may
-//! subscribe to and receive. One table, [`TABLE`], and [`feature_of_event`], read by the gateway (REST and MCP share
-//! its admission) and by the webhooks service (deliveries), so that an operation and the
-//! events that tell of the same data are never governed apart.
+//! subscribe to and receive. One table, [`TABLE`], and one `match`, [`feature_of_event`], read
+//! by the gateway (REST and MCP share its admission) and by the webhooks service
+//! (deliveries), so that an operation and the events that tell of the same data are never
+//! governed apart.
 //!
 //! Every operation is either governed here or named in [`UNGOVERNED_OPERATIONS`]; the
 //! gateway's tests walk the declared operations against both, so a new endpoint cannot be left
@@ -189,6 +190,21 @@ mod tests {
         assert!(covers("GET /v1/users", "GET", "/v1/users"));
         assert!(!covers("GET /v1/users", "POST", "/v1/users"));
         assert!(!covers("PUT /v1/agents/{agentId}", "PUT", "/v1/agents/{agentId}/instructions"));
+    }
+
+    #[test]
+    fn events_are_governed_with_the_operations_that_show_the_same_data() {
+        assert_eq!(feature_of_event_named("call.ended"), Some(Feature::Conversations));
+        assert_eq!(feature_of_event_named("contact.deleted"), Some(Feature::Crm));
+        assert_eq!(feature_of_event_named("document.failed"), Some(Feature::KnowledgeBase));
+        assert_eq!(feature_of_event_named("agent.instructions.updated"), Some(Feature::Instructions));
+        assert_eq!(feature_of_event_named("credits.low"), None);
+        assert_eq!(feature_of_event_named("webhook.test"), None, "sent on request, to one endpoint");
+        for event in EventType::ALL {
+            if let Some(feature) = feature_of_event(*event) {
+                assert!(TABLE.iter().any(|governs| governs.feature == feature), "{event}: {feature:?}");
+            }
+        }
     }
 
     #[test]

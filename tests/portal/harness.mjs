@@ -120,10 +120,30 @@ export async function settled(page) {
   }
 }
 
+/**
+ * A value a page appended by mistake (`append(cond && node)` appends "false"): fails on text
+ * nodes that are nothing but false, true, undefined, null, NaN or [object Object] (issue 55).
+ */
+export async function noStrayValues(page, name) {
+  const stray = await page.evaluate(() => {
+    const found = [];
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const text = (node.nodeValue || '').trim();
+      const parent = node.parentElement;
+      if (!parent || parent.closest('pre, code, textarea, script, style')) continue;
+      if (/^(false|true|undefined|null|NaN|\[object Object\])+$/.test(text)) found.push(`<${parent.tagName.toLowerCase()}> ${text}`);
+    }
+    return found;
+  });
+  ok(!stray.length, `stray values shown on ${name} (${page.url()}): ${stray.join(', ')}`);
+}
+
 /** axe-core (0 serious or critical violations) and a full-page screenshot. */
 export async function check(page, name) {
   await settled(page);
   await page.evaluate(() => document.fonts && document.fonts.ready);
+  await noStrayValues(page, name);
   const file = path.join(SHOTS, `${String(++shotNo).padStart(2, '0')}-${name}.png`);
   await page.screenshot({ path: file, fullPage: true });
   const { violations } = await new AxeBuilder({ page }).analyze();

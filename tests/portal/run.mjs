@@ -21,7 +21,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   T, mock, BASE, ORIGIN, INVITE, SHOTS, results, problems, axeNotes, Failure, fail, ok, step, visible, hidden, atPath,
-  settled, check, newContext, password, rand, me, nav, track, totp, confirmIfAsked,
+  settled, check, noStrayValues, newContext, password, rand, me, nav, track, totp, confirmIfAsked,
 } from './harness.mjs';
 import { workspace } from './workspace/index.mjs';
 
@@ -293,6 +293,27 @@ try {
       const list = (await (await page.request.get('/v1/members')).json()).data;
       const m = list.find((x) => x.firstName === XSS);
       ok(m?.role === 'viewer', `GET /v1/members shows the role ${m?.role}, not viewer`);
+    });
+
+    await step('the member, now a viewer, sees no stray value on any page of the navigation', async () => {
+      const page = memberPage;
+      const until = Date.now() + T;
+      // The gateway's cache of the session answers the old role for up to 2 s.
+      for (;;) {
+        const session = (await (await page.request.get('/v1/auth/session')).json()).data;
+        if (session?.role === 'viewer') break;
+        ok(Date.now() < until, `the member's session still has the role ${session?.role} after ${T} ms`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      await page.goto('/');
+      await settled(page);
+      const links = await nav(page).getByRole('link').evaluateAll((as) => as.map((a) => a.getAttribute('href')));
+      ok(links.length >= 10, `the viewer's navigation has ${links.length} links`);
+      for (const href of links) {
+        await page.goto(href);
+        await settled(page);
+        await noStrayValues(page, `the viewer's ${href}`);
+      }
     });
 
     await step('a pending invitation is listed in /members and revoked there', async () => {
