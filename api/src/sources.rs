@@ -43,13 +43,14 @@ pub struct Webpage {
 
 impl From<&proto::Webpage> for Webpage {
     fn from(webpage: &proto::Webpage) -> Self {
+        let status = SourceStatus::of_stored(&webpage.status);
         Self {
             id: Id::stored(webpage.id.clone()),
             name: webpage.name.clone(),
             url: webpage.url.clone(),
             notes: webpage.notes.clone(),
-            status: SourceStatus::of_stored(&webpage.status),
-            is_updating: SourceStatus::of_stored(&webpage.status).is_updating(),
+            status,
+            is_updating: status.is_updating(),
             last_scraped_at: Timestamp::option(webpage.last_scraped_at_ms),
             failure_reason: webpage.failure_reason.clone(),
             entry_count: u64::try_from(webpage.entry_count).unwrap_or_default(),
@@ -129,6 +130,7 @@ pub struct Document {
 
 impl From<&proto::Document> for Document {
     fn from(document: &proto::Document) -> Self {
+        let status = SourceStatus::of_stored(&document.status);
         Self {
             id: Id::stored(document.id.clone()),
             name: document.name.clone(),
@@ -136,8 +138,8 @@ impl From<&proto::Document> for Document {
             file_name: document.file_name.clone(),
             content_type: document.content_type.clone(),
             size: u64::try_from(document.size_bytes).unwrap_or_default(),
-            status: SourceStatus::of_stored(&document.status),
-            is_updating: SourceStatus::of_stored(&document.status).is_updating(),
+            status,
+            is_updating: status.is_updating(),
             extracted_at: Timestamp::option(document.extracted_at_ms),
             failure_reason: document.failure_reason.clone(),
             entry_count: u64::try_from(document.entry_count).unwrap_or_default(),

@@ -1,30 +1,34 @@
 //! gzip for what the gateway serves as files (the portal, the OpenAPI description, the skill
-//! file): compressed once, when built, and sent compressed to a client that accepts it.
+//! file): compressed once, and sent compressed to a client that accepts it.
+
+use std::sync::OnceLock;
 
 use bytes::Bytes;
 use pingora::http::RequestHeader;
 
-/// A body kept plain and gzip-compressed.
-#[derive(Clone)]
+/// A body kept plain, and gzip-compressed the first time a client asks for it that way: the
+/// description is close to 1 MB, and most gateways (and every test stack) never serve it
+/// compressed, so start-up does not pay for it.
 pub struct Compressed {
-    pub plain: Bytes,
-    pub gzip: Bytes,
+    plain: Bytes,
+    gzip: OnceLock<Bytes>,
 }
 
 impl Compressed {
     pub fn new(plain: Bytes) -> Self {
-        let gzip = Bytes::from(gzip(&plain));
-        Self { plain, gzip }
+        Self { plain, gzip: OnceLock::new() }
     }
 
     /// The body for this request, and whether it is the compressed one (`Content-Encoding:
     /// gzip`). A compressed form no smaller than the plain one is never chosen.
     pub fn for_request(&self, header: &RequestHeader) -> (Bytes, bool) {
-        if self.gzip.len() < self.plain.len() && accepts_gzip(header) {
-            (self.gzip.clone(), true)
-        } else {
-            (self.plain.clone(), false)
+        if accepts_gzip(header) {
+            let gzip = self.gzip.get_or_init(|| Bytes::from(gzip(&self.plain)));
+            if gzip.len() < self.plain.len() {
+                return (gzip.clone(), true);
+            }
         }
+        (self.plain.clone(), false)
     }
 }
 
