@@ -423,8 +423,17 @@ pub struct AuditEntryView {
     pub actor: ActorView,
     /// What it was done to: an id, or an e-mail address.
     pub target: String,
+    /// The target as the portal names it (a name, a URL, a question), as it was at the time;
+    /// empty when it has none.
+    pub target_name: String,
+    /// The fields the write set, by name; never their values. Empty for an action that sets
+    /// none (a delete, a sign-in).
+    pub changes: Vec<String>,
     pub ip: String,
     pub user_agent: String,
+    /// The browser and system the user agent names, e.g. "Chrome on macOS", or the client
+    /// library, e.g. "curl".
+    pub device: String,
     pub created_at: Timestamp,
 }
 
@@ -435,8 +444,11 @@ impl From<&proto::AuditEntry> for AuditEntryView {
             action: entry.action.clone(),
             actor: ActorView::from(&entry.actor.clone().unwrap_or_default()),
             target: entry.target.clone(),
+            target_name: entry.target_name.clone(),
+            changes: entry.changes.clone(),
             ip: entry.ip.clone(),
             user_agent: entry.user_agent.clone(),
+            device: device_of(&entry.user_agent),
             created_at: Timestamp::from_ms(entry.created_at_ms),
         }
     }

@@ -1,8 +1,10 @@
-//! Writing what authenticated callers did to the team's audit log. An operation declared
-//! `.audited(action)` is recorded once it has succeeded, over REST or MCP alike, with the
-//! caller (key or person), the client's address and user agent, and its target: the id in
-//! its path, or else the id (or e-mail) of what it made. The write happens after the answer
-//! and never fails the request; the identity service keeps the log.
+//! Writing what authenticated callers did to the team's audit log. Every write of a team's
+//! data is declared `.audited(action)` (a test of the endpoint table holds that), and is
+//! recorded once it has succeeded, over REST or MCP alike, with the caller (key or person),
+//! the client's address and user agent, its target (the id of what it made, or else the
+//! last id in its path) with the target's name as the answer shows it, and the names of the
+//! fields its body set. The write happens after the answer and never fails the request; the
+//! identity service keeps the log.
 
 use std::sync::Arc;
 
@@ -21,16 +23,20 @@ pub struct Pending {
     team_id: String,
     actor: Actor,
     client: crate::origin::Client,
-    /// The last id in the path, e.g. the `keyId` of `DELETE /v1/api-keys/{keyId}`, the `agentId`
-    /// of `.../{agentId}/instructions/history/{version}/restore` (a version names no resource).
+    /// The last id in the path, e.g. the `keyId` of `DELETE /v1/api-keys/{keyId}`, the domain
+    /// of `.../domains/{domain}/verify`, the `agentId` of
+    /// `.../{agentId}/instructions/history/{version}/restore` (a version names no resource).
     path_target: Option<String>,
+    /// The fields the body set, by name: what a change changed. Values stay out of the log
+    /// (a webhook's secret, a contact's details).
+    changes: Vec<String>,
 }
 
 pub fn pending(route: &Endpoint, call: &Call, raw: &RawInput) -> Option<Pending> {
     let action = route.audit?;
     let path_target = route
         .path_parameters()
-        .filter(|name| name.ends_with("Id"))
+        .filter(|name| *name != "version")
         .last()
         .and_then(|name| raw.path.get(name))
         .and_then(Value::as_str)
@@ -41,7 +47,21 @@ pub fn pending(route: &Endpoint, call: &Call, raw: &RawInput) -> Option<Pending>
         actor: call.principal.actor(),
         client: call.client.clone(),
         path_target,
+        changes: fields_set(route, raw),
     })
+}
+
+/// The members of the body the operation reads: the others are ignored, so they changed
+/// nothing.
+fn fields_set(route: &Endpoint, raw: &RawInput) -> Vec<String> {
+    let known = route.inputs.body.as_ref().and_then(|schema| schema.get("properties")).and_then(Value::as_object);
+    match (&raw.body, &raw.upload, known) {
+        (Some(Value::Object(fields)), _, Some(known)) => {
+            fields.keys().filter(|name| known.contains_key(*name)).cloned().collect()
+        }
+        (_, Some(_), _) => vec!["file".to_owned()],
+        _ => Vec::new(),
+    }
 }
 
 /// Records `pending` when `reply` says the operation succeeded.
@@ -49,12 +69,20 @@ pub fn record(services: Arc<Services>, pending: Pending, reply: &Reply) {
     if !(200..300).contains(&reply.status) {
         return;
     }
-    let target = pending.path_target.clone().or_else(|| made(reply)).unwrap_or_default();
+    let data = answered_data(reply);
+    let made = data.as_ref().filter(|_| reply.status == 201).and_then(id_of);
+    let target = made.or(pending.path_target).or_else(|| data.as_ref().and_then(id_of)).unwrap_or_default();
+    // The answer's name for it, when the answer is the target (not a list, nor the delivery
+    // of a webhook test).
+    let target_name =
+        data.as_ref().filter(|data| id_of(data).as_deref() == Some(&target)).map(name_of).unwrap_or_default();
     let entry = AuditEntry {
         team_id: pending.team_id,
         action: pending.action.as_str().to_owned(),
         actor: Some(pending.actor),
         target,
+        target_name,
+        changes: pending.changes,
         ip: pending.client.ip,
         user_agent: pending.client.user_agent,
         ..AuditEntry::default()
@@ -66,12 +94,49 @@ pub fn record(services: Arc<Services>, pending: Pending, reply: &Reply) {
     });
 }
 
-/// The id, or else the e-mail, of what an answer made.
-fn made(reply: &Reply) -> Option<String> {
-    let body: Value = match &reply.raw {
+/// The `data` of a JSON answer.
+fn answered_data(reply: &Reply) -> Option<Value> {
+    let mut body: Value = match &reply.raw {
         Some((_, bytes)) => serde_json::from_slice(bytes).ok()?,
         None => reply.body.clone(),
     };
-    let data = body.get("data")?;
+    Some(body.get_mut("data")?.take())
+}
+
+/// The id, or else the e-mail (an invitation), of an answered resource.
+fn id_of(data: &Value) -> Option<String> {
     data.get("id").or_else(|| data.get("email")).and_then(Value::as_str).map(str::to_owned)
+}
+
+/// What people call a resource: its name, title or question; a person's full name; else
+/// its e-mail, URL (a webhook's) or number. The e-mail comes before the URL: an invitation's
+/// `url` is the secret link.
+fn name_of(data: &Value) -> String {
+    let text = |field: &str| data.get(field).and_then(Value::as_str).map(str::trim).filter(|text| !text.is_empty());
+    if let Some(name) = ["name", "title", "question"].into_iter().find_map(text) {
+        return name.to_owned();
+    }
+    let full_name = [text("firstName"), text("lastName")].into_iter().flatten().collect::<Vec<_>>().join(" ");
+    if !full_name.is_empty() {
+        return full_name;
+    }
+    ["email", "url", "number"].into_iter().find_map(text).unwrap_or_default().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::name_of;
+
+    #[test]
+    fn targets_are_named_as_people_know_them() {
+        assert_eq!(name_of(&json!({"id": "a", "name": "Receptionist", "url": "https://x"})), "Receptionist");
+        assert_eq!(name_of(&json!({"id": "a", "question": "Opening hours?"})), "Opening hours?");
+        assert_eq!(name_of(&json!({"firstName": "Ada", "lastName": "King", "number": "+1"})), "Ada King");
+        assert_eq!(name_of(&json!({"firstName": " ", "number": "+14155550100"})), "+14155550100");
+        assert_eq!(name_of(&json!({"id": "a", "favorite": true})), "");
+        let invitation = json!({"id": "a", "email": "mia@example.com", "url": "https://portal/invite/secret"});
+        assert_eq!(name_of(&invitation), "mia@example.com", "never the invitation's link");
+    }
 }

@@ -347,8 +347,8 @@ async function vocabulary(schema) {
 /** The event types a webhook can hear (EventName), each with its human label. */
 export const eventTypes = () => vocabulary('EventName');
 
-/** The actions the audit log records (AuditAction). @returns {Promise<string[]>} */
-export const auditActions = () => vocabulary('AuditAction').then((list) => list.map((a) => a.value));
+/** The actions the audit log records (AuditAction), each with its human label. */
+export const auditActions = () => vocabulary('AuditAction');
 
 function sessionEnded() {
   state.session = null;

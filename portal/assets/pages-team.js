@@ -567,39 +567,47 @@ export function auditLog({ view, query }) {
   });
   const select = /** @type {HTMLSelectElement} */ (filter.elements.namedItem('action'));
   // The actions offered: those the API records (AuditAction of its OpenAPI document), first and
-  // in its order, and any other seen in the entries shown (all of them, when the document
-  // cannot be read).
+  // in its order, by their labels, and any other seen in the entries shown (all of them, when
+  // the document cannot be read).
   /** @type {Map<string, HTMLOptionElement>} */
   const offered = new Map();
   for (const o of select.options) if (o.value) offered.set(o.value, o);
+  /** @type {Map<string, string>} */
+  const labels = new Map();
   /** @param {string[]} actions @param {boolean} [first] before the others offered */
   const offer = (actions, first = false) => {
     const others = first ? [...offered.values()].filter((o) => !actions.includes(o.value)) : [];
     for (const a of actions) {
       const had = offered.get(a);
-      const o = had || h('option', { value: a }, a);
+      const o = had || h('option', { value: a }, labels.get(a) || a);
+      if (had && labels.has(a)) had.textContent = labels.get(a) || a;
       offered.set(a, o);
       if (first || !had) select.append(o);
     }
     for (const o of others) select.append(o);
   };
-  auditActions().then((actions) => offer(actions, true)).catch(() => { /* the actions seen are offered */ });
+  const known = auditActions().then((actions) => {
+    for (const a of actions) labels.set(a.value, a.label);
+    offer(actions.map((a) => a.value), true);
+  }).catch(() => { /* the actions seen are offered, by their names */ });
   const list = loader(async () => {
     const q = new URLSearchParams({ page: String(page), limit: '50' });
     if (action) q.set('action', action);
     /** @type {ListAnswer} */
     const res = await api('GET', `/v1/audit-log?${q}`, undefined, { full: true });
+    await known;
     const items = res.data || [];
     offer([...new Set(items.map((e) => e.action))]);
     const rows = items.map((e) => h('tr', null,
       h('td', null, time(e.createdAt)),
-      h('td', null, h('code', null, e.action)),
+      h('td', null, labels.get(e.action) || e.action, h('br'), h('code', { class: 'muted small' }, e.action)),
       h('td', null, e.actor ? [e.actor.name || e.actor.id || '—', h('br'), h('span', { class: 'muted small' }, e.actor.type)] : '—'),
-      h('td', null, targetText(e.target)),
-      h('td', { class: 'nowrap' }, e.ip || '—'),
-      h('td', null, h('span', { class: 'truncate', title: e.userAgent || '' }, e.userAgent || '—'))));
+      h('td', null, targetCell(e)),
+      h('td', null, e.changes && e.changes.length ? e.changes.join(', ') : '—'),
+      h('td', null, h('span', { title: e.userAgent || '' }, e.device || '—'), h('br'),
+        h('span', { class: 'muted small nowrap' }, e.ip || '—'))));
     return [
-      table(['Time', 'Action', 'Actor', 'Target', 'IP address', 'User agent'], rows,
+      table(['Time', 'Action', 'Actor', 'Target', 'Changed', 'From'], rows,
         { caption: 'Audit log', dense: true, empty: action ? `No entries with the action “${action}”.` : 'No entries yet.' }),
       pager(res.pagination, (p) => href(p)),
     ];
@@ -611,11 +619,14 @@ export function auditLog({ view, query }) {
 }
 
 /**
- * An audit entry's target: an id (shown in full, small) or an e-mail address.
- * @param {string | {name?: string, id?: string} | null | undefined} t
+ * An audit entry's target: its name as it was (a name, a URL, a question, an e-mail), with its
+ * id small below; the id alone (shown in full, small) when it has no name.
+ * @param {import('./api.js').Item} e
  */
-function targetText(t) {
-  const text = t && typeof t === 'object' ? t.name || t.id : t;
-  if (!text) return '—';
-  return /^[0-9a-f]{8}-[0-9a-f-]{27}$/i.test(text) ? h('code', { class: 'id truncate', title: text }, text) : String(text);
+function targetCell(e) {
+  const id = e.target || '';
+  const idText = (/** @type {string} */ text) => (/^[0-9a-f]{8}-[0-9a-f-]{27}$/i.test(text)
+    ? h('code', { class: 'id truncate', title: text }, text) : text);
+  if (e.targetName) return [h('span', { class: 'wrap-anywhere' }, e.targetName), ...(id && id !== e.targetName ? [h('br'), h('span', { class: 'muted small' }, idText(id))] : [])];
+  return id ? idText(id) : '—';
 }

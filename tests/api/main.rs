@@ -11,6 +11,7 @@ mod agency_lifecycle;
 mod agent_settings;
 mod agents;
 mod api_keys;
+mod audit;
 mod auth;
 mod backends;
 mod balancing;

@@ -476,6 +476,15 @@ async fn sso_domains_count_only_once_proven_by_dns_or_https() {
         other_owner.post(&verify_path("acme.example"), json!({})).await.expect(200);
         let log = acme_owner.get("/audit-log?action=team.sso_domain_verified").await.expect(200)["data"].clone();
         assert_eq!(log.as_array().map(Vec::len), Some(2), "{log}");
+        assert_eq!(log[0]["target"], "files.example", "the domain it proved: {log}");
+
+        // Each of the three SSO writes is in the log (the walk of every audited write in
+        // tests/api/audit.rs leaves SSO to this test, which has a provider and DNS).
+        acme_owner.delete("/members/sso").await.expect(200);
+        let log = acme_owner.get("/audit-log?limit=100").await.expect(200)["data"].clone();
+        for action in ["team.sso_changed", "team.sso_domain_verified", "team.sso_removed"] {
+            assert!(log.as_array().unwrap().iter().any(|e| e["action"] == action), "{action} missing: {log}");
+        }
     })
     .await;
 }

@@ -54,7 +54,7 @@ impl Receiver {
         Receiver { url: server.origin().to_owned(), status, received, _server: server }
     }
 
-    fn answer(&self, status: u16) {
+    pub(crate) fn answer(&self, status: u16) {
         self.status.store(status, Ordering::SeqCst);
     }
 
@@ -114,7 +114,12 @@ print(len(given["messages"]))
 }
 
 /// Waits (at most 20 s) until `check` holds for the webhook's deliveries.
-async fn deliveries_until(api: &Api, webhook_id: &str, what: &str, check: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+pub(crate) async fn deliveries_until(
+    api: &Api,
+    webhook_id: &str,
+    what: &str,
+    check: impl Fn(&[Value]) -> bool,
+) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let page = api.get(&format!("/webhooks/{webhook_id}/deliveries?limit=100")).await;

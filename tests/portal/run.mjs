@@ -567,8 +567,16 @@ try {
       await nav(page).getByRole('link', { name: 'Audit log' }).click();
       await atPath(page, '/audit-log');
       await settled(page);
-      const codes = page.locator('main tbody td:nth-child(2)');
+      const codes = page.locator('main tbody td:nth-child(2) code');
       if (await codes.count() > 0) {
+        // Issue 55: a target by its name, the device in short (the whole user agent on hover).
+        const keyRows = page.locator('main tbody tr').filter({ has: page.locator('code', { hasText: /^api_key\.created$/ }) });
+        if (await keyRows.count() > 0) {
+          const target = (await keyRows.first().locator('td').nth(3).innerText()).trim();
+          ok(!/^[0-9a-f-]{36}$/i.test(target.split('\n')[0]), `a created key's target shows no name: ${target}`);
+        }
+        const from = await page.locator('main tbody td:nth-child(6)').allInnerTexts();
+        ok(from.every((t) => !t.includes('Mozilla/')), `the whole user agent is shown: ${from.join(' | ')}`);
         const action = (await codes.first().textContent()).trim();
         await page.getByLabel('Action').selectOption(action);
         await page.getByRole('button', { name: 'Filter' }).click();
@@ -576,7 +584,7 @@ try {
           await page.waitForURL((u) => u.searchParams.get('action') === action, { timeout: T });
         } catch { fail(`the filter did not put action=${action} in the address: ${page.url()}`); }
         await settled(page);
-        const shown = (await page.locator('main tbody td:nth-child(2)').allTextContents()).map((s) => s.trim());
+        const shown = (await page.locator('main tbody td:nth-child(2) code').allTextContents()).map((s) => s.trim());
         ok(shown.length > 0 && shown.every((a) => a === action), `filtering by ${action} shows ${shown.join(', ')}`);
       } else {
         await visible(page.getByText('No entries yet'), 'the empty audit log message');

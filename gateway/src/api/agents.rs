@@ -30,6 +30,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .about("All of the team's agents, newest first, each with its linked knowledge base; not paged.")
             .tool("list_agents", "Lists the team's phone and chat agents, newest first."),
         Endpoint::post("/v1/agents", create)
+            .audited(AuditAction::AgentCreated)
             .doc("createAgent", AGENTS, "Create an agent")
             .creates("agentId")
             .about(
@@ -45,6 +46,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(404, AGENT_GONE)
             .tool("get_agent", "Reads one agent with its runtime settings (first message, language, voice, model, tools, post-call analysis)."),
         Endpoint::put("/v1/agents/{agentId}", update)
+            .audited(AuditAction::AgentUpdated)
             .doc("updateAgent", AGENTS, "Change an agent: name, description, knowledge base (null unlinks) or runtime settings")
             .about(
                 "Beyond the spec: a partial update. `null` clears the description, unlinks the knowledge base or \
@@ -60,6 +62,7 @@ pub fn endpoints() -> Vec<Endpoint> {
                  change; null clears one. A settings change is a new version in the agent's history (restorable).",
             ),
         Endpoint::delete("/v1/agents/{agentId}", delete)
+            .audited(AuditAction::AgentDeleted)
             .doc("deleteAgent", AGENTS, "Delete an agent with its instructions history")
             .about(
                 "Beyond the spec: deletes the agent with its instructions history and runtime prompt; its knowledge \

@@ -4,6 +4,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use switchboard_api::boards::Board;
+use switchboard_kit::vocabulary::AuditAction;
 use switchboard_kit::{ServiceResult, limits};
 use switchboard_proto::v1::{
     BoardRef, CreateBoardRequest, ListBoardsRequest, StageInput, StageList, UpdateBoardRequest,
@@ -22,6 +23,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .lists("boardId")
             .about("Every board of the team, oldest first, its stages in column order; not paged."),
         Endpoint::post("/v1/boards", create)
+            .audited(AuditAction::BoardCreated)
             .doc("createBoard", BOARDS, "Create a board with its stages")
             .creates("boardId")
             .about("Stages are the columns, in the order given; a stage without `color` gets one of a palette."),
@@ -29,6 +31,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .doc("getBoard", BOARDS, "A board with its stages")
             .fails(404, BOARD_GONE),
         Endpoint::put("/v1/boards/{boardId}", update)
+            .audited(AuditAction::BoardUpdated)
             .doc("updateBoard", BOARDS, "Rename a board, or change its stages")
             .about(
                 "`stages`, when given, is the whole new list of columns in order: a stage listed with its `id` \
@@ -38,6 +41,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(404, "Board not found, or Stage not found (an `id` that is not one of this board's stages)")
             .fails(409, "A stage left out still holds contacts."),
         Endpoint::delete("/v1/boards/{boardId}", delete)
+            .audited(AuditAction::BoardDeleted)
             .doc("deleteBoard", BOARDS, "Delete a board; its contacts leave it")
             .about("The contacts stay; they are only taken off this board.")
             .fails(404, BOARD_GONE),

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use switchboard_api::calls::{CallDetail, CallView, DisconnectionReason, Sentiment, wire_name};
+use switchboard_kit::vocabulary::AuditAction;
 use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{self as proto, GetCallRequest, ListAgentsRequest, ListCallsRequest, UpdateCallRequest};
 
@@ -37,10 +38,12 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(404, CALL_GONE)
             .tool("get_call", "Reads one phone call: its transcript, timeline, summary and score."),
         Endpoint::patch("/v1/calls/{callId}", update)
+            .audited(AuditAction::CallUpdated)
             .doc("updateCall", CALLS, "Flag a call, mark it a favorite or spam")
             .about("Members left out keep their value.")
             .fails(404, CALL_GONE),
         Endpoint::delete("/v1/calls/{callId}", delete)
+            .audited(AuditAction::CallDeleted)
             .doc("deleteCall", CALLS, "Delete a call with its transcript, timeline and recording")
             .fails(404, CALL_GONE),
     ]

@@ -4,6 +4,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use switchboard_api::chats::{Channel, ChatDetail, ChatStatus, ChatView};
+use switchboard_kit::vocabulary::AuditAction;
 use switchboard_kit::{ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{GetChatRequest, ListChatsRequest};
 
@@ -35,6 +36,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(404, CHAT_GONE)
             .tool("get_chat", "Reads one chat with its messages."),
         Endpoint::delete("/v1/chats/{chatId}", delete)
+            .audited(AuditAction::ChatDeleted)
             .doc("deleteChat", CHATS, "Delete a chat with its messages")
             .fails(404, CHAT_GONE),
     ]

@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use switchboard_api::contacts::{BulkResult, Contact, ContactPage, Note, NoteKind};
 use switchboard_api::custom_fields::CustomFieldSchema;
 use switchboard_api::tags::Tag;
+use switchboard_kit::vocabulary::AuditAction;
 use switchboard_kit::{ServiceResult, limits};
 use switchboard_proto::v1::{
     AddNoteRequest, AssignUsersRequest, BulkCreateContactsRequest, ContactInput, ContactRef, CreateContactRequest,
@@ -41,6 +42,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             )
             .tool("find_contacts", "Finds the team's CRM contacts by name, e-mail or number part, or by tags."),
         Endpoint::post("/v1/contacts", create)
+            .audited(AuditAction::ContactCreated)
             .doc("createContact", CONTACTS, "Create a contact")
             .creates("contactId")
             .about(
@@ -53,6 +55,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(409, CONTACT_EXISTS)
             .tool("create_contact", "Creates a CRM contact from a phone number, with optional names, tags and a note."),
         Endpoint::post("/v1/contacts/bulk", bulk_create)
+            .audited(AuditAction::ContactsImported)
             .doc("bulkCreateContacts", CONTACTS, "Create up to 1,000 contacts; each is checked and written alone")
             .about(
                 "Counts in the bulk rate class. Each item is a `createContact` body, checked and written on its \
@@ -72,6 +75,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(404, CONTACT_GONE)
             .tool("get_contact", "Reads one CRM contact with its tags, custom fields and stage."),
         Endpoint::put("/v1/contacts/{contactId}", update)
+            .audited(AuditAction::ContactUpdated)
             .doc("updateContact", CONTACTS, "Change a contact")
             .about(
                 "Members left out keep their value; `null` clears `firstName`, `lastName`, `email` and \
@@ -82,6 +86,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(404, "Contact not found, or Tag not found, or Stage not found.")
             .fails(409, CONTACT_EXISTS),
         Endpoint::delete("/v1/contacts/{contactId}", delete)
+            .audited(AuditAction::ContactDeleted)
             .doc("deleteContact", CONTACTS, "Delete a contact with its notes")
             .fails(404, CONTACT_GONE),
         Endpoint::get("/v1/contacts/{contactId}/notes", list_notes)
@@ -89,30 +94,36 @@ pub fn endpoints() -> Vec<Endpoint> {
             .lists("noteId")
             .fails(404, CONTACT_GONE),
         Endpoint::post("/v1/contacts/{contactId}/notes", add_note)
+            .audited(AuditAction::ContactNoteAdded)
             .doc("addContactNote", CONTACTS, "Add a note to a contact")
             .creates("noteId")
             .about("`createdBy` is the name of the API key that wrote it.")
             .fails(404, CONTACT_GONE)
             .tool("add_contact_note", "Adds a note (general, info, warning or danger) to a CRM contact."),
         Endpoint::delete("/v1/contacts/{contactId}/notes/{noteId}", delete_note)
+            .audited(AuditAction::ContactNoteDeleted)
             .doc("deleteContactNote", CONTACTS, "Delete a note of a contact")
             .fails(404, "Contact not found, or Note not found"),
         Endpoint::get("/v1/contacts/{contactId}/assignments", list_assignments)
             .doc("listContactAssignments", CONTACTS, "The team's users assigned to a contact")
             .fails(404, CONTACT_GONE),
         Endpoint::post("/v1/contacts/{contactId}/assignments", add_assignments)
+            .audited(AuditAction::ContactAssignmentsChanged)
             .doc("addContactAssignments", CONTACTS, "Assign more users to a contact")
             .about("Users already assigned stay assigned. Each id must be a user of the team (`GET /users`).")
             .fails(404, CONTACT_GONE),
         Endpoint::put("/v1/contacts/{contactId}/assignments", replace_assignments)
+            .audited(AuditAction::ContactAssignmentsChanged)
             .doc("replaceContactAssignments", CONTACTS, "Replace the users assigned to a contact")
             .about("An empty `userIds` unassigns everyone. Each id must be a user of the team (`GET /users`).")
             .fails(404, CONTACT_GONE),
         Endpoint::post("/v1/contacts/{contactId}/boards", add_boards)
+            .audited(AuditAction::ContactBoardsChanged)
             .doc("addContactBoards", CONTACTS, "Put a contact on more boards")
             .about("On each board it was not on yet, the contact sits in the first stage; the others are unchanged.")
             .fails(404, "Contact not found, or Board not found"),
         Endpoint::put("/v1/contacts/{contactId}/boards", replace_boards)
+            .audited(AuditAction::ContactBoardsChanged)
             .doc("replaceContactBoards", CONTACTS, "Set the boards a contact is on")
             .about(
                 "The contact leaves the boards not listed; on a board it was not on yet it sits in the first \

@@ -4,6 +4,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use switchboard_api::custom_fields::{CustomField, FieldType};
+use switchboard_kit::vocabulary::AuditAction;
 use switchboard_kit::{ServiceResult, limits};
 use switchboard_proto::v1::{
     CreateCustomFieldRequest, CustomFieldRef, ListCustomFieldsRequest, OptionList, UpdateCustomFieldRequest,
@@ -22,6 +23,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .lists("fieldId")
             .about("Oldest first; not paged."),
         Endpoint::post("/v1/contacts/custom-fields", create)
+            .audited(AuditAction::CustomFieldCreated)
             .doc("createCustomField", CONTACTS, "Define a custom contact field")
             .creates("fieldId")
             .about(
@@ -33,6 +35,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             )
             .fails(409, "A custom field with this name already exists, or the team has 100 fields."),
         Endpoint::put("/v1/contacts/custom-fields/{fieldId}", update)
+            .audited(AuditAction::CustomFieldUpdated)
             .doc("updateCustomField", CONTACTS, "Change a custom field's label, requirement or options")
             .about(
                 "Members left out keep their value. `name` and `type` cannot change (delete the field and \
@@ -40,6 +43,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             )
             .fails(404, FIELD_GONE),
         Endpoint::delete("/v1/contacts/custom-fields/{fieldId}", delete)
+            .audited(AuditAction::CustomFieldDeleted)
             .doc("deleteCustomField", CONTACTS, "Delete a custom field and its values on every contact")
             .fails(404, FIELD_GONE),
     ]

@@ -10,6 +10,7 @@ use switchboard_api::knowledge::{
     SearchMeta, SearchResult,
 };
 use switchboard_api::references::{BulkReferences, Reference};
+use switchboard_kit::vocabulary::AuditAction;
 use switchboard_kit::{ServiceError, ServiceResult, limits};
 use switchboard_proto::v1::{
     self as proto, BulkCreateReferencesRequest, CreateKnowledgebaseRequest, CreateReferenceRequest,
@@ -65,6 +66,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(404, THROUGH_AGENT)
             .tool("search_knowledge", SEARCH_DESCRIPTION),
         Endpoint::post("/v1/agents/{agentId}/knowledgebase/references", create_reference::<AgentPath>)
+            .audited(AuditAction::ReferenceCreated)
             .doc("createAgentReference", AGENT_KNOWLEDGEBASE, "Add a Q&A reference to the agent's knowledge base")
             .creates("referenceId")
             .about(CREATE_REFERENCE)
@@ -77,6 +79,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .about("A manual reference, or an entry extracted from a webpage or document.")
             .fails(404, "Agent not found, Agent has no knowledgebase assigned, Knowledgebase not found, or Reference not found"),
         Endpoint::put("/v1/agents/{agentId}/knowledgebase/references/{referenceId}", update_reference::<AgentItem>)
+            .audited(AuditAction::ReferenceUpdated)
             .doc("updateAgentReference", AGENT_KNOWLEDGEBASE, "Update a Q&A reference")
             .about(UPDATE_REFERENCE)
             .fails(404, "Agent not found, Agent has no knowledgebase assigned, Knowledgebase not found, or Reference not found")
@@ -84,6 +87,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(413, ONE_ANSWER_413)
             .fails(429, BUDGET_SPENT),
         Endpoint::delete("/v1/agents/{agentId}/knowledgebase/references/{referenceId}", delete_reference::<AgentItem>)
+            .audited(AuditAction::ReferenceDeleted)
             .doc("deleteAgentReference", AGENT_KNOWLEDGEBASE, "Delete a Q&A reference")
             .about(DELETE_REFERENCE)
             .fails(404, "Agent not found, Agent has no knowledgebase assigned, Knowledgebase not found, or Reference not found")
@@ -93,6 +97,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .lists("knowledgebaseId")
             .about("Beyond the spec: newest first, with counts of their webpages, documents and manual references; not paged."),
         Endpoint::post("/v1/knowledgebase", create)
+            .audited(AuditAction::KnowledgebaseCreated)
             .doc("createKnowledgebase", KNOWLEDGEBASE, "Create a knowledge base")
             .creates("knowledgebaseId")
             .about("Beyond the spec: an empty knowledge base."),
@@ -104,10 +109,12 @@ pub fn endpoints() -> Vec<Endpoint> {
             .about("Extracted entries are in each source's detail view.")
             .fails(404, KNOWLEDGEBASE_GONE),
         Endpoint::put("/v1/knowledgebase/{knowledgebaseId}", update)
+            .audited(AuditAction::KnowledgebaseUpdated)
             .doc("updateKnowledgebase", KNOWLEDGEBASE, "Rename a knowledge base or change its description")
             .about("Beyond the spec: a partial update (`null` clears the description); answers with its content.")
             .fails(404, KNOWLEDGEBASE_GONE),
         Endpoint::delete("/v1/knowledgebase/{knowledgebaseId}", delete)
+            .audited(AuditAction::KnowledgebaseDeleted)
             .doc("deleteKnowledgebase", KNOWLEDGEBASE, "Delete a knowledge base and all its content")
             .about(
                 "Beyond the spec: deletes the knowledge base with its references, webpages, documents and uploaded \
@@ -129,6 +136,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(404, KNOWLEDGEBASE_GONE)
             .tool("search_knowledge", SEARCH_DESCRIPTION),
         Endpoint::post("/v1/knowledgebase/{knowledgebaseId}/references", create_reference::<KnowledgebasePath>)
+            .audited(AuditAction::ReferenceCreated)
             .doc("createReference", KNOWLEDGEBASE, "Add a Q&A reference")
             .creates("referenceId")
             .about(CREATE_REFERENCE)
@@ -137,6 +145,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(429, BUDGET_SPENT)
             .tool("add_knowledge_answer", ANSWER_DESCRIPTION),
         Endpoint::post("/v1/knowledgebase/{knowledgebaseId}/references/bulk", bulk_create_references)
+            .audited(AuditAction::ReferencesImported)
             .doc("bulkCreateReferences", KNOWLEDGEBASE, "Add up to 1,000 Q&A references; each is checked and written alone")
             .about(
                 "Counts in the bulk rate class and costs no credits: the encoder's time is bounded instead. Each item \
@@ -166,6 +175,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .about("A manual reference, or an entry extracted from a webpage or document.")
             .fails(404, "Knowledgebase not found, or Reference not found"),
         Endpoint::put("/v1/knowledgebase/{knowledgebaseId}/references/{referenceId}", update_reference::<KnowledgebaseItem>)
+            .audited(AuditAction::ReferenceUpdated)
             .doc("updateReference", KNOWLEDGEBASE, "Update a Q&A reference")
             .about(UPDATE_REFERENCE)
             .fails(404, "Knowledgebase not found, or Reference not found")
@@ -173,6 +183,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .fails(413, ONE_ANSWER_413)
             .fails(429, BUDGET_SPENT),
         Endpoint::delete("/v1/knowledgebase/{knowledgebaseId}/references/{referenceId}", delete_reference::<KnowledgebaseItem>)
+            .audited(AuditAction::ReferenceDeleted)
             .doc("deleteReference", KNOWLEDGEBASE, "Delete a Q&A reference")
             .about(DELETE_REFERENCE)
             .fails(404, "Knowledgebase not found, or Reference not found")

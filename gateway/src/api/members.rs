@@ -103,16 +103,11 @@ pub fn endpoints() -> Vec<Endpoint> {
         Endpoint::get("/v1/audit-log", audit_log)
             .doc("listAuditLog", MEMBERS, "What was done to the team, by whom, when and from where; newest first")
             .about(
-                "Kept 90 days. Actions: auth.signed_in, auth.sign_in_failed, auth.signed_out, auth.signed_up, \
-                 auth.password_changed, auth.password_change_failed, auth.session_ended, auth.signed_out_elsewhere, \
-                 auth.password_reset, auth.password_reset_requested, api_key.created, api_key.revoked, \
-                 member.invited, member.invitation_revoked, member.joined, member.role_changed, member.removed, subteam.created, webhook.created, \
-                 webhook.deleted, instructions.replaced, instructions.restored, auth.second_factor_enabled, \
-                 auth.second_factor_removed, auth.second_factor_failed, auth.recovery_code_used, \
-                 auth.recovery_codes_renewed, auth.signed_in_sso, auth.passkey_added, auth.passkey_removed, \
-                 auth.signed_in_passkey, team.security_changed, team.sso_changed, team.sso_removed, \
-                 team.sso_domain_verified, auth.sso_linked, \
-                 user.name_changed, user.email_change_requested, user.email_change_failed, user.email_changed.",
+                "Kept 90 days. `action` is one of the `AuditAction` schema's values, each with its meaning in \
+                 `x-enum-descriptions`. Every write of the team's data is recorded (each operation's \
+                 `x-audit-action` names its action), with its target by id and by name (`targetName`, as it was \
+                 then) and the fields it set (`changes`, by name only); so are sign-ins, factors and the other \
+                 changes to a person's account, by the identity service. A write that failed records nothing.",
             )
             .needs_full_access()
             .for_admins()

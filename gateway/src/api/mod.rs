@@ -144,6 +144,18 @@ mod tests {
         }
     }
 
+    /// Issue 55: every write of a team's data leaves an entry in the team's audit log. A
+    /// person's own account and the session flow are audited by the identity service, which
+    /// knows their outcome (a refused code, a password that did not match).
+    #[test]
+    fn every_write_of_the_teams_data_is_audited() {
+        for endpoint in endpoints() {
+            let (method, path) = (endpoint.method.as_str(), endpoint.path);
+            let teams_write = method != "GET" && !endpoint.visitor && !endpoint.own_account && !endpoint.session_flow;
+            assert_eq!(endpoint.audit.is_some(), teams_write, "{method} {path}");
+        }
+    }
+
     #[test]
     fn every_pattern_of_the_table_matches_a_declared_operation() {
         let declared: Vec<(&str, &str)> = endpoints().iter().map(|e| (e.method.as_str(), e.path)).collect();

@@ -12,7 +12,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use switchboard_api::sources::{Document, DocumentDetail, Webpage, WebpageDetail, WebpageRefresh};
-use switchboard_kit::vocabulary::SourceStatus;
+use switchboard_kit::vocabulary::{AuditAction, SourceStatus};
 use switchboard_kit::{ServiceResult, limits};
 use switchboard_proto::v1::{
     CreateWebpageRequest, GetSourceRequest, UpdateDocumentRequest, UpdateWebpageRequest, UploadDocumentRequest,
@@ -103,6 +103,7 @@ where
     let [create, get, update, delete, refresh] = family.ids;
     vec![
         Endpoint::post(family.collection, create_webpage::<B>)
+            .audited(AuditAction::WebpageCreated)
             .doc(create, tag, "Add a webpage; its first scrape is queued")
             .creates("webpageId")
             .about(
@@ -117,15 +118,18 @@ where
             .doc(get, tag, "A webpage with the Q&A content extracted from it")
             .fails(404, family.item_missing),
         Endpoint::put(family.item, update_webpage::<I>)
+            .audited(AuditAction::WebpageUpdated)
             .doc(update, tag, "Change a webpage's name, url or notes (no re-scrape)")
             .about("A partial update (`null` clears the notes); a new url is not scraped until the next refresh.")
             .fails(404, family.item_missing)
             .fails(409, DUPLICATE_PAGE_409),
         Endpoint::delete(family.item, delete_webpage::<I>)
+            .audited(AuditAction::WebpageDeleted)
             .doc(delete, tag, "Remove a webpage and its content")
             .about("Beyond the spec: its extracted entries leave search before the answer.")
             .fails(404, family.item_missing),
         Endpoint::post(family.refresh, refresh_webpage::<I>)
+            .audited(AuditAction::WebpageRefreshed)
             .doc(refresh, tag, "Re-scrape a webpage (once per 24 hours)")
             .about(
                 "Queues a re-scrape and turns the webpage `refreshing`; takes no body. At most one accepted refresh \
@@ -148,6 +152,7 @@ where
     let [upload, get, update, delete, _] = family.ids;
     vec![
         Endpoint::post(family.collection, upload_document::<B>)
+            .audited(AuditAction::DocumentUploaded)
             .doc(upload, tag, "Upload a document; its text is extracted by a job")
             .creates("documentId")
             .about(
@@ -166,10 +171,12 @@ where
             .doc(get, tag, "A document with the Q&A content extracted from it")
             .fails(404, family.item_missing),
         Endpoint::put(family.item, update_document::<I>)
+            .audited(AuditAction::DocumentUpdated)
             .doc(update, tag, "Change a document's name or notes")
             .about("A partial update (`null` clears the notes); the file itself never changes.")
             .fails(404, family.item_missing),
         Endpoint::delete(family.item, delete_document::<I>)
+            .audited(AuditAction::DocumentDeleted)
             .doc(delete, tag, "Remove a document, its file and its content")
             .fails(404, family.item_missing),
     ]

@@ -4,6 +4,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use switchboard_api::tags::Tag;
+use switchboard_kit::vocabulary::AuditAction;
 use switchboard_kit::{ServiceResult, limits};
 use switchboard_proto::v1::{CreateTagRequest, ListTagsRequest, TagRef, UpdateTagRequest};
 
@@ -21,16 +22,19 @@ pub fn endpoints() -> Vec<Endpoint> {
             .lists("tagId")
             .about("Every tag of the team, sorted by name; not paged."),
         Endpoint::post("/v1/tags", create)
+            .audited(AuditAction::TagCreated)
             .doc("createTag", TAGS, "Create a tag")
             .creates("tagId")
             .about("Without `color`, the tag is grey (`#6B7280`).")
             .fails(409, TAG_TAKEN),
         Endpoint::put("/v1/tags/{tagId}", update)
+            .audited(AuditAction::TagUpdated)
             .doc("updateTag", TAGS, "Rename or recolour a tag")
             .about("Members left out keep their value; the contacts carrying the tag keep it.")
             .fails(404, TAG_GONE)
             .fails(409, TAG_TAKEN),
         Endpoint::delete("/v1/tags/{tagId}", delete)
+            .audited(AuditAction::TagDeleted)
             .doc("deleteTag", TAGS, "Delete a tag; it is taken off its contacts")
             .fails(404, TAG_GONE),
     ]

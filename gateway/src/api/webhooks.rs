@@ -50,6 +50,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .doc("getWebhook", WEBHOOKS, "Get a webhook")
             .fails(404, WEBHOOK_GONE),
         Endpoint::put("/v1/webhooks/{webhookId}", update)
+            .audited(AuditAction::WebhookUpdated)
             .for_admins()
             .doc("updateWebhook", WEBHOOKS, "Change a webhook's URL, events, description, or pause it")
             .about(
@@ -65,6 +66,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             .doc("deleteWebhook", WEBHOOKS, "Delete a webhook; its pending deliveries are dropped")
             .fails(404, WEBHOOK_GONE),
         Endpoint::post("/v1/webhooks/{webhookId}/test", test)
+            .audited(AuditAction::WebhookTested)
             .for_admins()
             .doc("testWebhook", WEBHOOKS, "Send a webhook.test event to the webhook")
             .creates("deliveryId")
@@ -87,12 +89,14 @@ pub fn endpoints() -> Vec<Endpoint> {
             .doc("getCreditsAlert", WEBHOOKS, "The balance under which webhooks hear credits.low")
             .about("`threshold` is null when no alert is set; `balance` is the team's credit balance now."),
         Endpoint::put("/v1/credits/alert", set_credits_alert)
+            .audited(AuditAction::CreditsAlertChanged)
             .doc("setCreditsAlert", WEBHOOKS, "Set (or clear, with null) the credits.low threshold")
             .about(
                 "When a debit or transfer takes the balance from `threshold` or more to under it, the team's \
                  webhooks subscribed to `credits.low` get `{teamId, balance, threshold}`: once per crossing.",
             ),
         Endpoint::post("/v1/webhooks/{webhookId}/deliveries/{deliveryId}/retry", retry)
+            .audited(AuditAction::WebhookDeliveryRetried)
             .for_admins()
             .doc("retryWebhookDelivery", WEBHOOKS, "Send a delivery again")
             .about(

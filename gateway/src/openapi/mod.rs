@@ -274,6 +274,9 @@ fn operation(
     if let Some(tool) = &endpoint.tool {
         operation["x-mcp-tool"] = json!(tool.name);
     }
+    if let Some(action) = endpoint.audit {
+        operation["x-audit-action"] = json!(action.as_str());
+    }
     if endpoint.agency_key_header {
         operation["security"] = json!([{ "ApiKey": [] }, { "AgencyKey": [] }, { "Session": [] }]);
     }

@@ -221,6 +221,88 @@ vocabulary! {
         TeamSsoDomainVerified = "team.sso_domain_verified",
         /// Removed the team's single sign-on
         TeamSsoRemoved = "team.sso_removed",
+        /// Created an agent
+        AgentCreated = "agent.created",
+        /// Changed an agent's settings
+        AgentUpdated = "agent.updated",
+        /// Deleted an agent
+        AgentDeleted = "agent.deleted",
+        /// Created a knowledge base
+        KnowledgebaseCreated = "knowledgebase.created",
+        /// Changed a knowledge base
+        KnowledgebaseUpdated = "knowledgebase.updated",
+        /// Deleted a knowledge base
+        KnowledgebaseDeleted = "knowledgebase.deleted",
+        /// Added a webpage to a knowledge base
+        WebpageCreated = "webpage.created",
+        /// Changed a webpage's settings
+        WebpageUpdated = "webpage.updated",
+        /// Removed a webpage
+        WebpageDeleted = "webpage.deleted",
+        /// Asked for a webpage to be scraped again
+        WebpageRefreshed = "webpage.refreshed",
+        /// Uploaded a document
+        DocumentUploaded = "document.uploaded",
+        /// Changed a document
+        DocumentUpdated = "document.updated",
+        /// Deleted a document
+        DocumentDeleted = "document.deleted",
+        /// Added a Q&A reference
+        ReferenceCreated = "reference.created",
+        /// Added Q&A references in bulk
+        ReferencesImported = "reference.imported",
+        /// Changed a Q&A reference
+        ReferenceUpdated = "reference.updated",
+        /// Deleted a Q&A reference
+        ReferenceDeleted = "reference.deleted",
+        /// Changed a call (its favourite mark)
+        CallUpdated = "call.updated",
+        /// Deleted a call
+        CallDeleted = "call.deleted",
+        /// Deleted a chat
+        ChatDeleted = "chat.deleted",
+        /// Created a contact
+        ContactCreated = "contact.created",
+        /// Imported contacts in bulk
+        ContactsImported = "contact.imported",
+        /// Changed a contact
+        ContactUpdated = "contact.updated",
+        /// Deleted a contact
+        ContactDeleted = "contact.deleted",
+        /// Changed who a contact is assigned to
+        ContactAssignmentsChanged = "contact.assignments_changed",
+        /// Changed a contact's boards
+        ContactBoardsChanged = "contact.boards_changed",
+        /// Added a note to a contact
+        ContactNoteAdded = "contact.note_added",
+        /// Deleted a note of a contact
+        ContactNoteDeleted = "contact.note_deleted",
+        /// Created a custom contact field
+        CustomFieldCreated = "custom_field.created",
+        /// Changed a custom contact field
+        CustomFieldUpdated = "custom_field.updated",
+        /// Deleted a custom contact field
+        CustomFieldDeleted = "custom_field.deleted",
+        /// Created a board
+        BoardCreated = "board.created",
+        /// Changed a board or its stages
+        BoardUpdated = "board.updated",
+        /// Deleted a board
+        BoardDeleted = "board.deleted",
+        /// Created a tag
+        TagCreated = "tag.created",
+        /// Changed a tag
+        TagUpdated = "tag.updated",
+        /// Deleted a tag
+        TagDeleted = "tag.deleted",
+        /// Changed a webhook (pausing or resuming it included)
+        WebhookUpdated = "webhook.updated",
+        /// Sent a webhook's delivery again
+        WebhookDeliveryRetried = "webhook.delivery_retried",
+        /// Sent a test event to a webhook
+        WebhookTested = "webhook.tested",
+        /// Changed the low-credit alert
+        CreditsAlertChanged = "credits.alert_changed",
     }
 }
 

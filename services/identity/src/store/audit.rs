@@ -20,6 +20,23 @@ fn clipped(value: &str) -> String {
     value.chars().take(MOST_CHARS).collect()
 }
 
+/// The most field names kept of one write; a body names its fields, so a client could send
+/// thousands.
+const MOST_FIELDS: usize = 32;
+
+/// Field names as kept: at most [`MOST_FIELDS`], each a plain identifier (a comma would split
+/// the stored list, and a name is shown as text).
+fn fields_of(changes: &[String]) -> Vec<String> {
+    changes
+        .iter()
+        .filter(|name| {
+            !name.is_empty() && name.len() <= 64 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+        .take(MOST_FIELDS)
+        .cloned()
+        .collect()
+}
+
 fn entry_from_row(row: &AnyRow) -> Result<AuditEntry, sqlx::Error> {
     Ok(AuditEntry {
         id: row.try_get("id")?,
@@ -34,6 +51,13 @@ fn entry_from_row(row: &AnyRow) -> Result<AuditEntry, sqlx::Error> {
         ip: row.try_get("ip")?,
         user_agent: row.try_get("user_agent")?,
         created_at_ms: row.try_get("created_at")?,
+        target_name: row.try_get("target_name")?,
+        changes: row
+            .try_get::<String, _>("changes")?
+            .split(',')
+            .filter(|name| !name.is_empty())
+            .map(str::to_owned)
+            .collect(),
     })
 }
 
@@ -49,6 +73,8 @@ impl IdentityStore {
             id: uuid::Uuid::now_v7().to_string(),
             created_at_ms: now,
             target: clipped(&entry.target),
+            target_name: clipped(&entry.target_name),
+            changes: fields_of(&entry.changes),
             user_agent: clipped(&entry.user_agent),
             ip: clipped(&entry.ip),
             actor: Some(Actor { name: clipped(&actor.name), ..actor }),
@@ -58,7 +84,7 @@ impl IdentityStore {
         let mut tx = self.db.begin_write().await?;
         sqlx::query(
             "INSERT INTO audit_log (id, team_id, action, actor_type, actor_id, actor_name, target, ip, user_agent, \
-             created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+             created_at, target_name, changes) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
         )
         .bind(&entry.id)
         .bind(&entry.team_id)
@@ -70,6 +96,8 @@ impl IdentityStore {
         .bind(&entry.ip)
         .bind(&entry.user_agent)
         .bind(now)
+        .bind(&entry.target_name)
+        .bind(entry.changes.join(","))
         .execute(&mut *tx)
         .await?;
         sqlx::query("DELETE FROM audit_log WHERE team_id = $1 AND created_at < $2")
@@ -104,7 +132,8 @@ impl IdentityStore {
         .fetch_one(self.db.pool())
         .await?;
         let rows = sqlx::query(&format!(
-            "SELECT id, team_id, action, actor_type, actor_id, actor_name, target, ip, user_agent, created_at \
+            "SELECT id, team_id, action, actor_type, actor_id, actor_name, target, ip, user_agent, created_at, \
+             target_name, changes \
              FROM audit_log WHERE team_id = $1 AND created_at >= $2{filter} \
              ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5"
         ))
@@ -128,10 +157,10 @@ mod tests {
     #[test]
     fn the_audit_log_takes_exactly_the_audit_actions() {
         let all: Vec<String> = AuditAction::ALL.iter().map(ToString::to_string).collect();
-        let postgres = include_str!("../../migrations/postgres/0902_audit_actions.sql");
+        let postgres = include_str!("../../migrations/postgres/0903_audit_every_write.sql");
         assert_eq!(checked_values(postgres, "action"), vec![all.clone()]);
         // SQLite: one trigger for inserts, one for updates.
-        let sqlite = include_str!("../../migrations/sqlite/0902_audit_actions.sql");
+        let sqlite = include_str!("../../migrations/sqlite/0903_audit_every_write.sql");
         assert_eq!(listed_values(sqlite, "NEW.action IN ("), vec![all.clone(), all]);
     }
 }
