@@ -294,11 +294,20 @@ impl Component {
         };
         let (grpc, routes) = (self.info.grpc, self.routes);
         let served = switchboard_kit::grpc::serve(grpc, listener, routes, access, stopping, drain, readiness).await;
+        // Background work and the databases get the same grace as the calls in flight: a task
+        // or a connection stuck on something that never comes does not keep the process up.
+        let grace = switchboard_kit::grpc::STOP_GRACE;
         for task in tasks {
-            let _ = task.await;
+            let abort = task.abort_handle();
+            if tokio::time::timeout(grace, task).await.is_err() {
+                tracing::warn!(component = self.info.name, "background work did not stop in time; aborted");
+                abort.abort();
+            }
         }
         for db in self.databases {
-            db.close().await;
+            if tokio::time::timeout(grace, db.close()).await.is_err() {
+                tracing::warn!(component = self.info.name, "database connections still busy at the stop; left open");
+            }
         }
         served
     }

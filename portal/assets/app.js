@@ -2,7 +2,7 @@
 // The Switchboard portal: a small client-side router over the pages of pages-*.js.
 // The gateway answers index.html for every page path, so location.pathname picks the page.
 import { h, replace, navigate, onNavigate, alertBox, badge, fullName, toast, cap, noAccess } from './dom.js';
-import { state, loadSession, signOut, scope, can, loadSubteams, safeNext, actingTeam, ApiError } from './api.js';
+import { state, loadSession, signOut, scope, setScope, can, loadSubteams, safeNext, actingTeam, ApiError } from './api.js';
 import * as auth from './pages-auth.js';
 import * as team from './pages-team.js';
 import * as agents from './pages-agents.js';
@@ -130,7 +130,31 @@ function render({ focus = false } = {}) {
   }
   // A team that requires a second factor lets a person without one only set one up.
   if (s.secondFactorNeeded && path !== '/settings/security') return navigate('/settings/security', { replace: true });
+  if (query.has('teamId')) {
+    teamFromAddress(query).finally(() => render({ focus }));
+    return undefined;
+  }
   return appShell(route || NOT_FOUND, { params, query, signal }, focus);
+}
+
+/**
+ * A link that names a team with `?teamId=` (the calls export's links to a client subteam's
+ * calls) opens in that team: the agency's own, or one of its subteams; any other id is
+ * ignored. The parameter leaves the address, so that the team chosen afterwards holds.
+ * @param {URLSearchParams} query
+ */
+async function teamFromAddress(query) {
+  const wanted = query.get('teamId');
+  const rest = new URLSearchParams(query);
+  rest.delete('teamId');
+  const q = rest.toString();
+  history.replaceState(history.state, '', `${location.pathname}${q ? `?${q}` : ''}${location.hash}`);
+  const own = state.session?.team;
+  if (!own || !wanted) return;
+  if (wanted === own.id) { setScope(own); return; }
+  const subteams = await loadSubteams().catch(() => []);
+  const team = subteams.find((t) => t.id === wanted);
+  if (team) setScope(team);
 }
 
 /**

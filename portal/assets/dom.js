@@ -283,6 +283,8 @@ export function loader(load, label = 'Loading…') {
  * @property {string} [caption] for screen readers (and the region's label)
  * @property {boolean} [dense]
  * @property {string} [empty] shown instead of a table without rows
+ * @property {boolean} [cards] on a phone, each row is a card (table.cards in app.css): its cells
+ *   wrap, those without a `card-plain` class after their column's name
  */
 /**
  * A table in a scrolling region; `null` in headers is a column without a visible title (ACTIONS).
@@ -290,14 +292,28 @@ export function loader(load, label = 'Loading…') {
  * @param {Child[]} rows <tr>s
  * @param {TableOptions} [options]
  */
-export function table(headers, rows, { caption, dense, empty = 'Nothing here yet.' } = {}) {
+export function table(headers, rows, { caption, dense, empty = 'Nothing here yet.', cards } = {}) {
   if (!rows.length) return h('p', { class: 'empty' }, empty);
+  if (cards) for (const tr of rows) if (tr instanceof HTMLTableRowElement) labelCells(tr, headers);
   // Focusable, so that a table wider than the screen scrolls by keyboard too.
   return h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': caption },
-    h('table', { class: dense && 'dense' },
+    h('table', { class: [dense && 'dense', cards && 'cards'].filter(Boolean).join(' ') || null },
       caption && h('caption', { class: 'sr-only' }, caption),
       h('thead', null, h('tr', null, headers.map((t) => h('th', { scope: 'col' }, t ?? h('span', { class: 'sr-only' }, 'Actions'))))),
       h('tbody', null, rows)));
+}
+
+/**
+ * Gives each cell of a card row its column's name (a card shows it before the value; the
+ * names are the page's own headers, never data).
+ * @param {HTMLTableRowElement} tr
+ * @param {Array<string | null>} headers
+ */
+function labelCells(tr, headers) {
+  [...tr.children].forEach((cell, i) => {
+    const name = headers[i];
+    if (name && cell instanceof HTMLElement) cell.dataset.label = name;
+  });
 }
 
 /**
@@ -309,7 +325,7 @@ export function table(headers, rows, { caption, dense, empty = 'Nothing here yet
  * @param {TableOptions & {headers: Array<string | null>, rowFor: (item: T) => HTMLTableRowElement, sig?: (item: T) => string, onChange?: (before: T, after: T) => void}} spec
  * @returns {{el: HTMLElement, update: (items: T[]) => void, items: () => T[]}}
  */
-export function liveTable({ headers, caption, empty, dense, rowFor, sig = (x) => JSON.stringify(x), onChange }) {
+export function liveTable({ headers, caption, empty, dense, cards, rowFor, sig = (x) => JSON.stringify(x), onChange }) {
   const box = h('div');
   /** @type {Map<string, {sig: string, tr: HTMLTableRowElement, item: T}>} */
   let rows = new Map(); // id → {sig, tr, item}
@@ -323,13 +339,14 @@ export function liveTable({ headers, caption, empty, dense, rowFor, sig = (x) =>
       if (had && had.sig === s) { rows.set(x.id, had); continue; }
       const tr = rowFor(x);
       tr.dataset.id = x.id;
+      if (cards) labelCells(tr, headers);
       rows.set(x.id, { sig: s, tr, item: x });
       if (had) onChange?.(had.item, x);
     }
     const trs = [...rows.values()].map((r) => r.tr);
     const tbody = box.querySelector('tbody');
     if (tbody && trs.length) syncRows(tbody, trs);
-    else replace(box, table(headers, trs, { caption, empty, dense }));
+    else replace(box, table(headers, trs, { caption, empty, dense, cards }));
   };
   return { el: box, update, items: () => [...rows.values()].map((r) => r.item) };
 }

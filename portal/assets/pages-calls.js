@@ -255,14 +255,17 @@ const callKey = (c) => JSON.stringify([c.createdAt, c.type, c.from, c.to, c.agen
 function callRow(c, back) {
   const incoming = c.type === 'INCOMING';
   const marks = [c.favorite && badge('Favorite', 'accent'), c.flagged && badge('Flagged', 'warn'), c.spam && badge('Spam', 'warn')].filter(Boolean);
+  // Direction sits under the time and the two numbers one under the other, so that every
+  // column fits a laptop's 1280 px (issue 55); on a phone the row is a card (table.cards).
   return h('tr', { 'data-id': c.id, class: 'cc-row', onclick: rowClick },
-    h('th', { scope: 'row' }, h('a', { href: `/calls/${enc(c.id)}${back}` }, time(c.createdAt))),
-    h('td', null, badge(incoming ? 'Incoming' : 'Outgoing', incoming ? 'cc-in' : 'cc-out')),
-    h('td', { class: 'cc-parties' }, phone(c.from), h('span', { class: 'muted', 'aria-hidden': 'true' }, ' → '), h('span', { class: 'sr-only' }, ' to '), phone(c.to)),
+    h('th', { scope: 'row', class: 'card-first' }, h('a', { href: `/calls/${enc(c.id)}${back}` }, time(c.createdAt)), ' ',
+      h('span', { class: 'cc-dir' }, badge(incoming ? 'Incoming' : 'Outgoing', incoming ? 'cc-in' : 'cc-out'))),
+    h('td', { class: 'cc-parties card-wide card-plain' }, h('span', { class: 'cc-party' }, phone(c.from), h('span', { class: 'muted', 'aria-hidden': 'true' }, ' →')),
+      h('span', { class: 'sr-only' }, ' to '), ' ', h('span', { class: 'cc-party' }, phone(c.to))),
     h('td', null, c.agent ? c.agent.name : h('span', { class: 'muted' }, '—')),
-    h('td', { class: 'num' }, c.duration == null ? h('span', { class: 'muted' }, 'ongoing') : clock(c.duration)),
-    h('td', null, statusBadge(c.status), marks.length ? [' ', marks] : null),
-    h('td', null, outcome(c)),
+    h('td', { class: 'num cc-dur' }, c.duration == null ? h('span', { class: 'muted' }, 'ongoing') : clock(c.duration)),
+    h('td', { class: 'card-plain' }, statusBadge(c.status), marks.length ? [' ', marks] : null),
+    h('td', { class: 'cc-result card-wide card-plain' }, outcome(c)),
     h('td', { class: 'num' }, score(c.score)));
 }
 
@@ -275,8 +278,8 @@ export function callList({ view, query, signal }) {
   const folded = foldedFilters(filters, query, callFields(), CALL_DEFAULTS, fillAgents(filters, query.get('agentId')));
   // Unchanged rows are kept as they are on a refresh.
   const rows = liveTable({
-    headers: ['Time', 'Direction', 'From → To', 'Agent', 'Duration', 'Status', 'Outcome', 'Score'],
-    caption: 'Calls', dense: true,
+    headers: ['Time', 'From → To', 'Agent', 'Duration', 'Status', 'Outcome', 'Score'],
+    caption: 'Calls', dense: true, cards: true,
     empty: q.toString().replace(/(^|&)(page|limit)=\d+/g, '') ? 'No call matches these filters.' : 'No calls yet. Calls appear here as your agents take and make them.',
     rowFor: (c) => callRow(c, back),
     sig: callKey,
@@ -309,24 +312,27 @@ export function callList({ view, query, signal }) {
   view.append(
     h('p', { class: 'lead' }, 'Phone calls of your agents, newest first. Open one for its transcript, recording and timeline.'),
     folded,
-    section('Calls', exportLink(query), list));
+    section('Calls', exportLink(query, { what: 'calls', filters: CALL_FILTERS, defaults: CALL_DEFAULTS }), list));
 }
 
 /**
- * "Export CSV": GET /v1/calls/export with the list's filters (every matching call, not only this
- * page), a plain link so that the browser streams the file to disk; the session cookie signs it.
+ * "Export CSV": GET /v1/{calls,chats}/export with the list's filters (every matching row, not
+ * only this page), a plain link so that the browser streams the file to disk; the session
+ * cookie signs it.
  * @param {URLSearchParams} query
+ * @param {{what: 'calls' | 'chats', filters: string[], defaults: Record<string, string>}} list
  */
-function exportLink(query) {
+function exportLink(query, { what, filters, defaults }) {
   const q = new URLSearchParams();
-  for (const k of CALL_FILTERS) {
+  for (const k of filters) {
     const v = (query.get(k) || '').trim();
-    if (v && v !== CALL_DEFAULTS[k]) q.set(k, v);
+    if (v && v !== defaults[k]) q.set(k, v);
   }
   const s = q.toString();
+  const rows = what === 'calls' ? 'call' : 'chat';
   return h('p', { class: 'cc-export' },
-    h('a', { class: 'btn secondary small', href: withTeam(`/v1/calls/export${s ? `?${s}` : ''}`), download: 'calls.csv' }, 'Export CSV'),
-    h('span', { class: 'muted small' }, s ? ' Every call that matches these filters, not only this page.' : ' Every call, not only this page.'));
+    h('a', { class: 'btn secondary small', href: withTeam(`/v1/${what}/export${s ? `?${s}` : ''}`), download: `${what}.csv` }, 'Export CSV'),
+    h('span', { class: 'muted small' }, s ? ` Every ${rows} that matches these filters, not only this page.` : ` Every ${rows}, not only this page.`));
 }
 
 // ---------------------------------------------------------------- /calls/{id}
@@ -545,10 +551,21 @@ function conversation(c, start) {
     });
   }
   return section('Conversation',
-    audio ? h('div', { class: 'cc-player' }, audio, audioNote) : h('p', { class: 'muted' }, 'This call has no recording.'),
+    audio ? player(audio, audioNote) : h('p', { class: 'muted' }, 'This call has no recording.'),
     segs.length
       ? [audio && h('p', { class: 'muted small' }, 'Choose a line to play the recording from there.'), scroller]
       : h('p', { class: 'muted' }, 'No transcript.'));
+}
+
+/**
+ * The recording's player, `#recording` of the call's page: the exported sheets link there, as
+ * the recording's own link lasts 15 minutes. Opened by such a link, the page shows it.
+ * @param {HTMLAudioElement} audio @param {HTMLElement} note
+ */
+function player(audio, note) {
+  const box = h('div', { class: 'cc-player', id: 'recording' }, audio, note);
+  if (location.hash === '#recording') setTimeout(() => box.scrollIntoView({ block: 'center' }), 0);
+  return box;
 }
 
 /** @param {Json[]} events the call's timeline @param {number} start */
@@ -564,7 +581,8 @@ function timeline(events, start) {
 
 // ---------------------------------------------------------------- /chats
 
-const CHAT_KEYS = ['search', 'channel', 'status', 'agentId', 'dateFrom', 'dateTo', 'sortBy', 'sortOrder', 'limit'];
+const CHAT_FILTERS = ['search', 'channel', 'status', 'agentId', 'dateFrom', 'dateTo'];
+const CHAT_KEYS = [...CHAT_FILTERS, 'sortBy', 'sortOrder', 'limit'];
 /** @type {Record<string, string>} */
 const CHAT_DEFAULTS = { sortBy: 'createdAt', sortOrder: 'desc', limit: '20' };
 /** @type {Record<string, string>} */
@@ -599,18 +617,20 @@ export function chatList({ view, query }) {
   const list = loader(async () => {
     const res = await listOrBadFilters(`/v1/chats?${q}`, filters, '/chats');
     if (res.bad) return res.bad;
+    // The channel under the start, the last message's time under the count: every column fits
+    // a laptop's 1280 px (issue 55); on a phone the row is a card (table.cards).
     const rows = (res.data || []).map((c) => h('tr', { 'data-id': c.id, class: 'cc-row', onclick: rowClick },
-      h('th', { scope: 'row' }, h('a', { href: `/chats/${enc(c.id)}${back}` }, time(c.createdAt))),
-      h('td', { class: 'nowrap' }, CHANNELS[c.channel] || c.channel),
-      h('td', null, h('span', { class: c.contact?.number ? 'nowrap' : '' }, contactText(c.contact)),
+      h('th', { scope: 'row', class: 'card-first' }, h('a', { href: `/chats/${enc(c.id)}${back}` }, time(c.createdAt)), h('br'),
+        h('span', { class: 'cc-channel muted small' }, CHANNELS[c.channel] || c.channel)),
+      h('td', { class: 'card-wide card-plain' }, h('span', { class: c.contact?.number ? 'nowrap' : 'wrap-anywhere' }, contactText(c.contact)),
         c.summary && h('span', { class: 'cc-sum muted small', title: c.summary }, c.summary)),
       h('td', null, c.agent ? c.agent.name : h('span', { class: 'muted' }, '—')),
-      h('td', null, statusBadge(c.status)),
-      h('td', { class: 'num' }, num(c.messageCount)),
-      h('td', null, time(c.lastMessageAt))));
+      h('td', { class: 'cc-status card-plain' }, statusBadge(c.status)),
+      h('td', null, h('span', { class: 'nowrap' }, num(c.messageCount), c.messageCount === 1 ? ' message' : ' messages'),
+        h('br'), h('span', { class: 'muted small' }, 'last ', time(c.lastMessageAt)))));
     return [
-      table(['Started', 'Channel', 'Contact and summary', 'Agent', 'Status', 'Messages', 'Last message'], rows, {
-        caption: 'Chats', dense: true, empty: filtered ? 'No chat matches these filters.' : 'No chats yet.',
+      table(['Started', 'Contact and summary', 'Agent', 'Status', 'Messages'], rows, {
+        caption: 'Chats', dense: true, cards: true, empty: filtered ? 'No chat matches these filters.' : 'No chats yet.',
       }),
       pager(res.pagination, (n) => hrefWith({ page: n > 1 ? n : null })),
     ];
@@ -618,7 +638,7 @@ export function chatList({ view, query }) {
   view.append(
     h('p', { class: 'lead' }, 'Conversations of your chat agents on the web, in widgets and on WhatsApp.'),
     filters,
-    section('Chats', list));
+    section('Chats', exportLink(query, { what: 'chats', filters: CHAT_FILTERS, defaults: CHAT_DEFAULTS }), list));
 }
 
 // ---------------------------------------------------------------- /chats/{id}

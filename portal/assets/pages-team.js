@@ -599,16 +599,16 @@ export function auditLog({ view, query }) {
     const items = res.data || [];
     offer([...new Set(items.map((e) => e.action))]);
     const rows = items.map((e) => h('tr', null,
-      h('td', null, time(e.createdAt)),
-      h('td', null, labels.get(e.action) || e.action, h('br'), h('code', { class: 'muted small' }, e.action)),
+      h('td', { class: 'card-first card-plain' }, time(e.createdAt)),
+      h('td', { class: 'card-wide card-plain' }, labels.get(e.action) || e.action, h('br'), h('code', { class: 'muted small' }, e.action)),
       h('td', null, e.actor ? [e.actor.name || e.actor.id || '—', h('br'), h('span', { class: 'muted small' }, e.actor.type)] : '—'),
-      h('td', null, targetCell(e)),
+      h('td', { class: 'card-wide' }, targetCell(e)),
       h('td', null, e.changes && e.changes.length ? e.changes.join(', ') : '—'),
       h('td', null, h('span', { title: e.userAgent || '' }, e.device || '—'), h('br'),
         h('span', { class: 'muted small nowrap' }, e.ip || '—'))));
     return [
       table(['Time', 'Action', 'Actor', 'Target', 'Changed', 'From'], rows,
-        { caption: 'Audit log', dense: true, empty: action ? `No entries with the action “${action}”.` : 'No entries yet.' }),
+        { caption: 'Audit log', dense: true, cards: true, empty: action ? `No entries with the action “${action}”.` : 'No entries yet.' }),
       pager(res.pagination, (p) => href(p)),
     ];
   });

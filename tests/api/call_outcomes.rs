@@ -13,7 +13,7 @@ use crate::conversations::{Runtime, upsert};
 use crate::webhooks::{FAST_RETRIES, Receiver};
 
 /// The components a PostgreSQL stack needs for these tests.
-const SERVED: [&str; 4] = ["identity", "agents", "conversations", "webhooks"];
+const SERVED: [&str; 5] = ["identity", "agents", "conversations", "webhooks", "crm"];
 
 /// A summary with everything CSV must quote: a comma, quotes and a line break.
 const AWKWARD: &str = "Asked \"when\", then booked,\nand said bye";
@@ -73,6 +73,7 @@ async fn outcomes_are_ingested_paid_once_filtered_counted_and_exported(stack: &S
         analysis: Some(CallAnalysis { summary: Some(AWKWARD.into()), ..analysis("positive", Some(true), "") }),
         disconnection_reason: Some("customer_hangup".into()),
         cost_credits: Some(60),
+        score: Some(0.9),
         ..end(&team, "won", "2026-03-01T10:02:00Z")
     };
     ended(&mut runtime, report.clone()).await.unwrap();
@@ -216,7 +217,11 @@ async fn outcomes_are_ingested_paid_once_filtered_counted_and_exported(stack: &S
     assert_eq!(api.get("/analytics/calls?agentId=nope").await.fields(), ["agentId"]);
     assert_eq!(api.get("/analytics/calls").await.expect(200)["data"].as_array().unwrap().len(), 30);
 
-    // The export: CSV, every call once, the awkward summary read back as it was.
+    // The export: CSV, every call once, the awkward summary read back as it was. The people
+    // called are named by the CRM: the caller of an incoming call, the callee of an outgoing one.
+    let contact = json!({ "number": "+14155550101", "firstName": "Ada", "lastName": "King" });
+    api.post("/contacts", contact).await.expect(201);
+    api.post("/contacts", json!({ "number": "+1 (628) 555-0100", "firstName": "Front Line" })).await.expect(201);
     let export = api.get("/calls/export").await;
     assert_eq!(export.status, 200, "{}", export.text);
     assert_eq!(export.headers["content-type"], "text/csv; charset=utf-8");
@@ -232,6 +237,14 @@ async fn outcomes_are_ingested_paid_once_filtered_counted_and_exported(stack: &S
     assert_eq!([cell(&table, 2, "cost"), cell(&table, 2, "cost_unpaid")], ["50", "10"]);
     assert_eq!(cell(&table, 1, "agent_name"), "Front desk");
     assert_eq!([cell(&table, 3, "sentiment"), cell(&table, 3, "cost"), cell(&table, 3, "ended_at")], ["", "", ""]);
+    // Issue 55: what an analyst asks for first. The columns added last keep the older ones' places.
+    assert_eq!(&table[0][16..20], ["contact_name", "score", "call_url", "recording_url"]);
+    assert_eq!([cell(&table, 1, "contact_name"), cell(&table, 1, "score")], ["Ada King", "0.9"]);
+    assert_eq!(cell(&table, 2, "contact_name"), "Front Line", "an outgoing call names whom it called");
+    assert_eq!([cell(&table, 3, "contact_name"), cell(&table, 3, "score")], ["", ""], "no contact, no score");
+    let call_url = cell(&table, 1, "call_url");
+    assert!(call_url.starts_with("http") && call_url.ends_with(&format!("/calls/{won}")), "{call_url}");
+    assert_eq!(cell(&table, 1, "recording_url"), "", "a call without a recording links none");
     let filtered = rows(&api.get("/calls/export?sentiment=negative").await.text);
     assert_eq!((filtered.len(), cell(&filtered, 1, "summary")), (2, ""));
 
@@ -273,6 +286,8 @@ async fn an_agency_reads_a_subteams_outcomes_with_team_id(stack: &Stack) {
     let export = api.get(&format!("/calls/export?teamId={subteam}")).await;
     let table = rows(&export.text);
     assert_eq!((table.len(), cell(&table, 1, "sentiment")), (2, "neutral"));
+    let call_url = cell(&table, 1, "call_url");
+    assert!(call_url.ends_with(&format!("?teamId={subteam}")), "the link opens the subteam's call: {call_url}");
 
     let other = stack.team("Outcomes Other", false, 0).await;
     let stranger = stack.client(&other.key);

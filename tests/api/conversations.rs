@@ -587,6 +587,7 @@ async fn seed_demo_fills_a_team_through_the_ingestion_api_once() {
     let chats = api.get("/chats").await;
     assert_eq!(chats.expect(200)["pagination"]["totalCount"], 4);
     assert!(chats.body["data"][0]["messageCount"].as_u64().unwrap() >= 4);
+    let seeded_chats = chats.body["data"].clone();
 
     // Contacts (30 by default) with tags, notes and a board through the CRM service, once.
     assert_eq!(written["crm"]["contacts"], 30, "{written}");
@@ -617,4 +618,60 @@ async fn seed_demo_fills_a_team_through_the_ingestion_api_once() {
     let output = tokio::time::timeout(Duration::from_secs(60), output).await.expect("seed-demo ends").unwrap();
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("Team not found"));
+    exports_link_the_portal_and_name_the_people(&stack, &api, &seeded_chats).await;
+}
+
+/// Issue 55, defect 3: the calls' export links each call's page and, when it has one, the
+/// recording's player there; the chats' export has the same care: every chat once, its contact
+/// named by the CRM, a link to its page; another team's export is a header alone.
+async fn exports_link_the_portal_and_name_the_people(stack: &Stack, api: &Api, chats: &Value) {
+    use crate::call_outcomes::{cell, rows};
+    let calls = rows(&api.get("/calls/export").await.text);
+    let listed = api.get("/calls?limit=100").await.expect(200).clone();
+    assert_eq!(Some(calls.len() as u64 - 1), listed["pagination"]["totalCount"].as_u64(), "a header and every call");
+    let with_recording = listed["data"].as_array().unwrap().iter().filter(|call| call["recordingUrl"].is_string()).count();
+    let recorded: Vec<&str> =
+        (1..calls.len()).map(|row| cell(&calls, row, "recording_url")).filter(|url| !url.is_empty()).collect();
+    assert_eq!(recorded.len(), with_recording, "{recorded:?}");
+    assert!(with_recording > 0);
+    for url in &recorded {
+        assert!(url.contains("/calls/") && url.ends_with("#recording"), "{url}");
+    }
+
+    // A chat with the number of a contact of the team.
+    let mut runtime = Runtime::connect(stack).await;
+    let team_id = api.get("/me").await.expect(200)["data"]["team"]["id"].as_str().unwrap().to_owned();
+    let chat = UpsertChatRequest {
+        team_id,
+        external_id: "export-1".to_owned(),
+        agent_id: None,
+        channel: "whatsapp".to_owned(),
+        contact_number: Some("(415) 555-0177".to_owned()),
+        contact_email: None,
+        started_at: "2026-03-01T10:00:00Z".to_owned(),
+    };
+    let signed = runtime.signed(chat);
+    let id = runtime.client.upsert_chat(signed).await.unwrap().into_inner().id;
+    let contact = json!({ "number": "+14155550177", "firstName": "Chat", "lastName": "Person" });
+    api.post("/contacts", contact).await.expect(201);
+    let with_number = api.get(&format!("/chats/{id}")).await.expect(200)["data"].clone();
+    let name = "Chat Person";
+    let export = api.get("/chats/export").await;
+    assert_eq!(export.status, 200, "{}", export.text);
+    assert_eq!(export.headers["content-type"], "text/csv; charset=utf-8");
+    let table = rows(&export.text);
+    assert_eq!(table.len(), 1 + chats.as_array().unwrap().len() + 1, "a header, the seeded chats and ours: {table:?}");
+    let row = (1..table.len()).find(|row| cell(&table, *row, "id") == id).expect("the chat in the export");
+    assert_eq!(cell(&table, row, "contact_name"), name);
+    assert_eq!(cell(&table, row, "contact_number"), with_number["contact"]["number"].as_str().unwrap());
+    assert!(cell(&table, row, "chat_url").ends_with(&format!("/chats/{id}")));
+    assert_eq!(cell(&table, row, "message_count"), with_number["messageCount"].to_string());
+    let channel = with_number["channel"].as_str().unwrap();
+    let same_channel = rows(&api.get(&format!("/chats/export?channel={channel}")).await.text);
+    let listed = api.get(&format!("/chats?channel={channel}")).await.expect(200)["pagination"]["totalCount"].clone();
+    assert_eq!(Some(same_channel.len() as u64 - 1), listed.as_u64(), "the list's filters hold");
+    assert_eq!(api.get("/chats/export?channel=fax").await.fields(), ["channel"]);
+
+    let stranger = stack.client(&stack.team("Export Other", false, 0).await.key);
+    assert_eq!(rows(&stranger.get("/chats/export").await.text).len(), 1, "a header only");
 }

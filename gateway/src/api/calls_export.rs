@@ -8,7 +8,6 @@ use std::collections::HashMap;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use schemars::JsonSchema;
 use switchboard_api::calls::{DisconnectionReason, Sentiment, from_wire, wire_name};
 use switchboard_kit::time::iso_ms;
 use switchboard_kit::{ServiceError, ServiceResult};
@@ -16,11 +15,13 @@ use switchboard_proto::v1::{Call as CallRecord, ExportCallsChunk};
 use tonic::Streaming;
 
 use super::calls::{CallFilters, agent_names};
+use super::csv_export::{CsvExport, CsvKind};
 use super::groups::CALLS;
+use super::people::{Contacts, People};
 use crate::call::Call;
 use crate::config::RateClass;
-use crate::endpoint::{Answer, Endpoint, Input, Nothing};
-use crate::reply::{BodyStream, Reply};
+use crate::endpoint::{Endpoint, Input, Nothing};
+use crate::reply::BodyStream;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -32,9 +33,15 @@ pub fn endpoints() -> Vec<Endpoint> {
                  a comma, a quote or a line break, CRLF line ends), streamed as it is read, so that any number \
                  of calls is exported in constant memory. Columns: `id`, `created_at`, `ended_at`, `type`, \
                  `from`, `to`, `status`, `duration`, `agent_id`, `agent_name`, `summary`, `sentiment`, \
-                 `successful`, `disconnection_reason`, `cost`, `cost_unpaid`, then one `custom.<name>` column \
-                 per custom analysis field that the exported calls hold (sorted by name; a string value as it \
-                 is, another as JSON). Empty cells are nulls. A cell a spreadsheet would run as a formula \
+                 `successful`, `disconnection_reason`, `cost`, `cost_unpaid`, `contact_name` (the CRM contact \
+                 with the other party's number: the caller of an incoming call, the callee of an outgoing one; \
+                 empty when none, or when the team's access configuration hides the CRM), `score` (as the list \
+                 shows it), `call_url` (the call's page in the portal, where its transcript is), `recording_url` \
+                 (that page's player, when the call has a recording: the recording's own signed URL expires \
+                 in 15 minutes, so the sheet links the page that signs a fresh one), then one `custom.<name>` \
+                 column per custom analysis field that the exported calls hold (sorted by name; a string value \
+                 as it is, another as JSON). The links carry `?teamId=` when the export is of a client subteam. \
+                 Empty cells are nulls. A cell a spreadsheet would run as a formula \
                  (it begins with `=`, `+`, `-`, `@`, a tab or a carriage return, and is not a number or an E.164 \
                  phone number) begins with `'` (OWASP, CSV injection), in every column. Transcripts are not exported. A failure after the \
                  first bytes ends the body early (the status is sent already).",
@@ -44,8 +51,9 @@ pub fn endpoints() -> Vec<Endpoint> {
     ]
 }
 
-/// The columns before the custom analysis fields'.
-const COLUMNS: [&str; 16] = [
+/// The columns before the custom analysis fields'. Columns added later go last, before the
+/// custom ones, so that a sheet read by position keeps working.
+const COLUMNS: [&str; 20] = [
     "id",
     "created_at",
     "ended_at",
@@ -62,35 +70,22 @@ const COLUMNS: [&str; 16] = [
     "disconnection_reason",
     "cost",
     "cost_unpaid",
+    "contact_name",
+    "score",
+    "call_url",
+    "recording_url",
 ];
 
-/// A CSV body sent as it is made.
-pub struct CsvExport(BodyStream);
+/// The calls as CSV.
+pub struct CallsCsv;
 
-impl JsonSchema for CsvExport {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "CallsCsv".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "type": "string",
-            "description": "RFC 4180 CSV: a header row, then one call a row.",
-        })
-    }
+impl CsvKind for CallsCsv {
+    const SCHEMA: &'static str = "CallsCsv";
+    const ROW: &'static str = "call";
+    const FILE: &'static str = "calls.csv";
 }
 
-impl Answer for CsvExport {
-    const STATUS: u16 = 200;
-    const MEDIA_TYPE: &'static str = "text/csv";
-
-    fn into_reply(self) -> Reply {
-        Reply::stream(Self::STATUS, "text/csv; charset=utf-8".to_owned(), None, self.0)
-            .with_header("Content-Disposition", "attachment; filename=\"calls.csv\"".to_owned())
-    }
-}
-
-pub async fn export(call: Call, input: Input<Nothing, CallFilters>) -> ServiceResult<CsvExport> {
+pub async fn export(call: Call, input: Input<Nothing, CallFilters>) -> ServiceResult<CsvExport<CallsCsv>> {
     let request = input.query.request(call.team_id())?;
     let (chunks, names) = tokio::try_join!(
         async { Ok::<_, ServiceError>(call.services.conversations.clone().export_calls(request).await?.into_inner()) },
@@ -100,27 +95,25 @@ pub async fn export(call: Call, input: Input<Nothing, CallFilters>) -> ServiceRe
     // The first chunk is awaited here, so that a refused filter or a missing team is answered
     // with its status rather than as a body cut short.
     let first = chunks.message().await?.unwrap_or_default();
-    let sheet = Sheet::new(first.custom_names.clone(), names);
-    Ok(CsvExport(body(sheet, first, chunks)))
+    let sheet = Sheet { custom_names: first.custom_names.clone(), agents: names, people: People::of(&call) };
+    Ok(CsvExport::new(body(sheet, first, chunks)))
 }
 
-/// What turns calls into rows: the header's custom names and the agents' names.
+/// What turns calls into rows: the header's custom names, the agents' names, and where the
+/// contacts' names and the portal's links come from.
 struct Sheet {
     custom_names: Vec<String>,
     agents: HashMap<String, String>,
+    people: People,
 }
 
 impl Sheet {
-    fn new(custom_names: Vec<String>, agents: HashMap<String, String>) -> Self {
-        Self { custom_names, agents }
-    }
-
     fn header(&self, writer: &mut csv::Writer<Vec<u8>>) -> csv::Result<()> {
         let custom = self.custom_names.iter().map(|name| format!("custom.{name}"));
         writer.write_record(COLUMNS.iter().map(|column| (*column).to_owned()).chain(custom))
     }
 
-    fn row(&self, writer: &mut csv::Writer<Vec<u8>>, call: &CallRecord) -> csv::Result<()> {
+    fn row(&self, writer: &mut csv::Writer<Vec<u8>>, call: &CallRecord, contacts: &Contacts) -> csv::Result<()> {
         let text = |value: Option<String>| value.unwrap_or_default();
         let number = |value: Option<i64>| value.map(|value| value.to_string()).unwrap_or_default();
         let analysis = call.analysis.as_ref();
@@ -143,6 +136,14 @@ impl Sheet {
             text(call.disconnection_reason.as_deref().and_then(from_wire::<DisconnectionReason>).map(wire_name)),
             number(call.cost_credits),
             number(call.cost_credits.map(|_| call.cost_unpaid_credits.unwrap_or_default())),
+            text(contacts.get(other_party(call)).cloned()),
+            call.score.map(|score| score.to_string()).unwrap_or_default(),
+            self.people.page_url("calls", &call.id, ""),
+            if call.recording.is_some() {
+                self.people.page_url("calls", &call.id, "#recording")
+            } else {
+                String::new()
+            },
         ];
         record.extend(self.custom_names.iter().map(|name| match custom.get(name) {
             None | Some(serde_json::Value::Null) => String::new(),
@@ -153,28 +154,38 @@ impl Sheet {
     }
 
     /// The CSV of `calls` (after the header when `header`): a writer of its own per chunk,
-    /// whose buffer is the chunk.
-    fn rows(&self, header: bool, calls: &[CallRecord]) -> Result<Bytes, ServiceError> {
+    /// whose buffer is the chunk; the chunk's contacts are looked up in one request.
+    async fn rows(&self, header: bool, calls: &[CallRecord]) -> Result<Bytes, ServiceError> {
+        let contacts = self.people.names(calls.iter().map(other_party)).await?;
         let mut writer = csv::WriterBuilder::new().terminator(csv::Terminator::CRLF).from_writer(Vec::new());
         if header {
             self.header(&mut writer).map_err(ServiceError::internal)?;
         }
         for call in calls {
-            self.row(&mut writer, call).map_err(ServiceError::internal)?;
+            self.row(&mut writer, call, &contacts).map_err(ServiceError::internal)?;
         }
         writer.into_inner().map(Bytes::from).map_err(|error| ServiceError::internal(error.into_error()))
     }
 }
 
+/// The number of the person the agent spoke with: the caller of an incoming call, the callee
+/// of an outgoing one.
+fn other_party(call: &CallRecord) -> &str {
+    if call.direction == "OUTGOING" { &call.to } else { &call.from }
+}
+
 /// The header and the first chunk's rows, then each later chunk's rows as it arrives.
 fn body(sheet: Sheet, first: ExportCallsChunk, chunks: Streaming<ExportCallsChunk>) -> BodyStream {
-    let head = sheet.rows(true, &first.calls);
-    let rest = futures::stream::unfold((sheet, chunks), |(sheet, mut chunks)| async move {
+    let rest = futures::stream::unfold((sheet, chunks, Some(first)), |(sheet, mut chunks, first)| async move {
+        if let Some(first) = first {
+            let head = sheet.rows(true, &first.calls).await;
+            return Some((head, (sheet, chunks, None)));
+        }
         match chunks.message().await {
-            Ok(Some(chunk)) => Some((sheet.rows(false, &chunk.calls), (sheet, chunks))),
+            Ok(Some(chunk)) => Some((sheet.rows(false, &chunk.calls).await, (sheet, chunks, None))),
             Ok(None) => None,
-            Err(status) => Some((Err(ServiceError::from_status(&status)), (sheet, chunks))),
+            Err(status) => Some((Err(ServiceError::from_status(&status)), (sheet, chunks, None))),
         }
     });
-    futures::stream::once(async move { head }).chain(rest).boxed()
+    rest.boxed()
 }

@@ -12,12 +12,15 @@ pub mod boards;
 pub mod calls;
 pub mod calls_export;
 pub mod chats;
+pub mod chats_export;
 pub mod contacts;
+mod csv_export;
 pub mod custom_fields;
 pub mod identity;
 pub mod knowledge;
 pub mod members;
 pub mod passkeys;
+pub mod people;
 pub mod profile;
 pub mod reauthentication;
 pub mod second_factors;
@@ -70,6 +73,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         sources::endpoints(),
         calls::endpoints(),
         calls_export::endpoints(),
+        chats_export::endpoints(),
         analytics::endpoints(),
         chats::endpoints(),
         contacts::endpoints(),

@@ -464,6 +464,41 @@ impl ConversationIngest for ConversationsApi {
 
 impl ConversationsApi {
     /// The list's filters, checked, with the team; a list's page and sort come with them.
+    /// A chat list's filter, every problem of the request at once.
+    fn chat_filter(request: ListChatsRequest) -> ServiceResult<(String, ChatFilter)> {
+        let page = Self::page(request.page);
+        let mut checks = Checks::default();
+        let channel = request.channel.as_deref().and_then(|text| {
+            checks.one_of("channel", text, ChatChannel::parse, "web, web-agent, voice-widget, whatsapp")
+        });
+        let status = request
+            .status
+            .as_deref()
+            .and_then(|text| checks.one_of("status", text, ChatStatus::parse, "active, ended"));
+        let sort = match page.sort_by.as_str() {
+            "" | "createdAt" => ChatSort::CreatedAt,
+            "lastMessageAt" => ChatSort::LastMessageAt,
+            _ => {
+                checks.0.push(FieldViolation::new("sortBy", "must be one of createdAt, lastMessageAt"));
+                ChatSort::CreatedAt
+            }
+        };
+        checks.finish()?;
+        let filter = ChatFilter {
+            page: page.page,
+            limit: page.limit,
+            search: request.search,
+            channel,
+            agent_id: request.agent_id,
+            status,
+            created_from_ms: request.created_from_ms,
+            created_to_ms: request.created_to_ms,
+            sort,
+            ascending: page.ascending,
+        };
+        Ok((request.team_id, filter))
+    }
+
     fn call_filter(&self, request: ListCallsRequest) -> ServiceResult<(String, CallFilter)> {
         let page = Self::page(request.page);
         let mut checks = Checks::default();
@@ -616,39 +651,37 @@ impl ConversationsService for ConversationsApi {
     }
 
     async fn list_chats(&self, request: Request<ListChatsRequest>) -> Reply<ListChatsResponse> {
-        let request = request.into_inner();
-        let page = Self::page(request.page);
-        let mut checks = Checks::default();
-        let channel = request.channel.as_deref().and_then(|text| {
-            checks.one_of("channel", text, ChatChannel::parse, "web, web-agent, voice-widget, whatsapp")
-        });
-        let status = request
-            .status
-            .as_deref()
-            .and_then(|text| checks.one_of("status", text, ChatStatus::parse, "active, ended"));
-        let sort = match page.sort_by.as_str() {
-            "" | "createdAt" => ChatSort::CreatedAt,
-            "lastMessageAt" => ChatSort::LastMessageAt,
-            _ => {
-                checks.0.push(FieldViolation::new("sortBy", "must be one of createdAt, lastMessageAt"));
-                ChatSort::CreatedAt
-            }
-        };
-        checks.finish()?;
-        let filter = ChatFilter {
-            page: page.page,
-            limit: page.limit,
-            search: request.search,
-            channel,
-            agent_id: request.agent_id,
-            status,
-            created_from_ms: request.created_from_ms,
-            created_to_ms: request.created_to_ms,
-            sort,
-            ascending: page.ascending,
-        };
-        let listed = self.store.list_chats(&request.team_id, &filter).await;
+        let (team_id, filter) = Self::chat_filter(request.into_inner())?;
+        let listed = self.store.list_chats(&team_id, &filter).await;
         reply(listed.map(|(chats, page)| ListChatsResponse { chats, page: Some(page) }))
+    }
+
+    type ExportChatsStream = tokio_stream::wrappers::ReceiverStream<Result<ExportChatsChunk, Status>>;
+
+    /// As `export_calls`: one page read at a time, as the gateway takes them.
+    async fn export_chats(&self, request: Request<ListChatsRequest>) -> Reply<Self::ExportChatsStream> {
+        let (team_id, filter) = Self::chat_filter(request.into_inner())?;
+        // The first page is read here, so that a refused filter is the call's status.
+        let first = self.store.export_chat_page(&team_id, &filter, None).await?;
+        let (sender, receiver) = tokio::sync::mpsc::channel(1);
+        let store = self.store.clone();
+        tokio::spawn(async move {
+            let mut page = Ok(first);
+            loop {
+                let chunk = page.map(|chats| ExportChatsChunk { chats });
+                let after = chunk
+                    .as_ref()
+                    .ok()
+                    .and_then(|chunk| chunk.chats.last())
+                    .map(|chat| ExportCursor { started_at_ms: chat.created_at_ms, id: chat.id.clone() });
+                let last = chunk.as_ref().map_or(true, |chunk| chunk.chats.len() < EXPORT_CHUNK as usize);
+                if sender.send(chunk.map_err(Status::from)).await.is_err() || last {
+                    return;
+                }
+                page = store.export_chat_page(&team_id, &filter, after.as_ref()).await;
+            }
+        });
+        reply(Ok(tokio_stream::wrappers::ReceiverStream::new(receiver)))
     }
 
     async fn get_chat(&self, request: Request<GetChatRequest>) -> Reply<Chat> {

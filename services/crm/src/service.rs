@@ -110,6 +110,12 @@ impl CrmService for CrmApi {
         reply(self.store.list_contacts(&request.team_id, &filter).await)
     }
 
+    async fn contacts_by_number(&self, request: Request<ContactsByNumberRequest>) -> Reply<ContactsByNumberResponse> {
+        let request = request.into_inner();
+        let contacts = self.store.contacts_by_number(&request.team_id, &request.numbers).await?;
+        reply(Ok(ContactsByNumberResponse { contacts }))
+    }
+
     async fn get_contact(&self, request: Request<ContactRef>) -> Reply<Contact> {
         let request = request.into_inner();
         reply(self.store.contact(&request.team_id, &request.contact_id).await)

@@ -94,7 +94,7 @@ export default async function calls(w) {
     await settled(page);
     await visible(page.locator(`main tbody tr[data-id="${target.id}"]`), 'the call with the recording in the filtered list');
     const rows = await page.locator('main tbody tr').evaluateAll((trs) => trs.map((tr) => ({
-      dir: tr.cells[1].textContent.trim(), dur: tr.cells[4].textContent.trim(), when: tr.querySelector('time')?.getAttribute('datetime'),
+      dir: tr.querySelector('.cc-dir').textContent.trim(), dur: tr.querySelector('.cc-dur').textContent.trim(), when: tr.querySelector('time')?.getAttribute('datetime'),
     })));
     const want = direction === 'incoming' ? 'Incoming' : 'Outgoing';
     for (const r of rows) {
@@ -362,7 +362,7 @@ export default async function calls(w) {
     ok(JSON.stringify(ids) === JSON.stringify(api.body.data.map((c) => c.id)), `the page lists ${ids.length} calls, the API ${api.body.data.length}`);
     if (analysed) {
       ok(ids.includes(analysed.id), 'the analysed call is not in the list filtered by its own outcome');
-      const cells = await page.locator('main tbody tr').evaluateAll((trs) => trs.map((tr) => tr.cells[6].textContent));
+      const cells = await page.locator('main tbody tr').evaluateAll((trs) => trs.map((tr) => tr.querySelector('.cc-result').textContent));
       for (const c of cells) {
         ok(c.includes(successWord) && c.includes(`${SENTIMENT_WORDS[want.sentiment]} sentiment`) && c.includes(REASON_WORDS[want.disconnectionReason]),
           `an outcome cell reads "${c}"`);
@@ -445,7 +445,7 @@ export default async function calls(w) {
       await page.waitForURL((u) => u.pathname === '/chats' && u.searchParams.get('channel') === chat.channel && u.searchParams.get('status') === chat.status, { timeout: T });
     } catch { fail(`the chat filters are not in the address: ${page.url()}`); }
     await settled(page);
-    const rows = await page.locator('main tbody tr').evaluateAll((trs) => trs.map((tr) => [tr.cells[1].textContent.trim(), tr.cells[4].textContent.trim()]));
+    const rows = await page.locator('main tbody tr').evaluateAll((trs) => trs.map((tr) => [tr.querySelector('.cc-channel').textContent.trim(), tr.querySelector('.cc-status').textContent.trim()]));
     ok(rows.length > 0, 'the filtered chat list is empty');
     for (const [ch, st] of rows) ok(ch === channelText && st === chat.status, `a filtered row is ${ch} / ${st}, not ${channelText} / ${chat.status}`);
     await check(page, 'chats-filtered');

@@ -1,6 +1,7 @@
 // Every page on a phone (390×844) and on a laptop (1280×800), issue 40 defects 1 and 4: no page
 // scrolls sideways, the navigation is a menu button on the phone, forms are one column there,
-// wide tables scroll inside their own box, and the agent history keeps Restore in view.
+// wide tables scroll inside their own box (the calls, chats and audit log fit theirs whole, a
+// card a row on the phone), and the agent history keeps Restore in view.
 // A full-page screenshot of each page at each size goes to SCREENSHOT_DIR (phone-*.png,
 // desktop-*.png).
 import path from 'node:path';
@@ -69,6 +70,19 @@ async function show(page, url) {
   await page.evaluate(() => document.fonts && document.fonts.ready);
 }
 
+/**
+ * Pages whose tables show whole, without scrolling in their box, on a laptop and (as a card a
+ * row) on a phone (issue 55, defect 2: the calls table was 1,139 px in 994).
+ */
+const WHOLE_TABLES = ['calls', 'chats', 'audit-log'];
+
+/** The tables of the page that are wider than their box: "<caption>: <width> px in <box>". */
+function tablesCut(page) {
+  return page.evaluate(() => [...document.querySelectorAll('main .table-wrap')]
+    .filter((box) => box.scrollWidth > box.clientWidth + 1)
+    .map((box) => `${box.getAttribute('aria-label')}: ${box.scrollWidth} px in ${box.clientWidth}`));
+}
+
 /** Shows each page at `size`, screenshots it as `<prefix>-<name>.png`, fails on any wider than the window. */
 async function everyPage(page, list, size, prefix) {
   await page.setViewportSize(size);
@@ -77,6 +91,10 @@ async function everyPage(page, list, size, prefix) {
     await show(page, url);
     const m = await overflow(page);
     if (m.scrollWidth > m.innerWidth) wide.push(`${url}: ${m.scrollWidth} px wide in ${m.innerWidth}: ${m.out.join(', ')}`);
+    if (WHOLE_TABLES.includes(name)) {
+      const cut = await tablesCut(page);
+      if (cut.length) wide.push(`${url}: a table scrolls in its box: ${cut.join(', ')}`);
+    }
     // The top 6,000 px: a chat of hundreds of messages would make a picture too big for the
     // browser's memory (a full-page shot of it crashed the page on a loaded machine).
     const height = await page.evaluate(() => document.documentElement.scrollHeight);

@@ -22,10 +22,10 @@ use super::{
 };
 use switchboard_kit::listing::{self, Arg, Filter, Listing};
 
-const CHAT_COLUMNS: &str = "c.id, c.team_id, c.external_id, c.agent_id, c.channel, c.status, c.contact_number, \
+pub(super) const CHAT_COLUMNS: &str = "c.id, c.team_id, c.external_id, c.agent_id, c.channel, c.status, c.contact_number, \
      c.contact_email, c.message_count, c.last_message_at, c.created_at, c.ended_at, c.summary, c.updated_at";
 
-fn chat_from_row(row: &AnyRow) -> Result<Chat, sqlx::Error> {
+pub(super) fn chat_from_row(row: &AnyRow) -> Result<Chat, sqlx::Error> {
     Ok(Chat {
         id: row.try_get("id")?,
         team_id: row.try_get("team_id")?,
@@ -112,7 +112,7 @@ fn validate_messages(external_id: &str, messages: &[NewMessage]) -> ServiceResul
     validate(violations)
 }
 
-fn validate_filter(filter: &ChatFilter) -> ServiceResult<()> {
+pub(super) fn validate_filter(filter: &ChatFilter) -> ServiceResult<()> {
     validate([
         limits::PAGE.check("page", i64::from(filter.page)),
         limits::PAGE_LIMIT.check("limit", i64::from(filter.limit)),
@@ -434,7 +434,7 @@ impl ConversationStore {
     }
 
     /// The list's conditions; a search reads the text index on `conn` (see [`Filter::search`]).
-    async fn chat_conditions(
+    pub(super) async fn chat_conditions(
         &self,
         conn: &mut AnyConnection,
         team_id: &str,

@@ -1,20 +1,23 @@
-//! The calls of an export (`GET /v1/calls/export`): the list's filters, read in pages of
-//! [`EXPORT_CHUNK`] by keyset on `(started_at, id)`, oldest first, so that each page is a walk
-//! of the `calls_started` index from where the last one stopped, whatever the number of calls,
-//! and a call written meanwhile is neither lost nor repeated by a page boundary.
+//! The calls and chats of an export (`GET /v1/calls/export`, `GET /v1/chats/export`): the
+//! list's filters, read in pages of [`EXPORT_CHUNK`] by keyset on the start and the id, oldest
+//! first, so that each page is a walk of the start index from where the last one stopped,
+//! whatever the number of rows, and a row written meanwhile is neither lost nor repeated by a
+//! page boundary.
 
 use sqlx::Row;
 use switchboard_kit::ServiceResult;
 use switchboard_kit::db::Engine;
-use switchboard_proto::v1::Call;
+use switchboard_kit::listing::Arg;
+use switchboard_proto::v1::{Call, Chat};
 
 use super::calls::{CALL_COLUMNS, call_from_row};
-use super::{CallFilter, ConversationStore, check_ids};
+use super::chats::{CHAT_COLUMNS, chat_from_row};
+use super::{CallFilter, ChatFilter, ConversationStore, check_ids};
 
 /// Calls per page read, and per chunk streamed.
 pub const EXPORT_CHUNK: i64 = 1000;
 
-/// Where the next page starts: after the call with this start and id.
+/// Where the next page starts: after the row with this start and id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExportCursor {
     pub started_at_ms: i64,
@@ -51,8 +54,8 @@ impl ConversationStore {
         let mut conn = self.db.pool().acquire().await?;
         let mut conditions = self.call_conditions(&mut conn, team_id, filter).await?;
         if let Some(after) = after {
-            let started = conditions.arg(switchboard_kit::listing::Arg::Int(after.started_at_ms));
-            let id = conditions.arg(switchboard_kit::listing::Arg::Text(after.id.clone()));
+            let started = conditions.arg(Arg::Int(after.started_at_ms));
+            let id = conditions.arg(Arg::Text(after.id.clone()));
             conditions.and(format!("(c.started_at > {started} OR (c.started_at = {started} AND c.id > {id}))"));
         }
         let sql = format!(
@@ -61,5 +64,31 @@ impl ConversationStore {
         );
         let rows = conditions.bind(sqlx::query(&sql)).fetch_all(&mut *conn).await?;
         Ok(rows.iter().map(call_from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// The next page of a chat export after `after` (from the first chat when `None`), without
+    /// messages; fewer than [`EXPORT_CHUNK`] chats means it is the last. The filter's page and
+    /// sort are not used.
+    pub async fn export_chat_page(
+        &self,
+        team_id: &str,
+        filter: &ChatFilter,
+        after: Option<&ExportCursor>,
+    ) -> ServiceResult<Vec<Chat>> {
+        check_ids(&[("teamId", team_id)])?;
+        super::chats::validate_filter(filter)?;
+        let mut conn = self.db.pool().acquire().await?;
+        let mut conditions = self.chat_conditions(&mut conn, team_id, filter).await?;
+        if let Some(after) = after {
+            let created = conditions.arg(Arg::Int(after.started_at_ms));
+            let id = conditions.arg(Arg::Text(after.id.clone()));
+            conditions.and(format!("(c.created_at > {created} OR (c.created_at = {created} AND c.id > {id}))"));
+        }
+        let sql = format!(
+            "SELECT {CHAT_COLUMNS} FROM chats c WHERE {} ORDER BY c.created_at, c.id LIMIT {EXPORT_CHUNK}",
+            conditions.sql()
+        );
+        let rows = conditions.bind(sqlx::query(&sql)).fetch_all(&mut *conn).await?;
+        Ok(rows.iter().map(chat_from_row).collect::<Result<_, _>>()?)
     }
 }

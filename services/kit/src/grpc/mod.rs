@@ -70,6 +70,7 @@ pub async fn serve(
     let reflection_v1alpha = reflection(services).build_v1alpha().context("building gRPC reflection v1alpha")?;
     let routes = routes.add_service(health_service).add_service(reflection_v1).add_service(reflection_v1alpha);
 
+    let (drained, stop_waiting) = tokio::sync::oneshot::channel::<()>();
     let shutdown = async move {
         shutdown.await;
         readiness.abort();
@@ -78,6 +79,16 @@ pub async fn serve(
             tracing::info!(seconds = drain.as_secs_f64(), "draining: health is NOT_SERVING, calls are still served");
             tokio::time::sleep(drain).await;
         }
+        let _ = drained.send(());
+    };
+    // Calls in flight get STOP_GRACE to finish once the server stops taking new ones; a call
+    // that waits on something that never comes must not keep the process from exiting.
+    let out_of_grace = async move {
+        if stop_waiting.await.is_ok() {
+            tokio::time::sleep(STOP_GRACE).await;
+        } else {
+            std::future::pending::<()>().await;
+        }
     };
     let name = services.first().copied().unwrap_or("grpc");
     let address = listener.local_addr().ok();
@@ -85,14 +96,22 @@ pub async fn serve(
     // The builder's `tcp_nodelay` only reaches listeners tonic binds itself: set it on ours,
     // or a reply larger than one segment waits out the peer's delayed ACK (about 40 ms).
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
-    Server::builder()
+    let server = Server::builder()
         .trace_fn(move |request| crate::telemetry::grpc_server_span(name, request))
         .layer(token::RequireToken::new(access))
         .add_routes(routes)
-        .serve_with_incoming_shutdown(incoming, shutdown)
-        .await
-        .with_context(|| format!("serving gRPC for {name}"))
+        .serve_with_incoming_shutdown(incoming, shutdown);
+    tokio::select! {
+        served = server => served.with_context(|| format!("serving gRPC for {name}")),
+        () = out_of_grace => {
+            tracing::warn!(seconds = STOP_GRACE.as_secs(), "calls were still in flight after the stop's grace; stopping anyway");
+            Ok(())
+        }
+    }
 }
+
+/// How long a stopping server waits for the calls in flight (after the drain).
+pub const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Sets every service's health (and the server's, the empty name) to SERVING or NOT_SERVING.
 async fn report(reporter: &tonic_health::server::HealthReporter, services: &[&'static str], serving: bool) {

@@ -10,6 +10,7 @@
 //! keys, who owns a number, the tag bits, the webhook event) stays here, so that a change to
 //! how a contact is stored is made once for all of them.
 
+mod by_number;
 mod checks;
 mod create;
 mod delete;
