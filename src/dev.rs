@@ -77,7 +77,17 @@ pub async fn run(file: FileConfig, data_dir: Option<&Path>, listen: Option<Strin
     let mut out = std::io::stdout().lock();
     writeln!(out, "Switchboard dev is running.")?;
     writeln!(out, "  API base URL:        http://{}/v1", gateway.address)?;
-    writeln!(out, "  portal:              http://{}/", gateway.address)?;
+    // The portal where it is meant to be opened: passkeys work at the public URL's host only,
+    // and a banner that names 127.0.0.1 when that host is localhost sent people to an address
+    // whose passkeys fail (issue 55).
+    match config::public_url(&file)? {
+        Some(public) => writeln!(
+            out,
+            "  portal:              {}/ (passkeys work at this address only)",
+            public.trim_end_matches('/')
+        )?,
+        None => writeln!(out, "  portal:              http://{}/", gateway.address)?,
+    }
     for registered in components::all() {
         let label = format!("{} gRPC:", registered.info.name);
         writeln!(out, "  {label:<21}{}", peers.url(registered.info))?;

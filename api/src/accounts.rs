@@ -326,6 +326,9 @@ pub struct InvitationView {
     /// `GET /v1/auth/invitations/{token}` take. Shown once, as `url` is.
     pub token: String,
     pub expires_at: Timestamp,
+    /// Whether the platform e-mailed the link to `email` (it does when it has SMTP); when
+    /// false, send `url` yourself.
+    pub mailed: bool,
 }
 
 impl InvitationView {
@@ -337,6 +340,7 @@ impl InvitationView {
             url: invite_url(public_base, &invitation.token),
             token: invitation.token.clone(),
             expires_at: Timestamp::from_ms(invitation.expires_at_ms),
+            mailed: invitation.mailed,
         }
     }
 }

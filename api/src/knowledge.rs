@@ -114,14 +114,19 @@ pub struct SearchResult {
     /// Cosine similarity of the query's embedding and that of the entry's best-matching passage
     /// (at most 1, up to rounding); at least `threshold`.
     pub similarity: f32,
-    /// How well the entry matched by meaning and by words together, from 0 to 1: the results are
-    /// in descending order of it (reciprocal rank fusion, divided by the best score possible), so
-    /// a result can come before one of higher `similarity`.
+    /// The fused score of meaning and words, from 0 to 1: the results are in descending order
+    /// of it (reciprocal rank fusion, divided by the best score possible), so a result can come
+    /// before one of higher `similarity`. It is made of ranks, not of how well the texts match:
+    /// the first result of almost any query has about 1, whatever it says. Compare results
+    /// across queries by `similarity`; show the order by `rank`.
     pub relevance: f32,
+    /// The result's place in the answer, from 1 (the results come in this order).
+    pub rank: u32,
 }
 
-impl From<&proto::SearchHit> for SearchResult {
-    fn from(hit: &proto::SearchHit) -> Self {
+impl SearchResult {
+    /// The result at `rank` (from 1) of the answer.
+    pub fn ranked(rank: u32, hit: &proto::SearchHit) -> Self {
         let reference = hit.reference.clone().unwrap_or_default();
         Self {
             reference: SearchResultReference {
@@ -133,6 +138,7 @@ impl From<&proto::SearchHit> for SearchResult {
             },
             similarity: hit.similarity,
             relevance: hit.relevance,
+            rank,
         }
     }
 }

@@ -691,7 +691,7 @@ function documents(kb, ctx, writer, refresh, say) {
 }
 
 // ---- search: query, limit, threshold; the credit balance beside it ----
-// Results are listed by relevance, best first; the threshold is a minimum similarity.
+// Results are listed by rank (meaning and words fused), best first; the threshold is a minimum similarity.
 
 /** @param {Json} kb */
 function search(kb) {
@@ -753,21 +753,21 @@ function hit(r) {
   const src = ref.source || {};
   /** @param {unknown} n */
   const percent = (n) => (typeof n === 'number' ? `${(n * 100).toFixed(1)}%` : '—');
-  // The results come in the order of `relevance` (meaning and words together, issue 40): that is
-  // the number shown first, with the meter. `similarity` (meaning alone) is what the minimum
-  // similarity of the form filters, so it is shown too, smaller.
-  const rel = percent(r.relevance);
+  // Issue 55: the fused `relevance` is made of ranks (the first result of any query has about
+  // 100%), so it is not shown as a measure: the place in the order is, as a rank, and the
+  // similarity of meaning, which does compare across queries, with its meter.
+  const sim = percent(r.similarity);
   return h('li', { class: 'kb-hit' },
     h('p', { class: 'kb-q' }, ref.question),
     h('p', { class: 'kb-a' }, ref.answer),
     h('p', { class: 'kb-hit-meta' },
+      h('span', { class: 'kb-rel', title: 'The place of this entry in the results: meaning and words together decide the order.' },
+        'Rank ', h('strong', null, typeof r.rank === 'number' ? `#${r.rank}` : '—')),
       badge(SOURCE[src.type] || ref.type || 'Entry', src.type === 'manual' ? 'accent' : ''),
       src.name && h('span', { class: 'muted' }, src.name),
-      h('span', { class: 'kb-rel', title: 'How well this entry matched by meaning and by words together; results are in this order.' },
-        'Relevance ', h('strong', null, rel)),
-      typeof r.relevance === 'number' && h('meter', {
-        min: 0, max: 1, value: Math.max(0, Math.min(1, r.relevance)), 'aria-label': `Relevance ${rel}`,
-      }),
-      h('span', { class: 'kb-sim muted', title: 'Similarity of meaning alone: what the minimum similarity filters.' },
-        'similarity ', percent(r.similarity))));
+      h('span', { class: 'kb-sim', title: 'Similarity of meaning between the question and this entry: what the minimum similarity filters. It compares across questions.' },
+        'Similarity ', h('strong', null, sim)),
+      typeof r.similarity === 'number' && h('meter', {
+        min: 0, max: 1, value: Math.max(0, Math.min(1, r.similarity)), 'aria-label': `Similarity ${sim}`,
+      })));
 }

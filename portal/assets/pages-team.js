@@ -355,9 +355,13 @@ export function members({ view }) {
       const inv = await api('POST', '/v1/members/invitations', { email: v.email, role: v.role });
       f.reset();
       reloadPending?.();
+      // Issue 55: after the platform mailed the link, "Send this link" would ask for a second
+      // copy; the link is still offered, for a person who cannot find the mail.
+      const expiry = ['It works once', inv.expiresAt ? [' and expires ', time(inv.expiresAt)] : '', '.'];
       result(fresh, `Invitation for ${inv.email} (${inv.role})`,
-        copyField('Invitation link', absUrl(inv.url),
-          ['Send this link to ', inv.email, '. It works once', inv.expiresAt ? [' and expires ', time(inv.expiresAt)] : '', '.']));
+        copyField('Invitation link', absUrl(inv.url), inv.mailed
+          ? ['We e-mailed this link to ', inv.email, '; copy it only if they cannot find that mail. ', expiry]
+          : ['Send this link to ', inv.email, ': this platform sends no e-mail. ', expiry]));
     },
   });
   view.append(
@@ -486,7 +490,10 @@ function memberRow(m, team, fresh, reload) {
 export function subteams({ view, query }) {
   const s = /** @type {import('./api.js').Session} */ (state.session); // a page of the signed-in
   if (!can('subteams')) {
-    view.append(alertBox(`Subteams belong to agency teams, and ${s.team.name} is not one.`, { kind: 'info' }));
+    // A viewer of an agency is told why, not that the agency is none (issue 55).
+    view.append(alertBox(s.team.ownsAgency
+      ? `${s.team.name} is an agency, and viewers do not act on its client subteams: an owner or admin can give you another role.`
+      : `Subteams belong to agency teams, and ${s.team.name} is not one.`, { kind: 'info' }));
     return;
   }
   const team = actingTeam();

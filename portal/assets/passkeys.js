@@ -16,7 +16,7 @@ export async function createPasskey(options) {
   const publicKey = PublicKeyCredential.parseCreationOptionsFromJSON(options.publicKey);
   // Discoverable, so that it also signs in alone, without the e-mail or a password.
   publicKey.authenticatorSelection = { ...publicKey.authenticatorSelection, residentKey: 'required', requireResidentKey: true };
-  const credential = await navigator.credentials.create({ publicKey });
+  const credential = await plainly(navigator.credentials.create({ publicKey }), options.publicKey.rp?.id);
   return /** @type {PublicKeyCredential} */ (credential).toJSON();
 }
 
@@ -27,6 +27,27 @@ export async function createPasskey(options) {
  */
 export async function usePasskey(options) {
   const publicKey = PublicKeyCredential.parseRequestOptionsFromJSON(options.publicKey);
-  const credential = await navigator.credentials.get({ publicKey });
+  const credential = await plainly(navigator.credentials.get({ publicKey }), options.publicKey.rpId);
   return /** @type {PublicKeyCredential} */ (credential).toJSON();
+}
+
+/**
+ * The browser's own refusal when the page's address is not the passkeys' domain is a bare
+ * "invalid domain" (SecurityError): said in words, with the address that works (issue 55: a
+ * portal opened at 127.0.0.1 whose public URL names localhost).
+ * @template T
+ * @param {Promise<T>} ceremony
+ * @param {string | undefined} rpId the domain the platform's passkeys belong to
+ * @returns {Promise<T>}
+ */
+async function plainly(ceremony, rpId) {
+  try {
+    return await ceremony;
+  } catch (err) {
+    if (err instanceof DOMException && err.name === 'SecurityError' && rpId && rpId !== location.hostname) {
+      throw new Error(`Passkeys of this platform belong to ${rpId}, and this page is open at ${location.hostname}. ` +
+        `Open the portal at ${rpId} (the address SWITCHBOARD_PUBLIC_URL names) to use them.`, { cause: err });
+    }
+    throw err;
+  }
 }

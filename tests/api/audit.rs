@@ -251,6 +251,7 @@ async fn every_declared_write_of_a_teams_data_leaves_an_audit_entry() {
     // Members: an invitation accepted, another revoked; the team's sign-in policy.
     let body = json!({ "email": "mia@audited.example", "role": "member" });
     let invitation = walk.done("inviteMember", &api.post("/members/invitations", body).await);
+    assert_eq!(invitation["mailed"], false, "a platform without SMTP mails nothing, and says so");
     walk.expect("inviteMember", &id_of(&invitation), Some("mia@audited.example"), &["email", "role"]);
     let accept =
         json!({ "token": token_of(&invitation["url"]), "password": PASSWORD, "firstName": "Mia", "lastName": "Lee" });

@@ -629,7 +629,8 @@ async fn exports_link_the_portal_and_name_the_people(stack: &Stack, api: &Api, c
     let calls = rows(&api.get("/calls/export").await.text);
     let listed = api.get("/calls?limit=100").await.expect(200).clone();
     assert_eq!(Some(calls.len() as u64 - 1), listed["pagination"]["totalCount"].as_u64(), "a header and every call");
-    let with_recording = listed["data"].as_array().unwrap().iter().filter(|call| call["recordingUrl"].is_string()).count();
+    let with_recording =
+        listed["data"].as_array().unwrap().iter().filter(|call| call["recordingUrl"].is_string()).count();
     let recorded: Vec<&str> =
         (1..calls.len()).map(|row| cell(&calls, row, "recording_url")).filter(|url| !url.is_empty()).collect();
     assert_eq!(recorded.len(), with_recording, "{recorded:?}");

@@ -144,3 +144,13 @@ async fn the_readme_shows_every_line_of_the_dev_banner() {
     let shown: Vec<String> = block.lines().map(banner_label).collect();
     assert_eq!(shown, printed, "README banner vs. what `switchboard dev` printed: {:#?}", stack.process.banner);
 }
+
+/// Issue 55: with a public URL, the banner sends people to the portal there (passkeys work at
+/// its host only), not to the address the gateway listens on.
+#[tokio::test]
+async fn the_banner_names_the_portal_at_the_public_url() {
+    let stack = Stack::start_with(&[("SWITCHBOARD_PUBLIC_URL", "http://localhost:8080")]).await;
+    let portal = stack.process.line_after("portal:").expect("a portal line");
+    assert!(portal.starts_with("http://localhost:8080/"), "{portal}");
+    assert!(portal.contains("passkeys"), "{portal}");
+}

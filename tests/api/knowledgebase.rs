@@ -543,6 +543,9 @@ fn assert_in_order_of_relevance(results: &[Value]) {
         .collect();
     assert!(relevance.iter().all(|r| (0.0..=1.0).contains(r)), "{relevance:?}");
     assert!(relevance.windows(2).all(|pair| pair[0] >= pair[1]), "not in order of relevance: {relevance:?}");
+    // Issue 55: each result's place, from 1, as the portal shows it.
+    let ranks: Vec<u64> = results.iter().map(|r| r["rank"].as_u64().expect("a rank")).collect();
+    assert_eq!(ranks, (1..=results.len() as u64).collect::<Vec<_>>());
 }
 
 /// `POST /knowledgebase/{id}/references/bulk`: each item is checked alone, the good ones are

@@ -81,6 +81,7 @@ async fn invitations_are_mailed_when_the_platform_has_smtp() {
 
     let invitation = api.post("/members/invitations", json!({ "email": "new.member@mail.example" })).await;
     let url = invitation.expect(201)["data"]["url"].as_str().expect("url").to_owned();
+    assert_eq!(invitation.body["data"]["mailed"], true, "the answer says the link was mailed");
     let mail = received(&maildir, &url).await;
     assert!(mail.contains("To: new.member@mail.example"), "{mail}");
     assert!(mail.contains("portal@switchboard.example"), "{mail}");

@@ -572,7 +572,11 @@ async fn second_factors(stack: &Stack) {
     // Signing in asks for a code; the code of the step used already is refused, the next works.
     let challenge = challenge_for(stack, "ada@twostep.example").await;
     assert_eq!(verify(stack, &challenge, "123456").await.error_code(401), "UNAUTHORIZED");
-    assert_eq!(verify(stack, &challenge, &totp_code(&secret, now)).await.status, 401, "a code works once");
+    let reused = verify(stack, &challenge, &totp_code(&secret, now)).await;
+    assert_eq!(reused.status, 401, "a code works once");
+    // Issue 55: and says so, rather than "Invalid code" for a code that was right a moment ago.
+    assert_eq!(reused.body["error"], "This code was already used", "{}", reused.text);
+    assert!(reused.body["hint"].as_str().unwrap_or_default().contains("next one"), "{}", reused.text);
     let signed_in = verify(stack, &challenge, &totp_code(&secret, now + 30)).await;
     let session = browser(stack, &signed_in);
     session.get("/me").await.expect(200);

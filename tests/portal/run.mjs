@@ -314,6 +314,12 @@ try {
         await settled(page);
         await noStrayValues(page, `the viewer's ${href}`);
       }
+      // Issue 55: the agency's Subteams page tells a viewer why it is closed to them, not that
+      // the agency is none.
+      await page.goto('/subteams');
+      await settled(page);
+      const said = await page.locator('main').innerText();
+      ok(!said.includes('is not one') && said.includes('viewers do not act on its client subteams'), `/subteams tells a viewer: ${said.slice(0, 300)}`);
     });
 
     await step('a pending invitation is listed in /members and revoked there', async () => {

@@ -485,7 +485,8 @@ async fn run_search(
         threshold: query.threshold as f32,
     };
     let searched = call.services.knowledgebase.clone().search(request).await?.into_inner();
-    Ok((searched.hits.iter().map(SearchResult::from).collect(), searched.credits_used))
+    let ranked = (1..).zip(&searched.hits).map(|(rank, hit)| SearchResult::ranked(rank, hit));
+    Ok((ranked.collect(), searched.credits_used))
 }
 
 async fn search(call: Call, input: Input<KnowledgebasePath, SearchQuery>) -> ServiceResult<SearchAnswer> {

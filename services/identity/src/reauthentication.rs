@@ -16,6 +16,7 @@ use switchboard_proto::v1::{ReauthenticateRequest, Session, User};
 
 use crate::grpc::accounts::{AccountsApi, user_actor};
 use crate::passwords;
+use crate::second_factor::CodeVerdict;
 use crate::store::passkeys::REAUTH;
 use crate::store::second_factor::Purpose;
 
@@ -83,12 +84,17 @@ impl AccountsApi {
     ) -> ServiceResult<()> {
         let (token, _) = self.store.create_challenge(user, client, Purpose::Reauth).await?;
         let challenge = self.store.challenge(&token).await?;
-        if !self.code_accepted(user, code, client).await? {
+        let verdict = self.check_code(user, code, client).await?;
+        if verdict != CodeVerdict::Accepted {
             self.audit(&user.team_id, AuditAction::AuthSecondFactorFailed, user_actor(user), &user.email, Some(client))
                 .await;
             return Err(ServiceError::invalid_field(
                 "code",
-                "is neither the current code of your authenticator app nor an unused recovery code",
+                if verdict == CodeVerdict::Reused {
+                    "was already used: wait for the next code of your authenticator app, or use a recovery code"
+                } else {
+                    "is neither the current code of your authenticator app nor an unused recovery code"
+                },
             ));
         }
         self.store.finish_challenge(&challenge.id).await

@@ -132,6 +132,29 @@ fn wrong_code() -> ServiceError {
         .with_hint("Enter the current 6-digit code of your authenticator app, or one of your recovery codes.")
 }
 
+/// Issue 55: a person who typed the code they had just used was told only "Invalid code".
+fn reused_code() -> ServiceError {
+    ServiceError::new(ErrorKind::Unauthorized, "This code was already used").with_hint(REUSED_HINT)
+}
+
+const REUSED_HINT: &str = "Each code of your authenticator app works once: wait for the app to show the next one \
+                           (a new code every 30 seconds), or use a recovery code.";
+
+/// What a typed code proved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CodeVerdict {
+    Accepted,
+    /// The authenticator app's code of a time step already used (ASVS 2.8.4: each once).
+    Reused,
+    Refused,
+}
+
+impl CodeVerdict {
+    fn of(accepted: bool) -> Self {
+        if accepted { CodeVerdict::Accepted } else { CodeVerdict::Refused }
+    }
+}
+
 fn now_seconds() -> u64 {
     u64::try_from(now_ms() / 1000).unwrap_or_default()
 }
@@ -167,15 +190,15 @@ impl AccountsApi {
         let challenge = self.store.challenge(&request.challenge).await?;
         let user = challenge.user;
         let client = request.client.unwrap_or_default();
-        let accepted = if !request.passkey_ceremony.is_empty() {
+        let verdict = if !request.passkey_ceremony.is_empty() {
             let assertion =
                 (request.passkey_ceremony.as_str(), request.passkey_credential.as_str(), request.origin.as_str());
-            self.passkey_second_factor(&user, &challenge.id, assertion).await?
+            CodeVerdict::of(self.passkey_second_factor(&user, &challenge.id, assertion).await?)
         } else {
-            self.code_accepted(&user, &request.code, &client).await?
+            self.check_code(&user, &request.code, &client).await?
         };
         // A re-authentication's challenge never leaves the service; a token of one is no sign-in.
-        if !accepted || challenge.purpose == Purpose::Reauth {
+        if verdict != CodeVerdict::Accepted || challenge.purpose == Purpose::Reauth {
             self.audit(
                 &user.team_id,
                 AuditAction::AuthSecondFactorFailed,
@@ -184,7 +207,8 @@ impl AccountsApi {
                 Some(&client),
             )
             .await;
-            return Err(wrong_code());
+            let reused = verdict == CodeVerdict::Reused && challenge.purpose != Purpose::Reauth;
+            return Err(if reused { reused_code() } else { wrong_code() });
         }
         self.store.finish_challenge(&challenge.id).await?;
         let mut signed_in = self.store.begin_session(&user, &client, self.settings.sessions).await?;
@@ -195,17 +219,21 @@ impl AccountsApi {
         Ok(signed_in)
     }
 
-    /// Whether `code` is the user's current TOTP code (each time step once) or one of their
-    /// unused recovery codes (used up by this); a recovery code used is audited.
-    pub(crate) async fn code_accepted(&self, user: &User, code: &str, client: &Client) -> ServiceResult<bool> {
+    /// Whether `code` is the user's current TOTP code (each time step once: the code of a step
+    /// already used is `Reused`) or one of their unused recovery codes (used up by this); a
+    /// recovery code used is audited.
+    pub(crate) async fn check_code(&self, user: &User, code: &str, client: &Client) -> ServiceResult<CodeVerdict> {
         let code = normalized(code);
         if code.len() == DIGITS && code.bytes().all(|b| b.is_ascii_digit()) {
             return Ok(match self.store.totp_factor(&user.id).await? {
                 Some(factor) if factor.confirmed => match matching_step(&factor.secret, &code, now_seconds()) {
-                    Some(step) if step > factor.last_step => self.store.accept_totp_step(&user.id, step, None).await?,
-                    _ => false,
+                    Some(step) if step > factor.last_step => {
+                        CodeVerdict::of(self.store.accept_totp_step(&user.id, step, None).await?)
+                    }
+                    Some(_) => CodeVerdict::Reused,
+                    None => CodeVerdict::Refused,
                 },
-                _ => false,
+                _ => CodeVerdict::Refused,
             });
         }
         let used = self.store.use_recovery_code(&user.id, &recovery_hash(&code)).await?;
@@ -213,7 +241,7 @@ impl AccountsApi {
             self.audit(&user.team_id, AuditAction::AuthRecoveryCodeUsed, user_actor(user), &user.email, Some(client))
                 .await;
         }
-        Ok(used)
+        Ok(CodeVerdict::of(used))
     }
 
     /// The user of a session, for the calls a person makes about their own second factors.

@@ -113,8 +113,13 @@ export default async function knowledge(w) {
     await page.getByRole('button', { name: 'Search', exact: true }).click();
     const hit = await visible(page.locator('.kb-hit').filter({ hasText: question }), 'the reference among the results');
     const text = await hit.innerText();
-    ok(/Relevance\s+\d+(\.\d)?%/.test(text), `the result shows no relevance: ${text}`);
-    ok(/similarity\s+\d+(\.\d)?%/.test(text), `the result shows no similarity: ${text}`);
+    // Issue 55: the order is shown as a rank, and the measure is the similarity (which
+    // compares across questions), never the rank-made relevance as a percentage.
+    ok(/Rank\s+#\d+/.test(text), `the result shows no rank: ${text}`);
+    ok(/Similarity\s+\d+(\.\d)?%/.test(text), `the result shows no similarity: ${text}`);
+    ok(!/Relevance/.test(text), `the result shows the fused relevance as a measure: ${text}`);
+    const ranks = await page.locator('.kb-hit .kb-rel strong').allInnerTexts();
+    ok(ranks.join(' ') === ranks.map((_, i) => `#${i + 1}`).join(' '), `the ranks shown are not 1, 2, 3…: ${ranks.join(' ')}`);
     await visible(page.getByText(/this search cost 1 credit/), 'the cost of the search');
     await page.waitForFunction((b) => Number((document.querySelector('.kb-balance-value')?.textContent || '').replace(/[^\d-]/g, '')) === b - 1,
       before, { timeout: T }).catch(() => {});

@@ -153,6 +153,16 @@ export default async function layout(w) {
     ok(!await page.getByRole('button', { name: 'Menu' }).isVisible(), 'the Menu button shows on a laptop');
   });
 
+  await step('a focused text field has a solid ring in the accent colour (issue 55)', async () => {
+    await show(page, '/contacts');
+    const search = page.getByRole('search', { name: 'Filter contacts' }).getByLabel('Search', { exact: true });
+    await search.focus();
+    await page.keyboard.press('End'); // keyboard focus: :focus-visible
+    const ring = await search.evaluate((el) => getComputedStyle(el).boxShadow);
+    // The accent, #3a47a8, unblended: rgb(58, 71, 168) without an alpha below 1.
+    ok(/rgb\(58, 71, 168\) 0px 0px 0px 1px/.test(ring), `the focused field's ring is faint or missing: ${ring}`);
+  });
+
   await step('the agent history keeps Restore inside its box at 1280×800 (defect 4)', async () => {
     // An agent whose history has versions with long first lines, as a real one would.
     const made = await w.api('POST', '/agents', { name: `History layout ${Date.now()}`, type: 'phone' });

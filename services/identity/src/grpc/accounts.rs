@@ -372,7 +372,7 @@ impl AccountService for AccountsApi {
             return Err(ServiceError::forbidden("Only an owner can invite an owner").into());
         }
         let created_by = request.created_by.as_ref();
-        let invitation = self
+        let mut invitation = self
             .store
             .invite(&request.team_id, &request.email, role, created_by, self.settings.invite_valid_ms)
             .await?;
@@ -380,6 +380,7 @@ impl AccountService for AccountsApi {
             let team = self.store.team(&request.team_id).await?;
             let url = switchboard_kit::links::invite_url(&request.link_base, &invitation.token);
             mailer.send_later(mail::invitation(&invitation.email, &team.name, &url));
+            invitation.mailed = true;
         }
         reply(Ok(invitation))
     }

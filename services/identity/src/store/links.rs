@@ -57,6 +57,7 @@ pub(super) async fn insert_link(conn: &mut AnyConnection, new: &NewLink<'_>) -> 
         kind: new.kind.as_str().to_owned(),
         created_at_ms: now,
         created_by: new.created_by.cloned(),
+        mailed: false,
     };
     sqlx::query(
         "INSERT INTO link_tokens (id, token_hash, kind, team_id, email, role, user_id, created_by_type, \
@@ -130,6 +131,7 @@ fn invitation_from_row(row: &AnyRow) -> Result<Invitation, sqlx::Error> {
         kind: row.try_get("kind")?,
         created_at_ms: row.try_get("created_at")?,
         created_by,
+        mailed: false,
     })
 }
 
