@@ -110,6 +110,25 @@ impl From<&proto::Delivery> for Delivery {
     }
 }
 
+/// A delivery with the body it sends.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct DeliveryDetail {
+    #[serde(flatten)]
+    pub delivery: Delivery,
+    /// The JSON body every attempt sends, parsed: `{type, timestamp, data}`. The bytes signed are
+    /// those of its compact serialisation as sent, which a receiver verifies, not this.
+    pub payload: serde_json::Value,
+}
+
+impl From<&proto::Delivery> for DeliveryDetail {
+    fn from(delivery: &proto::Delivery) -> Self {
+        let payload = delivery.payload.as_deref().and_then(|body| serde_json::from_str(body).ok());
+        Self { delivery: Delivery::from(delivery), payload: payload.unwrap_or(serde_json::Value::Null) }
+    }
+}
+
 /// The team's credits alert.
 #[derive(Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]

@@ -659,6 +659,21 @@ export function confirmDialog({ title, body, confirm, danger = true, action }) {
 }
 
 /**
+ * A modal <dialog> that shows `body` with a Close button; resolves when closed.
+ * @param {{title: Child, body: Child}} spec
+ */
+export function infoDialog({ title, body }) {
+  return modal((close) => {
+    const titleId = uid('dlg');
+    return h('dialog', { class: 'dialog wide', 'aria-labelledby': titleId },
+      h('h2', { id: titleId }, title),
+      body,
+      h('div', { class: 'form-actions end' },
+        h('button', { type: 'button', class: 'btn secondary', 'data-autofocus': true, onclick: () => close(false) }, 'Close')));
+  });
+}
+
+/**
  * A modal <dialog> holding a form; resolves true once onSubmit succeeded, false when cancelled.
  * @param {{title: Child, fields: Child, submit: Child, onSubmit: FormSpec['onSubmit'], className?: string}} spec
  */

@@ -772,12 +772,17 @@ function historySection(ctx) {
     again = run;
     /** @type {Json[]} */
     const items = (await api('GET', `${agentPath(ctx.id)}/instructions/history`)) || [];
-    const rows = items.map((v) => h('tr', null,
+    // Newest first: a version whose text is the one before it changed the settings alone
+    // (issue 55: such a version looked like a text change).
+    const rows = items.map((v, i) => h('tr', { 'data-version': v.version },
       h('th', { scope: 'row', class: 'nowrap' }, `Version ${num(v.version)}`),
       h('td', null, time(v.createdAt)),
       h('td', null, time(v.replacedAt)),
       h('td', { class: 'num' }, num(chars(v.instructions))),
-      h('td', { class: 'ag-first' }, h('span', { class: 'ag-preview', title: firstLine(v.instructions) }, firstLine(v.instructions) || '—')),
+      h('td', { class: 'ag-first' },
+        i + 1 < items.length && items[i + 1].instructions === v.instructions
+          ? [badge('Settings only', 'accent'), ' '] : null,
+        h('span', { class: 'ag-preview', title: firstLine(v.instructions) }, firstLine(v.instructions) || '—')),
       h('td', { class: 'actions' },
         h('a', {
           class: 'btn secondary small', href: hrefWith({ compare: v.version }), 'aria-label': `Compare version ${v.version} with the current version`,

@@ -141,31 +141,68 @@ function dayTable(days) {
       h('td', { class: 'num' }, num(d.cost)))), { caption: 'Calls per day', dense: true, empty: 'No days in this range.' }));
 }
 
+/**
+ * Each day of `team` less the same day of every series of `parts` (counts, minutes, cost,
+ * outcomes), never below 0.
+ * @param {Day[]} team @param {Day[][]} parts
+ * @returns {Day[]}
+ */
+function remainder(team, parts) {
+  return team.map((day, i) => {
+    /** @param {(d: Day) => unknown} pick */
+    const less = (pick) => Math.max(0, (Number(pick(day)) || 0) - parts.reduce((n, p) => n + (Number(p[i] && pick(p[i])) || 0), 0));
+    return {
+      ...day,
+      calls: less((d) => d.calls),
+      minutes: Math.round(less((d) => d.minutes) * 10) / 10,
+      successful: less((d) => d.successful),
+      unsuccessful: less((d) => d.unsuccessful),
+      cost: less((d) => d.cost),
+      sentiment: Object.fromEntries(Object.keys(SENTIMENTS).map((k) => [k, less((d) => d.sentiment?.[k])])),
+      disconnectionReasons: Object.fromEntries(Object.keys(REASONS).map((k) => [k, less((d) => d.disconnectionReasons?.[k])])),
+    };
+  });
+}
+
 /** A row per agent (the first MAX_AGENTS by name), each from its own request. @param {(agent: string) => string} path */
 function perAgent(path) {
   return loader(async () => {
     const agents = (/** @type {Json[] | null} */ (await api('GET', '/v1/agents')) || []).slice()
       .sort((a, b) => String(a.name).localeCompare(String(b.name)));
     const shown = agents.slice(0, MAX_AGENTS);
-    const series = await Promise.all(shown.map((a) => api('GET', path(a.id)).catch(() => null)));
-    const rows = shown.map((a, i) => {
-      const days = series[i];
-      if (!days) {
-        return h('tr', null, h('th', { scope: 'row' }, h('a', { href: `/agents/${enc(a.id)}` }, a.name)),
-          h('td', { colspan: 8, class: 'muted' }, 'Could not be loaded.'));
-      }
+    const [team, ...series] = await Promise.all([path(''), ...shown.map((a) => path(a.id))]
+      .map((p) => api('GET', p).catch(() => null)));
+    /** @param {string} name @param {Day[]} days @param {Node} head */
+    const figures = (name, days, head) => {
       const t = sum(days);
-      return h('tr', { 'data-agent': a.id },
-        h('th', { scope: 'row' }, h('a', { href: hrefWith({ agentId: a.id }, `/analytics${location.search}`), title: `Only ${a.name}` }, a.name)),
+      return [head,
         h('td', { class: 'num' }, num(t.calls)),
         h('td', { class: 'num' }, min(t.minutes)),
         h('td', { class: 'num' }, successRate(t)),
         h('td', { class: 'num' }, share(t.sentiment.positive, t.calls)),
         h('td', { class: 'num' }, share(t.sentiment.negative, t.calls)),
         h('td', { class: 'num' }, num(t.cost)),
-        h('td', null, sparkBars({ label: `${a.name}: calls per day`, field: 'calls', unit: 'calls', days })));
+        h('td', null, sparkBars({ label: `${name}: calls per day`, field: 'calls', unit: 'calls', days }))];
+    };
+    const rows = shown.map((a, i) => {
+      const days = series[i];
+      if (!days) {
+        return h('tr', null, h('th', { scope: 'row' }, h('a', { href: `/agents/${enc(a.id)}` }, a.name)),
+          h('td', { colspan: 8, class: 'muted' }, 'Could not be loaded.'));
+      }
+      return h('tr', { 'data-agent': a.id }, figures(a.name, days,
+        h('th', { scope: 'row' }, h('a', { href: hrefWith({ agentId: a.id }, `/analytics${location.search}`), title: `Only ${a.name}` }, a.name))));
     });
     const more = agents.length > shown.length;
+    // The calls of no agent (or of one deleted since, or beyond the first MAX_AGENTS): the team's
+    // less the rows above, so that the rows add up to the team's total (issue 55).
+    if (team && series.every(Boolean)) {
+      const rest = remainder(/** @type {Day[]} */ (team), /** @type {Day[][]} */ (series));
+      if (sum(rest).calls > 0) {
+        const name = more ? 'Other agents, or no agent' : 'No agent';
+        rows.push(h('tr', { 'data-agent': '' }, figures(name, rest, h('th', { scope: 'row', title: 'Calls no agent took (or one deleted since)' }, name))));
+      }
+    }
     const note = h('p', { class: 'hint an-note' }, more
       ? `The first ${num(MAX_AGENTS)} of ${num(agents.length)} agents, by name: choose another in the filter above.`
       : 'Choose an agent’s name to see its figures alone.');

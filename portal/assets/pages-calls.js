@@ -331,7 +331,7 @@ function exportLink(query, { what, filters, defaults }) {
   const s = q.toString();
   const rows = what === 'calls' ? 'call' : 'chat';
   return h('p', { class: 'cc-export' },
-    h('a', { class: 'btn secondary small', href: withTeam(`/v1/${what}/export${s ? `?${s}` : ''}`), download: `${what}.csv` }, 'Export CSV'),
+    h('a', { class: 'btn secondary small', href: withTeam(`${what === 'calls' ? '/v1/calls/export' : '/v1/chats/export'}${s ? `?${s}` : ''}`), download: `${what}.csv` }, 'Export CSV'),
     h('span', { class: 'muted small' }, s ? ` Every ${rows} that matches these filters, not only this page.` : ` Every ${rows}, not only this page.`));
 }
 
@@ -572,7 +572,8 @@ function player(audio, note) {
 function timeline(events, start) {
   if (!events.length) return h('p', { class: 'muted' }, 'No events.');
   /** @param {unknown} v */
-  const value = (v) => (v !== null && typeof v === 'object' ? JSON.stringify(v) : String(v));
+  // In words, as the analysis' values are: "ok: yes", not the program's "true".
+  const value = (v) => (typeof v === 'boolean' ? (v ? 'yes' : 'no') : v !== null && typeof v === 'object' ? JSON.stringify(v) : String(v));
   return h('ol', { class: 'cc-timeline' }, events.map((e) => h('li', null,
     h('span', { class: 'cc-at', title: e.at }, `+${clock((Date.parse(e.at) - start) / 1000)}`),
     ' ', h('code', null, e.type), ' ',

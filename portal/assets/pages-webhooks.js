@@ -2,7 +2,7 @@
 // Webhooks: /webhooks (the team's endpoints, create one: its secret shown once) and
 // /webhooks/{webhookId} (edit, send a test, the deliveries with retry, delete). Owners and admins.
 import {
-  h, replace, field, form, loader, table, badge, time, num, alertBox, errorText, copyField,
+  h, replace, infoDialog, field, form, loader, table, badge, time, num, alertBox, errorText, copyField,
   confirmDialog, toast, navigate, section, pager, pageOf, hrefWith, every, uid, ACTIONS, enc, busy, noAccess,
 } from './dom.js';
 import { api, can, actingTeam, eventTypes, ApiError } from './api.js';
@@ -386,11 +386,14 @@ function deliveryRow(d, base, refresh) {
   const text = d.status === 'pending' && d.attempts > 0 ? 'Retrying' : d.status === 'pending' ? 'Pending'
     : d.status === 'held' ? 'Held' : d.status === 'delivered' ? 'Delivered' : 'Failed';
   const rowError = h('div', { class: 'row-error', role: 'alert' });
-  // Only a delivery whose last attempt failed offers Retry (given up, or waiting for its next
-  // retry: "now" instead of after the backoff). A delivered one arrived; a new one is about to
-  // be sent; a held one goes when the webhook is switched on.
+  // A delivery whose last attempt failed offers Retry (given up, or waiting for its next retry:
+  // "now" instead of after the backoff); a delivered one offers Send again (a receiver that lost
+  // it, issue 55; receivers deduplicate by webhook-id). A new one is about to be sent; a held one
+  // goes when the webhook is switched on.
   const failed = d.status === 'failed' || (d.status === 'pending' && d.attempts > 0);
-  const retry = h('button', { type: 'button', class: 'btn secondary small', 'aria-label': `Retry the ${d.event} delivery of ${new Date(d.createdAt).toISOString()}`,
+  const again = d.status === 'delivered';
+  const when = new Date(d.createdAt).toISOString();
+  const retry = h('button', { type: 'button', class: 'btn secondary small', 'aria-label': `${again ? 'Send again' : 'Retry'} the ${d.event} delivery of ${when}`,
     onclick: async () => {
       retry.disabled = true;
       replace(rowError);
@@ -402,7 +405,22 @@ function deliveryRow(d, base, refresh) {
         replace(rowError, errorText(err));
         retry.disabled = false;
       }
-    } }, 'Retry');
+    } }, again ? 'Send again' : 'Retry');
+  // What it sends, as text: the event's data is the team's own (names a contact wrote, say).
+  const view = h('button', { type: 'button', class: 'btn secondary small', 'aria-label': `Payload of the ${d.event} delivery of ${when}`,
+    onclick: async () => {
+      replace(rowError);
+      try {
+        const detail = await api('GET', `${base}/deliveries/${enc(d.id)}`);
+        await infoDialog({
+          title: `Payload of the ${d.event} delivery`,
+          body: [h('p', { class: 'muted small' }, 'The JSON body of every attempt, with the ', h('code', null, 'webhook-id'), ' ', h('code', null, d.eventId || ''), '.'),
+            h('pre', { class: 'payload', tabindex: '0' }, JSON.stringify(detail.payload, null, 2))],
+        });
+      } catch (err) {
+        replace(rowError, errorText(err));
+      }
+    } }, 'Payload');
   return h('tr', { 'data-delivery': d.id },
     h('td', null, h('code', null, d.event), h('br'), h('span', { class: 'muted small' }, time(d.createdAt))),
     h('td', null, badge(text, kind)),
@@ -413,5 +431,5 @@ function deliveryRow(d, base, refresh) {
     h('td', null, d.status === 'pending' ? time(d.nextRetryAt)
       : d.status === 'held' ? h('span', { class: 'muted' }, 'When switched on') : h('span', { class: 'muted' }, '—')),
     h('td', null, d.error ? h('span', { class: 'wh-error', title: d.error }, d.error) : h('span', { class: 'muted' }, '—')),
-    h('td', { class: 'actions' }, failed && retry, rowError));
+    h('td', { class: 'actions' }, view, (failed || again) && [' ', retry], rowError));
 }

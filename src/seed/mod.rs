@@ -148,7 +148,10 @@ async fn seed_call(mut client: Client, plan: &Plan, today: i64, n: u32) -> anyho
     let mut rng = rng_for(plan, 1, n);
     let external_id = format!("demo-{}-call-{n}", plan.seed);
     let business = script::business(plan.seed);
-    let scenario = &business.calls[rng.random_range(0..business.calls.len())];
+    let incoming = rng.random_bool(0.75);
+    // An outgoing call is one the agent makes: its own scripts, where the agent says who calls.
+    let scenarios = if incoming { business.calls } else { business.outbound };
+    let scenario = &scenarios[rng.random_range(0..scenarios.len())];
     // A contact calls from the contact's own number and gives the contact's name; a stranger's
     // number is in a range no contact has.
     let (theirs, name) = match known_contact(&mut rng, plan) {
@@ -156,7 +159,6 @@ async fn seed_call(mut client: Client, plan: &Plan, today: i64, n: u32) -> anyho
         None => (script::stranger_number(&mut rng), script::first_name(&mut rng).to_owned()),
     };
     let started_at = today - rng.random_range(0..90 * DAY_MS) - DAY_MS / 2;
-    let incoming = rng.random_bool(0.75);
     let ours = TEAM_NUMBERS[rng.random_range(0..TEAM_NUMBERS.len())];
     let (from, to) = if incoming { (theirs, ours.to_owned()) } else { (ours.to_owned(), theirs) };
     let outcome = rng.random_range(0..100);

@@ -43,7 +43,11 @@ pub struct Business {
     pub name: &'static str,
     /// The voice and chat agent's name.
     pub agent: &'static str,
+    /// Calls people make to the business.
     pub calls: &'static [Scenario],
+    /// Calls the agent makes (issue 55: an outgoing call opened with a receptionist's greeting):
+    /// the agent says who is calling and why, the person called answers.
+    pub outbound: &'static [Scenario],
     pub chats: &'static [ChatScript],
     /// What a contact note may say about a customer.
     pub notes: &'static [&'static str],
@@ -112,6 +116,39 @@ pub const BUSINESSES: [Business; 2] = [
                     ("caller", "Both payments went out on the first of the month."),
                     ("agent", "I can see the two payments. A refund needs our front desk; I'll transfer you now."),
                     ("caller", "Okay, thanks."),
+                ],
+                tool: None,
+            },
+        ],
+        outbound: &[
+            Scenario {
+                summary: "{business} reminded the patient of tomorrow's check-up; confirmed.",
+                outcome: Outcome { sentiment: "positive", successful: true, transfer: false },
+                turns: &[
+                    ("caller", "Hello?"),
+                    (
+                        "agent",
+                        "Hello {name}, this is {agent} calling from {business} about your check-up tomorrow at 10.",
+                    ),
+                    ("caller", "Oh yes, thanks for the reminder."),
+                    ("agent", "Can we count on you, or would you like another time?"),
+                    ("caller", "Tomorrow at 10 is fine."),
+                    ("agent", "Perfect, it's confirmed. See you tomorrow, {name}."),
+                ],
+                tool: Some("confirm_appointment"),
+            },
+            Scenario {
+                summary: "{business} offered an earlier cleaning slot; the patient kept the original one.",
+                outcome: Outcome { sentiment: "neutral", successful: false, transfer: false },
+                turns: &[
+                    ("caller", "Hello, {name} speaking."),
+                    (
+                        "agent",
+                        "Hi {name}, this is {agent} from {business}. A cleaning slot opened this Thursday at 3 pm.",
+                    ),
+                    ("caller", "That's kind, but Thursday doesn't work for me."),
+                    ("agent", "No problem, your appointment next month stays as it is."),
+                    ("caller", "Thanks for calling."),
                 ],
                 tool: None,
             },
@@ -218,6 +255,33 @@ pub const BUSINESSES: [Business; 2] = [
                 tool: None,
             },
         ],
+        outbound: &[
+            Scenario {
+                summary: "{business} called to arrange the delivery of a large order; a day was agreed.",
+                outcome: Outcome { sentiment: "positive", successful: true, transfer: false },
+                turns: &[
+                    ("caller", "Hello?"),
+                    ("agent", "Hello {name}, this is {agent} calling from {business} about your sofa order."),
+                    ("caller", "Oh great, is it ready?"),
+                    ("agent", "It is. Our courier can bring it on Wednesday or Friday, between 8 and noon."),
+                    ("caller", "Friday, please."),
+                    ("agent", "Booked for Friday morning. You'll get a text when the driver is on the way."),
+                ],
+                tool: Some("schedule_delivery"),
+            },
+            Scenario {
+                summary: "{business} followed up on a return; the refund was confirmed.",
+                outcome: Outcome { sentiment: "neutral", successful: true, transfer: false },
+                turns: &[
+                    ("caller", "Yes, {name} here."),
+                    ("agent", "Hi {name}, it's {agent} from {business}. We received the toaster you sent back."),
+                    ("caller", "Good. When do I get my money?"),
+                    ("agent", "The refund went out today and shows on your card within three working days."),
+                    ("caller", "Okay, thank you."),
+                ],
+                tool: None,
+            },
+        ],
         chats: &[
             ChatScript {
                 summary: "Asked {business} about shipping costs to Canada.",
@@ -297,14 +361,68 @@ pub fn first_name(rng: &mut StdRng) -> &'static str {
     FIRST_NAMES[rng.random_range(0..FIRST_NAMES.len())]
 }
 
+/// What is said after a scenario's own turns, when a call is longer than it: a conversation that
+/// goes on about the account, in turn, without numbering its lines (issue 55: "(3)" padding).
+const FURTHER: [(&str, &str); 8] = [
+    ("agent", "Is there anything else I can help you with, {name}?"),
+    ("caller", "Actually, yes. Could you check the e-mail address you have for me?"),
+    ("agent", "Of course. It ends in example.com; is that still right?"),
+    ("caller", "That's the one. And can I get the receipts by e-mail from now on?"),
+    ("agent", "Done: every receipt goes to that address from today."),
+    ("caller", "One more thing: is my phone number up to date too?"),
+    ("agent", "It is, it's the number you're calling from."),
+    ("caller", "Great, that's everything then."),
+];
+
 /// `count` turns of a scenario: its own turns, then as many further exchanges as asked, so a
 /// long call still reads like one.
 pub fn turns(scenario: &Scenario, business: &Business, name: &str, count: usize) -> Vec<(&'static str, String)> {
+    let own = scenario.turns.len();
     (0..count)
         .map(|n| match scenario.turns.get(n) {
             Some((speaker, text)) => (*speaker, fill(text, business, Some(name))),
-            None if n % 2 == 0 => ("agent", format!("Is there anything else I can help you with? ({})", n / 2)),
-            None => ("caller", format!("One more question about my account, number {}.", n / 2)),
+            None => {
+                // Turns alternate: the first further line is the agent's after a caller's turn.
+                let start = usize::from(scenario.turns.last().is_some_and(|(speaker, _)| *speaker == "agent"));
+                let (speaker, text) = FURTHER[(n - own + start) % FURTHER.len()];
+                (speaker, fill(text, business, Some(name)))
+            }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 55: long calls went on with "Is there anything else I can help you with? (3)".
+    #[test]
+    fn a_long_call_reads_like_a_conversation_without_numbered_lines() {
+        for business in &BUSINESSES {
+            for scenario in business.calls.iter().chain(business.outbound) {
+                let lines = turns(scenario, business, "Grace", 60);
+                assert_eq!(lines.len(), 60);
+                for pair in lines.windows(2) {
+                    assert_ne!(pair[0].0, pair[1].0, "turns alternate: {pair:?}");
+                }
+                for (_, text) in &lines {
+                    assert!(!text.contains('{') && !text.contains(" ("), "{text}");
+                }
+            }
+        }
+    }
+
+    /// Issue 55: an outgoing call opened like a receptionist taking a call.
+    #[test]
+    fn in_an_outgoing_call_the_agent_says_who_is_calling() {
+        for business in &BUSINESSES {
+            assert!(!business.outbound.is_empty());
+            for scenario in business.outbound {
+                let (_, first_agent_line) = scenario.turns.iter().find(|(speaker, _)| *speaker == "agent").unwrap();
+                let line = fill(first_agent_line, business, Some("Grace"));
+                assert!(line.contains(business.name) && (line.contains("calling") || line.contains("from")), "{line}");
+                assert!(!line.contains("How can I help"), "{line}");
+            }
+        }
+    }
 }

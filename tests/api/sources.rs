@@ -354,7 +354,11 @@ pub(crate) async fn upload_file(api: &Api, base: &str, file_name: &str, content:
 
 /// A one-page PDF 1.4 with `sentence` in Helvetica; the xref offsets are computed here.
 fn pdf(sentence: &str) -> Vec<u8> {
-    let stream = format!("BT /F1 12 Tf 72 720 Td ({sentence}) Tj ET");
+    pdf_drawing(&format!("BT /F1 12 Tf 72 720 Td ({sentence}) Tj ET"))
+}
+
+/// A one-page PDF 1.4 drawing `stream` (its font is Helvetica, /F1).
+fn pdf_drawing(stream: &str) -> Vec<u8> {
     let objects = [
         "<< /Type /Catalog /Pages 2 0 R >>".to_owned(),
         "<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_owned(),
@@ -383,6 +387,14 @@ fn pdf(sentence: &str) -> Vec<u8> {
 
 /// A DOCX with a `Heading1` paragraph and a body paragraph.
 fn docx(heading: &str, paragraph: &str) -> Vec<u8> {
+    docx_of(&format!(
+        r#"<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>{heading}</w:t></w:r></w:p>
+<w:p><w:r><w:t>{paragraph}</w:t></w:r></w:p>"#
+    ))
+}
+
+/// A DOCX whose body is `paragraphs` (WordprocessingML).
+fn docx_of(paragraphs: &str) -> Vec<u8> {
     use std::io::Write;
     let content_types = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">
@@ -397,8 +409,7 @@ fn docx(heading: &str, paragraph: &str) -> Vec<u8> {
     let document = format!(
         r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>
-<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>{heading}</w:t></w:r></w:p>
-<w:p><w:r><w:t>{paragraph}</w:t></w:r></w:p>
+{paragraphs}
 </w:body></w:document>"#
     );
     let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
@@ -1167,6 +1178,50 @@ async fn documents_of_every_supported_type_become_searchable() {
 /// A fact at the end of a long document section is found: the extractor cuts a long section
 /// into entries of a few sentences (and any entry longer than 128 words would be embedded as
 /// passages), so nothing past the model's window goes unsearched.
+/// Issue 55, defect 6: a PDF handbook of 4 headed sections was one "Page 1" entry, returned
+/// whole for every match. Documents are cut by their headings as webpages are: in a PDF, the
+/// lines set larger than the body; in a DOCX, heading styles and paragraphs set in bold alone.
+#[tokio::test]
+async fn documents_are_cut_by_their_headings() {
+    let stack = Stack::start_with(ENV).await;
+    let team = stack.team("Acme", false, 100).await;
+    let api = stack.client(&team.key);
+    let base = format!("/knowledgebase/{}", id(&create_knowledgebase(&api, "Handbook").await));
+    let sections = [
+        ("Opening hours", "The shop opens at nine on weekdays and at ten on Saturdays."),
+        ("Returns", "Unused items are taken back within thirty days with the receipt."),
+        ("Deliveries", "Orders placed before noon are delivered the next working day."),
+        ("Gift cards", "Gift cards are valid for two years and can be used online."),
+    ];
+    let mut stream = String::from("BT /F1 22 Tf 72 750 Td (Staff handbook) Tj ET\n");
+    let mut y = 710;
+    for (heading, body) in sections {
+        stream.push_str(&format!(
+            "BT /F1 16 Tf 72 {y} Td ({heading}) Tj ET\nBT /F1 11 Tf 72 {} Td ({body}) Tj ET\n",
+            y - 22
+        ));
+        y -= 70;
+    }
+    let bold = |text: &str| format!(r#"<w:p><w:r><w:rPr><w:b/></w:rPr><w:t>{text}</w:t></w:r></w:p>"#);
+    let plain = |text: &str| format!(r#"<w:p><w:r><w:t>{text}</w:t></w:r></w:p>"#);
+    let docx_body: String = sections.iter().map(|(heading, body)| bold(heading) + &plain(body)).collect();
+    for (file, bytes) in [("handbook.pdf", pdf_drawing(&stream)), ("handbook.docx", docx_of(&docx_body))] {
+        let document = upload_file(&api, &base, file, &bytes).await;
+        let settled = settle(&api, &format!("{base}/documents/{}", id(&document))).await;
+        assert_eq!(settled["status"], "ready", "{file}: {settled}");
+        let content = settled["content"].as_array().unwrap();
+        let questions: Vec<&str> = content.iter().map(|entry| entry["question"].as_str().unwrap()).collect();
+        assert_eq!(questions.len(), 4, "{file}: one entry a section: {questions:?}");
+        for ((heading, body), entry) in sections.iter().zip(content) {
+            assert_eq!(entry["question"], *heading, "{file}: {entry}");
+            assert_eq!(entry["answer"], *body, "{file}: each entry holds its section alone");
+        }
+    }
+    // A search finds the section, not the whole document.
+    let hits = search(&api, &base, "when are orders delivered", "&limit=1").await;
+    assert_eq!(hits[0]["answer"], sections[2].1, "{hits:?}");
+}
+
 #[tokio::test]
 async fn a_fact_at_the_end_of_a_long_document_section_is_found() {
     let stack = Stack::start_with(ENV).await;

@@ -346,8 +346,24 @@ async fn a_delivery_given_up_marks_the_webhook_failing_until_one_succeeds() {
 
     receiver.answer(204);
     api.post(&format!("/webhooks/{hook_id}/test"), json!({})).await.expect(202);
-    deliveries_until(&api, &hook_id, "the test to be delivered", |all| all[0]["status"] == "delivered").await;
+    let delivered =
+        deliveries_until(&api, &hook_id, "the test to be delivered", |all| all[0]["status"] == "delivered").await;
     assert_eq!(api.get(&format!("/webhooks/{hook_id}")).await.expect(200)["data"]["status"], "active");
+
+    // Issue 55: a delivery shows the payload it sends, as the receiver got it; another team's
+    // key finds no such delivery.
+    let delivery_id = delivered[0]["id"].as_str().unwrap();
+    let path = format!("/webhooks/{hook_id}/deliveries/{delivery_id}");
+    let detail = api.get(&path).await.expect(200)["data"].clone();
+    assert_eq!(detail["id"], delivery_id);
+    assert_eq!(detail["status"], "delivered");
+    let sent =
+        receiver.on("/").into_iter().find(|request| request.body.contains("webhook.test")).expect("the test event");
+    assert_eq!(detail["payload"], serde_json::from_str::<Value>(&sent.body).unwrap());
+    let stranger = stack.client(&stack.team("Not theirs", false, 0).await.key);
+    assert_eq!(stranger.get(&path).await.error_code(404), "NOT_FOUND");
+    let unknown = format!("/webhooks/{hook_id}/deliveries/{}", uuid::Uuid::new_v4());
+    assert_eq!(api.get(&unknown).await.error_code(404), "NOT_FOUND");
 }
 
 /// A paused webhook (issue 40): events for it are held, shown as `held`, not sent; enabling

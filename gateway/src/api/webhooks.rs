@@ -3,7 +3,7 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use switchboard_api::webhooks::{CreditsAlert, Delivery, DeliveryStatus, NewWebhook, Webhook};
+use switchboard_api::webhooks::{CreditsAlert, Delivery, DeliveryDetail, DeliveryStatus, NewWebhook, Webhook};
 use switchboard_kit::vocabulary::AuditAction;
 use switchboard_kit::vocabulary::EventType;
 use switchboard_kit::{ServiceError, ServiceResult, limits};
@@ -14,7 +14,7 @@ use switchboard_proto::v1::{
 
 use super::groups::WEBHOOKS;
 use crate::call::Call;
-use crate::endpoint::{Accepted, Created, Endpoint, Id, Input, Json, List, Nothing, Page, Updated};
+use crate::endpoint::{Accepted, Created, Data, Endpoint, Id, Input, Json, List, Nothing, Page, Updated};
 use switchboard_api::paging::{default_limit, first_page};
 
 const WEBHOOK_GONE: &str = "Webhook not found";
@@ -85,6 +85,14 @@ pub fn endpoints() -> Vec<Endpoint> {
                  is recorded as `failed` at once (it can be retried once the webhook is enabled).",
             )
             .fails(404, WEBHOOK_GONE),
+        Endpoint::get("/v1/webhooks/{webhookId}/deliveries/{deliveryId}", delivery)
+            .for_admins()
+            .doc("getWebhookDelivery", WEBHOOKS, "One delivery with the payload it sends")
+            .about(
+                "A delivery as the list shows it, with `payload`: the event's JSON body that every attempt \
+                 sends (and a retry sends again). Events are kept as long as their deliveries.",
+            )
+            .fails(404, DELIVERY_GONE),
         Endpoint::get("/v1/credits/alert", credits_alert)
             .doc("getCreditsAlert", WEBHOOKS, "The balance under which webhooks hear credits.low")
             .about("`threshold` is null when no alert is set; `balance` is the team's credit balance now."),
@@ -316,6 +324,16 @@ async fn set_credits_alert(
         proto::SetCreditsAlertRequest { team_id: call.team_id().to_owned(), threshold: input.body.0.threshold };
     let alert = call.services.identity.clone().set_credits_alert(request).await?.into_inner();
     Ok(Updated::new(alert.into(), "Credits alert updated successfully"))
+}
+
+async fn delivery(call: Call, input: Input<DeliveryPath>) -> ServiceResult<Data<DeliveryDetail>> {
+    let request = DeliveryRef {
+        team_id: call.team_id().to_owned(),
+        webhook_id: input.path.webhook_id.into_string(),
+        delivery_id: input.path.delivery_id.into_string(),
+    };
+    let delivery = call.services.webhooks.clone().get_delivery(request).await?.into_inner();
+    Ok(Data::new(DeliveryDetail::from(&delivery)))
 }
 
 async fn retry(call: Call, input: Input<DeliveryPath>) -> ServiceResult<Accepted<Delivery>> {

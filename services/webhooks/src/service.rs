@@ -290,6 +290,13 @@ impl WebhooksService for WebhooksApi {
         reply(Ok(ListDeliveriesResponse { deliveries, page: Some(info) }))
     }
 
+    async fn get_delivery(&self, request: Request<DeliveryRef>) -> Reply<Delivery> {
+        let request = request.into_inner();
+        id_or_not_found(&request.webhook_id, crate::store::webhook_not_found)?;
+        id_or_not_found(&request.delivery_id, crate::store::delivery_not_found)?;
+        reply(self.store.delivery(&request.team_id, &request.webhook_id, &request.delivery_id).await)
+    }
+
     async fn retry_delivery(&self, request: Request<DeliveryRef>) -> Reply<Delivery> {
         let request = request.into_inner();
         id_or_not_found(&request.webhook_id, crate::store::webhook_not_found)?;

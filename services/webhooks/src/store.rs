@@ -80,6 +80,7 @@ fn delivery_from_row(row: &AnyRow, enabled: bool) -> Result<Delivery, sqlx::Erro
         error: row.try_get("error")?,
         created_at_ms: row.try_get("created_at")?,
         last_attempt_at_ms: row.try_get("last_attempt_at")?,
+        payload: None,
     })
 }
 
@@ -359,6 +360,19 @@ impl WebhookStore {
         let rows = query.fetch_all(&mut *conn).await?;
         let deliveries = rows.iter().map(|row| delivery_from_row(row, enabled)).collect::<Result<_, _>>()?;
         Ok((deliveries, listing::page_info(page, limit, Total::exact(total))))
+    }
+
+    /// One delivery of the team's webhook with the body it sends.
+    pub async fn delivery(&self, team_id: &str, webhook_id: &str, delivery_id: &str) -> ServiceResult<Delivery> {
+        let mut conn = self.db.pool().acquire().await?;
+        let mut delivery = delivery_in(&mut conn, team_id, webhook_id, delivery_id).await?;
+        let body: Option<String> = sqlx::query_scalar("SELECT body FROM events WHERE id = $1 AND team_id = $2")
+            .bind(&delivery.event_id)
+            .bind(team_id)
+            .fetch_optional(&mut *conn)
+            .await?;
+        delivery.payload = Some(body.ok_or_else(delivery_not_found)?);
+        Ok(delivery)
     }
 
     /// Makes the delivery pending again, due now, retried for another `retry_for`.

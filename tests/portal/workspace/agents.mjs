@@ -296,7 +296,12 @@ export default async function agents(w) {
       await page.waitForFunction(() => document.querySelector('input[name="language"]')?.value === '', null, { timeout: T });
     } catch { fail('the settings form does not show the restored (empty) language'); }
     await visible(settingsBox().getByText('No tools: the agent only talks.'), 'no tools after the restore');
-    // The version with the settings is in the history: restored again, they come back.
+    // The version with the settings is in the history, marked as a change of the settings
+    // alone (its text is the one before it), and the one before it is not (issue 55).
+    const settingsRow = page.locator(`tr[data-version="${settingsVersion}"]`);
+    await visible(settingsRow.getByText('Settings only', { exact: true }), `"Settings only" on version ${settingsVersion}`);
+    ok(await page.locator(`tr[data-version="1"]`).getByText('Settings only', { exact: true }).count() === 0, 'version 1 is marked as a settings change');
+    // Restored again, they come back.
     await page.getByRole('button', { name: `Restore version ${settingsVersion}` }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Restore' }).click();
     await hidden(page.getByRole('dialog'), 'the confirmation');

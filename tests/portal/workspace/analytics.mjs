@@ -82,8 +82,13 @@ export default async function analytics(w) {
     const table = page.getByRole('table', { name: 'Calls per agent' });
     if (!agents.length) { await visible(page.getByText('No agents yet.'), 'the empty per-agent table'); return; }
     await visible(table, 'the per-agent table');
-    const rows = table.locator('tbody tr');
-    ok(await rows.count() === Math.min(20, agents.length), `the per-agent table has ${await rows.count()} rows for ${agents.length} agents`);
+    const rows = table.locator('tbody tr[data-agent]:not([data-agent=""])');
+    ok(await rows.count() === Math.min(20, agents.length), `the per-agent table has ${await rows.count()} agent rows for ${agents.length} agents`);
+    // Issue 55: with a "No agent" row for the calls of none, the rows add up to the team's total.
+    const team = sum(await get(''));
+    const perRow = (await table.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => tr.querySelector('td')?.textContent || '0')))
+      .map(digits).reduce((a, b) => a + b, 0);
+    if (agents.length <= 20) ok(perRow === team.calls, `the per-agent rows add up to ${perRow} calls, the team had ${team.calls}`);
     // The agents with calls, and the first one, against the API with agentId.
     const shown = agents.slice(0, 20);
     for (const a of shown.slice(0, 5)) {

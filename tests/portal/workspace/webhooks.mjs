@@ -3,7 +3,7 @@
 // local receivers (node:http on 127.0.0.1, port 0): one answering 200, one answering 500.
 import crypto from 'node:crypto';
 import http from 'node:http';
-import { T, step, visible, atPath, check, ok, fail, rand, track } from '../harness.mjs';
+import { T, step, visible, hidden, atPath, check, ok, fail, rand, track } from '../harness.mjs';
 
 const IMG = '<img src=x onerror=window.__xss=1>';
 const SCRIPT = '<script>window.__xss=1</script>';
@@ -91,6 +91,20 @@ export default async function webhooks(w) {
       const req = await until(() => good.got.find((r) => r.body.includes('webhook.test')), 'the receiver to get the test event');
       ok(signed(req, secret), `the test event's webhook-signature does not verify with the secret shown: ${req.headers['webhook-signature']}`);
       ok(await row.first().getByRole('button', { name: /^Retry/ }).count() === 0, 'a delivered delivery offers Retry');
+      // Issue 55: a delivered one shows its payload, as the receiver got it, and is sent again
+      // on demand.
+      await row.first().getByRole('button', { name: /^Payload of/ }).click();
+      const dlg = page.getByRole('dialog');
+      const shown = JSON.parse(await dlg.locator('pre').innerText());
+      ok(shown.type === 'webhook.test' && JSON.stringify(shown) === JSON.stringify(JSON.parse(req.body)),
+        `the payload shown is not what the receiver got: ${JSON.stringify(shown)} vs ${req.body}`);
+      await check(page, 'webhook-payload');
+      await dlg.getByRole('button', { name: 'Close' }).click();
+      await hidden(dlg, 'the payload dialog');
+      const before = good.got.filter((r) => r.body.includes('webhook.test')).length;
+      await row.first().getByRole('button', { name: /^Send again/ }).click();
+      await visible(page.getByText('Delivery queued again'), 'the send-again confirmation');
+      await until(() => good.got.filter((r) => r.body.includes('webhook.test')).length > before, 'the receiver to get the test event again');
       await check(page, 'webhook');
     });
 

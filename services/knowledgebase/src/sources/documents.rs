@@ -154,14 +154,60 @@ fn parse_csv(bytes: &[u8]) -> Result<Parsed, String> {
     Ok(parsed)
 }
 
-/// One section per page, so that entries say where they come from.
+/// Sections by headings, as a webpage is cut (issue 55: a handbook of 4 headed sections was
+/// one "Page 1" entry, returned whole for every match): a short line in a font clearly larger
+/// than the body's opens a section, whatever page it is on. A PDF without such lines is cut
+/// by page, so that entries still say where they come from.
 fn parse_pdf(bytes: &[u8], limits: &Limits) -> Result<Parsed, String> {
-    let pages = pdf::read_pages(bytes, limits)?;
+    let pages = pdf::read_lines(bytes, limits)?;
+    let body = body_size(pages.iter().flatten());
+    let is_heading = |line: &pdf::Line| {
+        let text = line.text.trim();
+        line.size >= body * HEADING_SCALE
+            && text.chars().count() <= HEADING_CHARS
+            && text.chars().any(char::is_alphabetic)
+    };
+    if body > 0.0 && pages.iter().flatten().any(is_heading) {
+        let mut sections: Vec<Section> = Vec::new();
+        let mut current = Section { heading: None, text: String::new() };
+        // The size of the heading line just read, if the last line was one.
+        let mut last_heading: Option<f64> = None;
+        for line in pages.iter().flatten() {
+            let text = line.text.trim();
+            if text.is_empty() {
+                continue;
+            }
+            if is_heading(line) {
+                // A heading that wraps onto a second line (in the same size) is one heading.
+                let wraps = last_heading.is_some_and(|size| (size - line.size).abs() < 0.5);
+                if wraps && current.text.is_empty() {
+                    let heading = current.heading.get_or_insert_with(String::new);
+                    heading.push(' ');
+                    heading.push_str(text);
+                } else {
+                    sections.push(std::mem::replace(
+                        &mut current,
+                        Section { heading: Some(text.to_owned()), text: String::new() },
+                    ));
+                }
+                last_heading = Some(line.size);
+                continue;
+            }
+            last_heading = None;
+            if !current.text.is_empty() {
+                current.text.push('\n');
+            }
+            current.text.push_str(text);
+        }
+        sections.push(current);
+        sections.retain(|section| !section.text.is_empty());
+        return Ok(Parsed { sections, ..Parsed::default() });
+    }
     let sections = pages
         .into_iter()
         .enumerate()
-        .map(|(index, text)| {
-            let text = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("\n");
+        .map(|(index, lines)| {
+            let text = lines.iter().map(|l| l.text.trim()).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("\n");
             Section { heading: Some(format!("Page {}", index + 1)), text }
         })
         .filter(|section| !section.text.is_empty())
@@ -169,7 +215,38 @@ fn parse_pdf(bytes: &[u8], limits: &Limits) -> Result<Parsed, String> {
     Ok(Parsed { sections, ..Parsed::default() })
 }
 
-/// `word/document.xml`: paragraphs in `Heading…` or `Title` styles open sections. The
+/// How much larger than the body's a font is for its line to be a heading: 15 %, a step a
+/// reader sees (a 12 pt body's headings are 14 pt and up).
+const HEADING_SCALE: f64 = 1.15;
+
+/// The longest line taken for a heading: longer ones are large body text (a quote, a note).
+const HEADING_CHARS: usize = 120;
+
+/// The body's font size: the size most of the characters are drawn in (to the half point).
+fn body_size<'a>(lines: impl Iterator<Item = &'a pdf::Line>) -> f64 {
+    let mut chars_by_size: std::collections::HashMap<i64, usize> = std::collections::HashMap::new();
+    for line in lines {
+        let halves = (line.size * 2.0).round() as i64;
+        *chars_by_size.entry(halves).or_default() += line.text.chars().filter(|c| !c.is_whitespace()).count();
+    }
+    chars_by_size
+        .into_iter()
+        .max_by_key(|(halves, chars)| (*chars, -halves))
+        .map_or(0.0, |(halves, _)| halves as f64 / 2.0)
+}
+
+/// A paragraph set in bold alone, short and without a final full stop, is a heading too: many
+/// documents mark their headings so rather than with a heading style.
+fn bold_heading(text: &str, runs: usize, bold_runs: usize) -> bool {
+    runs > 0
+        && bold_runs == runs
+        && text.chars().count() <= HEADING_CHARS
+        && !text.ends_with('.')
+        && text.chars().any(char::is_alphabetic)
+}
+
+/// `word/document.xml`: paragraphs in `Heading…` or `Title` styles open sections, and so do
+/// short paragraphs set in bold alone (see [`bold_heading`]). The
 /// archive's declared sizes are checked before anything is inflated, and the body is parsed
 /// as it inflates, counted, so that neither a lying archive nor a large body is ever held.
 fn parse_docx(bytes: &[u8], limits: &Limits) -> Result<Parsed, String> {
@@ -190,6 +267,9 @@ fn parse_docx(bytes: &[u8], limits: &Limits) -> Result<Parsed, String> {
     let mut paragraph = String::new();
     let mut heading_style = false;
     let mut in_text = false;
+    // Runs of the paragraph with text, and those of them in bold (`w:b` in the run's
+    // properties, unless `w:val` turns it off).
+    let (mut runs, mut bold_runs, mut run_bold, mut run_has_text, mut in_run_properties) = (0, 0, false, false, false);
     loop {
         if text_bytes > text_cap {
             return Err(format!(
@@ -213,6 +293,13 @@ fn parse_docx(bytes: &[u8], limits: &Limits) -> Result<Parsed, String> {
                 b"w:p" => {
                     paragraph.clear();
                     heading_style = false;
+                    (runs, bold_runs) = (0, 0);
+                }
+                b"w:r" => (run_bold, run_has_text) = (false, false),
+                b"w:rPr" => in_run_properties = true,
+                b"w:b" if in_run_properties => {
+                    let value = element.try_get_attribute("w:val").ok().flatten().map(|a| a.value.into_owned());
+                    run_bold = !matches!(value.as_deref(), Some(b"0" | b"false" | b"off"));
                 }
                 b"w:pStyle" => {
                     let style = element
@@ -237,16 +324,22 @@ fn parse_docx(bytes: &[u8], limits: &Limits) -> Result<Parsed, String> {
             Event::Text(text) if in_text => {
                 let text = text.decode().map_err(|e| format!("the DOCX text cannot be decoded: {e}"))?;
                 text_bytes += text.len();
+                run_has_text |= !text.trim().is_empty();
                 paragraph.push_str(&text);
             }
             Event::End(element) => match element.name().as_ref() {
                 b"w:t" => in_text = false,
+                b"w:rPr" => in_run_properties = false,
+                b"w:r" if run_has_text => {
+                    runs += 1;
+                    bold_runs += usize::from(run_bold);
+                }
                 b"w:p" => {
                     let text = paragraph.trim().to_owned();
                     if text.is_empty() {
                         continue;
                     }
-                    if heading_style {
+                    if heading_style || bold_heading(&text, runs, bold_runs) {
                         if !current.text.is_empty() || current.heading.is_some() {
                             sections
                                 .push(std::mem::replace(&mut current, Section { heading: None, text: String::new() }));
@@ -320,6 +413,26 @@ mod tests {
         let paragraphs = r#"<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>Returns</w:t></w:r></w:p><w:p><w:r><w:t>Within 30 days.</w:t></w:r></w:p>"#;
         let parsed = parse(Format::Docx, &docx(&[("word/document.xml", &body(paragraphs))])).unwrap();
         assert_eq!(parsed.sections, [Section { heading: Some("Returns".into()), text: "Within 30 days.".into() }]);
+    }
+
+    #[test]
+    fn docx_paragraphs_in_bold_alone_open_sections_and_bold_words_in_a_sentence_do_not() {
+        let paragraphs = concat!(
+            r#"<w:p><w:r><w:rPr><w:b/></w:rPr><w:t>Deliveries</w:t></w:r></w:p>"#,
+            r#"<w:p><w:r><w:t>Orders ship </w:t></w:r><w:r><w:rPr><w:b/></w:rPr><w:t>the next day</w:t></w:r></w:p>"#,
+            r#"<w:p><w:r><w:rPr><w:b/></w:rPr><w:t>Every order is insured.</w:t></w:r></w:p>"#,
+            r#"<w:p><w:r><w:rPr><w:b w:val="0"/></w:rPr><w:t>Returns</w:t></w:r></w:p>"#,
+        );
+        let parsed = parse(Format::Docx, &docx(&[("word/document.xml", &body(paragraphs))])).unwrap();
+        let text = "Orders ship the next day\nEvery order is insured.\nReturns";
+        assert_eq!(parsed.sections, [Section { heading: Some("Deliveries".into()), text: text.into() }]);
+    }
+
+    #[test]
+    fn the_body_size_is_the_size_of_most_characters() {
+        let line = |text: &str, size: f64| pdf::Line { text: text.to_owned(), size };
+        let lines = [line("Handbook", 20.0), line("a long line of body text", 11.0), line("more body", 11.2)];
+        assert_eq!(body_size(lines.iter()), 11.0);
     }
 
     #[test]

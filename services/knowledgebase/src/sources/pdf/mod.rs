@@ -37,8 +37,16 @@ use self::streams::check_streams;
 use self::text::extract;
 use super::bounded::Limits;
 
+pub use self::text::Line;
+
 /// The pages' text, or the reason the file is refused.
 pub fn read_pages(bytes: &[u8], limits: &Limits) -> Result<Vec<String>, String> {
+    let pages = read_lines(bytes, limits)?;
+    Ok(pages.into_iter().map(|lines| lines.into_iter().map(|line| line.text).collect::<Vec<_>>().join("\n")).collect())
+}
+
+/// The pages' lines with their font sizes, or the reason the file is refused.
+pub fn read_lines(bytes: &[u8], limits: &Limits) -> Result<Vec<Vec<Line>>, String> {
     check_streams(bytes, limits)?;
     let mut document =
         Document::load_mem(bytes).map_err(|e| format!("the PDF cannot be read: {}", OutputError::PdfError(e)))?;

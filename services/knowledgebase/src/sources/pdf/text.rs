@@ -1,6 +1,7 @@
 //! Step 3: the text, page by page, written through the library's own plain-text output into a
 //! sink that stops at the cap, so that a file whose text is too long is refused without ever
-//! being held whole.
+//! being held whole. Each line written keeps the largest font size drawn on it, which tells
+//! headings from body text (issue 55).
 
 use std::cell::RefCell;
 use std::fmt;
@@ -10,10 +11,21 @@ use pdf_extract::{ConvertToFmt, Document, MediaBox, OutputDev, OutputError, Plai
 
 use crate::sources::bounded::{Limits, size};
 
+/// A line of a page's text and the largest font size (in points, as drawn) of its characters.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Line {
+    pub text: String,
+    pub size: f64,
+}
+
 /// The text written so far, one string per page begun.
 #[derive(Default)]
 struct Written {
     pages: Vec<String>,
+    /// The same text as lines, one list per page begun.
+    lines: Vec<Vec<Line>>,
+    /// The font size of the character being written.
+    size_now: f64,
     /// Pages the reader finished.
     finished: usize,
     bytes: u64,
@@ -36,6 +48,18 @@ impl fmt::Write for Sink {
         written.bytes = bytes;
         if let Some(page) = written.pages.last_mut() {
             page.push_str(text);
+        }
+        let size = written.size_now;
+        if let Some(lines) = written.lines.last_mut() {
+            for (index, piece) in text.split('\n').enumerate() {
+                if index > 0 || lines.is_empty() {
+                    lines.push(Line::default());
+                }
+                if let Some(line) = lines.last_mut().filter(|_| !piece.is_empty()) {
+                    line.text.push_str(piece);
+                    line.size = line.size.max(size);
+                }
+            }
         }
         Ok(())
     }
@@ -63,7 +87,11 @@ impl OutputDev for Paged {
         media_box: &MediaBox,
         art_box: Option<(f64, f64, f64, f64)>,
     ) -> Result<(), OutputError> {
-        self.sink.0.borrow_mut().pages.push(String::new());
+        {
+            let mut written = self.sink.0.borrow_mut();
+            written.pages.push(String::new());
+            written.lines.push(Vec::new());
+        }
         let mut page = PlainTextOutput::new(self.sink.clone());
         page.begin_page(page_num, media_box, art_box)?;
         self.page = Some(page);
@@ -86,6 +114,10 @@ impl OutputDev for Paged {
         font_size: f64,
         char: &str,
     ) -> Result<(), OutputError> {
+        // The size as drawn, as the plain-text output reckons it: the side of the square of the
+        // transformed size's area.
+        let (x, y) = (font_size * (trm.m11 + trm.m21), font_size * (trm.m12 + trm.m22));
+        self.sink.0.borrow_mut().size_now = (x * y).abs().sqrt();
         match self.page.as_mut() {
             Some(page) => page.output_character(trm, width, spacing, font_size, char),
             None => Ok(()),
@@ -105,16 +137,10 @@ impl OutputDev for Paged {
     }
 }
 
-/// The text of each page. As pdf-extract's page-by-page extraction: the pages before one
-/// that cannot be read are kept, the rest dropped.
-pub(super) fn extract(document: &Document, limits: &Limits) -> Result<Vec<String>, String> {
-    let written = Rc::new(RefCell::new(Written {
-        pages: Vec::new(),
-        finished: 0,
-        bytes: 0,
-        cap: limits.text_bytes,
-        over: false,
-    }));
+/// The text of each page, as lines. As pdf-extract's page-by-page extraction: the pages
+/// before one that cannot be read are kept, the rest dropped.
+pub(super) fn extract(document: &Document, limits: &Limits) -> Result<Vec<Vec<Line>>, String> {
+    let written = Rc::new(RefCell::new(Written { cap: limits.text_bytes, ..Written::default() }));
     let mut paged = Paged { sink: Sink(written.clone()), page: None };
     let outcome = pdf_extract::output_doc(document, &mut paged);
     drop(paged);
@@ -123,9 +149,9 @@ pub(super) fn extract(document: &Document, limits: &Limits) -> Result<Vec<String
         return Err(format!("the text of the document is longer than {} (the limit)", size(limits.text_bytes)));
     }
     if outcome.is_err() {
-        written.pages.truncate(written.finished);
+        written.lines.truncate(written.finished);
     }
-    Ok(written.pages)
+    Ok(written.lines)
 }
 
 #[cfg(test)]
