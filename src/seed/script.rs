@@ -138,19 +138,19 @@ pub const BUSINESSES: [Business; 2] = [
                 tool: Some("confirm_appointment"),
             },
             Scenario {
-                summary: "{business} offered an earlier cleaning slot; the patient kept the original one.",
-                outcome: Outcome { sentiment: "neutral", successful: false, transfer: false },
+                summary: "{business} offered an earlier cleaning slot; the patient took it.",
+                outcome: Outcome { sentiment: "positive", successful: true, transfer: false },
                 turns: &[
                     ("caller", "Hello, {name} speaking."),
                     (
                         "agent",
                         "Hi {name}, this is {agent} from {business}. A cleaning slot opened this Thursday at 3 pm.",
                     ),
-                    ("caller", "That's kind, but Thursday doesn't work for me."),
-                    ("agent", "No problem, your appointment next month stays as it is."),
+                    ("caller", "Oh, that's much sooner. Yes, I'll take it."),
+                    ("agent", "Done: your cleaning is on Thursday at 3 pm, and next month's is cancelled."),
                     ("caller", "Thanks for calling."),
                 ],
-                tool: None,
+                tool: Some("reschedule_appointment"),
             },
         ],
         chats: &[
