@@ -64,7 +64,10 @@ REPLICAS = 2
 # scenario holds many windows; the other classes' limits stay far above the workload's rate.
 BULK_LIMIT, RATE_WINDOW_MS = 10, 2000
 # The webhook receiver, on the bridge's host address: every replica's namespace reaches it.
-WEBHOOK_PORT = 58090
+# Below Linux's ephemeral range (32768-60999): a port in it can be held by an outgoing
+# connection from the bridge's address (HAProxy's checks), and the receiver then could not
+# listen (a CI run failed so, with EADDRINUSE).
+WEBHOOK_PORT = 28090
 # A delivery claimed by a webhooks replica that dies is taken by the other once its lease ends:
 # the receiver's timeout (2 s here) + 30 s. A failed attempt is retried from 0.5 s on.
 WEBHOOK_TIMEOUT_MS, WEBHOOK_RETRY_BASE_MS = 2000, 500
