@@ -24,7 +24,14 @@
 //!   with every waiting write in one call, four clients left 14 % of two cores idle.) A piece
 //!   whose caller has gone (a cancelled request) is dropped unembedded.
 //!
-//! The model runs passages at a lower priority than queries (`threads.rs`).
+//! - writes: a request of at most [`SMALL_WRITE`] passages (a single reference, a short page)
+//!   goes to a line of its own, handled as the passages' but run on threads of its own. Taking
+//!   turns alone did not keep another team's single writes quick during an import: each
+//!   waited for a free call behind the import's pieces, and then shared the cores with them at
+//!   the same priority (p50 0.6-1.2 s against 50 ms idle; BENCHMARKS.md, issue 53).
+//!
+//! The model runs writes at a lower priority than queries, and bulk passages lower still
+//! (`threads.rs`).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -48,6 +55,8 @@ const FULL_TEXTS: usize = 8;
 /// ... or this many characters, about 400 tokens: products of that many rows already run at
 /// the model's full speed, so gathering more would only hold the writes back.
 const FULL_CHARS: usize = 2_000;
+/// Passage requests of at most this many texts are single writes: they go to the writes' line.
+const SMALL_WRITE: usize = FULL_TEXTS;
 /// How long the passage worker waits for more requests to fill a batch.
 const GATHER: Duration = Duration::from_millis(5);
 
@@ -221,14 +230,25 @@ pub struct Coalescing {
     inner: Arc<dyn Embedder>,
     queries: mpsc::Sender<Query>,
     passages: mpsc::Sender<Passages>,
+    writes: mpsc::Sender<Passages>,
+}
+
+/// Which of the model's passage paths a line of passages takes.
+#[derive(Clone, Copy)]
+enum Line {
+    /// [`Embedder::embed`]: imports, webpages, documents.
+    Bulk,
+    /// [`Embedder::embed_writes`]: single writes.
+    Writes,
 }
 
 impl Coalescing {
     /// Starts the workers on the current tokio runtime; they end when the embedder is dropped.
     pub fn new(inner: Arc<dyn Embedder>) -> Arc<Self> {
         let queries = start_queries(inner.clone());
-        let passages = start_passages(inner.clone());
-        Arc::new(Self { inner, queries, passages })
+        let passages = start_passages(inner.clone(), Line::Bulk);
+        let writes = start_passages(inner.clone(), Line::Writes);
+        Arc::new(Self { inner, queries, passages, writes })
     }
 }
 
@@ -249,7 +269,7 @@ fn start_queries(model: Arc<dyn Embedder>) -> mpsc::Sender<Query> {
     queue
 }
 
-fn start_passages(model: Arc<dyn Embedder>) -> mpsc::Sender<Passages> {
+fn start_passages(model: Arc<dyn Embedder>, line: Line) -> mpsc::Sender<Passages> {
     let (queue, mut waiting) = mpsc::channel::<Passages>(1024);
     let slots = Arc::new(Semaphore::new(2 * model.parallelism().max(1)));
     tokio::spawn(async move {
@@ -269,7 +289,7 @@ fn start_passages(model: Arc<dyn Embedder>) -> mpsc::Sender<Passages> {
             let call = gather(&mut waiting, &mut turns, first).await;
             let model = model.clone();
             tokio::spawn(async move {
-                embed_pieces(model.as_ref(), call).await;
+                embed_pieces(model.as_ref(), line, call).await;
                 drop(slot);
             });
         }
@@ -305,9 +325,13 @@ async fn gather(waiting: &mut mpsc::Receiver<Passages>, turns: &mut Turns, first
 }
 
 /// Embeds the texts of every piece of the call at once and hands each piece its vectors.
-async fn embed_pieces(model: &dyn Embedder, mut call: Vec<Piece>) {
+async fn embed_pieces(model: &dyn Embedder, line: Line, mut call: Vec<Piece>) {
     let all: Vec<String> = call.iter_mut().flat_map(|piece| std::mem::take(&mut piece.texts)).collect();
-    match model.embed(all).await {
+    let embedded = match line {
+        Line::Bulk => model.embed(all).await,
+        Line::Writes => model.embed_writes(all).await,
+    };
+    match embedded {
         Ok(mut vectors) => {
             for piece in call {
                 let rest = vectors.split_off(piece.len().min(vectors.len()));
@@ -331,8 +355,9 @@ impl Embedder for Coalescing {
 
     async fn embed_for(&self, team_id: &str, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
         let (reply, answer) = oneshot::channel();
+        let line = if texts.len() <= SMALL_WRITE { &self.writes } else { &self.passages };
         let request = Passages { team_id: team_id.to_owned(), texts, reply };
-        self.passages.send(request).await.map_err(|_| anyhow!("the embedding worker has stopped"))?;
+        line.send(request).await.map_err(|_| anyhow!("the embedding worker has stopped"))?;
         answer.await.map_err(|_| anyhow!("the embedding worker has stopped"))?
     }
 
@@ -375,6 +400,11 @@ mod tests {
             Ok(texts.iter().map(|text| vec![text.len() as f32]).collect())
         }
 
+        async fn embed_writes(&self, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
+            self.0.lock().unwrap().push((texts.len(), "write"));
+            Ok(texts.iter().map(|text| vec![text.len() as f32]).collect())
+        }
+
         async fn embed_queries(&self, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
             self.0.lock().unwrap().push((texts.len(), "query"));
             Ok(texts.iter().map(|text| vec![text.len() as f32]).collect())
@@ -405,7 +435,7 @@ mod tests {
         for (i, vectors) in (1..=4).zip(answers) {
             assert_eq!(vectors, vec![vec![i as f32], vec![10.0 * i as f32]]);
         }
-        assert_eq!(*model.0.lock().unwrap(), [(8, "ingest")], "one call for the four writes");
+        assert_eq!(*model.0.lock().unwrap(), [(8, "write")], "one call for the four writes");
     }
 
     #[tokio::test]
@@ -417,7 +447,7 @@ mod tests {
             async move { coalescing.embed(texts(&[FULL_CHARS / 2, 10])).await.unwrap() }
         });
         futures::future::join_all(writes).await;
-        assert_eq!(*model.0.lock().unwrap(), [(4, "ingest"), (4, "ingest")], "two writes a call");
+        assert_eq!(*model.0.lock().unwrap(), [(4, "write"), (4, "write")], "two writes a call");
     }
 
     #[tokio::test]
@@ -446,6 +476,10 @@ mod tests {
         assert_eq!(vectors, expected, "each text's vector in its place");
         assert_eq!(*model.0.lock().unwrap(), [(1, "query"), (PIECE, "ingest"), (PIECE, "ingest"), (1, "ingest")]);
         assert!(coalescing.embed(Vec::new()).await.unwrap().is_empty());
+        coalescing.embed(texts(&[5; SMALL_WRITE])).await.unwrap();
+        coalescing.embed(texts(&[5; SMALL_WRITE + 1])).await.unwrap();
+        let calls = model.0.lock().unwrap();
+        assert_eq!(calls[4..], [(SMALL_WRITE, "write"), (PIECE, "ingest"), (1, "ingest")], "small requests are writes");
     }
 
     /// Records each call's texts and holds it until the test lets one through.
@@ -482,7 +516,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn another_teams_single_write_is_in_the_next_model_call_behind_an_import() {
+    async fn another_teams_single_write_does_not_wait_for_an_imports_calls() {
         let model = Arc::new(Gated { calls: Mutex::new(Vec::new()), gate: Semaphore::new(0) });
         let coalescing = Coalescing::new(model.clone());
         let import: Vec<String> = (0..500).map(|i| format!("bulk passage {i:03}")).collect();
@@ -490,17 +524,15 @@ mod tests {
             let (coalescing, import) = (coalescing.clone(), import.clone());
             async move { coalescing.embed_for("importer", import).await }
         });
-        // Both of the model's calls (two per core, one core) hold pieces of the import.
+        // Both of the bulk line's calls (two per core, one core) hold pieces of the import.
         calls_reach(&model, 2).await;
         let single = tokio::spawn({
             let coalescing = coalescing.clone();
             async move { coalescing.embed_for("neighbour", vec!["a single write".to_owned()]).await }
         });
-        // The write is queued before a call ends and the worker chooses the next turn.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        model.gate.add_permits(1);
+        // No call of the import has ended, and the write's call has begun.
         calls_reach(&model, 3).await;
-        assert_eq!(model.calls.lock().unwrap()[2], ["a single write"], "the next call is the write's alone");
+        assert_eq!(model.calls.lock().unwrap()[2], ["a single write"], "the write's call is its own");
 
         model.gate.add_permits(1_000);
         let single = tokio::time::timeout(Duration::from_secs(10), single).await.expect("the write is answered");

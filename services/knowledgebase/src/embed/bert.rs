@@ -39,7 +39,9 @@ pub struct BertEmbedder {
     /// passages per second with one thread as with two), so calls side by side are what uses
     /// every core.
     threads: ModelThreads,
-    /// As many for passages to store, at a lower priority: a query never waits behind them.
+    /// As many for the passages of single writes, at a lower priority: a query goes first.
+    writes: ModelThreads,
+    /// As many for passages of bulk work, lower still: a query or a write goes first.
     ingest: ModelThreads,
     /// Of queries and passages alike, so that a query is embedded as the passages it is
     /// compared with were. bfloat16 by default (f32 where the CPU lacks it): it made searches
@@ -121,6 +123,7 @@ impl BertEmbedder {
             dimensions: config.hidden_size,
             name: model_name(model_dir),
             threads: ModelThreads::new(cores, Priority::Query)?,
+            writes: ModelThreads::new(cores, Priority::Write)?,
             ingest: ModelThreads::new(cores, Priority::Ingest)?,
             products: Precision::Bf16,
         })
@@ -199,6 +202,13 @@ impl Embedder for BertEmbedder {
         }
         // CPU-bound for milliseconds to seconds: keep it off the async workers.
         self.embed_on(&self.ingest, texts, self.products).await
+    }
+
+    async fn embed_writes(&self, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.embed_on(&self.writes, texts, self.products).await
     }
 
     async fn embed_queries(&self, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {

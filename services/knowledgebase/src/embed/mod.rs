@@ -18,6 +18,12 @@ pub trait Embedder: Send + Sync + 'static {
     async fn embed_for(&self, _team_id: &str, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
         self.embed(texts).await
     }
+    /// [`Embedder::embed`] for the few passages of a single write, which someone waits for:
+    /// ahead of bulk ingestion and behind queries where the embedder can tell them apart (the
+    /// local model).
+    async fn embed_writes(&self, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
+        self.embed(texts).await
+    }
     /// [`Embedder::embed`] for searches' queries, which go ahead of passages where the
     /// embedder can tell them apart (the local model).
     async fn embed_queries(&self, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
@@ -120,6 +126,13 @@ impl Embedder for Timed {
         let started = std::time::Instant::now();
         let embedded = self.inner.embed(texts).await;
         self.record(started, embedded.is_ok(), "ingest");
+        embedded
+    }
+
+    async fn embed_writes(&self, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
+        let started = std::time::Instant::now();
+        let embedded = self.inner.embed_writes(texts).await;
+        self.record(started, embedded.is_ok(), "write");
         embedded
     }
 

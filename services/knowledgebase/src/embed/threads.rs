@@ -1,5 +1,5 @@
 //! The threads the local model runs on: one single-threaded rayon pool per core, one set for
-//! queries and one, at a lower priority, for ingestion.
+//! queries, one at a lower priority for single writes, and one lower still for bulk ingestion.
 //!
 //! candle splits every matrix product over `RAYON_NUM_THREADS` (every core by default) and waits
 //! for the slowest part. A query embedding is about forty small products; on a 2-core machine
@@ -43,6 +43,10 @@ impl Drop for Queued<'_> {
 pub(super) enum Priority {
     /// Searches' queries: someone is waiting for each.
     Query,
+    /// A few passages of a single write (a reference, a short page): someone waits for them
+    /// too, but a search goes first. Their threads run at nice [`WRITE_NICE`], between the
+    /// two others, so that another team's bulk import does not hold them back (issue 53).
+    Write,
     /// Passages to store (references, webpages, documents): their threads run at nice
     /// [`INGEST_NICE`], so that the kernel gives a core to a query (and to every other
     /// process) as soon as one wants it, and ingestion takes what is left.
@@ -53,6 +57,7 @@ impl ModelThreads {
     pub(super) fn new(count: usize, priority: Priority) -> anyhow::Result<Self> {
         let prefix = match priority {
             Priority::Query => "embedder",
+            Priority::Write => "embedder-write",
             Priority::Ingest => "embedder-ingest",
         };
         let workers = (0..count.max(1))
@@ -61,8 +66,8 @@ impl ModelThreads {
                     .num_threads(1)
                     .thread_name(move |_| format!("{prefix}-{i}"))
                     .start_handler(move |_| {
-                        if priority == Priority::Ingest {
-                            yield_to_other_work();
+                        if let Some(nice) = priority.nice() {
+                            yield_to_other_work(nice);
                         }
                     })
                     .build()
@@ -124,17 +129,32 @@ impl ModelThreads {
     }
 }
 
+impl Priority {
+    /// The nice value its threads take; `None`: the process's own.
+    fn nice(self) -> Option<i32> {
+        match self {
+            Priority::Query => None,
+            Priority::Write => Some(WRITE_NICE),
+            Priority::Ingest => Some(INGEST_NICE),
+        }
+    }
+}
+
 /// The nice value of ingestion threads. Against busy threads at nice 0 they get about a tenth of
 /// a core each (CFS weights 110 and 1024): queries go first, and a bulk import still moves
 /// while searches keep every core busy (at nice 19, weight 15, one starved for minutes).
 const INGEST_NICE: i32 = 10;
 
-/// Puts the calling thread at [`INGEST_NICE`] (on Linux a thread's nice value is its own).
-/// Where that is refused the thread keeps its priority: queries then only wait longer, nothing
-/// is wrong.
-fn yield_to_other_work() {
+/// The nice value of single writes' threads (CFS weight 335): sharing a core with an ingestion
+/// thread a write gets three quarters of it, and a search's query three quarters against a
+/// write.
+const WRITE_NICE: i32 = 5;
+
+/// Puts the calling thread at `nice` (on Linux a thread's nice value is its own). Where that is
+/// refused the thread keeps its priority: queries then only wait longer, nothing is wrong.
+fn yield_to_other_work(nice: i32) {
     let thread = rustix::thread::gettid();
-    if let Err(error) = rustix::process::setpriority_process(Some(thread), INGEST_NICE) {
+    if let Err(error) = rustix::process::setpriority_process(Some(thread), nice) {
         tracing::warn!(%error, "cannot lower the priority of an embedding thread");
     }
 }
@@ -173,10 +193,14 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn ingestion_threads_run_at_a_lower_priority() {
+    async fn ingestion_threads_run_at_a_lower_priority_than_writes_and_writes_than_queries() {
         let threads = ModelThreads::new(1, Priority::Ingest).unwrap();
         let nice = threads.start(|| Ok(rustix::process::getpriority_process(Some(rustix::thread::gettid()))?));
         assert_eq!(nice.unwrap().await.unwrap(), INGEST_NICE);
+        let writes = ModelThreads::new(1, Priority::Write).unwrap();
+        let nice = writes.start(|| Ok(rustix::process::getpriority_process(Some(rustix::thread::gettid()))?));
+        assert_eq!(nice.unwrap().await.unwrap(), WRITE_NICE);
+        const { assert!(0 < WRITE_NICE && WRITE_NICE < INGEST_NICE) };
         let queries = ModelThreads::new(1, Priority::Query).unwrap();
         let nice = queries.start(|| Ok(rustix::process::getpriority_process(Some(rustix::thread::gettid()))?));
         assert_eq!(nice.unwrap().await.unwrap(), rustix::process::getpriority_process(None).unwrap());
