@@ -195,7 +195,9 @@ async fn agents(context: Context) -> anyhow::Result<Component> {
         .handle(OPTIMIZE_PROMPT, OptimizePrompt::new(store.clone()));
     let knowledgebases = KnowledgebaseServiceClient::new(context.channel(&KNOWLEDGEBASE)?);
     let feed = switchboard_agents::watch::Feed::new(store.clone()).await?;
-    let routes = switchboard_agents::routes(store.clone(), runner.waker(), knowledgebases, feed.clone());
+    let try_it =
+        switchboard_agents::try_it::TryIt::new(switchboard_kit::llm::ChatConfig::from_env(), knowledgebases.clone())?;
+    let routes = switchboard_agents::routes(store.clone(), runner.waker(), knowledgebases, feed.clone(), try_it);
     Ok(Component {
         info: &AGENTS,
         routes,

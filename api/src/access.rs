@@ -97,8 +97,7 @@ pub const TABLE: [Governs; 9] = [
             "POST /v1/agents/{agentId}/instructions/history/{version}/restore",
         ],
     },
-    // No operation of the public API tests an agent yet.
-    Governs { feature: Feature::Testing, operations: &[] },
+    Governs { feature: Feature::Testing, operations: &["POST /v1/agents/{agentId}/test-chat"] },
     Governs {
         feature: Feature::KnowledgeBase,
         operations: &["* /v1/knowledgebase/**", "* /v1/agents/{agentId}/knowledgebase/**"],

@@ -19,7 +19,7 @@ pub struct AccessConfig {
     pub instructions: bool,
     /// Replacing and restoring agent instructions.
     pub instructions_write: bool,
-    /// Testing agents (no public operation uses it yet).
+    /// Trying agents: the "Try it" chat (`POST /v1/agents/{agentId}/test-chat`).
     pub testing: bool,
     /// Every knowledge-base operation.
     pub knowledge_base: bool,

@@ -29,6 +29,7 @@ const FILES: &[(&str, &str, &[u8])] = &[
     ("pages-team.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/pages-team.js")),
     ("pages-agents.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/pages-agents.js")),
     ("pages-agents.css", "text/css; charset=utf-8", include_bytes!("../../portal/assets/pages-agents.css")),
+    ("agent-try.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/agent-try.js")),
     ("pages-knowledge.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/pages-knowledge.js")),
     ("pages-knowledge.css", "text/css; charset=utf-8", include_bytes!("../../portal/assets/pages-knowledge.css")),
     ("pages-calls.js", "text/javascript; charset=utf-8", include_bytes!("../../portal/assets/pages-calls.js")),

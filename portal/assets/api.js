@@ -219,6 +219,52 @@ async function request(method, path, body, { scoped = true, full = false } = {})
 }
 
 /**
+ * POSTs `body` as JSON like api() (X-CSRF-Token, ?teamId=, the same errors) to an operation that
+ * answers server-sent events, and calls onEvent(name, data) for each as it arrives. Resolves
+ * when the stream ends; throws ApiError for a refusal, and for an `error` event.
+ * @param {string} path
+ * @param {unknown} body
+ * @param {(name: string, data: any) => void} onEvent
+ * @param {AbortSignal} [signal]
+ * @returns {Promise<void>}
+ */
+export async function postEvents(path, body, onEvent, signal) {
+  /** @type {Record<string, string>} */
+  const headers = { Accept: 'text/event-stream', 'Content-Type': 'application/json' };
+  if (state.session?.csrfToken) headers['X-CSRF-Token'] = state.session.csrfToken;
+  let res;
+  try {
+    res = await fetch(withTeam(path), { method: 'POST', headers, credentials: 'same-origin', body: JSON.stringify(body), signal });
+  } catch (err) {
+    if (signal?.aborted) throw err;
+    throw new ApiError(0, { error: UNREACHABLE, code: 'NETWORK' });
+  }
+  if (!res.ok || !res.body) {
+    /** @type {ErrorBody | null} */
+    let json;
+    try { json = await res.json(); } catch { json = null; }
+    throw failure(path, res.status, json, res.headers.get('Retry-After'));
+  }
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += value;
+    let end;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const event = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const name = /^event: (.*)$/m.exec(event)?.[1] || 'message';
+      const data = /^data: (.*)$/m.exec(event)?.[1];
+      const parsed = data === undefined ? null : JSON.parse(data);
+      if (name === 'error') throw new ApiError(res.status, parsed);
+      onEvent(name, parsed);
+    }
+  }
+}
+
+/**
  * The ApiError of a refused request; a 401 on a signed-in page ends the session.
  * @param {string} path
  * @param {number} status

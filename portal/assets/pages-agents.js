@@ -1,5 +1,6 @@
 // @ts-check
-// Agents: /agents (list, create, delete) and /agents/{agentId} (fields, instructions with a
+// Agents: /agents (list, create, delete) and /agents/{agentId} (fields, the "Try it" chat
+// (agent-try.js), instructions with a
 // live character count, the runtime settings (first message, language, voice, model, tools,
 // post-call analysis), their history, a line diff of a version's text and settings against the
 // current ones, restore, and the prompt-optimisation state).
@@ -8,6 +9,7 @@ import {
   section, pager, pageOf, hrefWith, every, alertBox, ACTIONS, enc, focusTitle, areaField, uid, setFieldError, phone, cap,
 } from './dom.js';
 import { api, can, actingTeam, ApiError } from './api.js';
+import { trySection } from './agent-try.js';
 
 /** @typedef {import('./dom.js').PageContext} PageContext */
 /** @typedef {import('./dom.js').Child} Child */
@@ -251,6 +253,7 @@ export function detail({ view, params, query, signal }) {
     return [
       h('p', { class: 'ag-back' }, h('a', { href: '/agents' }, '← All agents')),
       detailsSection(ctx, kbs),
+      trySection(ctx),
       ctx.instructions.el,
       ctx.settings.el,
       ctx.diffSlot,

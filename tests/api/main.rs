@@ -39,6 +39,7 @@ mod scoping;
 mod sources;
 mod sso;
 mod telemetry;
+mod test_chat;
 mod trust;
 mod trust_accounts;
 mod upload_limits;

@@ -8,7 +8,10 @@
 
 use std::time::Duration;
 
+use serde_json::{Value, json};
+
 use crate::common::Stack;
+use crate::common::web::{Reply, Request, WebServer};
 
 /// Every step of the run waits at most 10 s; the whole run at most this.
 const RUN_LIMIT: Duration = Duration::from_secs(900);
@@ -34,8 +37,13 @@ async fn the_portal_works_in_a_real_browser() {
         .expect("SWITCHBOARD_TEST_PORTAL names tests/portal/run.mjs (scripts/test installs it: ensure_portal_tests)");
     // The profile's e-mail change follows the link the platform mails (issue 40, defect 7).
     let (mail_dir, mut sink, smtp) = crate::mail::smtp_sink().await;
+    // The agents' "Try it" chat talks to this model (the knowledge steps' extraction gets 404
+    // from it and keeps the heading pairs, as with no model).
+    let model = WebServer::start(|request| std::future::ready(chat_reply(&request))).await;
+    let model_url = model.url("/v1");
     let mut env = ENV.to_vec();
     env.push(("SWITCHBOARD_SMTP_URL", &smtp));
+    env.push(("SWITCHBOARD_LLM_URL", &model_url));
     let stack = Stack::start_with(&env).await;
     let agency = stack.team("Browser Agency", true, 500).await;
     let seed = stack
@@ -88,4 +96,29 @@ async fn the_portal_works_in_a_real_browser() {
     );
     println!("{stdout}");
     let _ = sink.kill().await;
+}
+
+/// A streamed chat reply that says what the knowledge base gave the model: "From what I know: "
+/// and the first entry's answer, in three pieces; without an entry, a greeting. A request that
+/// does not stream (the knowledgebase's extraction) gets 404.
+fn chat_reply(request: &Request) -> Reply {
+    let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+    if request.path() != "/v1/chat/completions" || body["stream"] != true {
+        return Reply::new(404).body("not here");
+    }
+    let system = body["messages"][0]["content"].as_str().unwrap_or_default();
+    let answer = system.lines().find_map(|line| line.strip_prefix("A: ")).map(str::to_owned);
+    let text = match answer {
+        Some(answer) => format!("From what I know: {answer}"),
+        None => "Hello! How can I help?".to_owned(),
+    };
+    let middle = (0..=text.len() / 2).rev().find(|&at| text.is_char_boundary(at)).unwrap_or(0);
+    let (head, tail) = text.split_at(middle);
+    let mut events = String::new();
+    for piece in ["", head, tail] {
+        let chunk = json!({ "choices": [{ "delta": { "content": piece } }] });
+        events.push_str(&format!("data: {chunk}\n\n"));
+    }
+    events.push_str("data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n");
+    Reply::new(200).header("Content-Type", "text/event-stream").body(events)
 }

@@ -5,6 +5,7 @@ pub mod prompt;
 pub mod service;
 pub mod settings;
 pub mod store;
+pub mod try_it;
 pub mod watch;
 
 pub use service::routes;

@@ -9,6 +9,7 @@ use tonic::Request;
 use tonic::service::Routes;
 
 use crate::store::{AgentChanges, AgentStore, NewAgent};
+use crate::try_it::TryIt;
 use crate::watch::Feed;
 
 pub struct AgentsApi {
@@ -18,6 +19,7 @@ pub struct AgentsApi {
     /// Where the knowledge bases that agents link to live.
     knowledgebases: KnowledgebaseServiceClient<Channel>,
     feed: std::sync::Arc<Feed>,
+    try_it: TryIt,
 }
 
 pub fn routes(
@@ -25,8 +27,9 @@ pub fn routes(
     wake: std::sync::Arc<tokio::sync::Notify>,
     knowledgebases: KnowledgebaseServiceClient<Channel>,
     feed: std::sync::Arc<Feed>,
+    try_it: TryIt,
 ) -> Routes {
-    Routes::new(AgentsServiceServer::new(AgentsApi { store, wake, knowledgebases, feed }))
+    Routes::new(AgentsServiceServer::new(AgentsApi { store, wake, knowledgebases, feed, try_it }))
 }
 
 impl AgentsApi {
@@ -169,6 +172,16 @@ impl AgentsService for AgentsApi {
         }
         let changes = self.feed.watch(team_id, request.from_version).await?;
         Ok(tonic::Response::new(tokio_stream::wrappers::ReceiverStream::new(changes)))
+    }
+
+    type TryAgentStream = tokio_stream::wrappers::ReceiverStream<Result<TryAgentEvent, tonic::Status>>;
+
+    async fn try_agent(&self, request: Request<TryAgentRequest>) -> Reply<Self::TryAgentStream> {
+        let request = request.into_inner();
+        // An agent of another team is not found before anything else is said.
+        let config = self.store.runtime_config(&request.team_id, &request.agent_id).await?;
+        let events = self.try_it.reply(request, config).await?;
+        Ok(tonic::Response::new(tokio_stream::wrappers::ReceiverStream::new(events)))
     }
 
     async fn unlink_knowledgebase(

@@ -13,6 +13,7 @@ pub mod jobs;
 pub mod limits;
 pub mod links;
 pub mod listing;
+pub mod llm;
 pub mod metrics;
 pub mod objects;
 pub mod outbox;

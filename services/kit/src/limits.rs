@@ -138,6 +138,15 @@ pub const SEARCH_LIMIT: Count = Count { min: 1, max: 50, default: 10 };
 pub const SEARCH_THRESHOLD: Fraction = Fraction { min: 0.0, max: 1.0, default: 0.1 };
 /// What one search costs.
 pub const SEARCH_CREDITS: i64 = 1;
+/// A message of the "Try it" chat; the latest is its turn's search query, so as long as one.
+pub const TRY_MESSAGE: Length = SEARCH_QUERY;
+/// The most messages one "Try it" request carries: 20 of the person's and the 19 replies
+/// between them. A longer conversation starts again.
+pub const TRY_MESSAGES: usize = 39;
+/// The most tokens the chat model may write for one "Try it" reply.
+pub const TRY_REPLY_TOKENS: u32 = 512;
+/// The most knowledge base entries a "Try it" turn gives the chat model.
+pub const TRY_SOURCES: u32 = 4;
 /// A subteam's name and its first user's names (the hosted product's rule).
 pub const SUBTEAM_NAME: Length = Length::new(1, 50);
 pub const PERSON_NAME: Length = Length::new(1, 50);

@@ -2,7 +2,8 @@
 // instructions (versions, the character count and its limit), the runtime settings (errors
 // beside their fields, kept after a reload), the history, the diff of an older version (text
 // and settings), restore, a missing agent, delete in the UI.
-import { T, step, visible, hidden, atPath, check, ok, fail, rand, track, newContext, password } from '../harness.mjs';
+import path from 'node:path';
+import { T, SHOTS, step, visible, hidden, atPath, check, ok, fail, rand, track, newContext, password } from '../harness.mjs';
 
 const XSS_IMG = '<img src=x onerror=window.__xss=1>';
 const XSS_SCRIPT = '<script>window.__xss=1</script>';
@@ -310,6 +311,48 @@ export default async function agents(w) {
     await noXss();
   });
 
+  await step('agents: "Try it" chats with the agent: its first message, the search, the streamed reply as text, at 1280 and 390 px', async () => {
+    const kb = await w.api('POST', '/knowledgebase', { name: `Try KB ${rand}` });
+    ok(kb.status === 201, `POST /v1/knowledgebase answered ${kb.status}: ${JSON.stringify(kb.body)}`);
+    const answer = `Monday to Friday, 9 am to 5 pm. ${XSS_IMG}`;
+    const ref = await w.api('POST', `/knowledgebase/${kb.body.data.id}/references`, { question: 'When is the clinic open?', answer });
+    ok(ref.status === 201, `POST a reference answered ${ref.status}: ${JSON.stringify(ref.body)}`);
+    const created = await w.api('POST', '/agents', {
+      name: `Ada ${rand}`, type: 'chat', knowledgebaseId: kb.body.data.id,
+      instructions: 'Answer patients kindly.', firstMessage: `Hello, this is Ada ${XSS_SCRIPT}`,
+    });
+    ok(created.status === 201, `POST /v1/agents answered ${created.status}: ${JSON.stringify(created.body)}`);
+    const tryId = created.body.data.id;
+    const balance = async () => (await w.api('GET', '/me')).body.data.credits.balance;
+    const before = await balance();
+    await page.goto(`/agents/${tryId}`);
+    const chat = page.locator('section').filter({ has: page.getByRole('heading', { name: 'Try it' }) });
+    const log = chat.getByRole('log', { name: 'Conversation with the agent' });
+    await visible(log.getByText(`Hello, this is Ada ${XSS_SCRIPT}`), 'the first message, as text');
+    await chat.getByLabel('Your message').fill('When are you open?');
+    await chat.getByRole('button', { name: 'Send' }).click();
+    await visible(log.getByText(`From what I know: ${answer}`), 'the streamed reply with the retrieved answer, as text');
+    await visible(log.getByText('Searched the knowledge base (1 credit): 1 entry found'), 'the sources note');
+    await log.getByText('Searched the knowledge base (1 credit): 1 entry found').click();
+    await visible(log.getByText('When is the clinic open?'), 'the entry the search found');
+    ok(await balance() === before - 1, 'the turn\'s search did not cost one credit');
+    await visible(chat.getByRole('button', { name: 'Send' }), 'Send, ready for the next message');
+    await noXss();
+    await check(page, 'agents-try');
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      await chat.getByLabel('Your message').scrollIntoViewIfNeeded();
+      await page.screenshot({ path: path.join(SHOTS, 'phone-agents-try.png') });
+      const wide = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      ok(wide <= 0, `the page scrolls sideways by ${wide} px at 390 px with the chat`);
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 820 });
+    }
+    await chat.getByRole('button', { name: 'Start over' }).click();
+    await hidden(log.getByText(`From what I know: ${answer}`), 'the reply after Start over');
+    await visible(log.getByText(`Hello, this is Ada ${XSS_SCRIPT}`), 'the first message again');
+  });
+
   await step('agents: a viewer reads the agent and its history but is offered no change', async () => {
     const inv = await w.api('POST', '/members/invitations', { email: `agents-viewer-${rand}@portal-dev.example`, role: 'viewer' });
     ok(inv.status === 201, `POST /v1/members/invitations answered ${inv.status}: ${JSON.stringify(inv.body)}`);
@@ -332,7 +375,7 @@ export default async function agents(w) {
       await visible(facts.getByText('book_slot', { exact: true }), 'the function tool in the viewer\'s settings');
       await visible(facts.getByText(`: To a person ${XSS_SCRIPT}`), 'the tool description, as text');
       ok(await facts.getByRole('textbox').count() === 0, 'a viewer is offered the settings fields');
-      for (const b of ['Save instructions', 'Save changes', 'Save settings', 'Add tool', 'Delete agent', 'Restore version 1']) {
+      for (const b of ['Save instructions', 'Save changes', 'Save settings', 'Add tool', 'Delete agent', 'Restore version 1', 'Send']) {
         ok(await vp.getByRole('button', { name: b }).count() === 0, `a viewer is offered "${b}"`);
       }
       ok(await vp.evaluate(() => window.__xss) === undefined, 'a hostile string ran as markup for the viewer');

@@ -17,34 +17,16 @@ answer each from the section only, completely and in the section's language. Rep
 {\"pairs\": [{\"question\": \"...\", \"answer\": \"...\"}]}. Reply {\"pairs\": []} when the section holds no \
 useful facts.";
 
-#[derive(Debug, Clone)]
-pub struct ChatConfig {
-    /// Base URL, e.g. `https://api.openai.com/v1`; `/chat/completions` is appended.
-    pub url: String,
-    pub model: String,
-    pub api_key: Option<String>,
-}
-
-impl ChatConfig {
-    pub fn from_env() -> Option<Self> {
-        let url = std::env::var("SWITCHBOARD_LLM_URL").ok().filter(|v| !v.trim().is_empty())?;
-        Some(Self {
-            url,
-            model: std::env::var("SWITCHBOARD_LLM_MODEL").unwrap_or_else(|_| "gpt-4o-mini".to_owned()),
-            api_key: std::env::var("SWITCHBOARD_LLM_API_KEY").ok().filter(|v| !v.is_empty()),
-        })
-    }
-}
+pub use switchboard_kit::llm::ChatConfig;
+use switchboard_kit::llm::ChatModel;
 
 pub struct ChatExtractor {
-    client: reqwest::Client,
-    config: ChatConfig,
+    model: ChatModel,
 }
 
 impl ChatExtractor {
     pub fn new(config: ChatConfig) -> anyhow::Result<Self> {
-        let client = reqwest::Client::builder().timeout(Duration::from_secs(60)).build()?;
-        Ok(Self { client, config })
+        Ok(Self { model: ChatModel::new(config, Duration::from_secs(60))? })
     }
 
     /// The pairs of every section; a section the model fails on keeps its heading pairs.
@@ -80,7 +62,7 @@ impl ChatExtractor {
         content.push('\n');
         content.push_str(&section.text);
         let body = json!({
-            "model": self.config.model,
+            "model": self.model.config().model,
             "temperature": 0,
             "response_format": { "type": "json_object" },
             "messages": [
@@ -88,15 +70,7 @@ impl ChatExtractor {
                 { "role": "user", "content": content },
             ],
         });
-        let mut request =
-            self.client.post(format!("{}/chat/completions", self.config.url.trim_end_matches('/'))).json(&body);
-        if let Some(key) = &self.config.api_key {
-            request = request.bearer_auth(key);
-        }
-        let response = request.send().await.context("calling the chat model")?;
-        let status = response.status();
-        let reply: Value = response.json().await.context("reading the chat model's reply")?;
-        anyhow::ensure!(status.is_success(), "the chat model answered {status}: {reply}");
+        let reply = self.model.complete(&body).await?;
         let text = reply["choices"][0]["message"]["content"].as_str().context("the reply has no message content")?;
         let parsed: Value = serde_json::from_str(strip_fences(text)).context("the model's content is not JSON")?;
         let pairs = parsed["pairs"].as_array().context("the model's JSON has no pairs array")?;
