@@ -69,13 +69,20 @@ pub fn record(services: Arc<Services>, pending: Pending, reply: &Reply) {
     if !(200..300).contains(&reply.status) {
         return;
     }
-    let data = answered_data(reply);
-    let made = data.as_ref().filter(|_| reply.status == 201).and_then(id_of);
-    let target = made.or(pending.path_target).or_else(|| data.as_ref().and_then(id_of)).unwrap_or_default();
+    // A built answer is read where it is; a serialized one is parsed for its `data` alone.
+    let parsed;
+    let data = match &reply.raw {
+        Some((_, bytes)) => {
+            parsed = serde_json::from_slice::<Envelope>(bytes).ok().map(|envelope| envelope.data);
+            parsed.as_ref()
+        }
+        None => reply.body.get("data"),
+    };
+    let made = data.filter(|_| reply.status == 201).and_then(id_of);
+    let target = made.or(pending.path_target).or_else(|| data.and_then(id_of)).unwrap_or_default();
     // The answer's name for it, when the answer is the target (not a list, nor the delivery
     // of a webhook test).
-    let target_name =
-        data.as_ref().filter(|data| id_of(data).as_deref() == Some(&target)).map(name_of).unwrap_or_default();
+    let target_name = data.filter(|data| id_of(data).as_deref() == Some(&target)).map(name_of).unwrap_or_default();
     let entry = AuditEntry {
         team_id: pending.team_id,
         action: pending.action.as_str().to_owned(),
@@ -94,13 +101,11 @@ pub fn record(services: Arc<Services>, pending: Pending, reply: &Reply) {
     });
 }
 
-/// The `data` of a JSON answer.
-fn answered_data(reply: &Reply) -> Option<Value> {
-    let mut body: Value = match &reply.raw {
-        Some((_, bytes)) => serde_json::from_slice(bytes).ok()?,
-        None => reply.body.clone(),
-    };
-    Some(body.get_mut("data")?.take())
+/// A JSON answer's `data`; its other members are skipped unread.
+#[derive(serde::Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    data: Value,
 }
 
 /// The id, or else the e-mail (an invitation), of an answered resource.

@@ -627,7 +627,7 @@ export function chatList({ view, query }) {
         c.summary && h('span', { class: 'cc-sum muted small', title: c.summary }, c.summary)),
       h('td', null, c.agent ? c.agent.name : h('span', { class: 'muted' }, '—')),
       h('td', { class: 'cc-status card-plain' }, statusBadge(c.status)),
-      h('td', null, h('span', { class: 'nowrap' }, num(c.messageCount), c.messageCount === 1 ? ' message' : ' messages'),
+      h('td', { class: 'card-plain' }, h('span', { class: 'nowrap' }, num(c.messageCount), c.messageCount === 1 ? ' message' : ' messages'),
         h('br'), h('span', { class: 'muted small' }, 'last ', time(c.lastMessageAt)))));
     return [
       table(['Started', 'Contact and summary', 'Agent', 'Status', 'Messages'], rows, {

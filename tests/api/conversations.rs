@@ -478,6 +478,8 @@ async fn a_subteam_without_the_conversations_flag_cannot_read_them_but_its_agenc
     // What is computed from the calls is the calls: their analytics and their export.
     assert_eq!(own.get("/analytics/calls").await.error_code(403), "FORBIDDEN");
     assert_eq!(own.get("/calls/export").await.error_code(403), "FORBIDDEN");
+    assert_eq!(own.get("/chats/export").await.error_code(403), "FORBIDDEN");
+    assert_eq!(agency_api.get(&format!("/chats/export?teamId={subteam_id}")).await.status, 200);
     assert_eq!(agency_api.get(&format!("/calls?teamId={subteam_id}")).await.status, 200);
     assert_eq!(agency_api.get(&format!("/analytics/calls?teamId={subteam_id}")).await.status, 200);
     assert_eq!(agency_api.get(&format!("/calls/export?teamId={subteam_id}")).await.status, 200);

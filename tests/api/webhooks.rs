@@ -362,6 +362,11 @@ async fn a_delivery_given_up_marks_the_webhook_failing_until_one_succeeds() {
     assert_eq!(detail["payload"], serde_json::from_str::<Value>(&sent.body).unwrap());
     let stranger = stack.client(&stack.team("Not theirs", false, 0).await.key);
     assert_eq!(stranger.get(&path).await.error_code(404), "NOT_FOUND");
+    // A read-only key reads what the team's full keys read; it may not send it again.
+    let reader = stack.client(&stack.key(&team.id, true).await);
+    assert_eq!(reader.get(&path).await.expect(200)["data"]["payload"], detail["payload"]);
+    let again = format!("/webhooks/{hook_id}/deliveries/{delivery_id}/retry");
+    assert_eq!(reader.post(&again, json!({})).await.error_code(403), "FORBIDDEN");
     let unknown = format!("/webhooks/{hook_id}/deliveries/{}", uuid::Uuid::new_v4());
     assert_eq!(api.get(&unknown).await.error_code(404), "NOT_FOUND");
 }

@@ -1,27 +1,20 @@
-//! `GET /v1/calls/export`: the calls a list's filters select, as CSV (RFC 4180), streamed.
-//! The conversations service reads them in keyset pages of 1,000 and streams each page as one
-//! chunk; each chunk becomes CSV here and is written out before the next is asked for (the
-//! gRPC stream and the response body both wait for their reader), so that neither process ever
-//! holds more than a page, whatever the number of calls.
+//! `GET /v1/calls/export`: the calls a list's filters select, as CSV (RFC 4180), streamed a
+//! page of 1,000 at a time (see `csv_export`), whatever the number of calls.
 
 use std::collections::HashMap;
 
-use bytes::Bytes;
-use futures::StreamExt;
 use switchboard_api::calls::{DisconnectionReason, Sentiment, from_wire, wire_name};
 use switchboard_kit::time::iso_ms;
 use switchboard_kit::{ServiceError, ServiceResult};
 use switchboard_proto::v1::{Call as CallRecord, ExportCallsChunk};
-use tonic::Streaming;
 
 use super::calls::{CallFilters, agent_names};
-use super::csv_export::{CsvExport, CsvKind};
+use super::csv_export::{CsvExport, CsvKind, Sheet, body};
 use super::groups::CALLS;
 use super::people::{Contacts, People};
 use crate::call::Call;
 use crate::config::RateClass;
 use crate::endpoint::{Endpoint, Input, Nothing};
-use crate::reply::BodyStream;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -95,25 +88,40 @@ pub async fn export(call: Call, input: Input<Nothing, CallFilters>) -> ServiceRe
     // The first chunk is awaited here, so that a refused filter or a missing team is answered
     // with its status rather than as a body cut short.
     let first = chunks.message().await?.unwrap_or_default();
-    let sheet = Sheet { custom_names: first.custom_names.clone(), agents: names, people: People::of(&call) };
+    let sheet = CallSheet { custom_names: first.custom_names.clone(), agents: names, people: People::of(&call) };
     Ok(CsvExport::new(body(sheet, first, chunks)))
 }
 
 /// What turns calls into rows: the header's custom names, the agents' names, and where the
 /// contacts' names and the portal's links come from.
-struct Sheet {
+struct CallSheet {
     custom_names: Vec<String>,
     agents: HashMap<String, String>,
     people: People,
 }
 
-impl Sheet {
-    fn header(&self, writer: &mut csv::Writer<Vec<u8>>) -> csv::Result<()> {
+impl Sheet for CallSheet {
+    type Chunk = ExportCallsChunk;
+    type Row = CallRecord;
+
+    fn header(&self) -> Vec<String> {
         let custom = self.custom_names.iter().map(|name| format!("custom.{name}"));
-        writer.write_record(COLUMNS.iter().map(|column| (*column).to_owned()).chain(custom))
+        COLUMNS.iter().map(|column| (*column).to_owned()).chain(custom).collect()
     }
 
-    fn row(&self, writer: &mut csv::Writer<Vec<u8>>, call: &CallRecord, contacts: &Contacts) -> csv::Result<()> {
+    fn rows(chunk: &ExportCallsChunk) -> &[CallRecord] {
+        &chunk.calls
+    }
+
+    fn number(call: &CallRecord) -> Option<&str> {
+        Some(other_party(call))
+    }
+
+    fn people(&self) -> &People {
+        &self.people
+    }
+
+    fn cells(&self, call: &CallRecord, contacts: &Contacts) -> Vec<String> {
         let text = |value: Option<String>| value.unwrap_or_default();
         let number = |value: Option<i64>| value.map(|value| value.to_string()).unwrap_or_default();
         let analysis = call.analysis.as_ref();
@@ -150,21 +158,7 @@ impl Sheet {
             Some(serde_json::Value::String(text)) => text.clone(),
             Some(other) => other.to_string(),
         }));
-        writer.write_record(record.into_iter().map(crate::spreadsheet::cell))
-    }
-
-    /// The CSV of `calls` (after the header when `header`): a writer of its own per chunk,
-    /// whose buffer is the chunk; the chunk's contacts are looked up in one request.
-    async fn rows(&self, header: bool, calls: &[CallRecord]) -> Result<Bytes, ServiceError> {
-        let contacts = self.people.names(calls.iter().map(other_party)).await?;
-        let mut writer = csv::WriterBuilder::new().terminator(csv::Terminator::CRLF).from_writer(Vec::new());
-        if header {
-            self.header(&mut writer).map_err(ServiceError::internal)?;
-        }
-        for call in calls {
-            self.row(&mut writer, call, &contacts).map_err(ServiceError::internal)?;
-        }
-        writer.into_inner().map(Bytes::from).map_err(|error| ServiceError::internal(error.into_error()))
+        record
     }
 }
 
@@ -172,20 +166,4 @@ impl Sheet {
 /// of an outgoing one.
 fn other_party(call: &CallRecord) -> &str {
     if call.direction == "OUTGOING" { &call.to } else { &call.from }
-}
-
-/// The header and the first chunk's rows, then each later chunk's rows as it arrives.
-fn body(sheet: Sheet, first: ExportCallsChunk, chunks: Streaming<ExportCallsChunk>) -> BodyStream {
-    let rest = futures::stream::unfold((sheet, chunks, Some(first)), |(sheet, mut chunks, first)| async move {
-        if let Some(first) = first {
-            let head = sheet.rows(true, &first.calls).await;
-            return Some((head, (sheet, chunks, None)));
-        }
-        match chunks.message().await {
-            Ok(Some(chunk)) => Some((sheet.rows(false, &chunk.calls).await, (sheet, chunks, None))),
-            Ok(None) => None,
-            Err(status) => Some((Err(ServiceError::from_status(&status)), (sheet, chunks, None))),
-        }
-    });
-    rest.boxed()
 }

@@ -72,6 +72,20 @@ pub struct ChatQuery {
     #[serde(default = "default_limit")]
     #[schemars(range(min = limits::PAGE_LIMIT.min, max = limits::PAGE_LIMIT.max))]
     pub limit: u32,
+    #[serde(flatten)]
+    pub filters: ChatFilters,
+    /// Sort field; chats without messages come last by `lastMessageAt`.
+    #[serde(default = "by_creation")]
+    pub sort_by: ChatSortBy,
+    /// Sort direction; ties are broken by id, so that paging is stable.
+    #[serde(default = "descending")]
+    pub sort_order: SortOrder,
+}
+
+/// Which chats a list or an export holds; every filter given must match.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatFilters {
     /// A substring of a message, the contact's number or e-mail (case-insensitive).
     #[schemars(length(min = limits::CONVERSATION_SEARCH.min, max = limits::CONVERSATION_SEARCH.max))]
     pub search: Option<String>,
@@ -83,12 +97,22 @@ pub struct ChatQuery {
     pub date_from: Option<DateBound>,
     /// Chats that started at or before this time (a date: to its end, UTC).
     pub date_to: Option<DateBound>,
-    /// Sort field; chats without messages come last by `lastMessageAt`.
-    #[serde(default = "by_creation")]
-    pub sort_by: ChatSortBy,
-    /// Sort direction; ties are broken by id, so that paging is stable.
-    #[serde(default = "descending")]
-    pub sort_order: SortOrder,
+}
+
+impl ChatFilters {
+    /// The request of a list with these filters (a page and sort added by the caller).
+    pub fn request(self, team_id: &str) -> ListChatsRequest {
+        ListChatsRequest {
+            team_id: team_id.to_owned(),
+            page: None,
+            search: self.search,
+            channel: self.channel.map(|channel| channel.as_str().to_owned()),
+            agent_id: self.agent_id.map(Id::into_string),
+            status: self.status.map(|status| if status == ChatStatus::Ended { "ended" } else { "active" }.to_owned()),
+            created_from_ms: self.date_from.map(DateBound::start_ms),
+            created_to_ms: self.date_to.map(DateBound::end_ms),
+        }
+    }
 }
 
 fn default_messages() -> u32 {
@@ -114,14 +138,8 @@ async fn list(call: Call, input: Input<Nothing, ChatQuery>) -> ServiceResult<Pag
         ChatSortBy::LastMessageAt => "lastMessageAt",
     };
     let request = ListChatsRequest {
-        team_id: call.team_id().to_owned(),
         page: Some(page_request(query.page, query.limit, sort_by, query.sort_order)),
-        search: query.search,
-        channel: query.channel.map(|channel| channel.as_str().to_owned()),
-        agent_id: query.agent_id.map(Id::into_string),
-        status: query.status.map(|status| if status == ChatStatus::Ended { "ended" } else { "active" }.to_owned()),
-        created_from_ms: query.date_from.map(DateBound::start_ms),
-        created_to_ms: query.date_to.map(DateBound::end_ms),
+        ..query.filters.request(call.team_id())
     };
     let listing =
         async { Ok::<_, ServiceError>(call.services.conversations.clone().list_chats(request).await?.into_inner()) };
