@@ -247,20 +247,31 @@ export async function postEvents(path, body, onEvent, signal) {
   }
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += value;
-    let end;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const event = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const name = /^event: (.*)$/m.exec(event)?.[1] || 'message';
-      const data = /^data: (.*)$/m.exec(event)?.[1];
-      const parsed = data === undefined ? null : JSON.parse(data);
-      if (name === 'error') throw new ApiError(res.status, parsed);
-      onEvent(name, parsed);
+  let done = false;
+  try {
+    while (!done) {
+      const chunk = await reader.read();
+      done = chunk.done;
+      buffer += chunk.value || '';
+      let end;
+      while ((end = buffer.indexOf('\n\n')) >= 0) {
+        const event = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        // Lines split on \n alone: a regular expression's `.` and `$` would also end a line at
+        // U+2028 and U+2029, which JSON leaves unescaped in the data.
+        let name = 'message';
+        let data = '';
+        for (const line of event.split('\n')) {
+          if (line.startsWith('event: ')) name = line.slice(7);
+          else if (line.startsWith('data: ')) data = line.slice(6);
+        }
+        const parsed = data ? JSON.parse(data) : null;
+        if (name === 'error') throw new ApiError(res.status, parsed);
+        onEvent(name, parsed);
+      }
     }
+  } finally {
+    if (!done) void reader.cancel().catch(() => {});
   }
 }
 

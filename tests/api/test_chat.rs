@@ -19,7 +19,8 @@ const PIECES: [&str; 3] = ["We are open ", "Monday to Friday, ", "9 to 5."];
 type Asked = Arc<Mutex<Vec<Value>>>;
 
 /// Streams [`PIECES`] as `chat.completion.chunk`s; a conversation whose last message says
-/// "overloaded" gets a 500, as a failing provider answers.
+/// "overloaded" gets a 500 with words of the provider's own, as a failing provider answers, and
+/// one that says "slowly" is answered after 3 s.
 async fn chat_model() -> (WebServer, Asked) {
     let asked = Asked::default();
     let log = asked.clone();
@@ -27,10 +28,12 @@ async fn chat_model() -> (WebServer, Asked) {
         let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
         log.lock().unwrap().push(body.clone());
         let last = body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+        let last = last["content"].as_str().unwrap_or_default().to_owned();
         let reply = if request.path() != "/v1/chat/completions" || body["stream"] != true {
             Reply::new(404).body("not here")
-        } else if last["content"].as_str().unwrap_or_default().contains("overloaded") {
-            Reply::new(500).header("Content-Type", "application/json").body(r#"{"error":{"message":"overloaded"}}"#)
+        } else if last.contains("overloaded") {
+            let words = r#"{"error":{"message":"overloaded; key sk-live-SECRET at http://10.0.0.5/v1"}}"#;
+            Reply::new(500).header("Content-Type", "application/json").body(words)
         } else {
             let mut events = String::from("data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n");
             for piece in PIECES {
@@ -40,7 +43,12 @@ async fn chat_model() -> (WebServer, Asked) {
             events.push_str("data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n");
             Reply::new(200).header("Content-Type", "text/event-stream").body(events)
         };
-        std::future::ready(reply)
+        async move {
+            if last.contains("slowly") {
+                tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+            }
+            reply
+        }
     })
     .await;
     (server, asked)
@@ -93,8 +101,12 @@ async fn dental_agent(api: &Api) -> String {
 async fn the_agent_answers_from_its_knowledge_streamed_and_the_search_costs_a_credit() {
     let (model, asked) = chat_model().await;
     let url = model.url("/v1");
-    let stack =
-        Stack::start_with(&[("SWITCHBOARD_LLM_URL", url.as_str()), ("SWITCHBOARD_LLM_MODEL", "platform")]).await;
+    let stack = Stack::start_with(&[
+        ("SWITCHBOARD_LLM_URL", url.as_str()),
+        ("SWITCHBOARD_LLM_MODEL", "platform"),
+        ("SWITCHBOARD_LLM_MODELS", "platform,tiny-chat"),
+    ])
+    .await;
     let team = stack.team("Bright Smiles", false, 10).await;
     let api = stack.client(&team.key);
     let agent = dental_agent(&api).await;
@@ -151,11 +163,44 @@ async fn the_agent_answers_from_its_knowledge_streamed_and_the_search_costs_a_cr
     assert_eq!(asked.lock().unwrap().last().unwrap()["model"], "platform", "no model of its own: the platform's");
     assert_eq!(balance(&api).await, before - 2);
 
-    // A model that fails is a 503 before any event; the search ran, so its credit is spent.
+    // A model that fails is a 503 before any event, in words of ours: the provider's may name
+    // the operator's key or addresses. The search ran, so its credit is spent.
     let failed = api.post(&format!("/agents/{agent}/test-chat"), say("Are you overloaded?")).await;
     assert_eq!(failed.error_code(503), "SERVICE_UNAVAILABLE");
-    assert!(failed.body["error"].as_str().unwrap().contains("The chat model did not answer"), "{}", failed.text);
+    assert_eq!(failed.body["error"], "The chat model did not answer.", "{}", failed.text);
+    assert!(!failed.text.contains("SECRET") && !failed.text.contains("10.0.0.5"), "{}", failed.text);
     assert_eq!(balance(&api).await, before - 3);
+
+    // An agent naming a model the operator does not list is answered by the platform's.
+    api.put(&format!("/agents/{plain}"), json!({ "model": { "provider": "openai", "name": "o1-pro" } }))
+        .await
+        .expect(200);
+    let answer = api.post(&format!("/agents/{plain}/test-chat"), say("Hi")).await;
+    assert_eq!(events(&answer).last().unwrap().1["model"], "platform");
+    assert_eq!(asked.lock().unwrap().last().unwrap()["model"], "platform");
+
+    // Two replies at once for a team: a third waits its turn (429), spending nothing.
+    let slow = |api: Api, path: String| async move { api.post(&path, say("Answer slowly, please")).await };
+    let path = format!("/agents/{plain}/test-chat");
+    let asked_before = asked.lock().unwrap().len();
+    let first = tokio::spawn(slow(stack.client(&team.key), path.clone()));
+    let second = tokio::spawn(slow(stack.client(&team.key), path.clone()));
+    let both_asked = async {
+        while asked.lock().unwrap().len() < asked_before + 2 {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(10), both_asked)
+        .await
+        .expect("the model asked twice within 10 s");
+    let third = api.post(&path, say("Hi")).await;
+    assert_eq!(third.error_code(429), "RATE_LIMITED", "{}", third.text);
+    for reply in [first, second] {
+        let reply =
+            tokio::time::timeout(std::time::Duration::from_secs(20), reply).await.expect("a slow reply within 20 s");
+        assert_eq!(reply.unwrap().status, 200);
+    }
+    api.post(&path, say("Hi")).await.expect(200);
 }
 
 #[tokio::test]

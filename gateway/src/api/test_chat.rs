@@ -22,8 +22,8 @@ use crate::reply::{BodyStream, Reply};
 const ABOUT: &str = "The agent's next reply to a conversation, as the portal's \"Try it\" chat shows it, \
     streamed as server-sent events (`text/event-stream`) while the chat model writes it. The reply follows the \
     agent's built prompt (its instructions, name and channel), its `firstMessage` (sent to the model as the \
-    agent's opening line: do not repeat it in `messages`) and its `model` settings (the name, when set, is asked \
-    of the platform's chat model endpoint; the temperature). Knowledge is retrieved before each turn, not \
+    agent's opening line: do not repeat it in `messages`) and its `model` settings (the name, when the operator \
+    lists it in `SWITCHBOARD_LLM_MODELS`, else the platform's model; the temperature). Knowledge is retrieved before each turn, not \
     offered as a tool: when the agent has a knowledge base (and the team's access configuration allows it), it \
     is searched with the latest message, as `GET /v1/agents/{agentId}/knowledgebase/search` would (1 credit, the \
     4 best entries above the default threshold), and the entries go to the model with the prompt. Events: \
@@ -31,10 +31,15 @@ const ABOUT: &str = "The agent's next reply to a conversation, as the portal's \
     results as the search gives them), then `delta` events (`{text}`) in order, then `done` (`{reply, \
     finishReason, model}`); a model that fails mid-reply ends the stream with `error` (the error envelope). \
     Every refusal comes before the first event, as a JSON error: 503 when no chat model is configured (nothing \
-    is spent), 402 when the search finds no credit left, 503 when the model does not answer (the search's \
-    credit stays spent). The conversation is stateless: send it whole each turn, at most 39 messages (20 of \
+    is spent), 429 when the team already has 2 replies being written (or the platform 16: nothing is spent), \
+    402 when the search finds no credit left, 503 when the model does not answer or does not begin within 60 s \
+    (the search's credit stays spent; the model's own words are logged, not shown). The conversation is stateless: send it whole each turn, at most 39 messages (20 of \
     the person's), alternating `user` and `agent`, starting and ending with `user`; a reply is at most 512 \
-    tokens. Members and above; read-only keys are refused. Not recorded as a chat or in the audit log.";
+    tokens. Members and above; read-only keys are refused. Not recorded as a chat or in the audit log, and an \
+    `Idempotency-Key` is not kept: a repeat is a new turn.";
+
+/// How long the model may take to begin a reply.
+const FIRST_EVENT: std::time::Duration = std::time::Duration::from_secs(60);
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -45,6 +50,8 @@ pub fn endpoints() -> Vec<Endpoint> {
                 "Try the agent: its reply to a conversation, streamed (1 credit with a knowledge base)",
             )
             .about(ABOUT)
+            // It spends a credit, which the usage log records; a line a turn would bury the audit log.
+            .changes_nothing()
             .class(RateClass::Search)
             .spends_credits(limits::SEARCH_CREDITS)
             .fails(
@@ -52,6 +59,7 @@ pub fn endpoints() -> Vec<Endpoint> {
                 "Insufficient credits: the agent has a knowledge base and the team's balance has no credit left.",
             )
             .fails(404, "Agent not found")
+            .fails(429, "The team already has 2 replies being written, or the platform 16; nothing is spent.")
             .fails(503, "No chat model is configured (`SWITCHBOARD_LLM_URL`), or the chat model did not answer."),
     ]
 }
@@ -140,12 +148,17 @@ async fn test_chat(call: Call, input: Input<AgentPath, Nothing, Json<TestChat>>)
             .into_iter()
             .map(|message| TryTurn { role: message.role.as_str().to_owned(), content: message.content })
             .collect(),
-        search_knowledge: Feature::KnowledgeBase.allowed_for(&call.team),
+        // As admission reads the access configuration: a subteam's own, not its agency's.
+        search_knowledge: Feature::KnowledgeBase.allowed_for(&call.principal.team),
     };
     let mut events = call.services.agents.clone().try_agent(request).await?.into_inner();
-    // The first event is awaited here: a refusal the service sends with it still gets its
-    // status, not a stream that ends at once.
-    let first = events.message().await?;
+    // The first event is awaited here: a model that fails before writing still gets its
+    // status, not a stream that ends at once. Dropping the stream (a timeout, or the client
+    // gone) tells the agents service to stop asking the model.
+    let first = tokio::time::timeout(FIRST_EVENT, events.message()).await.map_err(|_| {
+        ServiceError::unavailable("The chat model did not begin its reply in time.")
+            .with_hint("Try again; if it keeps happening, the operator checks the chat model.")
+    })??;
     let rest = futures::stream::unfold(events, |mut events| async move {
         let next = events.message().await;
         match next {

@@ -185,6 +185,8 @@ pub struct Endpoint {
     pub recent_sign_in: bool,
     /// Written to the team's audit log under this action when it succeeds.
     pub audit: Option<AuditAction>,
+    /// Not a GET, yet it changes nothing of the team's data (the "Try it" chat): not audited.
+    pub changes_nothing: bool,
     /// Its success answers a secret that is shown once (a key, a link that lets someone in): an
     /// `Idempotency-Key` replay must not show it again, so the answer is never kept.
     pub shows_secret: bool,
@@ -252,6 +254,7 @@ impl Endpoint {
             session_flow: false,
             recent_sign_in: false,
             audit: None,
+            changes_nothing: false,
             shows_secret: false,
             spends_credits: false,
             price: 0,
@@ -368,9 +371,15 @@ impl Endpoint {
     }
 
     /// Whether a repeat with the same `Idempotency-Key` gets the kept answer: writes, but not
-    /// a visitor's (no team to keep it for) nor the session flow's.
+    /// a visitor's (no team to keep it for), the session flow's, nor those that change nothing.
     pub fn keeps_idempotent_answers(&self) -> bool {
-        self.method != Method::Get && !self.visitor && !self.session_flow
+        self.method != Method::Get && !self.visitor && !self.session_flow && !self.changes_nothing
+    }
+
+    /// Answers without changing the team's data, though it is not a GET: not audited.
+    pub fn changes_nothing(mut self) -> Self {
+        self.changes_nothing = true;
+        self
     }
 
     /// Recorded in the audit log as `action` when it succeeds.

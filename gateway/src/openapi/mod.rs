@@ -277,6 +277,10 @@ fn operation(
     if let Some(action) = endpoint.audit {
         operation["x-audit-action"] = json!(action.as_str());
     }
+    if endpoint.changes_nothing {
+        // A POST that writes nothing of the team's: no audit entry is due.
+        operation["x-changes-nothing"] = json!(true);
+    }
     if endpoint.agency_key_header {
         operation["security"] = json!([{ "ApiKey": [] }, { "AgencyKey": [] }, { "Session": [] }]);
     }

@@ -8,9 +8,12 @@
 //! a model that calls tools; retrieval first works with any OpenAI-compatible model, and the
 //! person sees exactly which entries the reply could use.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use switchboard_kit::error::ErrorKind;
 use switchboard_kit::grpc::Channel;
 use switchboard_kit::llm::{ChatConfig, ChatModel};
 use switchboard_kit::{ServiceError, ServiceResult, limits};
@@ -25,34 +28,93 @@ use crate::prompt;
 
 /// How long one reply may take, its last byte included.
 const REPLY_TIMEOUT: Duration = Duration::from_secs(120);
+/// Replies written at once by this replica, for all teams: the operator pays for each.
+const MOST_REPLIES: usize = 16;
+/// Replies written at once for one team (by this replica).
+const MOST_TEAM_REPLIES: usize = 2;
+/// A reply longer than this is cut (`finishReason` "length"): `max_tokens` asks the model for
+/// far less, so only a model that ignores it gets here.
+const MOST_REPLY_BYTES: usize = 16 * 1024;
 
 pub const NO_MODEL: &str = "No chat model is configured on this platform, so the agent cannot answer here.";
 const NO_MODEL_HINT: &str = "The operator sets SWITCHBOARD_LLM_URL (an OpenAI-compatible endpoint), and \
     SWITCHBOARD_LLM_MODEL and SWITCHBOARD_LLM_API_KEY as it needs, for the agents service.";
+/// What a person is told when the model fails: its own words may hold the operator's details
+/// (keys, internal addresses), so they go to the log only.
+const MODEL_FAILED: &str = "The chat model did not answer.";
+const MODEL_STOPPED: &str = "The chat model stopped before the end of its reply.";
+const MODEL_HINT: &str = "Try again; if it keeps failing, the operator checks the chat model (SWITCHBOARD_LLM_URL).";
 
 pub struct TryIt {
-    model: Option<ChatModel>,
+    model: Option<Arc<ChatModel>>,
     knowledgebases: KnowledgebaseServiceClient<Channel>,
+    replies: Arc<Replies>,
 }
 
 pub type Events = mpsc::Receiver<Result<TryAgentEvent, tonic::Status>>;
+
+/// The replies being written: at most [`MOST_REPLIES`], [`MOST_TEAM_REPLIES`] a team.
+#[derive(Default)]
+struct Replies {
+    teams: Mutex<HashMap<String, usize>>,
+}
+
+/// A reply's place among [`Replies`], given back when it ends.
+struct Writing {
+    replies: Arc<Replies>,
+    team_id: String,
+}
+
+impl Replies {
+    fn begin(self: &Arc<Self>, team_id: &str) -> ServiceResult<Writing> {
+        let mut teams = self.teams.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let all: usize = teams.values().sum();
+        let team = teams.get(team_id).copied().unwrap_or_default();
+        if team >= MOST_TEAM_REPLIES || all >= MOST_REPLIES {
+            let message = if team >= MOST_TEAM_REPLIES {
+                format!("The agent is already writing {MOST_TEAM_REPLIES} replies for this team")
+            } else {
+                "The platform is writing as many replies as it may at once".to_owned()
+            };
+            return Err(ServiceError::new(ErrorKind::RateLimited, message)
+                .with_hint("Try again when a reply has ended; nothing was spent."));
+        }
+        teams.insert(team_id.to_owned(), team + 1);
+        Ok(Writing { replies: self.clone(), team_id: team_id.to_owned() })
+    }
+}
+
+impl Drop for Writing {
+    fn drop(&mut self) {
+        let mut teams = self.replies.teams.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(count) = teams.get_mut(&self.team_id) {
+            *count -= 1;
+            if *count == 0 {
+                teams.remove(&self.team_id);
+            }
+        }
+    }
+}
 
 impl TryIt {
     pub fn new(
         config: Option<ChatConfig>,
         knowledgebases: KnowledgebaseServiceClient<Channel>,
     ) -> anyhow::Result<Self> {
-        let model = config.map(|config| ChatModel::new(config, REPLY_TIMEOUT)).transpose()?;
-        Ok(Self { model, knowledgebases })
+        let model = config.map(|config| ChatModel::new(config, REPLY_TIMEOUT)).transpose()?.map(Arc::new);
+        Ok(Self { model, knowledgebases, replies: Arc::default() })
     }
 
-    /// Checks the conversation, searches the knowledge base and opens the model's reply; the
-    /// events then follow on the receiver. Every refusal happens here, before the first event:
-    /// no model (nothing spent), a bad conversation, no credit left, a model that will not
-    /// answer (the search's credit stays spent: the search ran).
+    /// Checks the conversation, takes a place among the replies being written and searches the
+    /// knowledge base; the model is then asked, and its reply follows as events. Every refusal
+    /// of this service comes before the first event: no model (nothing spent), a bad
+    /// conversation, too many replies at once, no credit left. A model that fails is the first
+    /// event's error when it fails before writing (the search's credit stays spent: the search
+    /// ran). The reply stops, and the model's is dropped, when the receiver goes.
     pub async fn reply(&self, request: TryAgentRequest, config: RuntimeConfig) -> ServiceResult<Events> {
-        let model = self.model.as_ref().ok_or_else(|| ServiceError::unavailable(NO_MODEL).with_hint(NO_MODEL_HINT))?;
+        let model = self.model.clone().ok_or_else(|| ServiceError::unavailable(NO_MODEL).with_hint(NO_MODEL_HINT))?;
         check_turns(&request.turns)?;
+        let writing = self.replies.begin(&request.team_id)?;
         let agent = config.agent.clone().unwrap_or_default();
         let question = request.turns.last().map(|turn| turn.content.clone()).unwrap_or_default();
         let sources = match agent.knowledgebase_id.as_deref().filter(|_| request.search_knowledge) {
@@ -60,45 +122,14 @@ impl TryIt {
             None => None,
         };
         let body = request_body(model.config(), &config, &request.turns, sources.as_ref());
-        let asked = body["model"].as_str().unwrap_or_default().to_owned();
-        let mut reply = model.stream(&body).await.map_err(|error| {
-            ServiceError::unavailable(format!("The chat model did not answer: {error:#}"))
-                .with_hint("Try again; if it keeps failing, the operator checks SWITCHBOARD_LLM_URL and its model.")
-        })?;
         let (events, receiver) = mpsc::channel(16);
         tokio::spawn(async move {
-            if let Some(sources) = sources {
-                let event = TryAgentEvent { event: Some(try_agent_event::Event::Sources(sources)) };
-                if events.send(Ok(event)).await.is_err() {
-                    return;
-                }
+            let _writing = writing;
+            tokio::select! {
+                () = write(&model, body, sources, &events) => {}
+                // The person has gone (the gateway dropped the stream): stop asking the model.
+                () = events.closed() => {}
             }
-            let (mut whole, mut finish_reason) = (String::new(), String::new());
-            loop {
-                let piece = match reply.next().await {
-                    Ok(Some(piece)) => piece,
-                    Ok(None) => break,
-                    Err(error) => {
-                        let error = ServiceError::unavailable(format!("The chat model stopped: {error:#}"));
-                        let _ = events.send(Err(error.into())).await;
-                        return;
-                    }
-                };
-                if let Some(reason) = piece.finish_reason {
-                    finish_reason = reason;
-                }
-                if piece.text.is_empty() {
-                    continue;
-                }
-                whole.push_str(&piece.text);
-                let event = TryAgentEvent { event: Some(try_agent_event::Event::Delta(piece.text)) };
-                // The person has gone: stop reading the model.
-                if events.send(Ok(event)).await.is_err() {
-                    return;
-                }
-            }
-            let done = TryDone { reply: whole, finish_reason, model: asked };
-            let _ = events.send(Ok(TryAgentEvent { event: Some(try_agent_event::Event::Done(done)) })).await;
         });
         Ok(receiver)
     }
@@ -120,6 +151,62 @@ impl TryIt {
             knowledgebase_id: knowledgebase_id.to_owned(),
         })
     }
+}
+
+type Sender = mpsc::Sender<Result<TryAgentEvent, tonic::Status>>;
+
+/// Asks the model and sends the reply's events: the sources first, each piece, then `done`; or
+/// an error, with the model's own words logged only.
+async fn write(model: &ChatModel, body: Value, sources: Option<TrySources>, events: &Sender) {
+    let send = |event| async move { events.send(Ok(TryAgentEvent { event: Some(event) })).await.is_ok() };
+    let fail = |message: &'static str, error: anyhow::Error| async move {
+        tracing::warn!(error = format!("{error:#}"), "the chat model failed a \"Try it\" reply");
+        let _ = events.send(Err(ServiceError::unavailable(message).with_hint(MODEL_HINT).into())).await;
+    };
+    let asked = body["model"].as_str().unwrap_or_default().to_owned();
+    let mut reply = match model.stream(&body).await {
+        Ok(reply) => reply,
+        Err(error) => return fail(MODEL_FAILED, error).await,
+    };
+    if let Some(sources) = sources
+        && !send(try_agent_event::Event::Sources(sources)).await
+    {
+        return;
+    }
+    let (mut whole, mut finish_reason) = (String::new(), String::new());
+    loop {
+        let piece = match reply.next().await {
+            Ok(Some(piece)) => piece,
+            Ok(None) => break,
+            Err(error) => return fail(MODEL_STOPPED, error).await,
+        };
+        if let Some(reason) = piece.finish_reason {
+            finish_reason = reason;
+        }
+        if piece.text.is_empty() {
+            continue;
+        }
+        let room = MOST_REPLY_BYTES.saturating_sub(whole.len());
+        let text = cut(&piece.text, room);
+        whole.push_str(text);
+        if !text.is_empty() && !send(try_agent_event::Event::Delta(text.to_owned())).await {
+            return;
+        }
+        if text.len() < piece.text.len() {
+            finish_reason = "length".to_owned();
+            break;
+        }
+    }
+    let _ = send(try_agent_event::Event::Done(TryDone { reply: whole, finish_reason, model: asked })).await;
+}
+
+/// The longest start of `text` of at most `bytes` bytes that ends between characters.
+fn cut(text: &str, bytes: usize) -> &str {
+    if text.len() <= bytes {
+        return text;
+    }
+    let end = (0..=bytes).rev().find(|&at| text.is_char_boundary(at)).unwrap_or(0);
+    &text[..end]
 }
 
 /// The person's and the agent's turns alternate, the person's first and last, each of a
@@ -177,11 +264,12 @@ fn request_body(chat: &ChatConfig, config: &RuntimeConfig, turns: &[TryTurn], so
     body
 }
 
-/// The agent's own model when its settings name one, else the platform's.
+/// The agent's own model when its settings name one that callers may name, else the
+/// platform's.
 fn model_name(chat: &ChatConfig, agent: &Agent) -> String {
     let settings = agent.settings.as_ref();
-    let named = settings.and_then(|settings| settings.model.as_ref()).map(|model| model.name.trim());
-    named.filter(|name| !name.is_empty()).unwrap_or(&chat.model).to_owned()
+    let named = settings.and_then(|settings| settings.model.as_ref()).map(|model| model.name.as_str());
+    chat.model_for(named).to_owned()
 }
 
 fn knowledge_section(hits: &[SearchHit]) -> String {
@@ -209,6 +297,27 @@ mod tests {
     }
 
     #[test]
+    fn replies_are_bounded_per_team_and_in_all_and_their_places_come_back() {
+        let replies = Arc::new(Replies::default());
+        let first = replies.begin("a").unwrap();
+        let _second = replies.begin("a").unwrap();
+        assert_eq!(replies.begin("a").err().map(|error| error.kind), Some(ErrorKind::RateLimited));
+        drop(first);
+        let _third = replies.begin("a").unwrap();
+        let others: Vec<Writing> = (0..MOST_REPLIES - 2).map(|i| replies.begin(&format!("t{i}")).unwrap()).collect();
+        assert!(replies.begin("b").is_err(), "the platform's bound");
+        drop(others);
+        assert!(replies.begin("b").is_ok());
+    }
+
+    #[test]
+    fn a_long_piece_is_cut_between_characters() {
+        assert_eq!(cut("héllo", 2), "h");
+        assert_eq!(cut("héllo", 3), "hé");
+        assert_eq!(cut("hi", 10), "hi");
+    }
+
+    #[test]
     fn conversations_alternate_from_the_person_to_the_person() {
         assert!(check_turns(&[turn("user", "Hi")]).is_ok());
         assert!(check_turns(&[turn("user", "Hi"), turn("agent", "Hello"), turn("user", "Open?")]).is_ok());
@@ -231,7 +340,12 @@ mod tests {
 
     #[test]
     fn the_request_carries_the_prompt_the_passages_the_first_message_and_the_settings() {
-        let chat = ChatConfig { url: "http://127.0.0.1:1".into(), model: "platform-model".into(), api_key: None };
+        let chat = ChatConfig {
+            url: "http://127.0.0.1:1".into(),
+            model: "platform-model".into(),
+            models: vec!["platform-model".into(), "gpt-4o".into()],
+            api_key: None,
+        };
         let settings = AgentSettings {
             first_message: Some("Welcome to Dental!".into()),
             model: Some(Model { provider: "openai".into(), name: "gpt-4o".into(), temperature: Some(0.2) }),
@@ -259,6 +373,12 @@ mod tests {
         assert_eq!((body["model"].as_str(), body["temperature"].as_f64()), (Some("gpt-4o"), Some(0.2)));
         assert_eq!(body["max_tokens"], limits::TRY_REPLY_TOKENS);
 
+        let unlisted = Model { provider: "openai".into(), name: "o1-pro".into(), temperature: None };
+        let settings = AgentSettings { model: Some(unlisted), ..AgentSettings::default() };
+        let costly =
+            RuntimeConfig { agent: Some(Agent { settings: Some(settings), ..Agent::default() }), ..config.clone() };
+        let body = request_body(&chat, &costly, &[turn("user", "Hi")], None);
+        assert_eq!(body["model"], "platform-model", "a model the operator does not list is not asked");
         let plain = RuntimeConfig { agent: Some(Agent::default()), ..config };
         let body = request_body(&chat, &plain, &[turn("user", "Hi")], None);
         assert_eq!(body["model"], "platform-model");

@@ -17,22 +17,39 @@ const MAX_STREAM_BYTES: usize = 1 << 20;
 pub struct ChatConfig {
     /// Base URL, e.g. `https://api.openai.com/v1`; `/chat/completions` is appended.
     pub url: String,
-    /// The model asked for when the caller names none.
+    /// The model asked for when the caller names none, or one not in `models`.
     pub model: String,
+    /// The models a caller may name (`SWITCHBOARD_LLM_MODELS`, comma-separated; `model` alone
+    /// when unset): the operator pays for each, so an agent's settings cannot pick any.
+    pub models: Vec<String>,
     pub api_key: Option<String>,
 }
 
 impl ChatConfig {
     pub fn from_env() -> Option<Self> {
         let url = std::env::var("SWITCHBOARD_LLM_URL").ok().filter(|v| !v.trim().is_empty())?;
+        let model = std::env::var("SWITCHBOARD_LLM_MODEL")
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+            .unwrap_or_else(|| "gpt-4o-mini".to_owned());
+        let listed = std::env::var("SWITCHBOARD_LLM_MODELS").unwrap_or_default();
+        let mut models: Vec<String> =
+            listed.split(',').map(str::trim).filter(|name| !name.is_empty()).map(str::to_owned).collect();
+        if models.is_empty() {
+            models.push(model.clone());
+        }
         Some(Self {
             url,
-            model: std::env::var("SWITCHBOARD_LLM_MODEL")
-                .ok()
-                .filter(|v| !v.trim().is_empty())
-                .unwrap_or_else(|| "gpt-4o-mini".to_owned()),
+            model,
+            models,
             api_key: std::env::var("SWITCHBOARD_LLM_API_KEY").ok().filter(|v| !v.is_empty()),
         })
+    }
+
+    /// `wanted` when callers may name it, else the platform's model.
+    pub fn model_for(&self, wanted: Option<&str>) -> &str {
+        let wanted = wanted.map(str::trim);
+        self.models.iter().find(|model| Some(model.as_str()) == wanted).unwrap_or(&self.model)
     }
 }
 
@@ -52,8 +69,10 @@ pub struct Piece {
 impl ChatModel {
     /// `timeout` bounds a whole call, a streamed reply's last byte included.
     pub fn new(config: ChatConfig, timeout: Duration) -> anyhow::Result<Self> {
+        // No redirects: a redirected POST would send the prompt, knowledge included, elsewhere.
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
+            .redirect(reqwest::redirect::Policy::none())
             .timeout(timeout)
             .build()
             .context("building the chat model's HTTP client")?;
@@ -213,6 +232,19 @@ mod tests {
             Line::Piece(piece) => Some(piece),
             _ => None,
         }
+    }
+
+    #[test]
+    fn callers_name_only_listed_models() {
+        let config = ChatConfig {
+            url: "http://127.0.0.1:1".into(),
+            model: "small".into(),
+            models: vec!["small".into(), "large".into()],
+            api_key: None,
+        };
+        assert_eq!(config.model_for(Some(" large ")), "large");
+        assert_eq!(config.model_for(Some("o1-pro")), "small");
+        assert_eq!(config.model_for(None), "small");
     }
 
     #[test]

@@ -314,7 +314,9 @@ export default async function agents(w) {
   await step('agents: "Try it" chats with the agent: its first message, the search, the streamed reply as text, at 1280 and 390 px', async () => {
     const kb = await w.api('POST', '/knowledgebase', { name: `Try KB ${rand}` });
     ok(kb.status === 201, `POST /v1/knowledgebase answered ${kb.status}: ${JSON.stringify(kb.body)}`);
-    const answer = `Monday to Friday, 9 am to 5 pm. ${XSS_IMG}`;
+    // U+2028 is a line end to a JavaScript regular expression, and JSON leaves it unescaped:
+    // the portal's reading of the events must not break on it.
+    const answer = `Monday to Friday, 9 am to 5 pm.\u2028Park at level 2. ${XSS_IMG}`;
     const ref = await w.api('POST', `/knowledgebase/${kb.body.data.id}/references`, { question: 'When is the clinic open?', answer });
     ok(ref.status === 201, `POST a reference answered ${ref.status}: ${JSON.stringify(ref.body)}`);
     const created = await w.api('POST', '/agents', {
