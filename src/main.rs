@@ -6,6 +6,7 @@ mod admin;
 mod components;
 mod config;
 mod dev;
+mod health_check;
 mod readiness;
 mod seed;
 mod serve;
@@ -61,6 +62,12 @@ enum Command {
     },
     /// Print the OpenAPI 3.1 description the gateway serves at /v1/openapi.json.
     Openapi,
+    /// Ask a service's gRPC health; exit 0 when it is serving (the probe of clusters without
+    /// gRPC probes).
+    Health {
+        /// The service's gRPC address, e.g. 127.0.0.1:50052.
+        address: String,
+    },
     /// Apply the database migrations of a component and exit.
     Migrate {
         #[arg(value_parser = serve::component_names())]
@@ -88,6 +95,7 @@ fn main() -> std::process::ExitCode {
                 admin::run(&file, data_dir.as_deref(), database_url, command).await
             }
             Command::Migrate { component, data_dir } => serve::migrate(&file, &component, data_dir.as_deref()).await,
+            Command::Health { address } => health_check::check(&address).await,
             Command::Openapi => {
                 let document = switchboard_gateway::openapi::document_bytes()?;
                 std::io::Write::write_all(&mut std::io::stdout(), &document).context("writing to stdout")?;

@@ -52,6 +52,19 @@ async fn a_call_without_the_service_token_is_unauthenticated_and_health_stays_op
         .await
         .unwrap();
     assert_eq!(health.into_inner().status, 1, "SERVING, without a token");
+
+    // `switchboard health`, the chart's probe on clusters without gRPC probes (issue 56), asks
+    // the same: it succeeds on a serving port and fails, saying why, on a closed one.
+    let address = stack.identity_url.trim_start_matches("http://").to_owned();
+    let probe = |address: String| async move {
+        let run = tokio::process::Command::new(BIN).args(["health", &address]).kill_on_drop(true).output();
+        tokio::time::timeout(Duration::from_secs(10), run).await.expect("the probe ended within 10 s").unwrap()
+    };
+    let serving = probe(address).await;
+    assert!(serving.status.success(), "{}", String::from_utf8_lossy(&serving.stderr));
+    let closed = probe(format!("127.0.0.1:{}", crate::common::free_port())).await;
+    assert!(!closed.status.success());
+    assert!(String::from_utf8_lossy(&closed.stderr).contains("connecting to 127.0.0.1:"), "{closed:?}");
 }
 
 async fn listed_services(url: &str, token: &str) -> Vec<String> {

@@ -33,3 +33,30 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 {{- define "switchboard.scrape" -}}
 annotations: { prometheus.io/scrape: "true", prometheus.io/port: {{ .Values.metrics.port | quote }}, prometheus.io/path: /metrics }
 {{- end -}}
+
+{{/*
+API versions by the cluster's version (issue 56), as widely used charts choose them: Kubernetes
+1.20 serves neither policy/v1 PodDisruptionBudgets (from 1.21) nor autoscaling/v2 (from 1.23).
+`.Capabilities.APIVersions` is not asked: `helm template` answers it from Helm's own list,
+whatever --kube-version says.
+*/}}
+{{- define "switchboard.pdbApiVersion" -}}
+{{- if semverCompare ">=1.21-0" .Capabilities.KubeVersion.Version }}policy/v1{{ else }}policy/v1beta1{{ end }}
+{{- end }}
+
+{{- define "switchboard.hpaApiVersion" -}}
+{{- if semverCompare ">=1.23-0" .Capabilities.KubeVersion.Version }}autoscaling/v2{{ else }}autoscaling/v2beta2{{ end }}
+{{- end }}
+
+{{/*
+A probe of a service's gRPC health (dict "root" $ "port" N): the kubelet's own gRPC probe where
+the cluster has it (on by default from 1.24), else the binary asking the same health service
+(`switchboard health`).
+*/}}
+{{- define "switchboard.grpcProbe" -}}
+{{- if semverCompare ">=1.24-0" .root.Capabilities.KubeVersion.Version -}}
+grpc: { port: {{ .port }} }
+{{- else -}}
+exec: { command: ["switchboard", "health", "127.0.0.1:{{ .port }}"] }
+{{- end -}}
+{{- end }}
