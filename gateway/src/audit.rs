@@ -64,10 +64,30 @@ fn fields_set(route: &Endpoint, raw: &RawInput) -> Vec<String> {
     }
 }
 
-/// Records `pending` when `reply` says the operation succeeded.
-pub fn record(services: Arc<Services>, pending: Pending, reply: &Reply) {
+/// Records `pending` when `reply` says the operation succeeded. The entry is made from the
+/// answer at once; the future writes it.
+pub fn record(services: Arc<Services>, pending: Pending, reply: &Reply) -> impl Future<Output = ()> + Send + use<> {
+    let entry = entry(pending, reply);
+    async move {
+        let Some(entry) = entry else { return };
+        let written = tokio::spawn(async move {
+            if let Err(status) = services.accounts.clone().record_audit(entry).await {
+                tracing::warn!(error = %status.message(), "an audit entry was not written");
+            }
+        });
+        // Awaited, so that the log holds the entry once the answer has arrived (a person who
+        // opens the audit log right after a change finds it). A slow identity service holds
+        // the answer back at most AUDIT_WAIT; the entry is still written after.
+        if tokio::time::timeout(AUDIT_WAIT, written).await.is_err() {
+            tracing::warn!("an audit entry took more than {AUDIT_WAIT:?}; the answer went before it");
+        }
+    }
+}
+
+/// The entry of a successful answer; `None` for a failure.
+fn entry(pending: Pending, reply: &Reply) -> Option<AuditEntry> {
     if !(200..300).contains(&reply.status) {
-        return;
+        return None;
     }
     // A built answer is read where it is; a serialized one is parsed for its `data` alone.
     let parsed;
@@ -83,7 +103,7 @@ pub fn record(services: Arc<Services>, pending: Pending, reply: &Reply) {
     // The answer's name for it, when the answer is the target (not a list, nor the delivery
     // of a webhook test).
     let target_name = data.filter(|data| id_of(data).as_deref() == Some(&target)).map(name_of).unwrap_or_default();
-    let entry = AuditEntry {
+    Some(AuditEntry {
         team_id: pending.team_id,
         action: pending.action.as_str().to_owned(),
         actor: Some(pending.actor),
@@ -93,13 +113,11 @@ pub fn record(services: Arc<Services>, pending: Pending, reply: &Reply) {
         ip: pending.client.ip,
         user_agent: pending.client.user_agent,
         ..AuditEntry::default()
-    };
-    tokio::spawn(async move {
-        if let Err(status) = services.accounts.clone().record_audit(entry).await {
-            tracing::warn!(error = %status.message(), "an audit entry was not written");
-        }
-    });
+    })
 }
+
+/// How long an answer waits for its audit entry.
+const AUDIT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// A JSON answer's `data`; its other members are skipped unread.
 #[derive(serde::Deserialize)]
@@ -113,9 +131,9 @@ fn id_of(data: &Value) -> Option<String> {
     data.get("id").or_else(|| data.get("email")).and_then(Value::as_str).map(str::to_owned)
 }
 
-/// What people call a resource: its name, title or question; a person's full name; else
-/// its e-mail, URL (a webhook's) or number. The e-mail comes before the URL: an invitation's
-/// `url` is the secret link.
+/// What people call a resource: its name, title or question; a person's full name; else its
+/// e-mail, URL (a webhook's) or number; a call's two numbers; a chat's contact; a note's first
+/// words. The e-mail comes before the URL: an invitation's `url` is the secret link.
 fn name_of(data: &Value) -> String {
     let text = |field: &str| data.get(field).and_then(Value::as_str).map(str::trim).filter(|text| !text.is_empty());
     if let Some(name) = ["name", "title", "question"].into_iter().find_map(text) {
@@ -125,14 +143,36 @@ fn name_of(data: &Value) -> String {
     if !full_name.is_empty() {
         return full_name;
     }
-    ["email", "url", "number"].into_iter().find_map(text).unwrap_or_default().to_owned()
+    if let Some(found) = ["email", "url", "number"].into_iter().find_map(text) {
+        return found.to_owned();
+    }
+    if let (Some(from), Some(to)) = (text("from"), text("to")) {
+        return format!("{from} → {to}");
+    }
+    let contact = data.get("contact").map(name_of).filter(|name| !name.is_empty());
+    if let Some(contact) = contact {
+        return contact;
+    }
+    text("note").map(|note| first_words(note, NOTE_NAME)).unwrap_or_default()
+}
+
+/// The characters of a note that name it in the log.
+const NOTE_NAME: usize = 60;
+
+/// The start of `text`, at most `most` characters, with "…" when it goes on.
+fn first_words(text: &str, most: usize) -> String {
+    let mut start: String = text.chars().take(most).collect();
+    if text.chars().nth(most).is_some() {
+        start.push('…');
+    }
+    start
 }
 
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
-    use super::name_of;
+    use super::{NOTE_NAME, name_of};
 
     #[test]
     fn targets_are_named_as_people_know_them() {
@@ -141,6 +181,13 @@ mod tests {
         assert_eq!(name_of(&json!({"firstName": "Ada", "lastName": "King", "number": "+1"})), "Ada King");
         assert_eq!(name_of(&json!({"firstName": " ", "number": "+14155550100"})), "+14155550100");
         assert_eq!(name_of(&json!({"id": "a", "favorite": true})), "");
+        assert_eq!(
+            name_of(&json!({"id": "c", "from": "+14155550100", "to": "+14155550111"})),
+            "+14155550100 → +14155550111"
+        );
+        assert_eq!(name_of(&json!({"id": "c", "contact": {"number": "+14155550100", "email": null}})), "+14155550100");
+        let long = "word ".repeat(20);
+        assert_eq!(name_of(&json!({"id": "n", "note": long})).chars().count(), NOTE_NAME + 1, "cut, with an ellipsis");
         let invitation = json!({"id": "a", "email": "mia@example.com", "url": "https://portal/invite/secret"});
         assert_eq!(name_of(&invitation), "mia@example.com", "never the invitation's link");
     }

@@ -246,8 +246,13 @@ impl Pipeline {
         let pending = crate::audit::pending(route, &call, &raw);
         let services = call.services.clone();
         let answered = route.run(call, raw).await;
-        if let (Some(pending), Ok(reply)) = (pending, &answered) {
-            crate::audit::record(services, pending, reply);
+        // The entry is made before the wait: the answer (a stream, maybe) is not held across it.
+        let writing = match (pending, &answered) {
+            (Some(pending), Ok(reply)) => Some(crate::audit::record(services, pending, reply)),
+            _ => None,
+        };
+        if let Some(writing) = writing {
+            writing.await;
         }
         answered
     }

@@ -167,10 +167,10 @@ async fn every_declared_write_of_a_teams_data_leaves_an_audit_entry() {
     walk.expect("updateAgent", &agent, Some("Front desk"), &["description"]);
     let body = json!({ "instructions": "Greet callers warmly." });
     walk.done("updateAgentInstructions", &api.put(&format!("/agents/{agent}/instructions"), body).await);
-    walk.expect("updateAgentInstructions", &agent, None, &["instructions"]);
+    walk.expect("updateAgentInstructions", &agent, Some("Front desk"), &["instructions"]);
     let restore = format!("/agents/{agent}/instructions/history/1/restore");
     walk.done("restoreAgentInstructions", &api.post(&restore, json!({})).await);
-    walk.expect("restoreAgentInstructions", &agent, None, &[]);
+    walk.expect("restoreAgentInstructions", &agent, Some("Front desk"), &[]);
 
     // A knowledge base, its webpages, documents and references; then the same through the agent.
     let kb = id_of(&walk.done("createKnowledgebase", &api.post("/knowledgebase", json!({ "name": "Handbook" })).await));
@@ -243,11 +243,13 @@ async fn every_declared_write_of_a_teams_data_leaves_an_audit_entry() {
 
     // Calls and chats, as seeded.
     stack.admin(&["seed-demo", "--team", &team.id, "--calls", "2", "--chats", "1"]).await;
-    let call = id_of(&api.get("/calls").await.expect(200)["data"][0]);
+    let listed = api.get("/calls").await.expect(200)["data"][0].clone();
+    let call = id_of(&listed);
+    let numbers = format!("{} → {}", listed["from"].as_str().unwrap(), listed["to"].as_str().unwrap());
     walk.done("updateCall", &api.patch(&format!("/calls/{call}"), json!({ "favorite": true })).await);
-    walk.expect("updateCall", &call, None, &["favorite"]);
+    walk.expect("updateCall", &call, Some(&numbers), &["favorite"]);
     walk.done("deleteCall", &api.delete(&format!("/calls/{call}")).await);
-    walk.expect("deleteCall", &call, None, &[]);
+    walk.expect("deleteCall", &call, Some(&numbers), &[]);
     let chat = id_of(&api.get("/chats").await.expect(200)["data"][0]);
     walk.done("deleteChat", &api.delete(&format!("/chats/{chat}")).await);
     walk.expect("deleteChat", &chat, None, &[]);
@@ -301,7 +303,7 @@ async fn every_declared_write_of_a_teams_data_leaves_an_audit_entry() {
         &api.post(&format!("/contacts/{contact}/notes"), json!({ "note": "Called back" })).await,
     );
     let note = id_of(&note);
-    walk.expect("addContactNote", &note, None, &["note"]);
+    walk.expect("addContactNote", &note, Some("Called back"), &["note"]);
     walk.done("deleteContactNote", &api.delete(&format!("/contacts/{contact}/notes/{note}")).await);
     walk.expect("deleteContactNote", &note, None, &[]);
     for (operation, method) in [("addContactAssignments", "POST"), ("replaceContactAssignments", "PUT")] {

@@ -241,8 +241,9 @@ async fn metrics_are_served_on_the_admin_port_and_exported_over_otlp() {
         assert_eq!(sample(&text, "switchboard_rate_limit_decisions_total", &allowed), Some(1.0), "{text}");
     }
     assert_eq!(sample(&text, "switchboard_credits_debited_total", &[]), Some(1.0), "{text}");
-    // The reference's passages and the search's query, each counted under its kind of work.
-    for work in ["ingest", "query"] {
+    // The reference's passages (a single write's) and the search's query, each counted under
+    // its kind of work.
+    for work in ["write", "query"] {
         let labels = ["outcome=\"ok\"".to_owned(), format!("switchboard_embedding_work=\"{work}\"")];
         let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
         let embedded = sample(&text, "switchboard_embedding_duration_seconds_count", &labels);
