@@ -296,6 +296,50 @@ mod tests {
         TryTurn { role: role.to_owned(), content: content.to_owned() }
     }
 
+    /// A model that takes the request and never answers: the reply's task must drop its call
+    /// (close the connection) once the receiver goes, not wait out REPLY_TIMEOUT.
+    #[tokio::test]
+    async fn a_reply_whose_receiver_goes_closes_the_models_connection() {
+        use tokio::io::AsyncReadExt;
+
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let config = ChatConfig { url, model: "m".into(), models: vec!["m".into()], api_key: None };
+        let channel = switchboard_kit::grpc::channel(
+            "http://127.0.0.1:1",
+            &switchboard_kit::grpc::ServiceAccess::Trusted,
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        let try_it = TryIt::new(Some(config), KnowledgebaseServiceClient::new(channel)).unwrap();
+        let request = TryAgentRequest {
+            team_id: "t".into(),
+            agent_id: "a".into(),
+            turns: vec![turn("user", "Hi")],
+            search_knowledge: true,
+        };
+        let config = RuntimeConfig { agent: Some(Agent::default()), ..RuntimeConfig::default() };
+        let events = try_it.reply(request, config).await.unwrap();
+
+        let (mut model, _) = tokio::time::timeout(Duration::from_secs(10), listener.accept())
+            .await
+            .expect("the model was asked within 10 s")
+            .unwrap();
+        let mut asked = vec![0u8; 64 * 1024];
+        let read = model.read(&mut asked).await.unwrap();
+        assert!(String::from_utf8_lossy(&asked[..read]).starts_with("POST /v1/chat/completions"));
+        drop(events);
+        let closed = async {
+            loop {
+                if model.read(&mut asked).await.unwrap_or(0) == 0 {
+                    return;
+                }
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(5), closed).await.expect("the connection closed within 5 s");
+        assert!(try_it.replies.teams.lock().unwrap().is_empty(), "the reply's place came back");
+    }
+
     #[test]
     fn replies_are_bounded_per_team_and_in_all_and_their_places_come_back() {
         let replies = Arc::new(Replies::default());
