@@ -408,11 +408,23 @@ def start_replica(state, name):
 
 def ready(name, timeout=90):
     _, component, address, port = next(r for r in replicas() if r[0] == name)
-    if component == "gateway":
-        wait_for(f"{name}'s /readyz", lambda: http("GET", f"http://{address}:{port}/readyz", timeout=1)[0] == 200,
-                 timeout)
-    else:
-        wait_for(f"{name} listening on {address}:{port}", lambda: port_open(address, port), timeout)
+    try:
+        if component == "gateway":
+            wait_for(f"{name}'s /readyz",
+                     lambda: http("GET", f"http://{address}:{port}/readyz", timeout=1)[0] == 200, timeout)
+        else:
+            wait_for(f"{name} listening on {address}:{port}", lambda: port_open(address, port), timeout)
+    except SystemExit as failure:
+        # `down` removes DIR with the logs: the replica's last lines go with the failure.
+        raise SystemExit(f"{failure}\n--- the last lines of {name}'s log:\n{log_tail(name)}") from None
+
+
+def log_tail(name, lines=40):
+    try:
+        with open(os.path.join(DIR, "logs", f"{name}.log"), errors="replace") as source:
+            return "".join(source.readlines()[-lines:])
+    except OSError as error:
+        return f"(no log: {error})"
 
 
 def haproxy_config():
