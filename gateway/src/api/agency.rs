@@ -1,5 +1,6 @@
 //! `/agency/subteams`: an agency's client subteams.
 
+use super::failures::TEAM_GONE;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use switchboard_api::accounts::invite_url;
@@ -18,7 +19,6 @@ use switchboard_api::paging::{SortOrder, default_limit, descending, first_page, 
 
 const NOT_AGENCY: &str = "This API key's team does not own an agency (also with `teamId` naming a subteam, which owns \
     none), or another refusal (read-only key on writes).";
-const TEAM_GONE: &str = "Team not found: the key's team, or the `teamId` subteam, has been deleted.";
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

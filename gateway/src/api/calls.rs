@@ -1,6 +1,7 @@
 //! `/calls`: phone calls as the voice runtimes recorded them (through the conversations
 //! service's ingestion API), with their transcript and timeline.
 
+use super::failures::TEAM_GONE;
 use std::collections::HashMap;
 
 use schemars::JsonSchema;
@@ -27,7 +28,7 @@ pub fn endpoints() -> Vec<Endpoint> {
                  number, the transcript or the summary; `number` finds calls with that number on either side, \
                  written in any spelling of the same E.164 number.",
             )
-            .fails(404, "Team not found: the key's team, or the `teamId` subteam, has been deleted.")
+            .fails(404, TEAM_GONE)
             .tool(
                 "list_calls",
                 "Lists the team's phone calls with filters (number, agent, dates, duration, text, sentiment, \

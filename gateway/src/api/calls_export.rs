@@ -1,6 +1,7 @@
 //! `GET /v1/calls/export`: the calls a list's filters select, as CSV (RFC 4180), streamed a
 //! page of 1,000 at a time (see `csv_export`), whatever the number of calls.
 
+use super::failures::TEAM_GONE;
 use std::collections::HashMap;
 
 use switchboard_api::calls::{DisconnectionReason, Sentiment, from_wire, wire_name};
@@ -40,7 +41,7 @@ pub fn endpoints() -> Vec<Endpoint> {
                  first bytes ends the body early (the status is sent already).",
             )
             .class(RateClass::Bulk)
-            .fails(404, "Team not found: the key's team, or the `teamId` subteam, has been deleted."),
+            .fails(404, TEAM_GONE),
     ]
 }
 

@@ -1,6 +1,7 @@
 //! `/chats`: conversations on the web widget, the web agent, the voice widget and WhatsApp, as
 //! the chat runtimes recorded them.
 
+use super::failures::TEAM_GONE;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use switchboard_api::chats::{Channel, ChatDetail, ChatStatus, ChatView};
@@ -25,7 +26,7 @@ pub fn endpoints() -> Vec<Endpoint> {
                 "Filters combine; every bound is inclusive. `search` finds a substring (case-insensitive) of a \
                  message, the contact's number or e-mail.",
             )
-            .fails(404, "Team not found: the key's team, or the `teamId` subteam, has been deleted.")
+            .fails(404, TEAM_GONE)
             .tool("list_chats", "Lists the team's chats (web, web agent, voice widget, WhatsApp) with filters."),
         Endpoint::get("/v1/chats/{chatId}", get)
             .doc("getChat", CHATS, "A chat with its messages, oldest first")

@@ -2,6 +2,7 @@
 //! the calls' export is (see `calls_export`): a page of 1,000 chats at a time, with the names
 //! of their contacts looked up once a page.
 
+use super::failures::TEAM_GONE;
 use std::collections::HashMap;
 
 use switchboard_kit::time::iso_ms;
@@ -33,7 +34,7 @@ pub fn endpoints() -> Vec<Endpoint> {
                  exported. A failure after the first bytes ends the body early.",
             )
             .class(RateClass::Bulk)
-            .fails(404, "Team not found: the key's team, or the `teamId` subteam, has been deleted."),
+            .fails(404, TEAM_GONE),
     ]
 }
 

@@ -1,5 +1,6 @@
 //! `/me` and `/users`: who is calling, and the team's users.
 
+use super::failures::TEAM_GONE;
 use switchboard_api::identity::{Me, User};
 use switchboard_kit::ServiceResult;
 use switchboard_proto::v1::ListUsersRequest;
@@ -7,8 +8,6 @@ use switchboard_proto::v1::ListUsersRequest;
 use super::groups::IDENTITY;
 use crate::call::Call;
 use crate::endpoint::{Data, Endpoint, Input, List, Rendered};
-
-const TEAM_GONE: &str = "Team not found: the key's team, or the `teamId` subteam, has been deleted.";
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

@@ -55,6 +55,8 @@ pub mod groups {
 pub mod failures {
     /// The 401 of the operations that need a person's session.
     pub const NOT_SIGNED_IN: &str = "Not signed in, or the session has ended.";
+    /// The 404 of an operation on a team that has been deleted since its key was made.
+    pub const TEAM_GONE: &str = "Team not found: the key's team, or the `teamId` subteam, has been deleted.";
 }
 
 /// Every public operation.

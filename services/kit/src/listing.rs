@@ -189,6 +189,17 @@ impl Filter {
         self.conditions.push(condition);
     }
 
+    /// Adds `left value` for each value that is given (`left` ends with its operator, as in
+    /// `c.started_at >=`); an absent value adds nothing. This is a list's optional filters.
+    pub fn compare_each<'a>(&mut self, comparisons: impl IntoIterator<Item = (&'a str, Option<Arg>)>) {
+        for (left, value) in comparisons {
+            if let Some(value) = value {
+                let value = self.arg(value);
+                self.and(format!("{left} {value}"));
+            }
+        }
+    }
+
     /// The WHERE clause's body (`1 = 1` when there is no condition).
     pub fn sql(&self) -> String {
         Self::joined(self.conditions.iter().chain(&self.executed))
@@ -673,5 +684,12 @@ mod tests {
         assert_eq!(filter.next_placeholder(1), "$3");
         let searching = Filter::for_team(Engine::Sqlite, "c", "team", true);
         assert_eq!(searching.sql(), "+c.team_id = $1");
+    }
+
+    #[test]
+    fn only_the_given_values_are_compared() {
+        let mut filter = Filter::for_team(Engine::Postgres, "c", "team", false);
+        filter.compare_each([("c.a =", None), ("c.b >=", Some(Arg::Int(2))), ("c.c =", Some(Arg::Text("x".into())))]);
+        assert_eq!(filter.sql(), "c.team_id = $1 AND c.b >= $2 AND c.c = $3");
     }
 }

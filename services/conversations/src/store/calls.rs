@@ -2,6 +2,12 @@
 //! `seq`), timeline events, an end and a recording; read, listed, flagged and deleted by the
 //! gateway. Every write that changes searchable text changes its search row in the same
 //! transaction.
+//!
+//! What calls share with chats (finding, upserting, paging, deleting) is in `conversation`.
+//! The functions here that look like those of `chats` are kept apart because they write
+//! different things: a call's parts are segments keyed by `seq` with a timeline beside them,
+//! a chat's are messages keyed by their external id with counters on the chat row; a call's
+//! end carries an outcome, a cost and a webhook of its own, a chat's only a status.
 
 use std::collections::{HashMap, HashSet};
 
@@ -13,13 +19,13 @@ use switchboard_kit::vocabulary::EventType;
 use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, validate};
 use switchboard_proto::v1::{Call, CallAnalysis, CallEvent, PageInfo, Recording, TranscriptSegment};
 
-use super::conversation::{self, Conversation, external_id_violation, find};
+use super::conversation::{self, Conversation, Order, external_id_violation, find, read_page};
 use super::search::{self, Kind, Source};
 use super::{
     Appended, CallCost, CallEnd, CallFilter, CallFlags, CallSort, ConversationStore, Key, NewCall, NewEvent,
     NewSegment, RecordingMeta, call_not_found, check_ids,
 };
-use switchboard_kit::listing::{self, Arg, Filter, Listing};
+use switchboard_kit::listing::{self, Arg, Filter};
 
 /// A phone number as the store keeps it: E.164 is at most 16 characters, checked by the
 /// service; this bound only keeps anything else out.
@@ -639,18 +645,13 @@ impl ConversationStore {
     /// The call named by its runtime's id, without transcript or timeline: what an end needs
     /// to know (its id, agent and cost) before it is written.
     pub async fn call_head(&self, team_id: &str, external_id: &str) -> ServiceResult<Call> {
-        check_ids(&[("teamId", team_id)])?;
-        validate([external_id_violation("externalId", external_id)])?;
-        let mut conn = self.db.pool().acquire().await?;
-        find::<Call>(&mut conn, team_id, Key::External(external_id), "").await
+        self.by_external_id::<Call>(team_id, external_id).await
     }
 
     /// The call named by its runtime's id, with its transcript and timeline.
     pub async fn call_by_external_id(&self, team_id: &str, external_id: &str) -> ServiceResult<Call> {
-        check_ids(&[("teamId", team_id)])?;
-        validate([external_id_violation("externalId", external_id)])?;
+        let call = self.by_external_id::<Call>(team_id, external_id).await?;
         let mut conn = self.db.pool().acquire().await?;
-        let call = find::<Call>(&mut conn, team_id, Key::External(external_id), "").await?;
         full_call(&mut conn, call).await
     }
 
@@ -668,16 +669,11 @@ impl ConversationStore {
             CallSort::Duration => ("c.duration_seconds", true),
             CallSort::EndedAt => ("c.ended_at", true),
         };
-        let listing =
-            Listing { columns: CALL_COLUMNS, from: "calls c", key, id: "c.id", nullable, ascending: filter.ascending };
-        let (limit, page) = (i64::from(filter.limit), i64::from(filter.page));
+        let order = Order { key, nullable, ascending: filter.ascending };
         let mut conn = self.db.pool().acquire().await?;
         let conditions = self.call_conditions(&mut conn, team_id, filter).await?;
-        let (rows, total) = listing::read_page(&mut conn, &listing, &conditions, (page - 1) * limit, limit).await?;
-        let calls = rows.iter().map(call_from_row).collect::<Result<Vec<_>, _>>()?;
-        let calls = with_transcripts(&mut conn, calls).await?;
-        let info = listing::page_info(filter.page, filter.limit, total);
-        Ok((calls, info))
+        let (calls, info) = read_page::<Call>(&mut conn, order, &conditions, (filter.page, filter.limit)).await?;
+        Ok((with_transcripts(&mut conn, calls).await?, info))
     }
 
     /// The list's conditions; a search reads the text index on `conn` (see [`Filter::search`]).
@@ -689,41 +685,22 @@ impl ConversationStore {
     ) -> ServiceResult<Filter> {
         let engine = self.db.engine();
         let mut conditions = Filter::for_team(engine, "c", team_id, filter.search.is_some());
-        if let Some(direction) = filter.direction {
-            let direction = conditions.arg(Arg::Text(direction.as_str().to_owned()));
-            conditions.and(format!("c.direction = {direction}"));
-        }
-        if let Some(agent_id) = &filter.agent_id {
-            let agent = conditions.arg(Arg::Text(agent_id.clone()));
-            conditions.and(format!("c.agent_id = {agent}"));
-        }
+        let text = |value: &str| Some(Arg::Text(value.to_owned()));
         if let Some(number) = &filter.number {
             let number = conditions.arg(Arg::Text(number.clone()));
             conditions.and(format!("(c.from_number = {number} OR c.to_number = {number})"));
         }
-        let outcomes = [
-            ("c.sentiment", filter.sentiment.map(|sentiment| Arg::Text(sentiment.as_str().to_owned()))),
-            ("c.successful", filter.successful.map(|successful| Arg::Int(switchboard_kit::db::flag(successful)))),
-            ("c.disconnection_reason", filter.disconnection_reason.map(|reason| Arg::Text(reason.as_str().to_owned()))),
-        ];
-        for (column, value) in outcomes {
-            if let Some(value) = value {
-                let value = conditions.arg(value);
-                conditions.and(format!("{column} = {value}"));
-            }
-        }
-        let bounds = [
-            ("c.duration_seconds >=", filter.min_duration),
-            ("c.duration_seconds <=", filter.max_duration),
-            ("c.started_at >=", filter.created_from_ms),
-            ("c.started_at <=", filter.created_to_ms),
-        ];
-        for (comparison, value) in bounds {
-            if let Some(value) = value {
-                let value = conditions.arg(Arg::Int(value));
-                conditions.and(format!("{comparison} {value}"));
-            }
-        }
+        conditions.compare_each([
+            ("c.direction =", filter.direction.and_then(|direction| text(direction.as_str()))),
+            ("c.agent_id =", filter.agent_id.as_deref().and_then(text)),
+            ("c.sentiment =", filter.sentiment.and_then(|sentiment| text(sentiment.as_str()))),
+            ("c.successful =", filter.successful.map(|successful| Arg::Int(switchboard_kit::db::flag(successful)))),
+            ("c.disconnection_reason =", filter.disconnection_reason.and_then(|reason| text(reason.as_str()))),
+            ("c.duration_seconds >=", filter.min_duration.map(Arg::Int)),
+            ("c.duration_seconds <=", filter.max_duration.map(Arg::Int)),
+            ("c.started_at >=", filter.created_from_ms.map(Arg::Int)),
+            ("c.started_at <=", filter.created_to_ms.map(Arg::Int)),
+        ]);
         if let Some(query) = filter.search.as_deref().map(listing::normalise_query) {
             conditions.search(conn, engine, (Kind::Call.index(), "c"), &query).await?;
         }

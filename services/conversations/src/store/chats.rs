@@ -14,13 +14,13 @@ use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, validate};
 use switchboard_proto::v1::{Chat, ChatMessage, PageInfo};
 
 use super::calls::NUMBER;
-use super::conversation::{self, Conversation, external_id_violation, find};
+use super::conversation::{self, Conversation, Order, external_id_violation, find, read_page};
 use super::search::{self, Kind, Source};
 use super::{
     Appended, ChatEnd, ChatFilter, ChatSort, ChatStatus, ConversationStore, Key, NewChat, NewMessage, chat_not_found,
     check_ids,
 };
-use switchboard_kit::listing::{self, Arg, Filter, Listing};
+use switchboard_kit::listing::{self, Arg, Filter};
 
 pub(super) const CHAT_COLUMNS: &str = "c.id, c.team_id, c.external_id, c.agent_id, c.channel, c.status, c.contact_number, \
      c.contact_email, c.message_count, c.last_message_at, c.created_at, c.ended_at, c.summary, c.updated_at";
@@ -405,10 +405,7 @@ impl ConversationStore {
 
     /// The chat named by its runtime's id, without messages.
     pub async fn chat_by_external_id(&self, team_id: &str, external_id: &str) -> ServiceResult<Chat> {
-        check_ids(&[("teamId", team_id)])?;
-        validate([external_id_violation("externalId", external_id)])?;
-        let mut conn = self.db.pool().acquire().await?;
-        find::<Chat>(&mut conn, team_id, Key::External(external_id), "").await
+        self.by_external_id::<Chat>(team_id, external_id).await
     }
 
     /// A page of the team's chats, without messages. Ties of the sort key go by id in the
@@ -422,15 +419,10 @@ impl ConversationStore {
             ChatSort::CreatedAt => ("c.created_at", false),
             ChatSort::LastMessageAt => ("c.last_message_at", true),
         };
-        let listing =
-            Listing { columns: CHAT_COLUMNS, from: "chats c", key, id: "c.id", nullable, ascending: filter.ascending };
-        let (limit, page) = (i64::from(filter.limit), i64::from(filter.page));
+        let order = Order { key, nullable, ascending: filter.ascending };
         let mut conn = self.db.pool().acquire().await?;
         let conditions = self.chat_conditions(&mut conn, team_id, filter).await?;
-        let (rows, total) = listing::read_page(&mut conn, &listing, &conditions, (page - 1) * limit, limit).await?;
-        let chats = rows.iter().map(chat_from_row).collect::<Result<Vec<_>, _>>()?;
-        let info = listing::page_info(filter.page, filter.limit, total);
-        Ok((chats, info))
+        read_page::<Chat>(&mut conn, order, &conditions, (filter.page, filter.limit)).await
     }
 
     /// The list's conditions; a search reads the text index on `conn` (see [`Filter::search`]).
@@ -442,25 +434,14 @@ impl ConversationStore {
     ) -> ServiceResult<Filter> {
         let engine = self.db.engine();
         let mut conditions = Filter::for_team(engine, "c", team_id, filter.search.is_some());
-        let equal = [
-            ("c.channel", filter.channel.map(|channel| channel.as_str().to_owned())),
-            ("c.agent_id", filter.agent_id.clone()),
-            ("c.status", filter.status.map(|status| status.as_str().to_owned())),
-        ];
-        for (column, value) in equal {
-            if let Some(value) = value {
-                let value = conditions.arg(Arg::Text(value));
-                conditions.and(format!("{column} = {value}"));
-            }
-        }
-        for (comparison, value) in
-            [("c.created_at >=", filter.created_from_ms), ("c.created_at <=", filter.created_to_ms)]
-        {
-            if let Some(value) = value {
-                let value = conditions.arg(Arg::Int(value));
-                conditions.and(format!("{comparison} {value}"));
-            }
-        }
+        let text = |value: &str| Some(Arg::Text(value.to_owned()));
+        conditions.compare_each([
+            ("c.channel =", filter.channel.and_then(|channel| text(channel.as_str()))),
+            ("c.agent_id =", filter.agent_id.as_deref().and_then(text)),
+            ("c.status =", filter.status.and_then(|status| text(status.as_str()))),
+            ("c.created_at >=", filter.created_from_ms.map(Arg::Int)),
+            ("c.created_at <=", filter.created_to_ms.map(Arg::Int)),
+        ]);
         if let Some(query) = filter.search.as_deref().map(listing::normalise_query) {
             conditions.search(conn, engine, (Kind::Chat.index(), "c"), &query).await?;
         }

@@ -10,8 +10,12 @@ use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 use switchboard_kit::{FieldViolation, ServiceError, ServiceResult, limits};
 
-use super::Key;
+use switchboard_kit::listing::{self, Filter, Listing};
+use switchboard_kit::validate;
+use switchboard_proto::v1::PageInfo;
+
 use super::search::{self, Kind};
+use super::{ConversationStore, Key, check_ids};
 
 /// A kind of conversation and how its rows are read and written.
 pub(super) trait Conversation: Sized + Send {
@@ -87,6 +91,41 @@ pub(super) async fn upsert<C: Conversation>(
             let current = find::<C>(conn, team_id, key, lock).await?;
             C::update(conn, current, new).await
         }
+    }
+}
+
+/// How a list is sorted: the key's column, whether it may be NULL (such rows come last either
+/// way), and the direction.
+pub(super) struct Order<'a> {
+    pub key: &'a str,
+    pub nullable: bool,
+    pub ascending: bool,
+}
+
+/// A page (from 1) of `limit` conversations that pass `conditions`, without their parts; ties
+/// of the sort key go by id in the same direction, so that paging neither loses nor repeats one.
+pub(super) async fn read_page<C: Conversation>(
+    conn: &mut AnyConnection,
+    order: Order<'_>,
+    conditions: &Filter,
+    (page, limit): (u32, u32),
+) -> ServiceResult<(Vec<C>, PageInfo)> {
+    let from = format!("{} c", C::TABLE);
+    let Order { key, nullable, ascending } = order;
+    let listing = Listing { columns: C::COLUMNS, from: &from, key, id: "c.id", nullable, ascending };
+    let offset = (i64::from(page) - 1) * i64::from(limit);
+    let (rows, total) = listing::read_page(conn, &listing, conditions, offset, i64::from(limit)).await?;
+    let conversations = rows.iter().map(C::from_row).collect::<Result<Vec<_>, _>>()?;
+    Ok((conversations, listing::page_info(page, limit, total)))
+}
+
+impl ConversationStore {
+    /// The conversation named by its runtime's id, without its parts.
+    pub(super) async fn by_external_id<C: Conversation>(&self, team_id: &str, external_id: &str) -> ServiceResult<C> {
+        check_ids(&[("teamId", team_id)])?;
+        validate([external_id_violation("externalId", external_id)])?;
+        let mut conn = self.db.pool().acquire().await?;
+        find::<C>(&mut conn, team_id, Key::External(external_id), "").await
     }
 }
 
