@@ -45,6 +45,7 @@ async fn passages_rate(model: &BertEmbedder, path: &str) -> anyhow::Result<()> {
     model.embed(texts.iter().take(32).cloned().collect()).await?;
     let started = Instant::now();
     model.embed(texts.clone()).await?;
+    eprintln!("products: {}", model.products());
     println!("passages/s: {:.1}", texts.len() as f64 / started.elapsed().as_secs_f64());
     Ok(())
 }
@@ -134,9 +135,10 @@ async fn main() -> anyhow::Result<()> {
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     println!("CPU: {}", cpu_model());
     println!(
-        "{}, {} dimensions, candle CPU F32, {threads} threads, model loaded in {:.0} ms\n",
+        "{}, {} dimensions, {} products, {threads} threads, model loaded in {:.0} ms\n",
         model.model(),
         model.dimensions(),
+        model.products(),
         ms(load_time)
     );
     println!("| measurement | value |");

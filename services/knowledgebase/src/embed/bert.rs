@@ -11,6 +11,7 @@ use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStr
 
 use super::Embedder;
 use super::encoder::{Config, Encoder, Precision};
+use super::products::{self, Products};
 use super::threads::{ModelThreads, Priority};
 
 /// sentence-transformers' `max_seq_length` for all-MiniLM-L6-v2, whose directory (made by
@@ -44,9 +45,10 @@ pub struct BertEmbedder {
     /// As many for passages of bulk work, lower still: a query or a write goes first.
     ingest: ModelThreads,
     /// Of queries and passages alike, so that a query is embedded as the passages it is
-    /// compared with were. bfloat16 by default (f32 where the CPU lacks it): it made searches
-    /// 1.6 times cheaper and left SciFact's nDCG@10 within noise (BENCHMARKS.md, issue 43).
-    products: Precision,
+    /// compared with were. bfloat16 by default where the CPU has it: it made searches 1.6 times
+    /// cheaper and left SciFact's nDCG@10 within noise (BENCHMARKS.md, issue 43); 8-bit
+    /// integers on CPUs with AVX2 but no bfloat16 (issue 57); f32 elsewhere ([`Products`]).
+    products: Products,
 }
 
 struct Inner {
@@ -63,7 +65,16 @@ struct SentenceConfig {
 }
 
 impl BertEmbedder {
+    /// Loads the model with the products `SWITCHBOARD_ENCODER_PRODUCTS` asks for (the fastest
+    /// good ones for this CPU when unset).
     pub fn load(model_dir: &Path) -> anyhow::Result<Self> {
+        Self::load_with_products(model_dir, std::env::var(products::VARIABLE).ok().as_deref())
+    }
+
+    /// Loads the model with the products `products` names, as `SWITCHBOARD_ENCODER_PRODUCTS`
+    /// would: `auto` (or `None`), `f32`, `bf16`, `int8`, or an integer kernel (`int8-avx2`, ...).
+    pub fn load_with_products(model_dir: &Path, products: Option<&str>) -> anyhow::Result<Self> {
+        let products = Products::choose(products)?;
         let hint = format!(
             "the model directory {} must hold config.json, tokenizer.json and model.safetensors of a BERT or \
              MPNet sentence-transformers model; download the default (all-MiniLM-L6-v2) with \
@@ -90,7 +101,7 @@ impl BertEmbedder {
         let device = Device::Cpu;
         let model = std::fs::read(&weights_path)
             .map_err(anyhow::Error::from)
-            .and_then(|bytes| Encoder::load(&config, &bytes, &device))
+            .and_then(|bytes| Encoder::load(&config, &bytes, &device, products.int8))
             .with_context(|| format!("cannot load {}; {hint}", weights_path.display()))?;
 
         // all-mpnet-base-v2 reads 384 tokens; longer texts are cut there as sentence-transformers
@@ -125,7 +136,7 @@ impl BertEmbedder {
             threads: ModelThreads::new(cores, Priority::Query)?,
             writes: ModelThreads::new(cores, Priority::Write)?,
             ingest: ModelThreads::new(cores, Priority::Ingest)?,
-            products: Precision::Bf16,
+            products,
         })
     }
 
@@ -133,8 +144,14 @@ impl BertEmbedder {
     /// are checked against.
     #[must_use]
     pub fn with_f32_products(mut self) -> Self {
-        self.products = Precision::F32;
+        self.products = Products { precision: Precision::F32, int8: None };
         self
+    }
+
+    /// The arithmetic of the linear layers, as said in logs and benchmarks: `bf16`, `int8 (avx2)`.
+    #[must_use]
+    pub fn products(&self) -> String {
+        self.products.name()
     }
 }
 
@@ -201,14 +218,14 @@ impl Embedder for BertEmbedder {
             return Ok(Vec::new());
         }
         // CPU-bound for milliseconds to seconds: keep it off the async workers.
-        self.embed_on(&self.ingest, texts, self.products).await
+        self.embed_on(&self.ingest, texts, self.products.precision).await
     }
 
     async fn embed_writes(&self, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
-        self.embed_on(&self.writes, texts, self.products).await
+        self.embed_on(&self.writes, texts, self.products.precision).await
     }
 
     async fn embed_queries(&self, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
@@ -216,10 +233,10 @@ impl Embedder for BertEmbedder {
             return Ok(Vec::new());
         }
         if texts.len() <= SMALL_CALL {
-            let (inner, products) = (Arc::clone(&self.inner), self.products);
+            let (inner, products) = (Arc::clone(&self.inner), self.products.precision);
             return self.threads.start_small(move || inner.embed(texts, products))?.await;
         }
-        self.embed_on(&self.threads, texts, self.products).await
+        self.embed_on(&self.threads, texts, self.products.precision).await
     }
 
     fn dimensions(&self) -> usize {

@@ -11,7 +11,7 @@
 //! The bias additions, GELU, the residual additions and the attention's softmax then work in
 //! place on the products' outputs, and the softmax skips padded keys rather than masking them
 //! (`fused.rs`): a third off the time of long passages. The linear layers' products may run in
-//! bfloat16 ([`Precision`], `bf16.rs`).
+//! bfloat16 or in 8-bit integers ([`Precision`], `bf16.rs`, `int8.rs`).
 //!
 //! MPNet (all-mpnet-base-v2) has BERT's layers under other weight names, and differs only
 //! around them: no token type embeddings, positions counted from `pad_token_id + 1` (as RoBERTa
@@ -27,6 +27,7 @@ use serde::Deserialize;
 
 use super::bf16::Bf16Weight;
 use super::fused::{AddBias, AddBiasGelu, AddBiasResidual, MaskedSoftmax};
+use super::int8::{Int8Weight, Kernel};
 
 /// The fields of a Hugging Face BERT or MPNet `config.json` that the forward pass needs.
 #[derive(Debug, Deserialize)]
@@ -65,6 +66,9 @@ pub(super) enum Precision {
     F32,
     /// bfloat16 products with f32 sums, where the CPU has them (`bf16.rs`); F32 elsewhere.
     Bf16,
+    /// 8-bit integer products with 32-bit sums (`int8.rs`), where the encoder was loaded with
+    /// an integer kernel; F32 elsewhere.
+    Int8,
 }
 
 impl Config {
@@ -171,6 +175,8 @@ struct Dense {
     bias: Tensor,
     /// The weight again for the bfloat16 kernel, on CPUs that have it.
     bf16: Option<Bf16Weight>,
+    /// The weight rounded to integers, when the encoder was loaded with an integer kernel.
+    int8: Option<Int8Weight>,
 }
 
 struct Norm {
@@ -213,7 +219,13 @@ impl Weights {
 }
 
 impl Encoder {
-    pub(super) fn load(config: &Config, safetensors: &[u8], device: &Device) -> anyhow::Result<Self> {
+    /// `int8`: the kernel of the integer products, if they may be used (see [`Precision::Int8`]).
+    pub(super) fn load(
+        config: &Config,
+        safetensors: &[u8],
+        device: &Device,
+        int8: Option<Kernel>,
+    ) -> anyhow::Result<Self> {
         if config.hidden_act != "gelu" {
             bail!(
                 "activation {:?} is not supported; this encoder runs BERT and MPNet models with \"gelu\"",
@@ -259,13 +271,13 @@ impl Encoder {
                     Tensor::cat(&[&(query.weight * scale)?, &key.weight, &value.weight], 1)?,
                     Tensor::cat(&[&(query.bias * scale)?, &key.bias, &value.bias], 0)?,
                 )
-                .packed()?;
+                .packed(int8)?;
                 Ok(Layer {
                     qkv,
-                    attention_out: weights.dense(&at(names.output))?.packed()?,
+                    attention_out: weights.dense(&at(names.output))?.packed(int8)?,
                     attention_norm: weights.norm(&at(names.norm), eps)?,
-                    up: weights.dense(&at("intermediate.dense"))?.packed()?,
-                    down: weights.dense(&at("output.dense"))?.packed()?,
+                    up: weights.dense(&at("intermediate.dense"))?.packed(int8)?,
+                    down: weights.dense(&at("output.dense"))?.packed(int8)?,
                     output_norm: weights.norm(&at("output.LayerNorm"), eps)?,
                 })
             })
@@ -427,33 +439,30 @@ fn relative_bucket(query: usize, key: usize) -> u32 {
 // Each step below works in place on the product's output, which nothing else holds yet.
 impl Dense {
     fn new(weight: Tensor, bias: Tensor) -> Self {
-        Self { weight, bias, bf16: None }
+        Self { weight, bias, bf16: None, int8: None }
     }
 
-    /// This layer with its weight packed for the bfloat16 kernel, where the CPU runs it. Only
-    /// for the layers the forward pass uses: not the query, key and value parts of `qkv`.
-    fn packed(mut self) -> anyhow::Result<Self> {
-        if super::bf16::supported() {
-            let (inputs, outputs) = self.weight.dims2()?;
-            self.bf16 = Bf16Weight::pack(&self.weight.flatten_all()?.to_vec1::<f32>()?, inputs, outputs);
+    /// This layer with its weight packed for the bfloat16 kernel, where the CPU runs it, and
+    /// for the integer kernel `int8`, if given. Only for the layers the forward pass uses: not
+    /// the query, key and value parts of `qkv`.
+    fn packed(mut self, int8: Option<Kernel>) -> anyhow::Result<Self> {
+        let (inputs, outputs) = self.weight.dims2()?;
+        if super::bf16::supported() || int8.is_some() {
+            let weight = self.weight.flatten_all()?.to_vec1::<f32>()?;
+            if super::bf16::supported() {
+                self.bf16 = Bf16Weight::pack(&weight, inputs, outputs);
+            }
+            self.int8 = int8.and_then(|kernel| Int8Weight::pack(&weight, inputs, outputs, kernel));
         }
         Ok(self)
     }
 
     fn product(&self, x: &Tensor, precision: Precision) -> candle_core::Result<Tensor> {
-        let Some(packed) = self.bf16.as_ref().filter(|_| precision == Precision::Bf16) else {
-            return x.matmul(&self.weight);
-        };
-        let (rows, _) = x.dims2()?;
-        let out = {
-            let (storage, layout) = x.storage_and_layout();
-            let (Storage::Cpu(CpuStorage::F32(values)), Some((start, end))) = (&*storage, layout.contiguous_offsets())
-            else {
-                candle_core::bail!("the bfloat16 product takes a contiguous F32 tensor on the CPU");
-            };
-            packed.matmul(&values[start..end], rows).map_err(|e| candle_core::Error::Msg(format!("{e:#}")))?
-        };
-        Tensor::from_vec(out, (rows, packed.outputs()), x.device())
+        match (precision, &self.bf16, &self.int8) {
+            (Precision::Bf16, Some(packed), _) => packed_product(x, packed.outputs(), |v, rows| packed.matmul(v, rows)),
+            (Precision::Int8, _, Some(packed)) => packed_product(x, packed.outputs(), |v, rows| packed.matmul(v, rows)),
+            _ => x.matmul(&self.weight),
+        }
     }
 
     fn forward(&self, x: &Tensor, precision: Precision) -> candle_core::Result<Tensor> {
@@ -474,6 +483,25 @@ impl Dense {
         y.inplace_op3(&self.bias, residual, &AddBiasResidual)?;
         Ok(y)
     }
+}
+
+/// `product` of the values of `x`, a contiguous `(rows, inputs)` F32 tensor on the CPU, as a
+/// `(rows, outputs)` tensor.
+fn packed_product(
+    x: &Tensor,
+    outputs: usize,
+    product: impl FnOnce(&[f32], usize) -> anyhow::Result<Vec<f32>>,
+) -> candle_core::Result<Tensor> {
+    let (rows, _) = x.dims2()?;
+    let out = {
+        let (storage, layout) = x.storage_and_layout();
+        let (Storage::Cpu(CpuStorage::F32(values)), Some((start, end))) = (&*storage, layout.contiguous_offsets())
+        else {
+            candle_core::bail!("the packed products take a contiguous F32 tensor on the CPU");
+        };
+        product(&values[start..end], rows).map_err(|e| candle_core::Error::Msg(format!("{e:#}")))?
+    };
+    Tensor::from_vec(out, (rows, outputs), x.device())
 }
 
 impl Norm {

@@ -66,7 +66,9 @@ mod bf16;
 mod encoder;
 mod fused;
 mod gelu;
+mod int8;
 pub mod openai;
+mod products;
 mod threads;
 
 pub use batch::Coalescing;
@@ -87,7 +89,11 @@ pub fn default_model_dir() -> PathBuf {
 pub fn load(config: &EmbeddingConfig) -> anyhow::Result<Arc<dyn Embedder>> {
     let inner: Arc<dyn Embedder> = match &config.openai {
         Some(openai) => Arc::new(OpenAiEmbedder::new(openai.clone())?),
-        None => Arc::new(BertEmbedder::load(&config.model_dir)?),
+        None => {
+            let model = BertEmbedder::load(&config.model_dir)?;
+            tracing::info!(model = model.model(), products = %model.products(), "embedding model loaded");
+            Arc::new(model)
+        }
     };
     Ok(Arc::new(Timed::new(inner)))
 }

@@ -1,0 +1,505 @@
+//! The linear layers' products in 8-bit integers, for CPUs without AVX512_BF16: AVX2 alone
+//! (AMD Zen 2 and 3, Intel's client cores before Alder Lake) and the VNNI ones.
+//!
+//! On such a CPU the f32 products ran at half the width of the AVX-512 machine the encoder was
+//! tuned on, and were most of a passage's time (issue 57). Here each weight column is rounded
+//! to integers in [-127, 127] with a scale of its own (per output channel), once, when the model
+//! loads; each row of a layer's input is rounded the same way with its own scale when the layer
+//! runs; the integer products are exact 32-bit sums, and the scales turn them back into f32.
+//! The bias, GELU, residuals, layer norms and the attention's softmax stay f32 (`fused.rs`).
+//!
+//! The kernels:
+//! - AVX2: `VPMADDUBSW` multiplies unsigned by signed bytes and adds pairs into 16 bits, which
+//!   saturate at 32,767. The input's sign moves onto the weight (`VPSIGNB`), so the unsigned side
+//!   is `|x| ≤ 127` and a pair is at most 2 · 127 · 127 = 32,258: never saturated, so the sums
+//!   are exact. `VPMADDWD` against ones then adds the pairs into 32 bits.
+//! - VNNI (AVX-VNNI, or AVX512_VNNI with AVX512VL): `VPDPBUSD` multiplies and adds four bytes
+//!   into 32 bits at once, with no 16-bit step. Its unsigned side is the input plus 128; the
+//!   weight column's sum times 128 comes off at the end.
+//! - Portable: the same sums in plain Rust, so that the path runs (and is tested) on any CPU.
+//!
+//! All three give the same integers, so the same vectors; only their speed differs.
+
+use anyhow::bail;
+
+/// Output columns in a panel: eight 32-bit sums, one 256-bit register.
+const PANEL: usize = 8;
+/// Inputs a weight word holds: four bytes, what `VPDPBUSD` (and `VPMADDUBSW` then `VPMADDWD`)
+/// sums into one 32-bit lane.
+const QUAD: usize = 4;
+/// Rows of the input kept while every panel of the weight goes past: 64 rows of the widest input
+/// (1,536 bytes) are 96 KB, which stay in a core's L2.
+const ROW_BLOCK: usize = 64;
+
+/// The code that multiplies the integers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kernel {
+    Portable,
+    Avx2,
+    AvxVnni,
+    Avx512Vnni,
+}
+
+impl Kernel {
+    /// The fastest kernel this CPU runs; `None` where that would be the portable one, which is
+    /// slower than f32 products.
+    pub(super) fn detect() -> Option<Self> {
+        [Kernel::AvxVnni, Kernel::Avx512Vnni, Kernel::Avx2].into_iter().find(|kernel| kernel.supported())
+    }
+
+    pub(super) fn supported(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            match self {
+                Kernel::Portable => true,
+                Kernel::Avx2 => has!("avx2"),
+                Kernel::AvxVnni => has!("avx2") && has!("avxvnni"),
+                Kernel::Avx512Vnni => has!("avx2") && has!("avx512vnni") && has!("avx512vl"),
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            self == Kernel::Portable
+        }
+    }
+
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Kernel::Portable => "portable",
+            Kernel::Avx2 => "avx2",
+            Kernel::AvxVnni => "avx-vnni",
+            Kernel::Avx512Vnni => "avx512-vnni",
+        }
+    }
+}
+
+/// A weight `[inputs, outputs]` rounded per output column, in the layout the kernels read:
+/// panels of [`PANEL`] columns; within a panel, for each group of four inputs, the four bytes of
+/// each column side by side (32 bytes a group). So one 256-bit load holds a group for 8 columns.
+pub(super) struct Int8Weight {
+    packed: Vec<i8>,
+    /// Per output column: what one unit of its integers is worth.
+    scales: Vec<f32>,
+    /// Per output column: the sum of its integers, for the VNNI kernels' offset.
+    sums: Vec<i32>,
+    inputs: usize,
+    outputs: usize,
+    kernel: Kernel,
+}
+
+/// Rounds `values` to integers in [-127, 127] with one scale, the largest magnitude's; returns
+/// the scale (0 for a row of zeros, whose integers are all 0).
+fn quantize(values: impl Iterator<Item = f32> + Clone, out: &mut [i8]) -> f32 {
+    let largest = values.clone().fold(0.0_f32, |largest, value| largest.max(value.abs()));
+    if largest == 0.0 || !largest.is_finite() {
+        out.fill(0);
+        return if largest == 0.0 { 0.0 } else { f32::NAN };
+    }
+    let inverse = 127.0 / largest;
+    for (slot, value) in out.iter_mut().zip(values) {
+        // In [-127, 127] by construction; `as` saturates anyway.
+        *slot = (value * inverse).round_ties_even() as i8;
+    }
+    largest / 127.0
+}
+
+impl Int8Weight {
+    /// `weight` is `[inputs, outputs]`, row-major. `None` where the kernels cannot run it: inputs
+    /// that are not whole groups of four, or outputs that are not whole panels.
+    pub(super) fn pack(weight: &[f32], inputs: usize, outputs: usize, kernel: Kernel) -> Option<Self> {
+        if inputs == 0
+            || !inputs.is_multiple_of(QUAD)
+            || !outputs.is_multiple_of(PANEL)
+            || weight.len() != inputs * outputs
+            || !kernel.supported()
+        {
+            return None;
+        }
+        let mut columns = vec![0_i8; inputs * outputs];
+        let mut scales = Vec::with_capacity(outputs);
+        let mut sums = Vec::with_capacity(outputs);
+        for column in 0..outputs {
+            let rounded = &mut columns[column * inputs..(column + 1) * inputs];
+            scales.push(quantize((0..inputs).map(|k| weight[k * outputs + column]), rounded));
+            sums.push(rounded.iter().map(|&q| i32::from(q)).sum());
+        }
+        let quads = inputs / QUAD;
+        let mut packed = Vec::with_capacity(inputs * outputs);
+        for panel in 0..outputs / PANEL {
+            for quad in 0..quads {
+                for column in panel * PANEL..(panel + 1) * PANEL {
+                    let start = column * inputs + quad * QUAD;
+                    packed.extend_from_slice(&columns[start..start + QUAD]);
+                }
+            }
+        }
+        Some(Self { packed, scales, sums, inputs, outputs, kernel })
+    }
+
+    pub(super) fn outputs(&self) -> usize {
+        self.outputs
+    }
+
+    /// `x · W` for `x` of `rows` rows of `inputs` values: `rows · outputs` values, row-major.
+    pub(super) fn matmul(&self, x: &[f32], rows: usize) -> anyhow::Result<Vec<f32>> {
+        if x.len() != rows * self.inputs {
+            bail!("{} values are not {rows} rows of {} inputs", x.len(), self.inputs);
+        }
+        let mut a = vec![0_i8; rows * self.inputs];
+        let mut row_scales = Vec::with_capacity(rows);
+        for (row, rounded) in x.chunks_exact(self.inputs).zip(a.chunks_exact_mut(self.inputs)) {
+            row_scales.push(quantize(row.iter().copied(), rounded));
+        }
+        let mut out = vec![0.0_f32; rows * self.outputs];
+        let mut first = 0;
+        while first < rows {
+            let block = (rows - first).min(ROW_BLOCK);
+            let input = Rows {
+                values: &a[first * self.inputs..(first + block) * self.inputs],
+                scales: &row_scales[first..first + block],
+            };
+            let out = &mut out[first * self.outputs..(first + block) * self.outputs];
+            match self.kernel {
+                Kernel::Portable => portable(self, &input, out),
+                #[cfg(target_arch = "x86_64")]
+                kernel => simd::run(self, &input, out, kernel),
+                #[cfg(not(target_arch = "x86_64"))]
+                _ => bail!("the {} kernel runs on x86-64 only", self.kernel.name()),
+            }
+            first += block;
+        }
+        Ok(out)
+    }
+}
+
+/// Rows of a layer's input, rounded, with their scales.
+struct Rows<'a> {
+    values: &'a [i8],
+    scales: &'a [f32],
+}
+
+/// The sums one column at a time, reading the packed layout as the SIMD kernels do.
+fn portable(weight: &Int8Weight, input: &Rows<'_>, out: &mut [f32]) {
+    let (inputs, outputs) = (weight.inputs, weight.outputs);
+    let quads = inputs / QUAD;
+    for (r, row) in input.values.chunks_exact(inputs).enumerate() {
+        for column in 0..outputs {
+            let (panel, lane) = (column / PANEL, column % PANEL);
+            let mut sum = 0_i32;
+            for quad in 0..quads {
+                let word = ((panel * quads + quad) * PANEL + lane) * QUAD;
+                for k in 0..QUAD {
+                    sum += i32::from(row[quad * QUAD + k]) * i32::from(weight.packed[word + k]);
+                }
+            }
+            // In the SIMD kernels' order, so that the numbers are the same to the last bit.
+            out[r * outputs + column] = sum as f32 * (weight.scales[column] * input.scales[r]);
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod simd {
+    use std::arch::x86_64::{
+        __m256i, _mm256_abs_epi8, _mm256_add_epi32, _mm256_cvtepi32_ps, _mm256_dpbusd_avx_epi32, _mm256_dpbusd_epi32,
+        _mm256_loadu_ps, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_maddubs_epi16, _mm256_mul_ps,
+        _mm256_mullo_epi32, _mm256_set1_epi8, _mm256_set1_epi16, _mm256_set1_epi32, _mm256_set1_ps,
+        _mm256_setzero_si256, _mm256_sign_epi8, _mm256_storeu_ps, _mm256_sub_epi32, _mm256_xor_si256,
+    };
+
+    use super::{Int8Weight, Kernel, PANEL, QUAD, Rows};
+
+    /// One tile: `ROWS` rows of the input (from `row`) times `PANELS` panels (from `panel`).
+    struct Tile<'a> {
+        weight: &'a Int8Weight,
+        input: &'a Rows<'a>,
+        out: *mut f32,
+        row: usize,
+        panel: usize,
+    }
+
+    /// Runs every tile of `input` × `weight` with `kernel`, which the CPU must have.
+    pub(super) fn run(weight: &Int8Weight, input: &Rows<'_>, out: &mut [f32], kernel: Kernel) {
+        let (inputs, outputs) = (weight.inputs, weight.outputs);
+        let rows = input.scales.len();
+        let panels = outputs / PANEL;
+        // Every access of the kernels below stays inside these bounds.
+        assert!(input.values.len() == rows * inputs && out.len() == rows * outputs);
+        assert!(weight.packed.len() == inputs * outputs && weight.scales.len() == outputs);
+        assert!(kernel.supported() && kernel != Kernel::Portable);
+        let out = out.as_mut_ptr();
+        let mut panel = 0;
+        while panel < panels {
+            let width = (panels - panel).min(2);
+            let mut row = 0;
+            while row < rows {
+                let height = (rows - row).min(4);
+                let tile = Tile { weight, input, out, row, panel };
+                // SAFETY: the CPU has the kernel's features (asserted above); the tile's rows and
+                // panels are inside the slices, whose sizes are asserted above.
+                unsafe {
+                    match (kernel, height, width) {
+                        (Kernel::Avx2, 4, 2) => avx2::<4, 2>(tile),
+                        (Kernel::Avx2, 3, 2) => avx2::<3, 2>(tile),
+                        (Kernel::Avx2, 2, 2) => avx2::<2, 2>(tile),
+                        (Kernel::Avx2, 1, 2) => avx2::<1, 2>(tile),
+                        (Kernel::Avx2, 4, _) => avx2::<4, 1>(tile),
+                        (Kernel::Avx2, 3, _) => avx2::<3, 1>(tile),
+                        (Kernel::Avx2, 2, _) => avx2::<2, 1>(tile),
+                        (Kernel::Avx2, _, _) => avx2::<1, 1>(tile),
+                        (Kernel::AvxVnni, 4, 2) => avx_vnni::<4, 2>(tile),
+                        (Kernel::AvxVnni, 3, 2) => avx_vnni::<3, 2>(tile),
+                        (Kernel::AvxVnni, 2, 2) => avx_vnni::<2, 2>(tile),
+                        (Kernel::AvxVnni, 1, 2) => avx_vnni::<1, 2>(tile),
+                        (Kernel::AvxVnni, 4, _) => avx_vnni::<4, 1>(tile),
+                        (Kernel::AvxVnni, 3, _) => avx_vnni::<3, 1>(tile),
+                        (Kernel::AvxVnni, 2, _) => avx_vnni::<2, 1>(tile),
+                        (Kernel::AvxVnni, _, _) => avx_vnni::<1, 1>(tile),
+                        (_, 4, 2) => avx512_vnni::<4, 2>(tile),
+                        (_, 3, 2) => avx512_vnni::<3, 2>(tile),
+                        (_, 2, 2) => avx512_vnni::<2, 2>(tile),
+                        (_, 1, 2) => avx512_vnni::<1, 2>(tile),
+                        (_, 4, _) => avx512_vnni::<4, 1>(tile),
+                        (_, 3, _) => avx512_vnni::<3, 1>(tile),
+                        (_, 2, _) => avx512_vnni::<2, 1>(tile),
+                        (_, _, _) => avx512_vnni::<1, 1>(tile),
+                    }
+                }
+                row += height;
+            }
+            panel += width;
+        }
+    }
+
+    /// The group of four input bytes `quad` of row `r`, in every 32-bit lane.
+    ///
+    /// # Safety
+    /// Row `r` of the tile is inside the input.
+    #[inline(always)]
+    unsafe fn broadcast(tile: &Tile<'_>, r: usize, quad: usize) -> __m256i {
+        let inputs = tile.weight.inputs;
+        // SAFETY: the row is inside the input (the caller's promise) and the quad inside the row.
+        let word = unsafe {
+            tile.input.values.as_ptr().add((tile.row + r) * inputs + quad * QUAD).cast::<i32>().read_unaligned()
+        };
+        // SAFETY: AVX is part of every kernel's features.
+        unsafe { _mm256_set1_epi32(word) }
+    }
+
+    /// Panel `p` of the tile, group `quad`.
+    ///
+    /// # Safety
+    /// Panel `p` of the tile is inside the weight.
+    #[inline(always)]
+    unsafe fn weights(tile: &Tile<'_>, p: usize, quad: usize) -> __m256i {
+        let quads = tile.weight.inputs / QUAD;
+        // SAFETY: the panel is inside the packed weight (the caller's promise), the quad inside it.
+        unsafe {
+            _mm256_loadu_si256(tile.weight.packed.as_ptr().add(((tile.panel + p) * quads + quad) * PANEL * QUAD).cast())
+        }
+    }
+
+    /// Scales the sums of row `r`, panel `p` into f32 and stores them.
+    ///
+    /// # Safety
+    /// The tile's row `r` and panel `p` are inside the output.
+    #[inline(always)]
+    unsafe fn store(tile: &Tile<'_>, r: usize, p: usize, sums: __m256i) {
+        let column = (tile.panel + p) * PANEL;
+        // SAFETY: the columns and the row are inside the scales and the output (the caller's
+        // promise); AVX is part of every kernel's features.
+        unsafe {
+            let scales = _mm256_mul_ps(
+                _mm256_loadu_ps(tile.weight.scales.as_ptr().add(column)),
+                _mm256_set1_ps(tile.input.scales[tile.row + r]),
+            );
+            let values = _mm256_mul_ps(_mm256_cvtepi32_ps(sums), scales);
+            _mm256_storeu_ps(tile.out.add((tile.row + r) * tile.weight.outputs + column), values);
+        }
+    }
+
+    /// # Safety
+    /// The CPU has AVX2; the tile is inside the input, weight and output.
+    #[target_feature(enable = "avx2")]
+    unsafe fn avx2<const ROWS: usize, const PANELS: usize>(tile: Tile<'_>) {
+        let ones = _mm256_set1_epi16(1);
+        let mut sums = [[_mm256_setzero_si256(); PANELS]; ROWS];
+        for quad in 0..tile.weight.inputs / QUAD {
+            let mut panel = [_mm256_setzero_si256(); PANELS];
+            for (p, value) in panel.iter_mut().enumerate() {
+                // SAFETY: the tile's panels are inside the weight (the caller's promise).
+                *value = unsafe { weights(&tile, p, quad) };
+            }
+            for (r, row) in sums.iter_mut().enumerate() {
+                // SAFETY: the tile's rows are inside the input (the caller's promise).
+                let x = unsafe { broadcast(&tile, r, quad) };
+                let magnitude = _mm256_abs_epi8(x);
+                for (sum, &w) in row.iter_mut().zip(&panel) {
+                    // |x| · (w with x's sign): pairs of at most 2 · 127 · 127, exact in 16 bits.
+                    let pairs = _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(w, x));
+                    *sum = _mm256_add_epi32(*sum, _mm256_madd_epi16(pairs, ones));
+                }
+            }
+        }
+        for (r, row) in sums.iter().enumerate() {
+            for (p, &sum) in row.iter().enumerate() {
+                // SAFETY: the tile is inside the output (the caller's promise).
+                unsafe { store(&tile, r, p, sum) };
+            }
+        }
+    }
+
+    /// The VNNI kernels: sums of (x + 128) · w, less 128 · Σw per column.
+    macro_rules! vnni_kernel {
+        ($name:ident, $features:literal, $dot:ident) => {
+            /// # Safety
+            /// The CPU has the features named; the tile is inside the input, weight and output.
+            #[target_feature(enable = $features)]
+            unsafe fn $name<const ROWS: usize, const PANELS: usize>(tile: Tile<'_>) {
+                let offset = _mm256_set1_epi8(i8::MIN);
+                let mut sums = [[_mm256_setzero_si256(); PANELS]; ROWS];
+                for quad in 0..tile.weight.inputs / QUAD {
+                    let mut panel = [_mm256_setzero_si256(); PANELS];
+                    for (p, value) in panel.iter_mut().enumerate() {
+                        // SAFETY: the tile's panels are inside the weight (the caller's promise).
+                        *value = unsafe { weights(&tile, p, quad) };
+                    }
+                    for (r, row) in sums.iter_mut().enumerate() {
+                        // SAFETY: the tile's rows are inside the input (the caller's promise).
+                        // Flipping the top bit adds 128: x + 128 as an unsigned byte.
+                        let x = _mm256_xor_si256(unsafe { broadcast(&tile, r, quad) }, offset);
+                        for (sum, &w) in row.iter_mut().zip(&panel) {
+                            *sum = $dot(*sum, x, w);
+                        }
+                    }
+                }
+                let times = _mm256_set1_epi32(128);
+                for p in 0..PANELS {
+                    let column = (tile.panel + p) * PANEL;
+                    // SAFETY: the panel's columns are inside the sums (the caller's promise).
+                    let offsets = _mm256_mullo_epi32(
+                        unsafe { _mm256_loadu_si256(tile.weight.sums.as_ptr().add(column).cast()) },
+                        times,
+                    );
+                    for (r, row) in sums.iter().enumerate() {
+                        // SAFETY: the tile is inside the output (the caller's promise).
+                        unsafe { store(&tile, r, p, _mm256_sub_epi32(row[p], offsets)) };
+                    }
+                }
+            }
+        };
+    }
+
+    vnni_kernel!(avx_vnni, "avx2,avxvnni", _mm256_dpbusd_avx_epi32);
+    vnni_kernel!(avx512_vnni, "avx2,avx512vnni,avx512vl", _mm256_dpbusd_epi32);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value(i: usize, scale: f32) -> f32 {
+        ((i * 7919 % 1000) as f32 / 500.0 - 1.0) * scale
+    }
+
+    /// Shapes that use every tile: rows 64 + 4 + 3 (two row blocks), panels 2 + 1.
+    const SHAPE: (usize, usize, usize) = (71, 36, 24);
+
+    fn operands() -> (Vec<f32>, Vec<f32>) {
+        let (rows, inputs, outputs) = SHAPE;
+        let mut x: Vec<f32> = (0..rows * inputs).map(|i| value(i, 2.0)).collect();
+        // A row of zeros and a row with one large value: the scales' edge cases.
+        x[..inputs].fill(0.0);
+        x[inputs + 5] = 40.0;
+        let w: Vec<f32> = (0..inputs * outputs).map(|i| value(i + 17, 0.1)).collect();
+        (x, w)
+    }
+
+    #[test]
+    fn the_product_is_the_f32_one_to_8_bit_precision() {
+        let (rows, inputs, outputs) = SHAPE;
+        let (x, w) = operands();
+        let packed = Int8Weight::pack(&w, inputs, outputs, Kernel::Portable).expect("a supported shape");
+        let got = packed.matmul(&x, rows).unwrap();
+        for r in 0..rows {
+            let row = &x[r * inputs..(r + 1) * inputs];
+            let largest_x = row.iter().fold(0.0_f32, |m, v| m.max(v.abs()));
+            for c in 0..outputs {
+                let exact: f32 = (0..inputs).map(|k| row[k] * w[k * outputs + c]).sum();
+                let largest_w = (0..inputs).fold(0.0_f32, |m, k| m.max(w[k * outputs + c].abs()));
+                // Each factor is off by at most half a step: |x|·Δw + |w|·Δx + Δx·Δw per term.
+                let (dx, dw) = (largest_x / 254.0, largest_w / 254.0);
+                let bound = inputs as f32 * (largest_x * dw + largest_w * dx + dx * dw) * 1.001;
+                let error = (got[r * outputs + c] - exact).abs();
+                assert!(error <= bound, "row {r} column {c}: {} instead of {exact}", got[r * outputs + c]);
+            }
+        }
+        assert!(got[..outputs].iter().all(|&v| v == 0.0), "a row of zeros gives zeros");
+        assert!(packed.matmul(&x[1..], rows).is_err());
+    }
+
+    /// Every kernel this CPU has gives exactly the portable kernel's numbers: the integer sums are
+    /// exact, so the kernel picked by feature detection changes no vector.
+    #[test]
+    fn every_kernel_this_cpu_has_gives_the_portable_numbers() {
+        let (rows, inputs, outputs) = SHAPE;
+        let (x, w) = operands();
+        let expected = Int8Weight::pack(&w, inputs, outputs, Kernel::Portable).unwrap().matmul(&x, rows).unwrap();
+        let mut ran = Vec::new();
+        for kernel in [Kernel::Avx2, Kernel::AvxVnni, Kernel::Avx512Vnni] {
+            let Some(packed) = Int8Weight::pack(&w, inputs, outputs, kernel) else {
+                assert!(!kernel.supported(), "{} is supported but packing refused", kernel.name());
+                continue;
+            };
+            assert_eq!(packed.matmul(&x, rows).unwrap(), expected, "the {} kernel", kernel.name());
+            ran.push(kernel.name());
+        }
+        eprintln!("kernels compared with the portable one: {ran:?}");
+        // The largest products the kernels meet: -127 · -127 in every term, where AVX2's 16-bit
+        // pairs would saturate if the input's sign were not moved onto the weight.
+        let extreme_w = vec![-1.0_f32; inputs * outputs];
+        let extreme_x = vec![-1.0_f32; inputs];
+        let portable = Int8Weight::pack(&extreme_w, inputs, outputs, Kernel::Portable).unwrap();
+        let expected = portable.matmul(&extreme_x, 1).unwrap();
+        assert!(expected.iter().all(|&v| (v - inputs as f32).abs() < 1e-3), "{expected:?}");
+        for kernel in [Kernel::Avx2, Kernel::AvxVnni, Kernel::Avx512Vnni].into_iter().filter(|k| k.supported()) {
+            let packed = Int8Weight::pack(&extreme_w, inputs, outputs, kernel).unwrap();
+            assert_eq!(packed.matmul(&extreme_x, 1).unwrap(), expected, "the {} kernel", kernel.name());
+        }
+    }
+
+    #[test]
+    fn detection_picks_a_kernel_the_cpu_has() {
+        match Kernel::detect() {
+            Some(kernel) => {
+                assert!(kernel.supported());
+                assert_ne!(kernel, Kernel::Portable);
+                // VNNI is preferred to plain AVX2 wherever the CPU has it.
+                if Kernel::AvxVnni.supported() || Kernel::Avx512Vnni.supported() {
+                    assert_ne!(kernel, Kernel::Avx2);
+                }
+            }
+            None => assert!(!Kernel::Avx2.supported()),
+        }
+        assert!(Kernel::Portable.supported());
+    }
+
+    #[test]
+    fn shapes_the_kernels_cannot_run_are_refused() {
+        assert!(Int8Weight::pack(&[0.0; 3 * 8], 3, 8, Kernel::Portable).is_none());
+        assert!(Int8Weight::pack(&[0.0; 4 * 4], 4, 4, Kernel::Portable).is_none());
+        assert!(Int8Weight::pack(&[0.0; 5], 4, 8, Kernel::Portable).is_none());
+    }
+
+    #[test]
+    fn rounding_is_per_column_and_to_nearest_even() {
+        let mut out = [0_i8; 4];
+        let scale = quantize([1.0, -0.5, 127.0 / 254.0, 0.0].into_iter(), &mut out);
+        assert_eq!(scale, 1.0 / 127.0);
+        // 0.5 · 127 = 63.5 rounds to the even 64.
+        assert_eq!(out, [127, -64, 64, 0]);
+        assert_eq!(quantize([0.0, 0.0].into_iter(), &mut out[..2]), 0.0);
+    }
+}

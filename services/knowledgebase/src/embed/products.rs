@@ -1,0 +1,104 @@
+//! Which arithmetic the encoder's linear layers use: what `SWITCHBOARD_ENCODER_PRODUCTS` asks
+//! for, or by default the fastest this CPU has that keeps retrieval's quality (BENCHMARKS.md,
+//! issues 43 and 57).
+
+use anyhow::bail;
+
+use super::bf16;
+use super::encoder::Precision;
+use super::int8::Kernel;
+
+/// The variable that overrides the choice.
+pub const VARIABLE: &str = "SWITCHBOARD_ENCODER_PRODUCTS";
+
+/// The products of one loaded model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Products {
+    pub precision: Precision,
+    /// The integer kernel, for [`Precision::Int8`].
+    pub int8: Option<Kernel>,
+}
+
+impl Products {
+    /// `value` is the variable's: `auto` (or unset, or empty), `f32`, `bf16`, `int8` (the best
+    /// integer kernel this CPU has, the portable one where it has none), or one integer kernel by
+    /// name: `int8-avx2`, `int8-avx-vnni`, `int8-avx512-vnni`, `int8-portable`. A choice the CPU
+    /// cannot run is an error, not a silent fallback.
+    pub(super) fn choose(value: Option<&str>) -> anyhow::Result<Self> {
+        let int8 = |kernel: Kernel| Self { precision: Precision::Int8, int8: Some(kernel) };
+        let value = value.map(str::trim).unwrap_or_default().to_ascii_lowercase();
+        let chosen = match value.as_str() {
+            "" | "auto" => {
+                // bfloat16 where the CPU multiplies it: as fast, and closer to f32.
+                if bf16::supported() {
+                    Self { precision: Precision::Bf16, int8: None }
+                } else {
+                    Kernel::detect().map_or(Self { precision: Precision::F32, int8: None }, int8)
+                }
+            }
+            "f32" => Self { precision: Precision::F32, int8: None },
+            "bf16" if bf16::supported() => Self { precision: Precision::Bf16, int8: None },
+            "bf16" => bail!("{VARIABLE}=bf16: this CPU has no AVX512_BF16"),
+            "int8" => int8(Kernel::detect().unwrap_or(Kernel::Portable)),
+            named => {
+                let kernel = [Kernel::Avx2, Kernel::AvxVnni, Kernel::Avx512Vnni, Kernel::Portable]
+                    .into_iter()
+                    .find(|kernel| named.strip_prefix("int8-") == Some(kernel.name()));
+                match kernel {
+                    Some(kernel) if kernel.supported() => int8(kernel),
+                    Some(kernel) => bail!("{VARIABLE}={named}: this CPU cannot run the {} kernel", kernel.name()),
+                    None => bail!(
+                        "{VARIABLE}={named:?} is not one of auto, f32, bf16, int8, int8-avx2, int8-avx-vnni, \
+                         int8-avx512-vnni, int8-portable"
+                    ),
+                }
+            }
+        };
+        Ok(chosen)
+    }
+
+    /// As said in logs and benchmarks: `f32`, `bf16`, `int8 (avx2)`.
+    pub(super) fn name(&self) -> String {
+        match (self.precision, self.int8) {
+            (Precision::F32, _) => "f32".to_owned(),
+            (Precision::Bf16, _) => "bf16".to_owned(),
+            (Precision::Int8, Some(kernel)) => format!("int8 ({})", kernel.name()),
+            (Precision::Int8, None) => "int8".to_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_is_bfloat16_then_integers_then_f32_as_the_cpu_allows() {
+        let chosen = Products::choose(None).unwrap();
+        assert_eq!(Products::choose(Some(" Auto ")).unwrap(), chosen);
+        let expected = if bf16::supported() {
+            Precision::Bf16
+        } else if Kernel::detect().is_some() {
+            Precision::Int8
+        } else {
+            Precision::F32
+        };
+        assert_eq!(chosen.precision, expected, "chose {}", chosen.name());
+    }
+
+    #[test]
+    fn int8_is_forced_on_any_cpu_and_a_kernel_by_name_only_where_it_runs() {
+        let forced = Products::choose(Some("int8")).unwrap();
+        assert_eq!(forced.precision, Precision::Int8);
+        assert_eq!(forced.int8, Some(Kernel::detect().unwrap_or(Kernel::Portable)));
+        assert_eq!(Products::choose(Some("int8-portable")).unwrap().int8, Some(Kernel::Portable));
+        for kernel in [Kernel::Avx2, Kernel::AvxVnni, Kernel::Avx512Vnni] {
+            let named = Products::choose(Some(&format!("int8-{}", kernel.name())));
+            assert_eq!(named.is_ok(), kernel.supported(), "{}", kernel.name());
+        }
+        assert_eq!(Products::choose(Some("f32")).unwrap().precision, Precision::F32);
+        assert_eq!(Products::choose(Some("bf16")).is_ok(), bf16::supported());
+        let error = Products::choose(Some("int4")).unwrap_err().to_string();
+        assert!(error.contains("int4") && error.contains("int8-avx2"), "{error}");
+    }
+}
