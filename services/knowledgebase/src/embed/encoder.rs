@@ -26,7 +26,7 @@ use candle_core::{CpuStorage, DType, Device, Storage, Tensor};
 use serde::Deserialize;
 
 use super::bf16::Bf16Weight;
-use super::fused::{AddBias, AddBiasGelu, AddBiasResidual, MaskedSoftmax};
+use super::fused::{AddBias, AddBiasGelu, AddBiasResidual, LayerNorm, MaskedSoftmax};
 use super::int8::{Int8Weight, Kernel};
 
 /// The fields of a Hugging Face BERT or MPNet `config.json` that the forward pass needs.
@@ -180,8 +180,8 @@ struct Dense {
 }
 
 struct Norm {
-    weight: Tensor,
-    bias: Tensor,
+    weight: Vec<f32>,
+    bias: Vec<f32>,
     eps: f32,
 }
 
@@ -211,8 +211,8 @@ impl Weights {
 
     fn norm(&self, name: &str, eps: f64) -> anyhow::Result<Norm> {
         Ok(Norm {
-            weight: self.get(&format!("{name}.weight"))?,
-            bias: self.get(&format!("{name}.bias"))?,
+            weight: self.get(&format!("{name}.weight"))?.to_vec1::<f32>()?,
+            bias: self.get(&format!("{name}.bias"))?.to_vec1::<f32>()?,
             eps: eps as f32,
         })
     }
@@ -349,7 +349,8 @@ impl Encoder {
         if let Some(token_type) = &self.token_type {
             embedded = embedded.broadcast_add(token_type)?;
         }
-        let mut x = self.embedding_norm.forward(&embedded.reshape((rows, self.hidden))?)?;
+        // `embedded` is a fresh sum of the tables' rows: the normalisation may work in it.
+        let mut x = self.embedding_norm.forward(embedded.reshape((rows, self.hidden))?)?;
 
         // Padding comes after each input's real tokens: the softmax needs only how many there
         // are, and gives the padded keys no weight (`MaskedSoftmax`).
@@ -392,10 +393,10 @@ impl Layer {
         };
         scores.inplace_op1(&MaskedSoftmax { lengths })?;
         let context = scores.matmul(&value)?.transpose(1, 2)?.contiguous()?.reshape((batch * tokens, hidden))?;
-        let x = self.attention_norm.forward(&self.attention_out.forward_residual(&context, x, precision)?)?;
+        let x = self.attention_norm.forward(self.attention_out.forward_residual(&context, x, precision)?)?;
 
         let up = self.up.forward_gelu(&x, precision)?;
-        Ok(self.output_norm.forward(&self.down.forward_residual(&up, &x, precision)?)?)
+        Ok(self.output_norm.forward(self.down.forward_residual(&up, &x, precision)?)?)
     }
 }
 
@@ -505,8 +506,10 @@ fn packed_product(
 }
 
 impl Norm {
-    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        candle_nn::ops::layer_norm(x, &self.weight, &self.bias, self.eps)
+    /// Normalises `x` in place: it is a step's fresh output, which nothing else holds.
+    fn forward(&self, x: Tensor) -> candle_core::Result<Tensor> {
+        x.inplace_op1(&LayerNorm { weight: &self.weight, bias: &self.bias, eps: self.eps })?;
+        Ok(x)
     }
 }
 
