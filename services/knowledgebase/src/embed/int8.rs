@@ -9,10 +9,11 @@
 //! The bias, GELU, residuals, layer norms and the attention's softmax stay f32 (`fused.rs`).
 //!
 //! The kernels:
-//! - AVX2: `VPMADDUBSW` multiplies unsigned by signed bytes and adds pairs into 16 bits, which
-//!   saturate at 32,767. The input's sign moves onto the weight (`VPSIGNB`), so the unsigned side
-//!   is `|x| ≤ 127` and a pair is at most 2 · 127 · 127 = 32,258: never saturated, so the sums
-//!   are exact. `VPMADDWD` against ones then adds the pairs into 32 bits.
+//! - AVX2: `VPMADDWD` multiplies 16-bit integers and adds pairs into 32 bits: the 8-bit values
+//!   widened, each weight word holding two inputs of one column. `VPMADDUBSW` on the bytes
+//!   themselves was tried first: its pairs saturate at 16 bits unless the input's sign is moved
+//!   onto the weight (`VPSIGNB`), and that third instruction on the same ports made it 12 %
+//!   slower end to end (BENCHMARKS.md, issue 57).
 //! - VNNI (AVX-VNNI, or AVX512_VNNI with AVX512VL): `VPDPBUSD` multiplies and adds four bytes
 //!   into 32 bits at once, with no 16-bit step. Its unsigned side is the input plus 128; the
 //!   weight column's sum times 128 comes off at the end.
@@ -80,7 +81,11 @@ impl Kernel {
 /// panels of [`PANEL`] columns; within a panel, for each group of four inputs, the four bytes of
 /// each column side by side (32 bytes a group). So one 256-bit load holds a group for 8 columns.
 pub(super) struct Int8Weight {
+    /// The VNNI and portable kernels' layout (empty for AVX2's).
     packed: Vec<i8>,
+    /// AVX2's: panels of [`PANEL`] columns; within a panel, for each pair of inputs, the two
+    /// values of each column side by side as 16-bit words (32 bytes a pair).
+    words: Vec<i16>,
     /// Per output column: what one unit of its integers is worth.
     scales: Vec<f32>,
     /// Per output column: the sum of its integers, for the VNNI kernels' offset.
@@ -139,17 +144,22 @@ impl Int8Weight {
             scales.push(quantize(&values, rounded));
             sums.push(rounded.iter().map(|&q| i32::from(q)).sum());
         }
-        let quads = inputs / QUAD;
-        let mut packed = Vec::with_capacity(inputs * outputs);
-        for panel in 0..outputs / PANEL {
-            for quad in 0..quads {
-                for column in panel * PANEL..(panel + 1) * PANEL {
-                    let start = column * inputs + quad * QUAD;
-                    packed.extend_from_slice(&columns[start..start + QUAD]);
-                }
-            }
+        // Where each group of `width` inputs of a column starts, in the kernels' order: panel by
+        // panel, group by group, column by column.
+        let groups = |width: usize| {
+            (0..outputs / PANEL).flat_map(move |panel| {
+                (0..inputs / width).flat_map(move |group| {
+                    (panel * PANEL..(panel + 1) * PANEL).map(move |column| column * inputs + group * width)
+                })
+            })
+        };
+        let (mut packed, mut words) = (Vec::new(), Vec::new());
+        if kernel == Kernel::Avx2 {
+            words = groups(2).flat_map(|start| columns[start..start + 2].iter().map(|&v| i16::from(v))).collect();
+        } else {
+            packed = groups(QUAD).flat_map(|start| columns[start..start + QUAD].iter().copied()).collect();
         }
-        Some(Self { packed, scales, sums, inputs, outputs, kernel })
+        Some(Self { packed, words, scales, sums, inputs, outputs, kernel })
     }
 
     pub(super) fn outputs(&self) -> usize {
@@ -166,12 +176,17 @@ impl Int8Weight {
         for (row, rounded) in x.chunks_exact(self.inputs).zip(a.chunks_exact_mut(self.inputs)) {
             row_scales.push(quantize(row, rounded));
         }
+        // AVX2 multiplies 16-bit words: the same values, widened.
+        let words: Vec<i16> =
+            if self.kernel == Kernel::Avx2 { a.iter().map(|&v| i16::from(v)).collect() } else { Vec::new() };
         let mut out = vec![0.0_f32; rows * self.outputs];
         let mut first = 0;
         while first < rows {
             let block = (rows - first).min(ROW_BLOCK);
+            let span = first * self.inputs..(first + block) * self.inputs;
             let input = Rows {
-                values: &a[first * self.inputs..(first + block) * self.inputs],
+                values: &a[span.clone()],
+                words: words.get(span).unwrap_or_default(),
                 scales: &row_scales[first..first + block],
             };
             let out = &mut out[first * self.outputs..(first + block) * self.outputs];
@@ -191,6 +206,8 @@ impl Int8Weight {
 /// Rows of a layer's input, rounded, with their scales.
 struct Rows<'a> {
     values: &'a [i8],
+    /// The values widened to 16 bits, for AVX2; empty for the other kernels.
+    words: &'a [i16],
     scales: &'a [f32],
 }
 
@@ -218,10 +235,9 @@ fn portable(weight: &Int8Weight, input: &Rows<'_>, out: &mut [f32]) {
 #[allow(unsafe_code)]
 mod simd {
     use std::arch::x86_64::{
-        __m256i, _mm256_abs_epi8, _mm256_add_epi32, _mm256_cvtepi32_ps, _mm256_dpbusd_avx_epi32, _mm256_dpbusd_epi32,
-        _mm256_loadu_ps, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_maddubs_epi16, _mm256_mul_ps,
-        _mm256_mullo_epi32, _mm256_set1_epi8, _mm256_set1_epi16, _mm256_set1_epi32, _mm256_set1_ps,
-        _mm256_setzero_si256, _mm256_sign_epi8, _mm256_storeu_ps, _mm256_sub_epi32, _mm256_xor_si256,
+        __m256i, _mm256_add_epi32, _mm256_cvtepi32_ps, _mm256_dpbusd_avx_epi32, _mm256_dpbusd_epi32, _mm256_loadu_ps,
+        _mm256_loadu_si256, _mm256_madd_epi16, _mm256_mul_ps, _mm256_mullo_epi32, _mm256_set1_epi8, _mm256_set1_epi32,
+        _mm256_set1_ps, _mm256_setzero_si256, _mm256_storeu_ps, _mm256_sub_epi32, _mm256_xor_si256,
     };
 
     use super::{Int8Weight, Kernel, PANEL, QUAD, Rows};
@@ -241,8 +257,12 @@ mod simd {
         let rows = input.scales.len();
         let panels = outputs / PANEL;
         // Every access of the kernels below stays inside these bounds.
-        assert!(input.values.len() == rows * inputs && out.len() == rows * outputs);
-        assert!(weight.packed.len() == inputs * outputs && weight.scales.len() == outputs);
+        assert!(out.len() == rows * outputs && weight.scales.len() == outputs && weight.sums.len() == outputs);
+        if kernel == Kernel::Avx2 {
+            assert!(input.words.len() == rows * inputs && weight.words.len() == inputs * outputs);
+        } else {
+            assert!(input.values.len() == rows * inputs && weight.packed.len() == inputs * outputs);
+        }
         assert!(kernel.supported() && kernel != Kernel::Portable);
         let out = out.as_mut_ptr();
         let mut panel = 0;
@@ -336,25 +356,25 @@ mod simd {
     }
 
     /// # Safety
-    /// The CPU has AVX2; the tile is inside the input, weight and output.
+    /// The CPU has AVX2; the tile is inside the input's and the weight's words, and the output.
     #[target_feature(enable = "avx2")]
     unsafe fn avx2<const ROWS: usize, const PANELS: usize>(tile: Tile<'_>) {
-        let ones = _mm256_set1_epi16(1);
+        let (inputs, pairs) = (tile.weight.inputs, tile.weight.inputs / 2);
+        let (x, w) = (tile.input.words.as_ptr(), tile.weight.words.as_ptr());
         let mut sums = [[_mm256_setzero_si256(); PANELS]; ROWS];
-        for quad in 0..tile.weight.inputs / QUAD {
+        for pair in 0..pairs {
             let mut panel = [_mm256_setzero_si256(); PANELS];
             for (p, value) in panel.iter_mut().enumerate() {
-                // SAFETY: the tile's panels are inside the weight (the caller's promise).
-                *value = unsafe { weights(&tile, p, quad) };
+                // SAFETY: the tile's panels are inside the weight's words (the caller's promise);
+                // a pair of a panel is 8 columns of two words.
+                *value = unsafe { _mm256_loadu_si256(w.add(((tile.panel + p) * pairs + pair) * PANEL * 2).cast()) };
             }
             for (r, row) in sums.iter_mut().enumerate() {
-                // SAFETY: the tile's rows are inside the input (the caller's promise).
-                let x = unsafe { broadcast(&tile, r, quad) };
-                let magnitude = _mm256_abs_epi8(x);
+                // SAFETY: the tile's rows are inside the input's words (the caller's promise).
+                let word = unsafe { x.add((tile.row + r) * inputs + 2 * pair).cast::<i32>().read_unaligned() };
+                let x = _mm256_set1_epi32(word);
                 for (sum, &w) in row.iter_mut().zip(&panel) {
-                    // |x| · (w with x's sign): pairs of at most 2 · 127 · 127, exact in 16 bits.
-                    let pairs = _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(w, x));
-                    *sum = _mm256_add_epi32(*sum, _mm256_madd_epi16(pairs, ones));
+                    *sum = _mm256_add_epi32(*sum, _mm256_madd_epi16(x, w));
                 }
             }
         }
@@ -472,8 +492,8 @@ mod tests {
             ran.push(kernel.name());
         }
         eprintln!("kernels compared with the portable one: {ran:?}");
-        // The largest products the kernels meet: -127 · -127 in every term, where AVX2's 16-bit
-        // pairs would saturate if the input's sign were not moved onto the weight.
+        // The largest products the kernels meet, -127 · -127 in every term: no kernel's
+        // intermediate sums may saturate or wrap.
         let extreme_w = vec![-1.0_f32; inputs * outputs];
         let extreme_x = vec![-1.0_f32; inputs];
         let portable = Int8Weight::pack(&extreme_w, inputs, outputs, Kernel::Portable).unwrap();
