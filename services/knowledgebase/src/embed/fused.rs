@@ -88,19 +88,25 @@ fn add_bias_then(
 }
 
 /// The element-wise loops compiled twice: for the baseline x86-64 target (SSE2, 4 floats a
-/// step) and for AVX2 (8 a step), picked when they run. The same operations either way (no
+/// step) and for AVX2 (8 a step), picked when they run. Their loops are `for` loops: an
+/// iterator's `for_each` goes through `fold`, a function of its own that is compiled for the
+/// baseline and not inlined here. The same operations either way (no
 /// fused multiply-add), so the same numbers. GELU and the softmax's `exp` were an eighth of a
 /// passage's time on SSE2 once the products were integers (issue 57).
 #[allow(unsafe_code)]
 mod wide {
     #[inline(always)]
     fn add_then_portable(row: &mut [f32], bias: &[f32], then: impl Fn(f32) -> f32) {
-        row.iter_mut().zip(bias).for_each(|(x, b)| *x = then(*x + b));
+        for (x, b) in row.iter_mut().zip(bias) {
+            *x = then(*x + b);
+        }
     }
 
     #[inline(always)]
     fn softmax_rows_portable(input: &mut [f32], keys: usize, length: usize) {
-        input.chunks_exact_mut(keys).for_each(|row| super::softmax_row(row, length));
+        for row in input.chunks_exact_mut(keys) {
+            super::softmax_row(row, length);
+        }
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -249,10 +255,14 @@ impl InplaceOp1 for MaskedSoftmax<'_> {
 fn softmax_row(row: &mut [f32], length: usize) {
     let (kept, padded) = row.split_at_mut(length);
     let max = largest(kept);
-    kept.iter_mut().for_each(|x| *x = exp(*x - max));
+    for x in kept.iter_mut() {
+        *x = exp(*x - max);
+    }
     let sum = sum(kept);
     let scale = 1.0 / sum;
-    kept.iter_mut().for_each(|x| *x *= scale);
+    for x in kept.iter_mut() {
+        *x *= scale;
+    }
     padded.fill(0.0);
 }
 
@@ -263,7 +273,9 @@ fn sum(values: &[f32]) -> f32 {
     let chunks = values.chunks_exact(8);
     let tail: f32 = chunks.remainder().iter().sum();
     for chunk in chunks {
-        lanes.iter_mut().zip(chunk).for_each(|(lane, x)| *lane += x);
+        for (lane, x) in lanes.iter_mut().zip(chunk) {
+            *lane += x;
+        }
     }
     lanes.iter().sum::<f32>() + tail
 }
@@ -274,7 +286,9 @@ fn sum_of_squares(values: &[f32], mean: f32) -> f32 {
     let chunks = values.chunks_exact(8);
     let tail: f32 = chunks.remainder().iter().map(|x| (x - mean) * (x - mean)).sum();
     for chunk in chunks {
-        lanes.iter_mut().zip(chunk).for_each(|(lane, x)| *lane += (x - mean) * (x - mean));
+        for (lane, x) in lanes.iter_mut().zip(chunk) {
+            *lane += (x - mean) * (x - mean);
+        }
     }
     lanes.iter().sum::<f32>() + tail
 }
@@ -287,7 +301,9 @@ fn largest(values: &[f32]) -> f32 {
     let chunks = values.chunks_exact(8);
     let tail = chunks.remainder().iter().fold(f32::NEG_INFINITY, |largest, &x| larger(largest, x));
     for chunk in chunks {
-        lanes.iter_mut().zip(chunk).for_each(|(lane, &x)| *lane = larger(*lane, x));
+        for (lane, &x) in lanes.iter_mut().zip(chunk) {
+            *lane = larger(*lane, x);
+        }
     }
     lanes.into_iter().fold(tail, larger)
 }
@@ -300,7 +316,9 @@ pub(super) fn largest_magnitude(values: &[f32]) -> f32 {
     let chunks = values.chunks_exact(8);
     let tail = chunks.remainder().iter().fold(0.0, |largest, &x| larger(largest, x));
     for chunk in chunks {
-        lanes.iter_mut().zip(chunk).for_each(|(lane, &x)| *lane = larger(*lane, x));
+        for (lane, &x) in lanes.iter_mut().zip(chunk) {
+            *lane = larger(*lane, x);
+        }
     }
     lanes.into_iter().fold(tail, larger)
 }
