@@ -10,18 +10,16 @@
 //!
 //! The kernels:
 //! - AVX2: `VPMADDWD` multiplies 16-bit integers and adds pairs into 32 bits: the 8-bit values
-//!   widened, each weight word holding two inputs of one column. The first version used
-//!   `VPMADDUBSW` on the bytes themselves, whose pairs saturate at 16 bits unless the input's
-//!   sign is first moved onto the weight (`VPSIGNB`, a third instruction per product). The words
-//!   need no such step and cannot saturate; measured end to end, the two ran at the same speed.
+//!   widened, each weight word holding two inputs of one column. `VPMADDUBSW` on the bytes
+//!   themselves was tried first: its pairs saturate at 16 bits unless the input's sign is moved
+//!   onto the weight (`VPSIGNB`), and that third instruction on the same ports made it 12 %
+//!   slower end to end (BENCHMARKS.md, issue 57).
 //! - VNNI (AVX-VNNI, or AVX512_VNNI with AVX512VL): `VPDPBUSD` multiplies and adds four bytes
 //!   into 32 bits at once, with no 16-bit step. Its unsigned side is the input plus 128; the
 //!   weight column's sum times 128 comes off at the end.
 //! - Portable: the same sums in plain Rust, so that the path runs (and is tested) on any CPU.
 //!
 //! All three give the same integers, so the same vectors; only their speed differs.
-
-use std::mem::MaybeUninit;
 
 use anyhow::bail;
 
@@ -169,7 +167,6 @@ impl Int8Weight {
     }
 
     /// `x · W` for `x` of `rows` rows of `inputs` values: `rows · outputs` values, row-major.
-    #[allow(unsafe_code)]
     pub(super) fn matmul(&self, x: &[f32], rows: usize) -> anyhow::Result<Vec<f32>> {
         if x.len() != rows * self.inputs {
             bail!("{} values are not {rows} rows of {} inputs", x.len(), self.inputs);
@@ -182,10 +179,7 @@ impl Int8Weight {
         // AVX2 multiplies 16-bit words: the same values, widened.
         let words: Vec<i16> =
             if self.kernel == Kernel::Avx2 { a.iter().map(|&v| i16::from(v)).collect() } else { Vec::new() };
-        // Not zeroed first: every value is written below, and zeroing the up projection's 12 MB
-        // for a batch of passages was 5 % of their time.
-        let mut out: Vec<f32> = Vec::with_capacity(rows * self.outputs);
-        let values = &mut out.spare_capacity_mut()[..rows * self.outputs];
+        let mut out = vec![0.0_f32; rows * self.outputs];
         let mut first = 0;
         while first < rows {
             let block = (rows - first).min(ROW_BLOCK);
@@ -195,7 +189,7 @@ impl Int8Weight {
                 words: words.get(span).unwrap_or_default(),
                 scales: &row_scales[first..first + block],
             };
-            let out = &mut values[first * self.outputs..(first + block) * self.outputs];
+            let out = &mut out[first * self.outputs..(first + block) * self.outputs];
             match self.kernel {
                 Kernel::Portable => portable(self, &input, out),
                 #[cfg(target_arch = "x86_64")]
@@ -205,9 +199,6 @@ impl Int8Weight {
             }
             first += block;
         }
-        // SAFETY: the kernels wrote every value of every row block (each writes all of its
-        // block's rows and panels), so the first `rows · outputs` values are initialised.
-        unsafe { out.set_len(rows * self.outputs) };
         Ok(out)
     }
 }
@@ -221,7 +212,7 @@ struct Rows<'a> {
 }
 
 /// The sums one column at a time, reading the packed layout as the SIMD kernels do.
-fn portable(weight: &Int8Weight, input: &Rows<'_>, out: &mut [MaybeUninit<f32>]) {
+fn portable(weight: &Int8Weight, input: &Rows<'_>, out: &mut [f32]) {
     let (inputs, outputs) = (weight.inputs, weight.outputs);
     let quads = inputs / QUAD;
     for (r, row) in input.values.chunks_exact(inputs).enumerate() {
@@ -235,7 +226,7 @@ fn portable(weight: &Int8Weight, input: &Rows<'_>, out: &mut [MaybeUninit<f32>])
                 }
             }
             // In the SIMD kernels' order, so that the numbers are the same to the last bit.
-            out[r * outputs + column].write(sum as f32 * (weight.scales[column] * input.scales[r]));
+            out[r * outputs + column] = sum as f32 * (weight.scales[column] * input.scales[r]);
         }
     }
 }
@@ -249,8 +240,6 @@ mod simd {
         _mm256_set1_ps, _mm256_setzero_si256, _mm256_storeu_ps, _mm256_sub_epi32, _mm256_xor_si256,
     };
 
-    use std::mem::MaybeUninit;
-
     use super::{Int8Weight, Kernel, PANEL, QUAD, Rows};
 
     /// One tile: `ROWS` rows of the input (from `row`) times `PANELS` panels (from `panel`).
@@ -263,7 +252,7 @@ mod simd {
     }
 
     /// Runs every tile of `input` × `weight` with `kernel`, which the CPU must have.
-    pub(super) fn run(weight: &Int8Weight, input: &Rows<'_>, out: &mut [MaybeUninit<f32>], kernel: Kernel) {
+    pub(super) fn run(weight: &Int8Weight, input: &Rows<'_>, out: &mut [f32], kernel: Kernel) {
         let (inputs, outputs) = (weight.inputs, weight.outputs);
         let rows = input.scales.len();
         let panels = outputs / PANEL;
@@ -275,7 +264,7 @@ mod simd {
             assert!(input.values.len() == rows * inputs && weight.packed.len() == inputs * outputs);
         }
         assert!(kernel.supported() && kernel != Kernel::Portable);
-        let out = out.as_mut_ptr().cast::<f32>();
+        let out = out.as_mut_ptr();
         let mut panel = 0;
         while panel < panels {
             let width = (panels - panel).min(2);
