@@ -10,10 +10,10 @@
 //!
 //! The kernels:
 //! - AVX2: `VPMADDWD` multiplies 16-bit integers and adds pairs into 32 bits: the 8-bit values
-//!   widened, each weight word holding two inputs of one column. `VPMADDUBSW` on the bytes
-//!   themselves was tried first: its pairs saturate at 16 bits unless the input's sign is moved
-//!   onto the weight (`VPSIGNB`), and that third instruction on the same ports made it 12 %
-//!   slower end to end (BENCHMARKS.md, issue 57).
+//!   widened, each weight word holding two inputs of one column. The first version used
+//!   `VPMADDUBSW` on the bytes themselves, whose pairs saturate at 16 bits unless the input's
+//!   sign is first moved onto the weight (`VPSIGNB`, a third instruction per product). The words
+//!   need no such step and cannot saturate; measured end to end, the two ran at the same speed.
 //! - VNNI (AVX-VNNI, or AVX512_VNNI with AVX512VL): `VPDPBUSD` multiplies and adds four bytes
 //!   into 32 bits at once, with no 16-bit step. Its unsigned side is the input plus 128; the
 //!   weight column's sum times 128 comes off at the end.

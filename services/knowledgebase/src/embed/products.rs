@@ -1,6 +1,7 @@
 //! Which arithmetic the encoder's linear layers use: what `SWITCHBOARD_ENCODER_PRODUCTS` asks
 //! for, or by default the fastest this CPU has that keeps retrieval's quality (BENCHMARKS.md,
-//! issues 43 and 57).
+//! issues 43 and 57): integer products where the CPU has VNNI, bfloat16 where it has that
+//! alone, integer products on AVX2, f32 elsewhere.
 
 use anyhow::bail;
 
@@ -28,14 +29,17 @@ impl Products {
         let int8 = |kernel: Kernel| Self { precision: Precision::Int8, int8: Some(kernel) };
         let value = value.map(str::trim).unwrap_or_default().to_ascii_lowercase();
         let chosen = match value.as_str() {
-            "" | "auto" => {
-                // bfloat16 where the CPU multiplies it: as fast, and closer to f32.
-                if bf16::supported() {
-                    Self { precision: Precision::Bf16, int8: None }
-                } else {
-                    Kernel::detect().map_or(Self { precision: Precision::F32, int8: None }, int8)
-                }
-            }
+            "" | "auto" => match Kernel::detect() {
+                // VNNI's integer products are the fastest wherever the CPU has them, bfloat16 CPUs
+                // included (Intel Xeon, 2 cores: 58 passages a second against bfloat16's 33 and
+                // f32's 48), and retrieval keeps its quality (SciFact nDCG@10 0.7237 against
+                // 0.7242-0.7248; BENCHMARKS.md, issue 57).
+                Some(kernel @ (Kernel::AvxVnni | Kernel::Avx512Vnni)) => int8(kernel),
+                // bfloat16 on a CPU that has it without VNNI (none is known): closer to f32.
+                _ if bf16::supported() => Self { precision: Precision::Bf16, int8: None },
+                Some(kernel) => int8(kernel),
+                None => Self { precision: Precision::F32, int8: None },
+            },
             "f32" => Self { precision: Precision::F32, int8: None },
             "bf16" if bf16::supported() => Self { precision: Precision::Bf16, int8: None },
             "bf16" => bail!("{VARIABLE}=bf16: this CPU has no AVX512_BF16"),
@@ -73,17 +77,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_default_is_bfloat16_then_integers_then_f32_as_the_cpu_allows() {
+    fn the_default_is_vnni_then_bfloat16_then_avx2_then_f32_as_the_cpu_allows() {
         let chosen = Products::choose(None).unwrap();
         assert_eq!(Products::choose(Some(" Auto ")).unwrap(), chosen);
-        let expected = if bf16::supported() {
+        let vnni = Kernel::AvxVnni.supported() || Kernel::Avx512Vnni.supported();
+        let expected = if vnni {
+            Precision::Int8
+        } else if bf16::supported() {
             Precision::Bf16
-        } else if Kernel::detect().is_some() {
+        } else if Kernel::Avx2.supported() {
             Precision::Int8
         } else {
             Precision::F32
         };
         assert_eq!(chosen.precision, expected, "chose {}", chosen.name());
+        if expected == Precision::Int8 {
+            assert_eq!(chosen.int8, Kernel::detect());
+        }
     }
 
     #[test]
