@@ -77,11 +77,12 @@ impl Kernel {
     }
 }
 
-/// A weight `[inputs, outputs]` rounded per output column, in the layout the kernels read:
-/// panels of [`PANEL`] columns; within a panel, for each group of four inputs, the four bytes of
-/// each column side by side (32 bytes a group). So one 256-bit load holds a group for 8 columns.
+/// A weight `[inputs, outputs]` rounded per output column, in the layout its kernel reads: one
+/// 256-bit load holds a group of inputs (four bytes, or two 16-bit words) for 8 columns.
 pub(super) struct Int8Weight {
-    /// The VNNI and portable kernels' layout (empty for AVX2's).
+    /// The VNNI and portable kernels' layout (empty for AVX2's): panels of [`PANEL`] columns;
+    /// within a panel, for each group of four inputs, the four bytes of each column side by side
+    /// (32 bytes a group).
     packed: Vec<i8>,
     /// AVX2's: panels of [`PANEL`] columns; within a panel, for each pair of inputs, the two
     /// values of each column side by side as 16-bit words (32 bytes a pair).
@@ -109,9 +110,9 @@ fn quantize(values: &[f32], out: &mut [i8]) -> f32 {
     }
     let inverse = 127.0 / largest;
     // Adding 1.5 · 2^23 to a float below 2^22 in magnitude rounds it to the nearest integer,
-    // ties to even (what `round_ties_even` does), and leaves that integer in the low bits of
-    // the sum's mantissa, 2^22 above the bits of 1.5 · 2^23 itself: integer operations only,
-    // where a float-to-integer `as` is a scalar conversion with saturation per value.
+    // ties to even (what `round_ties_even` does): the sum's bits are then those of 1.5 · 2^23
+    // plus that integer. Integer operations only, where a float-to-integer `as` is a scalar
+    // conversion with saturation per value.
     const ROUND: f32 = 12_582_912.0;
     for (slot, value) in out.iter_mut().zip(values) {
         let integer = (value * inverse + ROUND).to_bits().wrapping_sub(ROUND.to_bits()) as i32;
