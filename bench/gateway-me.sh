@@ -76,24 +76,10 @@ LUA
 for teams in $TEAM_COUNTS; do keys_lua "$teams" > "$work/keys-$teams.lua"; done
 
 # The same bytes as the gateway's answer, served by nginx.
-nginx_port="$(free_port)"
 mkdir -p "$work/www"
 printf '%s' "$me" > "$work/www/me.json"
-# nginx's workers run as another user: let them read the file.
-chmod a+rx "$work" "$work/www"; chmod a+r "$work/www/me.json"
-cat > "$work/nginx.conf" <<CONF
-worker_processes auto;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  default_type application/json;
-  server { listen 127.0.0.1:$nginx_port; root $work/www; keepalive_requests 1000000; }
-}
-CONF
-nginx -c "$work/nginx.conf"
-sleep 0.3
+start_nginx "$work/www"
+nginx_port="$NGINX_PORT"
 bare_port="$(free_port)"
 "$BARE_BIN" "127.0.0.1:$bare_port" "$work/www/me.json" > "$work/bare.out" 2>&1 &
 BARE_PID=$!

@@ -34,23 +34,10 @@ echo "$me" | grep -q '"credits"' || { echo "GET /me failed: $me" >&2; exit 1; }
 for i in $(seq 64); do team_key "$work/data" "Rates $i"; done > "$work/keys.txt"
 gateway_addr="$(echo "$BASE_URL" | sed -E 's#^https?://([^/]+).*#\1#')"
 
-nginx_port="$(free_port)"
 mkdir -p "$work/www/v1"
 printf '%s' "$me" > "$work/www/v1/me"
-chmod a+rx "$work" "$work/www" "$work/www/v1"; chmod a+r "$work/www/v1/me"
-cat > "$work/nginx.conf" <<CONF
-worker_processes auto;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  default_type application/json;
-  server { listen 127.0.0.1:$nginx_port; root $work/www; keepalive_requests 1000000; }
-}
-CONF
-nginx -c "$work/nginx.conf"
-sleep 0.3
+start_nginx "$work/www"
+nginx_port="$NGINX_PORT"
 
 # row TARGET ADDR RATE: one open-loop run; prints its JSON.
 row() {

@@ -207,3 +207,26 @@ owner_session() {
   [ -n "$token" ] || { cat "$dir/accept.headers" >&2; echo "no session cookie" >&2; return 1; }
   echo "$token"
 }
+
+# start_nginx DIR: nginx serving DIR's files on a free loopback port, its pid file and error log
+# in DIR's parent; sets NGINX_PORT. The caller's trap stops it (kill "$(cat PARENT/nginx.pid)").
+start_nginx() {
+  local root="$1" parent
+  parent="$(dirname "$root")"
+  NGINX_PORT="$(free_port)"
+  # nginx's workers run as another user: let them read the files.
+  chmod -R a+rX "$root"; chmod a+x "$parent"
+  cat > "$parent/nginx.conf" <<CONF
+worker_processes auto;
+pid $parent/nginx.pid;
+error_log $parent/nginx-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  default_type application/json;
+  server { listen 127.0.0.1:$NGINX_PORT; root $root; keepalive_requests 1000000; }
+}
+CONF
+  nginx -c "$parent/nginx.conf"
+  sleep 0.3
+}

@@ -252,6 +252,23 @@ mod simd {
         panel: usize,
     }
 
+    /// Calls `$kernel` instantiated for a tile of `$height` rows (1 to 4) and `$width` panels
+    /// (1 or 2).
+    macro_rules! by_shape {
+        ($kernel:ident, $tile:expr, $height:expr, $width:expr) => {
+            match ($height, $width) {
+                (4, 2) => $kernel::<4, 2>($tile),
+                (3, 2) => $kernel::<3, 2>($tile),
+                (2, 2) => $kernel::<2, 2>($tile),
+                (1, 2) => $kernel::<1, 2>($tile),
+                (4, _) => $kernel::<4, 1>($tile),
+                (3, _) => $kernel::<3, 1>($tile),
+                (2, _) => $kernel::<2, 1>($tile),
+                (_, _) => $kernel::<1, 1>($tile),
+            }
+        };
+    }
+
     /// Runs every tile of `input` × `weight` with `kernel`, which the CPU must have.
     pub(super) fn run(weight: &Int8Weight, input: &Rows<'_>, out: &mut [f32], kernel: Kernel) {
         let (inputs, outputs) = (weight.inputs, weight.outputs);
@@ -276,31 +293,10 @@ mod simd {
                 // SAFETY: the CPU has the kernel's features (asserted above); the tile's rows and
                 // panels are inside the slices, whose sizes are asserted above.
                 unsafe {
-                    match (kernel, height, width) {
-                        (Kernel::Avx2, 4, 2) => avx2::<4, 2>(tile),
-                        (Kernel::Avx2, 3, 2) => avx2::<3, 2>(tile),
-                        (Kernel::Avx2, 2, 2) => avx2::<2, 2>(tile),
-                        (Kernel::Avx2, 1, 2) => avx2::<1, 2>(tile),
-                        (Kernel::Avx2, 4, _) => avx2::<4, 1>(tile),
-                        (Kernel::Avx2, 3, _) => avx2::<3, 1>(tile),
-                        (Kernel::Avx2, 2, _) => avx2::<2, 1>(tile),
-                        (Kernel::Avx2, _, _) => avx2::<1, 1>(tile),
-                        (Kernel::AvxVnni, 4, 2) => avx_vnni::<4, 2>(tile),
-                        (Kernel::AvxVnni, 3, 2) => avx_vnni::<3, 2>(tile),
-                        (Kernel::AvxVnni, 2, 2) => avx_vnni::<2, 2>(tile),
-                        (Kernel::AvxVnni, 1, 2) => avx_vnni::<1, 2>(tile),
-                        (Kernel::AvxVnni, 4, _) => avx_vnni::<4, 1>(tile),
-                        (Kernel::AvxVnni, 3, _) => avx_vnni::<3, 1>(tile),
-                        (Kernel::AvxVnni, 2, _) => avx_vnni::<2, 1>(tile),
-                        (Kernel::AvxVnni, _, _) => avx_vnni::<1, 1>(tile),
-                        (_, 4, 2) => avx512_vnni::<4, 2>(tile),
-                        (_, 3, 2) => avx512_vnni::<3, 2>(tile),
-                        (_, 2, 2) => avx512_vnni::<2, 2>(tile),
-                        (_, 1, 2) => avx512_vnni::<1, 2>(tile),
-                        (_, 4, _) => avx512_vnni::<4, 1>(tile),
-                        (_, 3, _) => avx512_vnni::<3, 1>(tile),
-                        (_, 2, _) => avx512_vnni::<2, 1>(tile),
-                        (_, _, _) => avx512_vnni::<1, 1>(tile),
+                    match kernel {
+                        Kernel::Avx2 => by_shape!(avx2, tile, height, width),
+                        Kernel::AvxVnni => by_shape!(avx_vnni, tile, height, width),
+                        _ => by_shape!(avx512_vnni, tile, height, width),
                     }
                 }
                 row += height;
