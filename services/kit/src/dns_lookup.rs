@@ -622,9 +622,18 @@ mod tests {
     /// to another id (which must be ignored), then a truncated answer; over TCP the whole one.
     #[tokio::test]
     async fn a_truncated_answer_is_asked_again_over_tcp() {
-        let udp = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-        let address = udp.local_addr().unwrap();
-        let tcp = tokio::net::TcpListener::bind(address).await.unwrap();
+        // The port the system gives the UDP socket may be held for TCP by another process: take
+        // another one then, a bounded number of times.
+        let mut bound = None;
+        for _ in 0..20 {
+            let udp = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+            let address = udp.local_addr().unwrap();
+            if let Ok(tcp) = tokio::net::TcpListener::bind(address).await {
+                bound = Some((udp, address, tcp));
+                break;
+            }
+        }
+        let (udp, address, tcp) = bound.expect("no port free for both UDP and TCP in 20 tries");
         let long = "x".repeat(250);
         let record = strings(&[long.as_bytes(); 8]);
         let full = move |id: u16| Built::new(id, ANSWER, "big.example", TYPE_TXT, 1).record(TYPE_TXT, &record).0;
