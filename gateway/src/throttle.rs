@@ -15,6 +15,12 @@
 //! gateway replica sees the same; without Redis (or while it does not answer) each process
 //! counts its own.
 //!
+//! A reservation is a member of a set, named by a token of its own, not an increment: a
+//! reservation whose answer came too late (Redis counted as away, the script still ran) or
+//! whose give-back failed is given back again, by name, until Redis answers. With increments,
+//! every slow moment of Redis left a failure behind for each correct sign-in, and ten of them
+//! locked the person out for the window (`scripts/kube test` found it).
+//!
 //! Requests for a password-reset e-mail are counted the same way, each request a "failure",
 //! under their own [`Policy`]: a mailbox is not flooded, and no one is refused a sign-in by them.
 //! Their per-address ceiling holds for every client: a sender who changes client address gets
@@ -34,13 +40,14 @@ pub const PER_EMAIL: i64 = 100;
 pub const PER_CLIENT: i64 = 50;
 
 /// KEYS: the counters of e-mail and client, e-mail, client. ARGV: the window (ms), the three
-/// limits, and 1 when the e-mail's limit holds for clients without failures too. Takes one of
-/// each; when one is over its limit gives them back. Answers the wait (ms) before a try is
-/// allowed again, 0 when this one is.
+/// limits, 1 when the e-mail's limit holds for clients without failures too, and the
+/// reservation's token. Adds the token to each; when one is over its limit takes it out again.
+/// Answers the wait (ms) before a try is allowed again, 0 when this one is.
 const RESERVE: &str = r"
 local taken = {}
 for i = 1, 3 do
-  taken[i] = redis.call('INCR', KEYS[i])
+  redis.call('ZADD', KEYS[i], 0, ARGV[6])
+  taken[i] = redis.call('ZCARD', KEYS[i])
   if taken[i] == 1 then
     redis.call('PEXPIRE', KEYS[i], ARGV[1])
   end
@@ -55,18 +62,22 @@ for i = 1, 3 do
   end
 end
 if wait > 0 then
-  for i = 1, 3 do redis.call('DECR', KEYS[i]) end
+  for i = 1, 3 do redis.call('ZREM', KEYS[i], ARGV[6]) end
 end
 return wait
 ";
 
-/// KEYS: the three counters. Gives a reservation back (a check that succeeded).
+/// KEYS: the three counters; ARGV: the token. Gives a reservation back (a check that
+/// succeeded); a token that is not there (its reservation never ran) changes nothing.
 const RELEASE: &str = r"
-for i = 1, 3 do
-  if tonumber(redis.call('GET', KEYS[i]) or '0') > 0 then redis.call('DECR', KEYS[i]) end
-end
+for i = 1, 3 do redis.call('ZREM', KEYS[i], ARGV[1]) end
 return 0
 ";
+
+/// How often, and how many times, a give-back that Redis did not take is sent again: past
+/// that, the reservation ends with its window.
+const RELEASE_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+const RELEASE_ATTEMPTS: u32 = 60;
 
 /// What one throttle counts: its counters' names, its limits and what it answers past them.
 pub struct Policy {
@@ -132,8 +143,12 @@ pub struct SignInThrottle {
 #[must_use]
 pub struct Reservation {
     keys: [String; 3],
+    /// Its name in Redis's sets.
+    token: String,
     /// Where it was taken: the local counts, when Redis did not answer.
     local: bool,
+    /// Whether Redis may hold it: it answered, or it was asked and did not answer in time.
+    in_redis: bool,
 }
 
 fn keys(policy: &Policy, email: &str, address: &str) -> [String; 3] {
@@ -142,10 +157,18 @@ fn keys(policy: &Policy, email: &str, address: &str) -> [String; 3] {
     let hash = |text: &str| hex::encode(&sha2::Sha256::digest(text.as_bytes())[..16]);
     let email = email.trim().to_lowercase();
     [
-        format!("switchboard:{}:pair:{}", policy.name, hash(&format!("{email}\n{address}"))),
-        format!("switchboard:{}:email:{}", policy.name, hash(&email)),
-        format!("switchboard:{}:addr:{}", policy.name, hash(address)),
+        // `v2`: sets of reservations; the counters of before were plain integers.
+        format!("switchboard:{}:v2:pair:{}", policy.name, hash(&format!("{email}\n{address}"))),
+        format!("switchboard:{}:v2:email:{}", policy.name, hash(&email)),
+        format!("switchboard:{}:v2:addr:{}", policy.name, hash(address)),
     ]
+}
+
+/// One give-back of a reservation to Redis; whether Redis took it.
+async fn release_once(redis: &RedisClient, script: &redis::Script, keys: &[String; 3], token: &str) -> bool {
+    let mut invocation = script.prepare_invoke();
+    invocation.key(&keys[0]).key(&keys[1]).key(&keys[2]).arg(token);
+    redis.run::<i64>(&invocation).await.is_some()
 }
 
 fn throttled(policy: &Policy, wait_ms: i64) -> ServiceError {
@@ -175,42 +198,69 @@ impl SignInThrottle {
     pub async fn reserve(&self, email: &str, address: &str) -> ServiceResult<Reservation> {
         let policy = self.policy;
         let keys = keys(policy, email, address);
+        let token = uuid::Uuid::new_v4().simple().to_string();
+        let mut in_redis = false;
         if let Some(redis) = &self.redis {
+            // Skipped, Redis is not asked at all; asked, the script may run even if its answer
+            // comes too late.
+            in_redis = !redis.skipping();
             let mut invocation = self.reserve.prepare_invoke();
             invocation.key(&keys[0]).key(&keys[1]).key(&keys[2]);
             invocation.arg(WINDOW_MS).arg(policy.per_pair).arg(policy.per_email).arg(policy.per_client);
-            invocation.arg(i64::from(policy.strict_email));
+            invocation.arg(i64::from(policy.strict_email)).arg(&token);
             if let Some(wait_ms) = redis.run::<i64>(&invocation).await {
                 return if wait_ms > 0 {
                     Err(throttled(policy, wait_ms))
                 } else {
-                    Ok(Reservation { keys, local: false })
+                    Ok(Reservation { keys, token, local: false, in_redis: true })
                 };
             }
         }
         let wait_ms = self.reserve_locally(&keys);
-        if wait_ms > 0 { Err(throttled(policy, wait_ms)) } else { Ok(Reservation { keys, local: true }) }
+        if wait_ms > 0 {
+            // Refused here: a reservation Redis may have taken all the same is given back.
+            if in_redis {
+                self.release_in_redis(keys, token).await;
+            }
+            Err(throttled(policy, wait_ms))
+        } else {
+            Ok(Reservation { keys, token, local: true, in_redis })
+        }
     }
 
     /// The check succeeded (or did not get to the password): its reservation is given back.
     pub async fn succeeded(&self, reservation: Reservation) {
-        if !reservation.local
-            && let Some(redis) = &self.redis
-        {
-            let mut invocation = self.release.prepare_invoke();
-            for key in &reservation.keys {
-                invocation.key(key);
-            }
-            if redis.run::<i64>(&invocation).await.is_some() {
-                return;
+        let Reservation { keys, token, local, in_redis } = reservation;
+        if local {
+            let mut counts = self.local.lock().unwrap_or_else(|e| e.into_inner());
+            for key in &keys {
+                if let Some(entry) = counts.get_mut(key) {
+                    entry.0 = (entry.0 - 1).max(0);
+                }
             }
         }
-        let mut local = self.local.lock().unwrap_or_else(|e| e.into_inner());
-        for key in &reservation.keys {
-            if let Some(entry) = local.get_mut(key) {
-                entry.0 = (entry.0 - 1).max(0);
-            }
+        if in_redis {
+            self.release_in_redis(keys, token).await;
         }
+    }
+
+    /// Takes a reservation out of Redis's sets; when Redis does not answer, again every
+    /// RELEASE_RETRY in a task of its own, up to RELEASE_ATTEMPTS times.
+    async fn release_in_redis(&self, keys: [String; 3], token: String) {
+        let Some(redis) = self.redis.clone() else { return };
+        let script = self.release.clone();
+        if release_once(&redis, &script, &keys, &token).await {
+            return;
+        }
+        tokio::spawn(async move {
+            for _ in 0..RELEASE_ATTEMPTS {
+                tokio::time::sleep(RELEASE_RETRY).await;
+                if release_once(&redis, &script, &keys, &token).await {
+                    return;
+                }
+            }
+            tracing::warn!("a sign-in throttle reservation was not given back to Redis; it ends with its window");
+        });
     }
 
     /// As the script does, under the lock: the wait (ms), 0 when reserved.
@@ -250,6 +300,7 @@ impl SignInThrottle {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[tokio::test]
     async fn the_eleventh_failure_from_one_client_waits_and_other_clients_do_not() {
@@ -265,6 +316,77 @@ mod tests {
         throttle.succeeded(elsewhere).await;
         let other = throttle.reserve("grace@example.com", "10.0.0.1").await.expect("another address");
         throttle.succeeded(other).await;
+    }
+
+    /// A redis-server of this test's own on a free port, killed when dropped.
+    struct Server(std::process::Child, u16);
+
+    impl Server {
+        fn start() -> Server {
+            let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let child = std::process::Command::new("redis-server")
+                .args(["--port", &port.to_string(), "--save", "", "--appendonly", "no", "--bind", "127.0.0.1"])
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("redis-server (the test command installs it)");
+            // Killed and waited for when dropped, the panic below included.
+            let server = Server(child, port);
+            for _ in 0..100 {
+                if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return server;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            panic!("redis-server did not listen on {port} within 5 s");
+        }
+
+        fn cli(&self, args: &[&str]) -> String {
+            let output = std::process::Command::new("redis-cli")
+                .args(["-p", &self.1.to_string()])
+                .args(args)
+                .output()
+                .expect("redis-cli");
+            String::from_utf8_lossy(&output.stdout).trim().to_owned()
+        }
+    }
+
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    /// Redis late at every sign-in of a person who types the right password: each time the
+    /// reservation's script runs after the gateway stopped waiting for it. The reservations are
+    /// given back all the same, and the person is not refused once Redis is quick again (with
+    /// counters, each left a failure behind, and the eleventh sign-in was refused).
+    #[tokio::test]
+    async fn reservations_whose_answers_came_late_are_given_back() {
+        let server = Server::start();
+        let redis =
+            RedisClient::connect(&format!("redis://127.0.0.1:{}/", server.1), Duration::from_millis(50), "test")
+                .unwrap();
+        let throttle = SignInThrottle::new(Some(redis));
+        // Once with Redis quick: its scripts are loaded, as in a gateway that has run a while
+        // (a script Redis does not know yet would not run late, it would be refused).
+        let first = throttle.reserve("ada@example.com", "10.0.0.1").await.expect("the first");
+        assert!(!first.local, "Redis answered the first");
+        throttle.succeeded(first).await;
+        for attempt in 0..=PER_EMAIL_AND_CLIENT {
+            // Every command waits 200 ms: the throttle gives up on Redis after 50.
+            server.cli(&["CLIENT", "PAUSE", "200", "ALL"]);
+            let reservation = throttle.reserve("ada@example.com", "10.0.0.1").await.expect("counted locally");
+            assert!(reservation.local, "attempt {attempt}: Redis was late");
+            throttle.succeeded(reservation).await;
+            // Redis is skipped for a second after it was late; then asked again.
+            tokio::time::sleep(Duration::from_millis(1300)).await;
+        }
+        let quick = throttle.reserve("ada@example.com", "10.0.0.1").await.expect("not locked out");
+        assert!(!quick.local, "Redis answered this one");
+        throttle.succeeded(quick).await;
+        let pair = &keys(&SIGN_IN, "ada@example.com", "10.0.0.1")[0];
+        assert_eq!(server.cli(&["ZCARD", pair]), "0", "every reservation given back");
     }
 
     #[tokio::test]
