@@ -389,6 +389,38 @@ mod tests {
         assert_eq!(server.cli(&["ZCARD", pair]), "0", "every reservation given back");
     }
 
+    /// Through Redis as through the local counts: a burst of wrong passwords for one address
+    /// from one client gets exactly the limit, and the owner elsewhere still gets in.
+    #[tokio::test]
+    async fn a_burst_through_redis_gets_exactly_the_limit() {
+        let server = Server::start();
+        let url = format!("redis://127.0.0.1:{}/", server.1);
+        // A generous deadline: the burst is to be counted in Redis, none of it locally.
+        let redis = RedisClient::connect(&url, Duration::from_secs(2), "test").unwrap();
+        let throttle = Arc::new(SignInThrottle::new(Some(redis)));
+        let tries = (0..30).map(|_| {
+            let throttle = throttle.clone();
+            tokio::spawn(async move { throttle.reserve("ada@example.com", "10.0.0.1").await })
+        });
+        let mut kept = Vec::new();
+        let mut refused = 0;
+        for attempt in futures::future::join_all(tries).await {
+            match attempt.expect("the task ran") {
+                Ok(reservation) => kept.push(reservation),
+                Err(error) => {
+                    assert_eq!(error.kind, ErrorKind::RateLimited);
+                    refused += 1;
+                }
+            }
+        }
+        assert_eq!((kept.len(), refused), (PER_EMAIL_AND_CLIENT as usize, 20));
+        assert!(kept.iter().all(|reservation| !reservation.local), "every one counted in Redis");
+        let pair = &keys(&SIGN_IN, "ada@example.com", "10.0.0.1")[0];
+        assert_eq!(server.cli(&["ZCARD", pair]), PER_EMAIL_AND_CLIENT.to_string(), "the refused ones taken out");
+        let owner = throttle.reserve("ada@example.com", "10.0.0.2").await.expect("the owner, from elsewhere");
+        throttle.succeeded(owner).await;
+    }
+
     #[tokio::test]
     async fn reset_requests_are_counted_apart_from_sign_ins() {
         let resets = SignInThrottle::with_policy(&RESET_REQUESTS, None);
