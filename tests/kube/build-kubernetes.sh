@@ -40,17 +40,17 @@ if [ -z "$tree" ]; then
 fi
 # reflect2 1.0.1 reads runtime internals that Go 1.18 changed; 1.0.2 is the fixed release.
 reflect2="$tree/vendor/github.com/modern-go/reflect2"
-if [ ! -f "$reflect2/.switchboard-1.0.2" ]; then
+replace_reflect2() {
   rsync -a --delete --exclude '.switchboard-1.0.2' /usr/share/gocode/src/github.com/modern-go/reflect2/ "$reflect2/"
   touch "$reflect2/.switchboard-1.0.2"
-fi
+}
+[ -f "$reflect2/.switchboard-1.0.2" ] || replace_reflect2
 # Each patch once; a tree patched with another set is unpacked again.
 if [ "$(cat "$tree/.switchboard-patches.sum" 2>/dev/null || echo none)" != "$patch_sum" ]; then
   if [ -f "$tree/.switchboard-patches.sum" ]; then
     rm -rf "$tree"
     (cd "$src" && dpkg-source -x -q ./*.dsc >/dev/null) || { echo "unpacking the source again failed" >&2; exit 1; }
-    rsync -a --delete /usr/share/gocode/src/github.com/modern-go/reflect2/ "$reflect2/"
-    touch "$reflect2/.switchboard-1.0.2"
+    replace_reflect2
   fi
   for file in "$patches"/*.patch; do
     patch -d "$tree" -p1 -s --forward <"$file" || { echo "patch $file failed" >&2; exit 1; }

@@ -121,9 +121,7 @@ def make_team():
     """A team with credits and a key, through the identity database (as `switchboard admin`
     does for an operator), and the key put in the Secret as TEST_API_KEY for `helm test`."""
     team = admin("create-team", "--name", f"Kube {uuid.uuid4().hex[:6]}", "--credits", "100000")
-    key = admin("create-key", "--team", team["id"])["key"]
-    backing.secret(test_api_key=key)
-    return team["id"], key
+    backing.secret(test_api_key=admin("create-key", "--team", team["id"])["key"])
 
 
 def admin(*args):
@@ -187,8 +185,9 @@ def prove_contained():
 
 # --- the workload (issue 42's) ----------------------------------------------------------------
 
-def checker_state(team, key):
-    """What issue 42's workload and checkers read, pointed at this cluster's Services."""
+def checker_state():
+    """What issue 42's workload and checkers read, pointed at this cluster's Services (its
+    `prepare` makes the run's own teams)."""
     gateway = service_ip(f"{RELEASE}-gateway")
     conversations = service_ip(f"{RELEASE}-conversations")
     checkers.DIR = kube.path("history")
@@ -449,12 +448,12 @@ def test():
     log("install: default values, the knowledge base on the Qdrant pod, two replicas")
     FIGURES["install, default values, to all Ready (s)"] = install(
         [], ["--set", f"qdrant.url={qdrant}", "--set", "knowledgebase.replicas=2"])
-    team, key = make_team()
+    make_team()
     prove_installed("default values")
     prove_security("default values")
     prove_contained()
 
-    state = checker_state(team, key)
+    state = checker_state()
     log("upgrade to a new image tag, under the workload (no retries)")
     seconds, *rest = during(state, "helm-upgrade", upgrade([]), retries=False, failures="none")
     FIGURES["helm upgrade to a new tag, to all rolled (s)"] = seconds
